@@ -1,0 +1,466 @@
+#include "rewrite/interpreter.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "rewrite/errors.hpp"
+
+namespace ringrt {
+
+// ---------------------------------------------------------------------------------------------
+// HostBuffer
+
+HostBuffer::HostBuffer(DType d, Shape s)
+    : dtype(d), shape(std::move(s)), bytes(static_cast<size_t>(prod(shape) * itemsize(d))) {}
+
+namespace {
+template <class T>
+T load(const std::vector<std::byte>& b, int64_t i) {
+  T v;
+  std::memcpy(&v, b.data() + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+template <class T>
+void put(std::vector<std::byte>& b, int64_t i, T v) {
+  std::memcpy(b.data() + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+}  // namespace
+
+double HostBuffer::get(int64_t i) const {
+  switch (dtype) {
+    case DType::float32: return load<float>(bytes, i);
+    case DType::float16: return half_to_float(load<uint16_t>(bytes, i));
+    case DType::bfloat16: return bfloat16_to_float(load<uint16_t>(bytes, i));
+    case DType::float64: return load<double>(bytes, i);
+    default: return static_cast<double>(get_int(i));
+  }
+}
+
+int64_t HostBuffer::get_int(int64_t i) const {
+  switch (dtype) {
+    case DType::int32: return load<int32_t>(bytes, i);
+    case DType::int64: return load<int64_t>(bytes, i);
+    case DType::int8: return load<int8_t>(bytes, i);
+    case DType::uint8: return load<uint8_t>(bytes, i);
+    case DType::bool_: return load<uint8_t>(bytes, i) != 0;
+    default: return static_cast<int64_t>(get(i));
+  }
+}
+
+void HostBuffer::set(int64_t i, double v) {
+  switch (dtype) {
+    case DType::float32: return put<float>(bytes, i, static_cast<float>(v));
+    case DType::float16: return put<uint16_t>(bytes, i, float_to_half(static_cast<float>(v)));
+    case DType::bfloat16: return put<uint16_t>(bytes, i, float_to_bfloat16(static_cast<float>(v)));
+    case DType::float64: return put<double>(bytes, i, v);
+    case DType::bool_: return set_int(i, v != 0.0);
+    default:
+      // float -> int truncates toward zero; out-of-range and NaN give 0 rather than undefined behaviour
+      return set_int(i, std::isfinite(v) && std::fabs(v) < 9.2e18 ? static_cast<int64_t>(v) : 0);
+  }
+}
+
+void HostBuffer::set_int(int64_t i, int64_t v) {
+  switch (dtype) {
+    case DType::int32: return put<int32_t>(bytes, i, static_cast<int32_t>(static_cast<uint32_t>(v)));
+    case DType::int64: return put<int64_t>(bytes, i, v);
+    case DType::int8: return put<int8_t>(bytes, i, static_cast<int8_t>(static_cast<uint8_t>(v)));
+    case DType::uint8: return put<uint8_t>(bytes, i, static_cast<uint8_t>(v));
+    case DType::bool_: return put<uint8_t>(bytes, i, v != 0);
+    default: return set(i, static_cast<double>(v));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// scalar ALU
+
+double alu_float(Ops op, DType, const std::vector<double>& a) {
+  switch (op) {
+    case Ops::NEG: return -a[0];
+    case Ops::EXP2: return std::exp2(a[0]);
+    case Ops::LOG2: return std::log2(a[0]);
+    case Ops::SIN: return std::sin(a[0]);
+    case Ops::SQRT: return std::sqrt(a[0]);
+    case Ops::RECIP: return 1.0 / a[0];
+    case Ops::ADD: return a[0] + a[1];
+    case Ops::SUB: return a[0] - a[1];
+    case Ops::MUL: return a[0] * a[1];
+    case Ops::FDIV: return a[0] / a[1];
+    case Ops::MAX: return std::isnan(a[0]) || a[0] > a[1] ? a[0] : a[1];
+    case Ops::MIN: return std::isnan(a[0]) || a[0] < a[1] ? a[0] : a[1];
+    case Ops::CMPLT: return a[0] < a[1];
+    case Ops::CMPNE: return a[0] != a[1];
+    case Ops::CMPEQ: return a[0] == a[1];
+    case Ops::WHERE: return a[0] != 0.0 ? a[1] : a[2];
+    default: throw InternalError(fmt::format("no float semantics for {}", op_name(op)));
+  }
+}
+
+int64_t alu_int(Ops op, DType, const std::vector<int64_t>& a) {
+  auto wrap = [](uint64_t v) { return static_cast<int64_t>(v); };  // two's complement arithmetic
+  switch (op) {
+    case Ops::NEG: return wrap(0ull - static_cast<uint64_t>(a[0]));
+    case Ops::ADD: return wrap(static_cast<uint64_t>(a[0]) + static_cast<uint64_t>(a[1]));
+    case Ops::SUB: return wrap(static_cast<uint64_t>(a[0]) - static_cast<uint64_t>(a[1]));
+    case Ops::MUL: return wrap(static_cast<uint64_t>(a[0]) * static_cast<uint64_t>(a[1]));
+    case Ops::IDIV: return a[1] == 0 || (a[1] == -1 && a[0] == INT64_MIN) ? 0 : a[0] / a[1];
+    case Ops::MOD: return a[1] == 0 || a[1] == -1 ? 0 : a[0] % a[1];
+    case Ops::MAX: return std::max(a[0], a[1]);
+    case Ops::MIN: return std::min(a[0], a[1]);
+    case Ops::CMPLT: return a[0] < a[1];
+    case Ops::CMPNE: return a[0] != a[1];
+    case Ops::CMPEQ: return a[0] == a[1];
+    case Ops::AND: return a[0] & a[1];
+    case Ops::OR: return a[0] | a[1];
+    case Ops::XOR: return a[0] ^ a[1];
+    case Ops::WHERE: return a[0] != 0 ? a[1] : a[2];
+    default: throw InternalError(fmt::format("no integer semantics for {}", op_name(op)));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the interpreter
+
+namespace {
+
+using Value = std::vector<HostBuffer>;
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+// out[i] = in[index(i)] or zero where index returns -1; idx is the output's multi-index.
+template <class F>
+HostBuffer gather(const HostBuffer& in, const Shape& out_shape, F index) {
+  HostBuffer out(in.dtype, out_shape);
+  std::vector<int64_t> idx(out_shape.size(), 0);
+  int64_t n = out.numel(), w = itemsize(in.dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = index(idx);
+    if (j >= 0) std::memcpy(out.bytes.data() + i * w, in.bytes.data() + j * w, static_cast<size_t>(w));
+    for (size_t a = idx.size(); a-- > 0;) {  // next multi-index, row-major
+      if (++idx[a] < out_shape[a]) break;
+      idx[a] = 0;
+    }
+  }
+  return out;
+}
+
+HostBuffer movement(const UOp& u, const HostBuffer& in, int64_t dnum) {
+  const Shape& is = in.shape;
+  auto st = strides_of(is);
+  switch (u.op()) {
+    case Ops::RESHAPE: {
+      HostBuffer out = in;
+      out.shape = u.shape();
+      return out;
+    }
+    case Ops::EXPAND:
+      return gather(in, u.shape(), [&](const std::vector<int64_t>& idx) {
+        int64_t j = 0;
+        for (size_t a = 0; a < idx.size(); ++a) j += (is[a] == 1 ? 0 : idx[a]) * st[a];
+        return j;
+      });
+    case Ops::PERMUTE: {
+      const auto& order = u.arg_ints();
+      return gather(in, u.shape(), [&](const std::vector<int64_t>& idx) {
+        int64_t j = 0;
+        for (size_t a = 0; a < idx.size(); ++a) j += idx[a] * st[static_cast<size_t>(order[a])];
+        return j;
+      });
+    }
+    case Ops::FLIP: {
+      const auto& flags = u.arg_ints();
+      return gather(in, u.shape(), [&](const std::vector<int64_t>& idx) {
+        int64_t j = 0;
+        for (size_t a = 0; a < idx.size(); ++a) j += (flags[a] ? is[a] - 1 - idx[a] : idx[a]) * st[a];
+        return j;
+      });
+    }
+    case Ops::SHRINK: {
+      const auto& sp = u.arg_spans();
+      return gather(in, u.shape(), [&](const std::vector<int64_t>& idx) {
+        int64_t j = 0;
+        for (size_t a = 0; a < idx.size(); ++a) j += (idx[a] + sp[a].first.at(dnum)) * st[a];
+        return j;
+      });
+    }
+    case Ops::PAD: {
+      const auto& sp = u.arg_spans();
+      return gather(in, u.shape(), [&](const std::vector<int64_t>& idx) -> int64_t {
+        int64_t j = 0;
+        for (size_t a = 0; a < idx.size(); ++a) {
+          int64_t k = idx[a] - sp[a].first.at(dnum);
+          if (k < 0 || k >= is[a]) return -1;
+          j += k * st[a];
+        }
+        return j;
+      });
+    }
+    default:
+      throw InternalError("not a movement op");
+  }
+}
+
+HostBuffer reduce(const UOp& u, const HostBuffer& in) {
+  const ReduceArg& ra = u.arg_reduce();
+  HostBuffer out(in.dtype, u.shape());
+  auto st = strides_of(in.shape);
+  std::vector<int64_t> red_shape;  // the reduced axes' extents, in axis order
+  std::vector<int64_t> red_strides;
+  for (int a : ra.axes) {
+    red_shape.push_back(in.shape[static_cast<size_t>(a)]);
+    red_strides.push_back(st[static_cast<size_t>(a)]);
+  }
+  int64_t inner = prod(red_shape);
+  bool fl = is_float(in.dtype);
+  std::vector<int64_t> oidx(u.shape().size(), 0);
+  auto ost = strides_of(in.shape);
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    int64_t base = 0;
+    for (size_t a = 0; a < oidx.size(); ++a) base += oidx[a] * ost[a];
+    HostBuffer acc(in.dtype, {1});
+    if (fl) {
+      acc.set(0, reduce_identity(ra.op));
+    } else {
+      int64_t lo = is_unsigned(in.dtype) ? 0 : std::numeric_limits<int64_t>::min();
+      int64_t hi = std::numeric_limits<int64_t>::max();
+      if (in.dtype == DType::int32) lo = INT32_MIN, hi = INT32_MAX;
+      if (in.dtype == DType::int8) lo = INT8_MIN, hi = INT8_MAX;
+      if (in.dtype == DType::uint8 || in.dtype == DType::bool_) hi = in.dtype == DType::bool_ ? 1 : 255;
+      acc.set_int(0, ra.op == Ops::MAX ? lo : ra.op == Ops::MIN ? hi : ra.op == Ops::MUL ? 1 : 0);
+    }
+    std::vector<int64_t> ridx(red_shape.size(), 0);
+    for (int64_t r = 0; r < inner; ++r) {
+      int64_t j = base;
+      for (size_t k = 0; k < ridx.size(); ++k) j += ridx[k] * red_strides[k];
+      if (fl) {
+        acc.set(0, alu_float(ra.op, in.dtype, {acc.get(0), in.get(j)}));
+      } else {
+        acc.set_int(0, alu_int(ra.op, in.dtype, {acc.get_int(0), in.get_int(j)}));
+      }
+      for (size_t k = ridx.size(); k-- > 0;) {
+        if (++ridx[k] < red_shape[k]) break;
+        ridx[k] = 0;
+      }
+    }
+    std::memcpy(out.bytes.data() + o * itemsize(in.dtype), acc.bytes.data(), static_cast<size_t>(itemsize(in.dtype)));
+    for (size_t a = oidx.size(); a-- > 0;) {
+      if (++oidx[a] < u.shape()[a]) break;
+      oidx[a] = 0;
+    }
+  }
+  return out;
+}
+
+HostBuffer elementwise(const UOp& u, const std::vector<const HostBuffer*>& in) {
+  HostBuffer out(u.dtype(), u.shape());
+  DType operand = in.back()->dtype;
+  bool fl = is_float(operand);
+  std::vector<double> fa(in.size());
+  std::vector<int64_t> ia(in.size());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    if (fl) {
+      for (size_t k = 0; k < in.size(); ++k) fa[k] = in[k]->get(i);
+      out.set(i, alu_float(u.op(), operand, fa));
+    } else {
+      for (size_t k = 0; k < in.size(); ++k) ia[k] = in[k]->get_int(i);
+      out.set_int(i, alu_int(u.op(), operand, ia));
+    }
+  }
+  return out;
+}
+
+HostBuffer cast(const HostBuffer& in, DType to, bool bit) {
+  HostBuffer out(to, in.shape);
+  if (bit) {
+    out.bytes = in.bytes;
+    return out;
+  }
+  for (int64_t i = 0; i < in.numel(); ++i) {
+    if (is_float(in.dtype) || is_float(to)) {
+      out.set(i, in.get(i));
+    } else {
+      out.set_int(i, in.get_int(i));
+    }
+  }
+  return out;
+}
+
+// Concatenate shards along axis.
+HostBuffer concat(const Value& shards, int axis) {
+  const Shape& ps = shards.at(0).shape;
+  Shape s = ps;
+  s[static_cast<size_t>(axis)] *= static_cast<int64_t>(shards.size());
+  HostBuffer out(shards[0].dtype, s);
+  auto pst = strides_of(ps);
+  int64_t piece = ps[static_cast<size_t>(axis)], w = itemsize(out.dtype);
+  std::vector<int64_t> idx(s.size(), 0);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t j = 0;
+    for (size_t a = 0; a < idx.size(); ++a) j += (static_cast<int>(a) == axis ? idx[a] % piece : idx[a]) * pst[a];
+    const HostBuffer& src = shards[static_cast<size_t>(idx[static_cast<size_t>(axis)] / piece)];
+    std::memcpy(out.bytes.data() + i * w, src.bytes.data() + j * w, static_cast<size_t>(w));
+    for (size_t a = idx.size(); a-- > 0;) {
+      if (++idx[a] < s[a]) break;
+      idx[a] = 0;
+    }
+  }
+  return out;
+}
+
+// a op b, element by element (the combine step of a reduction).
+HostBuffer combine(Ops op, const HostBuffer& a, const HostBuffer& b) {
+  HostBuffer out(a.dtype, a.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    if (is_float(a.dtype)) {
+      out.set(i, alu_float(op, a.dtype, {a.get(i), b.get(i)}));
+    } else {
+      out.set_int(i, alu_int(op, a.dtype, {a.get_int(i), b.get_int(i)}));
+    }
+  }
+  return out;
+}
+
+// The underlying buffer of a store target or AFTER chain.
+UOp base_of(UOp u) {
+  while (u.op() == Ops::AFTER || u.op() == Ops::MSELECT || u.op() == Ops::RESHAPE) u = u.src(0);
+  return u;
+}
+
+}  // namespace
+
+Interpreter::Interpreter(BufferLookup lookup) : lookup_(std::move(lookup)) {}
+
+std::vector<HostBuffer> Interpreter::evaluate(const UOp& root) {
+  std::unordered_map<const detail::Node*, Value> vals;
+  auto width_of = [&](const UOp& u) -> size_t {
+    if (u.logical()) return 1;
+    if (u.device().tuple()) return u.device().count();
+    if (u.device().single()) return 1;
+    size_t w = 1;
+    for (const auto& s : u.src()) w = std::max(w, vals.at(s.node()).size());
+    return w;
+  };
+  for (const UOp& u : root.graph().toposort({root})) {
+    Value out;
+    size_t w = u.op() == Ops::DEFINE_VAR ? static_cast<size_t>(std::get<VarArg>(u.arg()).max + 1) : width_of(u);
+    auto in = [&](size_t k, size_t d) -> const HostBuffer& {
+      const Value& v = vals.at(u.src(k).node());
+      if (v.empty()) throw InternalError(fmt::format("{}: source {} has no value", op_name(u.op()), k));
+      return v[v.size() == 1 ? 0 : d];
+    };
+    switch (u.op()) {
+      case Ops::DEVICE:
+      case Ops::SINK:
+      case Ops::STORE:
+        break;
+      case Ops::CONST: {
+        HostBuffer b(u.dtype(), {});
+        std::holds_alternative<double>(u.arg()) ? b.set(0, u.arg_float()) : b.set_int(0, u.arg_int());
+        out.push_back(std::move(b));
+        break;
+      }
+      case Ops::DEFINE_VAR:
+        for (size_t d = 0; d < w; ++d) {
+          out.emplace_back(u.dtype(), Shape{});
+          out.back().set_int(0, static_cast<int64_t>(d));
+        }
+        break;
+      case Ops::BUFFER: {
+        const auto& ba = std::get<BufferArg>(u.arg());
+        const Value* data = lookup_ ? lookup_(ba.id) : nullptr;
+        for (size_t d = 0; d < w; ++d) {
+          if (data && d < data->size()) {
+            out.push_back((*data)[d]);
+            out.back().shape = u.shape();
+          } else {
+            out.emplace_back(u.dtype(), u.shape());
+          }
+        }
+        break;
+      }
+      case Ops::CONTIGUOUS:
+      case Ops::DETACH:
+        for (size_t d = 0; d < w; ++d) out.push_back(in(0, d));
+        break;
+      case Ops::CAST:
+      case Ops::BITCAST:
+        for (size_t d = 0; d < w; ++d) out.push_back(cast(in(0, d), u.dtype(), u.op() == Ops::BITCAST));
+        break;
+      case Ops::REDUCE_AXIS:
+        for (size_t d = 0; d < w; ++d) out.push_back(reduce(u, in(0, d)));
+        break;
+      case Ops::MULTI: {
+        const Value& shards = vals.at(u.src(0).node());
+        out.push_back(u.axis() ? concat(shards, *u.axis()) : shards.at(0));
+        break;
+      }
+      case Ops::MSELECT:
+        out.push_back(vals.at(u.src(0).node()).at(static_cast<size_t>(u.arg_int())));
+        break;
+      case Ops::MSTACK:
+        for (size_t d = 0; d < u.src().size(); ++d) out.push_back(in(d, 0));
+        break;
+      case Ops::COPY: {
+        const Value& v = vals.at(u.src(0).node());
+        // tuple -> anything: one shard (the arg's, else shard 0); one -> tuple: broadcast
+        const UOp& s = u.src(0);
+        bool pick = !s.logical() && s.device().tuple() && (std::holds_alternative<int64_t>(u.arg()) || !u.device().tuple());
+        size_t k = std::holds_alternative<int64_t>(u.arg()) ? static_cast<size_t>(u.arg_int()) : 0;
+        for (size_t d = 0; d < w; ++d) out.push_back(pick ? v.at(k) : v[v.size() == 1 ? 0 : d]);
+        break;
+      }
+      case Ops::ALLREDUCE: {
+        const Value& v = vals.at(u.src(0).node());
+        Ops op = static_cast<Ops>(u.arg_int());
+        HostBuffer acc = v.at(0);
+        for (size_t j = 1; j < v.size(); ++j) acc = combine(op, acc, v[j]);
+        for (size_t d = 0; d < w; ++d) out.push_back(acc);
+        break;
+      }
+      case Ops::AFTER: {
+        for (size_t d = 0; d < w; ++d) out.push_back(in(0, d));
+        UOp base = base_of(u.src(0));
+        for (size_t k = 1; k < u.src().size(); ++k) {
+          const UOp& st = u.src(k);
+          if (st.op() != Ops::STORE) continue;
+          if (base_of(st.src(0)) != base)
+            throw InternalError("AFTER: a store into another buffer than the one it orders");
+          const Value& val = vals.at(st.src(1).node());
+          if (st.src(0).op() == Ops::MSELECT) {
+            size_t j = static_cast<size_t>(st.src(0).arg_int());
+            out.at(j).bytes = val.at(0).bytes;
+          } else {
+            for (size_t d = 0; d < w; ++d) out[d].bytes = val[val.size() == 1 ? 0 : d].bytes;
+          }
+        }
+        break;
+      }
+      case Ops::ASSIGN:
+        for (size_t d = 0; d < w; ++d) out.push_back(in(1, d));
+        break;
+      default:
+        if (group::movement().contains(u.op())) {
+          for (size_t d = 0; d < w; ++d) out.push_back(movement(u, in(0, d), static_cast<int64_t>(d)));
+        } else if (group::alu().contains(u.op())) {
+          for (size_t d = 0; d < w; ++d) {
+            std::vector<const HostBuffer*> args;
+            for (size_t k = 0; k < u.src().size(); ++k) args.push_back(&in(k, d));
+            out.push_back(elementwise(u, args));
+          }
+        } else {
+          throw InternalError(fmt::format("the interpreter has no semantics for {}", op_name(u.op())));
+        }
+    }
+    vals[u.node()] = std::move(out);
+  }
+  return vals.at(root.node());
+}
+
+}  // namespace ringrt

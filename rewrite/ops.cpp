@@ -1,0 +1,60 @@
+#include "rewrite/ops.hpp"
+
+#include <array>
+#include <limits>
+
+namespace ringrt {
+
+std::string_view op_name(Ops op) {
+  static constexpr std::array<std::string_view, kNumOps> kNames{
+#define RINGRT_OP_NAME(name) #name,
+      RINGRT_OPS(RINGRT_OP_NAME)
+#undef RINGRT_OP_NAME
+  };
+  return kNames[static_cast<size_t>(op)];
+}
+
+namespace group {
+const OpSet& unary() {
+  static const OpSet s{Ops::NEG, Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::SQRT, Ops::RECIP};
+  return s;
+}
+const OpSet& binary() {
+  static const OpSet s{Ops::ADD, Ops::SUB,   Ops::MUL,   Ops::FDIV,  Ops::IDIV, Ops::MOD, Ops::MAX,
+                       Ops::MIN, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,  Ops::OR,  Ops::XOR};
+  return s;
+}
+const OpSet& ternary() {
+  static const OpSet s{Ops::WHERE};
+  return s;
+}
+const OpSet& alu() {
+  static const OpSet s = unary() | binary() | ternary();
+  return s;
+}
+const OpSet& movement() {
+  static const OpSet s{Ops::RESHAPE, Ops::EXPAND, Ops::PAD, Ops::SHRINK, Ops::PERMUTE, Ops::FLIP};
+  return s;
+}
+const OpSet& compare() {
+  static const OpSet s{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
+  return s;
+}
+}  // namespace group
+
+bool is_reduce_op(Ops op) { return op == Ops::ADD || op == Ops::MUL || op == Ops::MAX || op == Ops::MIN; }
+
+double reduce_identity(Ops op) {
+  switch (op) {
+    case Ops::MUL:
+      return 1.0;
+    case Ops::MAX:
+      return -std::numeric_limits<double>::infinity();
+    case Ops::MIN:
+      return std::numeric_limits<double>::infinity();
+    default:
+      return 0.0;
+  }
+}
+
+}  // namespace ringrt

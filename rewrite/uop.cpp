@@ -1,0 +1,748 @@
+#include "rewrite/uop.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <tbb/concurrent_unordered_map.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/depth_first_search.hpp>
+#include <boost/graph/graphviz.hpp>
+#include <boost/property_map/property_map.hpp>
+#include <mutex>
+#include <numeric>
+#include <ostream>
+#include <sstream>
+#include <unordered_map>
+
+#include "rewrite/errors.hpp"
+
+namespace ringrt {
+
+// ---------------------------------------------------------------------------------------------
+// small value helpers
+
+int64_t prod(const Shape& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::string shape_str(const Shape& shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+Spans spans(const std::vector<std::pair<int64_t, int64_t>>& constant) {
+  Spans out;
+  for (auto [a, b] : constant) out.push_back({Affine{a, 0}, Affine{b, 0}});
+  return out;
+}
+
+namespace {
+
+std::string affine_str(const Affine& a) {
+  if (a.k == 0) return std::to_string(a.c);
+  std::string dn = a.k == 1 ? "dnum" : fmt::format("{}*dnum", a.k);
+  return a.c == 0 ? dn : fmt::format("{}+{}", a.c, dn);
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 12) + (h >> 4);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+uint64_t hash_str(const std::string& s) { return std::hash<std::string>()(s); }
+
+uint64_t hash_arg(const Arg& arg) {
+  uint64_t h = mix(0, arg.index());
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          h = mix(h, static_cast<uint64_t>(v));
+        } else if constexpr (std::is_same_v<T, double>) {
+          uint64_t bits;
+          std::memcpy(&bits, &v, 8);
+          h = mix(h, bits);
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          for (int64_t x : v) h = mix(h, static_cast<uint64_t>(x));
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          h = mix(h, hash_str(v));
+        } else if constexpr (std::is_same_v<T, DeviceTuple>) {
+          for (const auto& s : v) h = mix(h, hash_str(s));
+        } else if constexpr (std::is_same_v<T, ReduceArg>) {
+          h = mix(h, static_cast<uint64_t>(v.op));
+          for (int x : v.axes) h = mix(h, static_cast<uint64_t>(x));
+        } else if constexpr (std::is_same_v<T, Spans>) {
+          for (const auto& [a, b] : v)
+            for (int64_t x : {a.c, a.k, b.c, b.k}) h = mix(h, static_cast<uint64_t>(x));
+        } else if constexpr (std::is_same_v<T, VarArg>) {
+          h = mix(mix(mix(h, hash_str(v.name)), static_cast<uint64_t>(v.min)), static_cast<uint64_t>(v.max));
+        } else if constexpr (std::is_same_v<T, BufferArg>) {
+          h = mix(mix(h, static_cast<uint64_t>(v.id)), static_cast<uint64_t>(v.numel));
+        }
+      },
+      arg);
+  return h;
+}
+
+}  // namespace
+
+std::string arg_str(const Arg& arg) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          return "";
+        } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
+          return fmt::format("{}", v);
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          return shape_str(v);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return v;
+        } else if constexpr (std::is_same_v<T, DeviceTuple>) {
+          return fmt::format("({})", fmt::join(v, ", "));
+        } else if constexpr (std::is_same_v<T, ReduceArg>) {
+          return fmt::format("({}, ({}))", op_name(v.op), fmt::join(v.axes, ", "));
+        } else if constexpr (std::is_same_v<T, Spans>) {
+          std::vector<std::string> parts;
+          for (const auto& [a, b] : v) parts.push_back(fmt::format("({}, {})", affine_str(a), affine_str(b)));
+          return fmt::format("({})", fmt::join(parts, ", "));
+        } else if constexpr (std::is_same_v<T, VarArg>) {
+          return fmt::format("{}[{}..{}]", v.name, v.min, v.max);
+        } else {
+          return fmt::format("buf{} n={}", v.id, v.numel);
+        }
+      },
+      arg);
+}
+
+const std::string& DeviceSpec::name() const {
+  if (!single()) throw InternalError("DeviceSpec::name on " + to_string());
+  return std::get<std::string>(v_);
+}
+const DeviceTuple& DeviceSpec::names() const {
+  if (!tuple()) throw InternalError("DeviceSpec::names on '" + to_string() + "'");
+  return std::get<DeviceTuple>(v_);
+}
+size_t DeviceSpec::count() const { return none() ? 0 : single() ? 1 : names().size(); }
+std::string DeviceSpec::to_string() const {
+  if (none()) return "";
+  if (single()) return name();
+  return fmt::format("({})", fmt::join(names(), ", "));
+}
+Arg DeviceSpec::as_arg() const {
+  if (none()) return {};
+  if (single()) return name();
+  return names();
+}
+
+// ---------------------------------------------------------------------------------------------
+// nodes and the graph
+
+namespace detail {
+struct Node {
+  Ops op;
+  DType dtype;
+  Arg arg;
+  std::vector<UOp> src;  // mirrors the vertex's out-edges, for O(1) access
+  Shape shape;
+  DeviceSpec device;
+  std::optional<int> axis;
+  bool logical = false;
+  uint64_t hash = 0;
+  int64_t id = 0;
+  UOpGraph* graph = nullptr;
+  void* vertex = nullptr;  // the Boost.Graph vertex descriptor (listS: a stable pointer)
+};
+}  // namespace detail
+
+namespace {
+
+using detail::Node;
+// listS keeps vertex descriptors (and so Node addresses) stable while the graph grows; directedS
+// means adding a node touches only the new vertex.
+using BoostGraph = boost::adjacency_list<boost::vecS, boost::listS, boost::directedS, Node>;
+using Vertex = BoostGraph::vertex_descriptor;
+
+[[noreturn]] void shape_error(Ops op, const std::vector<UOp>& src, const std::string& why,
+                              std::optional<int> axis = std::nullopt) {
+  std::vector<std::string> shapes;
+  for (const auto& s : src)
+    if (s.op() != Ops::DEVICE) shapes.push_back(shape_str(s.shape()));
+  throw ShapeError(fmt::format("{}: {} (input shapes {}{})", op_name(op), why, fmt::join(shapes, ", "),
+                               axis ? fmt::format(", axis {}", *axis) : ""));
+}
+
+void check_nsrc(Ops op, const std::vector<UOp>& src, size_t n) {
+  if (src.size() != n) shape_error(op, src, fmt::format("expects {} sources, got {}", n, src.size()));
+}
+
+DeviceSpec common_device(Ops op, const std::vector<UOp>& src) {
+  DeviceSpec dev;
+  for (const auto& s : src) {
+    if (s.device().none()) continue;
+    if (dev.none()) {
+      dev = s.device();
+    } else if (!(dev == s.device())) {
+      shape_error(op, src,
+                  fmt::format("operands live on different devices {} and {}", dev.to_string(), s.device().to_string()));
+    }
+  }
+  return dev;
+}
+
+int norm_axis(Ops op, const std::vector<UOp>& src, int64_t axis, size_t rank) {
+  if (axis < -static_cast<int64_t>(rank) || axis >= static_cast<int64_t>(rank))
+    shape_error(op, src, fmt::format("axis {} out of range for rank {}", axis, rank), static_cast<int>(axis));
+  return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
+}
+
+// Shape, device, shard axis and logical flag of a node about to be created (reference: ops.py
+// _shape, _device, axis). Throws ShapeError for anything impossible.
+void infer(Node& n) {
+  const auto& src = n.src;
+  Ops op = n.op;
+  for (const auto& s : src) n.logical = n.logical || s.node()->logical;
+  if (op == Ops::MULTI) n.logical = true;
+
+  auto same_shapes = [&](size_t from) {
+    for (size_t i = from + 1; i < src.size(); ++i)
+      if (src[i].shape() != src[from].shape()) shape_error(op, src, "operand shapes differ");
+  };
+
+  if (group::alu().contains(op)) {
+    size_t want = group::unary().contains(op) ? 1 : group::binary().contains(op) ? 2 : 3;
+    check_nsrc(op, src, want);
+    same_shapes(0);
+    n.shape = src[0].shape();
+    n.device = common_device(op, src);
+    size_t first = op == Ops::WHERE ? 1 : 0;
+    if (op == Ops::WHERE && src[0].dtype() != DType::bool_) shape_error(op, src, "condition must be bool");
+    for (size_t i = first + 1; i < src.size(); ++i)
+      if (src[i].dtype() != src[first].dtype())
+        shape_error(op, src,
+                    fmt::format("operand dtypes differ: {} and {}", dtype_name(src[first].dtype()),
+                                dtype_name(src[i].dtype())));
+    DType want_dtype = group::compare().contains(op) ? DType::bool_ : src[first].dtype();
+    if (n.dtype != want_dtype) shape_error(op, src, fmt::format("result dtype must be {}", dtype_name(want_dtype)));
+    // all sharded sources share an axis; the last one wins (reference: UOp.axis)
+    for (const auto& s : src)
+      if (s.axis()) n.axis = s.axis();
+    return;
+  }
+
+  auto unary_like = [&]() {
+    if (src.empty()) shape_error(op, src, "expects a source");
+    n.shape = src[0].shape();
+    n.device = src[0].device();
+    n.axis = src[0].axis();
+  };
+
+  switch (op) {
+    case Ops::SINK:
+      n.shape = {};
+      return;
+    case Ops::DEVICE:
+      if (std::holds_alternative<std::string>(n.arg)) {
+        n.device = DeviceSpec(std::get<std::string>(n.arg));
+      } else if (std::holds_alternative<DeviceTuple>(n.arg) && !std::get<DeviceTuple>(n.arg).empty()) {
+        n.device = DeviceSpec(std::get<DeviceTuple>(n.arg));
+      } else {
+        shape_error(op, src, "arg must be a device name or a non-empty tuple of names");
+      }
+      return;
+    case Ops::CONST:
+      check_nsrc(op, src, 0);
+      if (!std::holds_alternative<int64_t>(n.arg) && !std::holds_alternative<double>(n.arg))
+        shape_error(op, src, "arg must be a number");
+      return;
+    case Ops::DEFINE_VAR:
+      check_nsrc(op, src, 0);
+      if (!std::holds_alternative<VarArg>(n.arg)) shape_error(op, src, "arg must be a variable");
+      return;
+    case Ops::BUFFER: {
+      check_nsrc(op, src, 1);
+      if (src[0].op() != Ops::DEVICE) shape_error(op, src, "source must be a DEVICE");
+      if (!std::holds_alternative<BufferArg>(n.arg)) shape_error(op, src, "arg must be a buffer arg");
+      int64_t numel = std::get<BufferArg>(n.arg).numel;
+      if (numel < 0) shape_error(op, src, fmt::format("negative size {}", numel));
+      n.shape = {numel};
+      n.device = src[0].device();
+      return;
+    }
+    case Ops::CONTIGUOUS:
+    case Ops::DETACH:
+      check_nsrc(op, src, 1);
+      unary_like();
+      return;
+    case Ops::CAST:
+      check_nsrc(op, src, 1);
+      unary_like();
+      return;
+    case Ops::BITCAST:
+      check_nsrc(op, src, 1);
+      unary_like();
+      if (itemsize(n.dtype) != itemsize(src[0].dtype()))
+        shape_error(op, src,
+                    fmt::format("bitcast between {} and {} changes the item size", dtype_name(src[0].dtype()),
+                                dtype_name(n.dtype)));
+      return;
+    case Ops::COPY: {
+      check_nsrc(op, src, 2);
+      if (src[1].op() != Ops::DEVICE) shape_error(op, src, "second source must be a DEVICE");
+      n.shape = src[0].shape();
+      n.device = src[1].device();
+      n.axis = src[0].axis();
+      if (std::holds_alternative<int64_t>(n.arg)) {
+        int64_t i = std::get<int64_t>(n.arg);
+        if (!src[0].device().tuple() || i < 0 || i >= static_cast<int64_t>(src[0].device().count()))
+          shape_error(op, src, fmt::format("source index {} is not a device of {}", i, src[0].device().to_string()));
+      }
+      return;
+    }
+    case Ops::ALLREDUCE:
+      check_nsrc(op, src, 2);
+      if (src[1].op() != Ops::DEVICE) shape_error(op, src, "second source must be a DEVICE");
+      if (!std::holds_alternative<int64_t>(n.arg) || !is_reduce_op(static_cast<Ops>(std::get<int64_t>(n.arg))))
+        shape_error(op, src, "arg must be ADD, MUL, MAX or MIN");
+      n.shape = src[0].shape();
+      n.device = src[1].device();
+      n.axis = src[0].axis();
+      return;
+    case Ops::MULTI: {
+      check_nsrc(op, src, 1);
+      n.device = src[0].device();
+      n.shape = src[0].shape();
+      if (!n.device.tuple()) shape_error(op, src, "source must live on a device tuple");
+      if (std::holds_alternative<int64_t>(n.arg)) {
+        int ax = norm_axis(op, src, std::get<int64_t>(n.arg), n.shape.size());
+        n.shape[ax] *= static_cast<int64_t>(n.device.count());
+        n.axis = ax;
+      }
+      return;
+    }
+    case Ops::MSELECT: {
+      check_nsrc(op, src, 1);
+      if (!src[0].device().tuple()) shape_error(op, src, "source must live on a device tuple");
+      int64_t i = std::holds_alternative<int64_t>(n.arg) ? std::get<int64_t>(n.arg) : -1;
+      if (i < 0 || i >= static_cast<int64_t>(src[0].device().count()))
+        shape_error(op, src, fmt::format("index {} is not a device of {}", i, src[0].device().to_string()));
+      n.shape = src[0].shape();
+      n.device = DeviceSpec(src[0].device().names()[static_cast<size_t>(i)]);
+      return;
+    }
+    case Ops::MSTACK: {
+      if (src.empty()) shape_error(op, src, "expects at least one source");
+      same_shapes(0);
+      DeviceTuple names;
+      for (const auto& s : src) {
+        if (!s.device().single()) shape_error(op, src, "every source must live on one device");
+        names.push_back(s.device().name());
+      }
+      n.shape = src[0].shape();
+      n.device = DeviceSpec(names);
+      return;
+    }
+    case Ops::STORE:
+      check_nsrc(op, src, 2);
+      if (src[0].shape() != src[1].shape()) shape_error(op, src, "destination and value shapes differ");
+      n.device = src[0].device();
+      return;
+    case Ops::AFTER:
+      unary_like();
+      return;
+    case Ops::ASSIGN:
+      check_nsrc(op, src, 2);
+      if (src[0].shape() != src[1].shape()) shape_error(op, src, "destination and value shapes differ");
+      unary_like();
+      return;
+    case Ops::REDUCE_AXIS: {
+      check_nsrc(op, src, 1);
+      if (!std::holds_alternative<ReduceArg>(n.arg)) shape_error(op, src, "arg must be (op, axes)");
+      const auto& ra = std::get<ReduceArg>(n.arg);
+      if (!is_reduce_op(ra.op)) shape_error(op, src, fmt::format("{} is not a reduce op", op_name(ra.op)));
+      unary_like();
+      for (int a : ra.axes) {
+        if (a < 0 || a >= static_cast<int>(n.shape.size()))
+          shape_error(op, src, fmt::format("axis {} out of range for rank {}", a, n.shape.size()), a);
+        n.shape[static_cast<size_t>(a)] = 1;
+      }
+      if (n.axis && std::find(ra.axes.begin(), ra.axes.end(), *n.axis) != ra.axes.end()) n.axis.reset();
+      return;
+    }
+    default:
+      break;
+  }
+
+  // movement ops
+  const Shape& in = src.empty() ? Shape{} : src[0].shape();
+  check_nsrc(op, src, 1);
+  n.device = src[0].device();
+  std::optional<int> sa = src[0].axis();
+  size_t rank = in.size();
+  switch (op) {
+    case Ops::RESHAPE: {
+      const auto& to = std::get<std::vector<int64_t>>(n.arg);
+      for (int64_t s : to)
+        if (s < 0) shape_error(op, src, fmt::format("negative dimension in {}", shape_str(to)));
+      if (prod(to) != prod(in))
+        shape_error(op, src, fmt::format("cannot reshape {} to {}: element counts differ", shape_str(in),
+                                         shape_str(to)));
+      n.shape = to;
+      if (sa) {
+        // the new axis is the last one whose prefix product equals the old prefix (reference: UOp.axis)
+        int64_t before = prod(Shape(in.begin(), in.begin() + *sa));
+        int64_t acc = 1;
+        std::optional<int> found;
+        for (size_t i = 0; i <= to.size(); ++i) {
+          if (acc == before && i < to.size()) found = static_cast<int>(i);
+          if (i < to.size()) acc *= to[i];
+        }
+        if (!found)
+          shape_error(op, src,
+                      fmt::format("reshape {} -> {} would move elements between shards", shape_str(in), shape_str(to)),
+                      sa);
+        n.axis = found;
+      }
+      return;
+    }
+    case Ops::EXPAND: {
+      const auto& to = std::get<std::vector<int64_t>>(n.arg);
+      if (to.size() != rank) shape_error(op, src, fmt::format("cannot expand to {}: rank differs", shape_str(to)));
+      for (size_t i = 0; i < rank; ++i)
+        if (to[i] != in[i] && in[i] != 1)
+          shape_error(op, src, fmt::format("cannot expand to {}: axis {} is not 1", shape_str(to), i),
+                      static_cast<int>(i));
+      n.shape = to;
+      n.axis = sa;
+      return;
+    }
+    case Ops::PERMUTE: {
+      const auto& order = std::get<std::vector<int64_t>>(n.arg);
+      std::vector<int64_t> sorted = order;
+      std::sort(sorted.begin(), sorted.end());
+      bool ok = sorted.size() == rank;
+      for (size_t i = 0; ok && i < rank; ++i) ok = sorted[i] == static_cast<int64_t>(i);
+      if (!ok) shape_error(op, src, fmt::format("{} is not a permutation of {} axes", shape_str(order), rank));
+      for (size_t i = 0; i < rank; ++i) n.shape.push_back(in[static_cast<size_t>(order[i])]);
+      if (sa) n.axis = static_cast<int>(std::find(order.begin(), order.end(), *sa) - order.begin());
+      return;
+    }
+    case Ops::FLIP: {
+      const auto& flags = std::get<std::vector<int64_t>>(n.arg);
+      if (flags.size() != rank) shape_error(op, src, fmt::format("expects {} flags, got {}", rank, flags.size()));
+      n.shape = in;
+      n.axis = sa;
+      return;
+    }
+    case Ops::PAD:
+    case Ops::SHRINK: {
+      const auto& sp = std::get<Spans>(n.arg);
+      if (sp.size() != rank) shape_error(op, src, fmt::format("expects {} (begin, end) pairs, got {}", rank, sp.size()));
+      int64_t last = std::max<int64_t>(1, static_cast<int64_t>(n.device.count())) - 1;
+      for (size_t i = 0; i < rank; ++i) {
+        const auto& [a, b] = sp[i];
+        for (int64_t d : {int64_t{0}, last}) {
+          int64_t lo = a.at(d), hi = b.at(d);
+          bool bad = op == Ops::PAD ? (lo < 0 || hi < 0) : (lo < 0 || hi < lo || hi > in[i]);
+          if (bad)
+            shape_error(op, src,
+                        fmt::format("{} ({}, {}) is out of range for size {}", op == Ops::PAD ? "padding" : "range",
+                                    lo, hi, in[i]),
+                        static_cast<int>(i));
+        }
+        if (op == Ops::PAD ? a.k + b.k != 0 : a.k != b.k)
+          shape_error(op, src, "the result size must not depend on the device", static_cast<int>(i));
+        n.shape.push_back(op == Ops::PAD ? in[i] + a.c + b.c : b.c - a.c);
+      }
+      n.axis = sa;
+      return;
+    }
+    default:
+      throw InternalError(fmt::format("no shape rule for {}", op_name(op)));
+  }
+}
+
+}  // namespace
+
+struct UOpGraph::Impl {
+  BoostGraph g;
+  std::mutex create;  // guards vertex creation; look-ups go through the lock-free table
+  tbb::concurrent_unordered_multimap<uint64_t, const Node*> table;
+  std::atomic<int64_t> next_id{0}, next_buffer{0};
+};
+
+UOpGraph::UOpGraph() : impl_(std::make_unique<Impl>()) {}
+UOpGraph::~UOpGraph() = default;
+
+UOpGraph& UOpGraph::global() {
+  static UOpGraph g;
+  return g;
+}
+
+size_t UOpGraph::size() const { return static_cast<size_t>(impl_->next_id.load()); }
+int64_t UOpGraph::new_buffer_id() { return impl_->next_buffer++; }
+
+UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
+  uint64_t h = mix(mix(static_cast<uint64_t>(op), static_cast<uint64_t>(dtype)), hash_arg(arg));
+  for (const auto& s : src) {
+    if (!s.valid()) throw InternalError(fmt::format("{}: invalid source", op_name(op)));
+    if (&s.graph() != this) throw InternalError(fmt::format("{}: source from another graph", op_name(op)));
+    h = mix(h, s.hash());
+  }
+  auto same = [&](const Node* n) { return n->op == op && n->dtype == dtype && n->src == src && n->arg == arg; };
+  auto find = [&]() -> const Node* {
+    auto [lo, hi] = impl_->table.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (same(it->second)) return it->second;
+    return nullptr;
+  };
+  if (const Node* hit = find()) return UOp(hit);
+
+  Node proto;
+  proto.op = op;
+  proto.dtype = dtype;
+  proto.arg = std::move(arg);
+  proto.src = std::move(src);
+  infer(proto);  // throws before anything is created
+  proto.hash = h;
+  proto.graph = this;
+  std::lock_guard<std::mutex> lock(impl_->create);
+  if (const Node* hit = find()) return UOp(hit);
+  proto.id = impl_->next_id++;
+  Vertex v = boost::add_vertex(std::move(proto), impl_->g);
+  Node& node = impl_->g[v];
+  node.vertex = v;
+  for (const auto& s : node.src) boost::add_edge(v, static_cast<Vertex>(s.node()->vertex), impl_->g);
+  impl_->table.insert({h, &node});
+  return UOp(&node);
+}
+
+std::vector<UOp> UOpGraph::toposort(const std::vector<UOp>& roots) const {
+  // Boost's depth-first visit is iterative (its own stack), so deep chains cannot overflow the call
+  // stack; it follows out-edges in source order, so the order is structural.
+  struct Visitor : boost::default_dfs_visitor {
+    std::vector<UOp>* out;
+    void finish_vertex(Vertex v, const BoostGraph& g) const { out->push_back(UOp(&g[v])); }
+  };
+  std::vector<UOp> out;
+  std::unordered_map<Vertex, boost::default_color_type> colors;
+  auto color = boost::make_assoc_property_map(colors);
+  Visitor vis;
+  vis.out = &out;
+  for (const auto& r : roots) {
+    auto v = static_cast<Vertex>(r.node()->vertex);
+    if (colors.count(v)) continue;
+    boost::depth_first_visit(impl_->g, v, vis, color);
+  }
+  return out;
+}
+
+// boost::write_graphviz trips g++ 12's -Wmaybe-uninitialized inside Boost's edge iterator.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+void UOpGraph::write_dot(std::ostream& out, const std::vector<UOp>& roots) const {
+  // Write the reachable subgraph, numbered by topological position (not by creation id).
+  std::vector<UOp> order = toposort(roots);
+  using Sub = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  Sub sub(order.size());
+  std::unordered_map<const detail::Node*, size_t> pos;
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i].node()] = i;
+  for (size_t i = 0; i < order.size(); ++i)
+    for (const auto& s : order[i].src()) boost::add_edge(i, pos.at(s.node()), sub);
+  auto label = [&](std::ostream& os, size_t v) {
+    const UOp& u = order[v];
+    std::string text = fmt::format("{}\\n{} {}", op_name(u.op()), dtype_name(u.dtype()), shape_str(u.shape()));
+    if (!u.device().none()) text += "\\n" + u.device().to_string();
+    if (!std::holds_alternative<std::monostate>(u.arg()) && u.op() != Ops::DEVICE) text += "\\n" + arg_str(u.arg());
+    std::string escaped;
+    for (char c : text) escaped += c == '"' ? std::string("\\\"") : std::string(1, c);
+    os << "[label=\"" << escaped << "\"]";
+  };
+  boost::write_graphviz(out, sub, label);
+}
+#pragma GCC diagnostic pop
+
+// ---------------------------------------------------------------------------------------------
+// the handle
+
+Ops UOp::op() const { return n_->op; }
+DType UOp::dtype() const { return n_->dtype; }
+const Arg& UOp::arg() const { return n_->arg; }
+const std::vector<UOp>& UOp::src() const { return n_->src; }
+const UOp& UOp::src(size_t i) const { return n_->src.at(i); }
+const Shape& UOp::shape() const { return n_->shape; }
+const DeviceSpec& UOp::device() const { return n_->device; }
+std::optional<int> UOp::axis() const { return n_->axis; }
+bool UOp::logical() const { return n_->logical; }
+UOpGraph& UOp::graph() const { return *n_->graph; }
+uint64_t UOp::hash() const { return n_->hash; }
+int64_t UOp::id() const { return n_->id; }
+int64_t UOp::arg_int() const { return std::get<int64_t>(n_->arg); }
+double UOp::arg_float() const {
+  return std::holds_alternative<double>(n_->arg) ? std::get<double>(n_->arg)
+                                                 : static_cast<double>(std::get<int64_t>(n_->arg));
+}
+const std::vector<int64_t>& UOp::arg_ints() const { return std::get<std::vector<int64_t>>(n_->arg); }
+const Spans& UOp::arg_spans() const { return std::get<Spans>(n_->arg); }
+const ReduceArg& UOp::arg_reduce() const { return std::get<ReduceArg>(n_->arg); }
+
+UOp UOp::alu(Ops op, const std::vector<UOp>& others) const {
+  std::vector<UOp> src{*this};
+  src.insert(src.end(), others.begin(), others.end());
+  DType out = group::compare().contains(op) ? DType::bool_ : op == Ops::WHERE ? others.at(0).dtype() : dtype();
+  return graph().make(op, out, std::move(src), {});
+}
+
+UOp UOp::const_like(double value) const {
+  UOp c = const_uop(dtype(), value, &graph());
+  if (shape().empty()) return c;
+  return c.reshape(Shape(shape().size(), 1)).expand(shape());
+}
+
+UOp UOp::cast(DType to) const { return to == dtype() ? *this : graph().make(Ops::CAST, to, {*this}, {}); }
+UOp UOp::bitcast(DType to) const { return graph().make(Ops::BITCAST, to, {*this}, {}); }
+UOp UOp::reshape(const Shape& s) const {
+  return s == shape() ? *this : graph().make(Ops::RESHAPE, dtype(), {*this}, std::vector<int64_t>(s));
+}
+UOp UOp::expand(const Shape& s) const {
+  return s == shape() ? *this : graph().make(Ops::EXPAND, dtype(), {*this}, std::vector<int64_t>(s));
+}
+UOp UOp::permute(const std::vector<int64_t>& order) const {
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == static_cast<int64_t>(i);
+  if (identity && order.size() == shape().size()) return *this;
+  return graph().make(Ops::PERMUTE, dtype(), {*this}, order);
+}
+UOp UOp::pad(const Spans& sp) const {
+  bool zero = sp.size() == shape().size();
+  for (const auto& [a, b] : sp) zero = zero && a == Affine{} && b == Affine{};
+  return zero ? *this : graph().make(Ops::PAD, dtype(), {*this}, sp);
+}
+UOp UOp::shrink(const Spans& sp) const {
+  bool whole = sp.size() == shape().size();
+  for (size_t i = 0; whole && i < sp.size(); ++i) whole = sp[i].first == Affine{0, 0} && sp[i].second == Affine{shape()[i], 0};
+  return whole ? *this : graph().make(Ops::SHRINK, dtype(), {*this}, sp);
+}
+UOp UOp::flip(const std::vector<int64_t>& flags) const {
+  bool none = flags.size() == shape().size();
+  for (int64_t f : flags) none = none && f == 0;
+  return none ? *this : graph().make(Ops::FLIP, dtype(), {*this}, flags);
+}
+UOp UOp::r(Ops op, std::vector<int> axes) const {
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return graph().make(Ops::REDUCE_AXIS, dtype(), {*this}, ReduceArg{op, std::move(axes)});
+}
+UOp UOp::contiguous() const { return graph().make(Ops::CONTIGUOUS, dtype(), {*this}, {}); }
+UOp UOp::detach() const { return graph().make(Ops::DETACH, dtype(), {*this}, {}); }
+UOp UOp::copy_to_device(const DeviceSpec& device, std::optional<int64_t> src_index) const {
+  Arg arg = src_index ? Arg(*src_index) : Arg();
+  return graph().make(Ops::COPY, dtype(), {*this, device_uop(device, &graph())}, arg);
+}
+UOp UOp::allreduce(Ops op, const DeviceSpec& device) const {
+  return graph().make(Ops::ALLREDUCE, dtype(), {*this, device_uop(device, &graph())}, static_cast<int64_t>(op));
+}
+UOp UOp::multi(std::optional<int> axis) const {
+  return graph().make(Ops::MULTI, dtype(), {*this}, axis ? Arg(static_cast<int64_t>(*axis)) : Arg());
+}
+UOp UOp::mselect(int64_t index) const { return graph().make(Ops::MSELECT, dtype(), {*this}, index); }
+UOp UOp::store(const UOp& value) const { return graph().make(Ops::STORE, DType::void_, {*this, value}, {}); }
+UOp UOp::after(const std::vector<UOp>& deps) const {
+  std::vector<UOp> src{*this};
+  src.insert(src.end(), deps.begin(), deps.end());
+  return graph().make(Ops::AFTER, dtype(), std::move(src), {});
+}
+UOp UOp::assign(const UOp& value) const { return graph().make(Ops::ASSIGN, dtype(), {*this, value}, {}); }
+UOp UOp::replace(std::vector<UOp> src) const { return graph().make(op(), dtype(), std::move(src), arg()); }
+UOp UOp::replace(std::vector<UOp> src, Arg a) const { return graph().make(op(), dtype(), std::move(src), std::move(a)); }
+
+std::vector<std::pair<int64_t, int64_t>> UOp::bounds() const {
+  if (op() != Ops::MULTI || !axis()) throw InternalError("bounds of a node that is not a sharded MULTI");
+  int64_t sz = src(0).shape()[static_cast<size_t>(*axis())];
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (size_t i = 0; i < device().count(); ++i)
+    out.push_back({static_cast<int64_t>(i) * sz, static_cast<int64_t>(i + 1) * sz});
+  return out;
+}
+
+UOp UOp::shard_local(int axis) const {
+  int64_t n = static_cast<int64_t>(device().count());
+  const Shape& s = shape();
+  if (axis < 0 || axis >= static_cast<int>(s.size()) || n == 0 || s[static_cast<size_t>(axis)] % n != 0)
+    throw ShapeError(fmt::format("shard: axis {} of {} (length {}) does not split evenly over {} devices", axis,
+                                 shape_str(s), axis >= 0 && axis < static_cast<int>(s.size()) ? s[static_cast<size_t>(axis)] : -1,
+                                 n));
+  int64_t sz = s[static_cast<size_t>(axis)] / n;
+  Spans sp;
+  for (size_t i = 0; i < s.size(); ++i)
+    sp.push_back(static_cast<int>(i) == axis ? std::pair{Affine{0, sz}, Affine{sz, sz}}
+                                             : std::pair{Affine{0, 0}, Affine{s[i], 0}});
+  return shrink(sp);
+}
+
+UOp UOp::unshard_local(int axis) const {
+  int64_t n = static_cast<int64_t>(device().count());
+  int64_t bsz = shape()[static_cast<size_t>(axis)];
+  Spans sp;
+  for (size_t i = 0; i < shape().size(); ++i)
+    sp.push_back(static_cast<int>(i) == axis ? std::pair{Affine{0, bsz}, Affine{bsz * (n - 1), -bsz}}
+                                             : std::pair{Affine{}, Affine{}});
+  return pad(sp);
+}
+
+std::string UOp::to_string() const {
+  std::string s = fmt::format("{} {} {}", op_name(op()), dtype_name(dtype()), shape_str(shape()));
+  if (!device().none()) s += " " + device().to_string();
+  if (!std::holds_alternative<std::monostate>(arg()) && op() != Ops::DEVICE) {
+    s += " " + (op() == Ops::ALLREDUCE ? std::string(op_name(static_cast<Ops>(arg_int()))) : arg_str(arg()));
+  }
+  return s;
+}
+
+UOp make_uop(Ops op, DType dtype, std::vector<UOp> src, Arg arg, UOpGraph* graph) {
+  return (graph ? *graph : UOpGraph::global()).make(op, dtype, std::move(src), std::move(arg));
+}
+UOp device_uop(const DeviceSpec& device, UOpGraph* graph) {
+  return make_uop(Ops::DEVICE, DType::void_, {}, device.as_arg(), graph);
+}
+UOp const_uop(DType dtype, double value, UOpGraph* graph) {
+  Arg arg = is_float(dtype) ? Arg(value) : Arg(static_cast<int64_t>(value));
+  return make_uop(Ops::CONST, dtype, {}, arg, graph);
+}
+UOp new_buffer(const DeviceSpec& device, int64_t numel, DType dtype, UOpGraph* graph) {
+  UOpGraph& g = graph ? *graph : UOpGraph::global();
+  return g.make(Ops::BUFFER, dtype, {device_uop(device, &g)}, BufferArg{g.new_buffer_id(), numel});
+}
+UOp device_num(int64_t ndev, UOpGraph* graph) {
+  return make_uop(Ops::DEFINE_VAR, DType::int32, {}, VarArg{"_device_num", 0, ndev - 1}, graph);
+}
+UOp mstack(const std::vector<UOp>& shards) {
+  return shards.at(0).graph().make(Ops::MSTACK, shards[0].dtype(), shards, {});
+}
+UOp sink(const std::vector<UOp>& roots) {
+  return roots.at(0).graph().make(Ops::SINK, DType::void_, roots, {});
+}
+UOp usum(const std::vector<UOp>& terms) {
+  UOp acc = terms.at(0);
+  for (size_t i = 1; i < terms.size(); ++i) acc = acc + terms[i];
+  return acc;
+}
+
+std::string print_graph(const UOp& root) {
+  std::vector<UOp> order = root.graph().toposort({root});
+  std::unordered_map<const detail::Node*, size_t> pos;
+  std::string out;
+  for (size_t i = 0; i < order.size(); ++i) {
+    pos[order[i].node()] = i;
+    if (order[i].op() == Ops::DEVICE && order[i] != root) continue;
+    std::vector<std::string> srcs;
+    for (const auto& s : order[i].src())
+      srcs.push_back(s.op() == Ops::DEVICE ? "dev" : fmt::format("%{}", pos.at(s.node())));
+    out += fmt::format("%{:<4} = {}{}{}\n", i, order[i].to_string(), srcs.empty() ? "" : " <- ", fmt::join(srcs, ", "));
+  }
+  return out;
+}
+
+}  // namespace ringrt
