@@ -252,8 +252,10 @@ void infer(Node& n) {
         shape_error(op, src, "arg must be a device name or a non-empty tuple of names");
       }
       return;
-    case Ops::CONST:
-      check_nsrc(op, src, 0);
+    case Ops::CONST:  // an optional DEVICE source places the constant
+      if (src.size() > 1 || (src.size() == 1 && src[0].op() != Ops::DEVICE))
+        shape_error(op, src, "expects no source or one DEVICE");
+      if (!src.empty()) n.device = src[0].device();
       if (!std::holds_alternative<int64_t>(n.arg) && !std::holds_alternative<double>(n.arg))
         shape_error(op, src, "arg must be a number");
       return;

@@ -1,0 +1,212 @@
+// Sharding rules (reference: multi.py multi_pm). A MULTI node is a logical tensor whose per-device
+// values are concatenated along its axis. Each rule rewrites an op over MULTI sources into the same op
+// over the shards, wrapped in a new MULTI, or into an ALLREDUCE where the op crosses shards.
+#include "rewrite/rules/multi.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "rewrite/errors.hpp"
+
+namespace ringrt {
+namespace {
+
+using std::optional;
+
+[[noreturn]] void unsupported(const UOp& root, const UOp& multi, const std::string& why) {
+  throw ShapeError(fmt::format("{}: {} (shape {}, sharded on axis {} over {} devices)", op_name(root.op()), why,
+                               shape_str(multi.shape()), multi.axis() ? std::to_string(*multi.axis()) : "none",
+                               multi.device().count()));
+}
+
+// Same axis: take the shard; unsharded: shard it; other axis: unshard, allreduce, shard again.
+optional<UOp> alu_multi(const UOp& root) {
+  optional<int> axis = root.axis();
+  if (!axis) return std::nullopt;
+  std::vector<UOp> srcs;
+  for (const UOp& m : root.src()) {
+    if (m.axis() == axis) {
+      if (m.op() != Ops::MULTI) unsupported(root, m, "a sharded operand must be a MULTI here");
+      srcs.push_back(m.src(0));
+    } else if (!m.axis()) {
+      if (m.op() == Ops::MULTI) unsupported(root, m, "replicated MULTI operand");
+      if (m.device().none()) {
+        // a device-less operand is a broadcast constant, uniform along every axis: take any shard
+        Spans sp = spans({});
+        for (int64_t s : m.shape()) sp.push_back({Affine{0, 0}, Affine{s, 0}});
+        sp[static_cast<size_t>(*axis)].second.c /= static_cast<int64_t>(root.device().count());
+        srcs.push_back(m.shrink(sp));
+      } else {
+        srcs.push_back(m.shard_local(*axis));
+      }
+    } else {
+      srcs.push_back(m.src(0).unshard_local(*m.axis()).allreduce(Ops::ADD, m.device()).shard_local(*axis));
+    }
+  }
+  UOp first = srcs[0];
+  srcs.erase(srcs.begin());
+  return first.alu(root.op(), srcs).multi(axis);
+}
+
+optional<UOp> reduce_multi(const UOp& root, const UOp& multi) {
+  const ReduceArg& ra = root.arg_reduce();
+  UOp local = multi.src(0).r(ra.op, ra.axes);
+  bool over_shard = multi.axis() && std::find(ra.axes.begin(), ra.axes.end(), *multi.axis()) != ra.axes.end();
+  return over_shard ? local.allreduce(ra.op, multi.device()) : local.multi(multi.axis());
+}
+
+optional<UOp> reshape_multi(const UOp& root, const UOp& multi) {
+  Shape to = root.arg_ints();
+  int new_axis = *root.axis();  // shape inference already refused reshapes without one
+  const Shape& local = multi.src(0).shape();
+  int64_t inner_old = prod(Shape(local.begin() + *multi.axis(), local.end()));
+  int64_t inner_new = prod(Shape(to.begin() + new_axis + 1, to.end()));
+  if (inner_new == 0 || inner_old % inner_new != 0)
+    unsupported(root, multi, fmt::format("reshape to {} would move elements between shards", shape_str(to)));
+  to[static_cast<size_t>(new_axis)] = inner_old / inner_new;
+  return multi.src(0).reshape(to).multi(new_axis);
+}
+
+optional<UOp> expand_multi(const UOp& root, const UOp& multi) {
+  Shape to = root.arg_ints();
+  size_t ax = static_cast<size_t>(*multi.axis());
+  if (to[ax] != multi.shape()[ax]) unsupported(root, multi, fmt::format("expand to {} changes the sharded axis", shape_str(to)));
+  to[ax] = multi.src(0).shape()[ax];
+  return multi.src(0).expand(to).multi(multi.axis());
+}
+
+optional<UOp> pad_multi(const UOp& root, const UOp& multi) {
+  const Spans& sp = root.arg_spans();
+  size_t ax = static_cast<size_t>(*multi.axis());
+  if (!(sp[ax].first == Affine{} && sp[ax].second == Affine{})) unsupported(root, multi, "padding the sharded axis");
+  return multi.src(0).pad(sp).multi(multi.axis());
+}
+
+// The whole axis stays sharded; exactly one shard (other axes may shrink too) is copied to every device.
+optional<UOp> shrink_multi(const UOp& root, const UOp& multi) {
+  Spans sp = root.arg_spans();
+  size_t ax = static_cast<size_t>(*multi.axis());
+  for (const auto& [a, b] : sp)
+    if (a.k != 0 || b.k != 0) unsupported(root, multi, "device-dependent shrink of a logical tensor");
+  std::pair<int64_t, int64_t> range{sp[ax].first.c, sp[ax].second.c};
+  int64_t local = multi.src(0).shape()[ax];
+  sp[ax] = {Affine{0, 0}, Affine{local, 0}};
+  if (range == std::pair<int64_t, int64_t>{0, multi.shape()[ax]}) return multi.src(0).shrink(sp).multi(multi.axis());
+  auto bounds = multi.bounds();
+  auto it = std::find(bounds.begin(), bounds.end(), range);
+  if (it == bounds.end())
+    unsupported(root, multi,
+                fmt::format("shrink ({}, {}) on the sharded axis is neither the whole axis nor one shard of {}",
+                            range.first, range.second, local));
+  return multi.src(0).shrink(sp).copy_to_device(multi.device(), it - bounds.begin());
+}
+
+optional<UOp> flip_multi(const UOp& root, const UOp& multi) {
+  if (root.arg_ints()[static_cast<size_t>(*multi.axis())]) unsupported(root, multi, "flipping the sharded axis");
+  return multi.src(0).flip(root.arg_ints()).multi(multi.axis());
+}
+
+// From many devices to one: unshard (zero-pad each shard into place) and sum.
+optional<UOp> copy_multi(const UOp& multi, const UOp& device) {
+  return multi.src(0).unshard_local(*multi.axis()).allreduce(Ops::ADD, device.device());
+}
+
+optional<UOp> assign_multi(const UOp& root) {
+  const UOp &dest = root.src(0), &value = root.src(1);
+  if (dest.op() != Ops::MULTI || value.op() != Ops::MULTI || dest.axis() != value.axis())
+    throw ShapeError(fmt::format("ASSIGN: destination and value have different shard layouts (shape {}, axes {} and {})",
+                                 shape_str(dest.shape()), dest.axis() ? std::to_string(*dest.axis()) : "none",
+                                 value.axis() ? std::to_string(*value.axis()) : "none"));
+  return dest.src(0).assign(value.src(0)).multi(value.axis());
+}
+
+optional<UOp> passthrough_multi(const UOp& root, const UOp& multi) {
+  return root.replace({multi.src(0)}).multi(multi.axis());
+}
+
+UPat multi_src(const char* name = "multi") { return UPat(Ops::MULTI).named(name); }
+
+}  // namespace
+
+PatternMatcher multi_pm() {
+  return PatternMatcher({
+      // ALU: bring every operand to the root's shard axis
+      {UPat(group::alu()).named("root").early_reject({Ops::MULTI}), [](const Match& x) { return alu_multi(x["root"]); }},
+      // reduce over the sharded axis -> local reduce + ALLREDUCE; over other axes it stays sharded
+      {UPat(Ops::REDUCE_AXIS).named("root").src({multi_src()}),
+       [](const Match& x) { return reduce_multi(x["root"], x["multi"]); }},
+      // reshape, never moving elements between shards
+      {UPat(Ops::RESHAPE).named("root").src({multi_src()}),
+       [](const Match& x) { return reshape_multi(x["root"], x["multi"]); }},
+      // expand, pad, shrink, permute, flip of the shards
+      {UPat(Ops::EXPAND).named("root").src({multi_src()}), [](const Match& x) { return expand_multi(x["root"], x["multi"]); }},
+      {UPat(Ops::PAD).named("root").src({multi_src()}), [](const Match& x) { return pad_multi(x["root"], x["multi"]); }},
+      {UPat(Ops::SHRINK).named("root").src({multi_src()}), [](const Match& x) { return shrink_multi(x["root"], x["multi"]); }},
+      {UPat(Ops::PERMUTE).named("root").src({multi_src()}),
+       [](const Match& x) { return std::optional(x["multi"].src(0).permute(x["root"].arg_ints()).multi(x["root"].axis())); }},
+      {UPat(Ops::FLIP).named("root").src({multi_src()}), [](const Match& x) { return flip_multi(x["root"], x["multi"]); }},
+      // assign needs equal layouts on both sides
+      {UPat(Ops::ASSIGN).named("root").early_reject({Ops::MULTI}), [](const Match& x) { return assign_multi(x["root"]); }},
+      // copy to one device (or another tuple): unshard + allreduce ADD
+      {UPat(Ops::COPY).src({multi_src(), UPat(Ops::DEVICE).named("device")}),
+       [](const Match& x) { return copy_multi(x["multi"], x["device"]); }},
+      // an allreduce of a MULTI reduces its shards
+      {UPat(Ops::ALLREDUCE).named("red").src({multi_src(), UPat(Ops::DEVICE).named("device")}),
+       [](const Match& x) {
+         return std::optional(x["multi"].src(0).allreduce(static_cast<Ops>(x["red"].arg_int()), x["device"].device())
+                                  .multi(x["multi"].axis()));
+       }},
+      // cast, bitcast, contiguous and detach act on each shard
+      {UPat(OpSet{Ops::CAST, Ops::BITCAST, Ops::CONTIGUOUS, Ops::DETACH}).named("root").src({multi_src()}),
+       [](const Match& x) { return passthrough_multi(x["root"], x["multi"]); }},
+  });
+}
+
+UOp broadcast_to(const UOp& u, const Shape& shape) {
+  if (u.shape() == shape) return u;
+  Shape ones(shape.size(), 1);
+  return u.reshape(u.shape().empty() ? ones : u.shape()).expand(shape);
+}
+
+UOp at_device(const UOp& v, const UOp& src, int64_t dnum) {
+  if (v.op() != Ops::SHRINK && v.op() != Ops::PAD) return v.replace({src});
+  Spans sp = v.arg_spans();
+  for (auto& [a, b] : sp) {
+    a = Affine{a.at(dnum), 0};
+    b = Affine{b.at(dnum), 0};
+  }
+  return v.replace({src}, sp);
+}
+
+Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& settings, const RewriteOptions& options) {
+  Lowered out;
+  UOp big = sink(roots);
+  UOp sharded = graph_rewrite(big, multi_pm(), options);
+  for (const UOp& u : sharded.graph().toposort({sharded})) {
+    if (u.op() == Ops::ALLREDUCE && u.src(0).device().tuple()) {
+      std::string algo = allreduce_algorithm(u, settings);
+      out.algorithms.push_back(algo);
+      if (settings.debug >= 2) {
+        std::string name = algo;
+        for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        std::cerr << fmt::format("{} ALLREDUCE {}x{} | {}\n", name, u.src(0).device().count(), prod(u.shape()),
+                                 dtype_name(u.dtype()));
+      }
+    }
+  }
+  UOp lowered = graph_rewrite(sharded, replace_allreduce(settings), options);
+  for (const UOp& r : lowered.src()) {
+    bool is_multi = r.op() == Ops::MULTI;
+    out.roots.push_back(is_multi ? r.src(0) : r);
+    out.axes.push_back(is_multi ? r.axis() : std::nullopt);
+  }
+  for (const UOp& u : lowered.graph().toposort(out.roots))
+    for (const UOp& s : u.src())
+      if (s.op() == Ops::MULTI)
+        throw ShapeError(fmt::format("{}: no multi-device rule for this op on a sharded tensor (shape {}, axis {})",
+                                     op_name(u.op()), shape_str(s.shape()), s.axis() ? std::to_string(*s.axis()) : "none"));
+  return out;
+}
+
+}  // namespace ringrt

@@ -1,0 +1,47 @@
+// Multi-device lowering: the sharding rules (multi.cpp) and the allreduce lowering with its clean-up
+// rules (allreduce.cpp). Reference: tinygrad schedule/multi.py multi_pm, replace_allreduce,
+// handle_allreduce, handle_allreduce_multirank, with the allreduce-without-MSTACK change.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rewrite/pattern.hpp"
+#include "rewrite/rewrite.hpp"
+#include "rewrite/settings.hpp"
+
+namespace ringrt {
+
+// Sharding rules: push MULTI up through every op so that each op runs on the per-device shards.
+// A request no rule can serve throws ShapeError naming the op, the shapes and the axis.
+PatternMatcher multi_pm();
+
+// Allreduce lowering (naive | ring | all2all | hierarchical) and the copy/MSELECT/MSTACK clean-up.
+PatternMatcher replace_allreduce(const AllreduceSettings& settings);
+
+// Which lowering an ALLREDUCE of buf (on a device tuple) gets: "naive", "ring", "all2all" or
+// "hierarchical" (reference: handle_allreduce's use_ring/use_all2all, handle_allreduce_multirank).
+std::string allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& settings);
+
+// Chunk bounds of a flat buffer of numel elements cut into ndev pieces: multiples of the first of
+// 32, 16, 8, 4, 2 dividing numel (else 1), the first `left` chunks one factor larger.
+std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t ndev);
+
+struct Lowered {
+  std::vector<UOp> roots;                // per logical root: the per-device node (a MULTI's shards)
+  std::vector<std::optional<int>> axes;  // per root: the shard axis when the root was a sharded MULTI
+  std::vector<std::string> algorithms;   // per allreduce, in topological order
+};
+
+// Lowers logical roots to per-device graphs: multi_pm, then replace_allreduce. With settings.debug >= 2
+// prints one line per allreduce to stderr. Throws ShapeError for impossible sharding.
+Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& settings,
+                    const RewriteOptions& options = {});
+
+// Helpers shared by the rule files.
+UOp broadcast_to(const UOp& u, const Shape& shape);  // reshape to rank, then expand
+// The movement op v rebuilt on src with _device_num fixed to dnum in its bounds.
+UOp at_device(const UOp& v, const UOp& src, int64_t dnum);
+
+}  // namespace ringrt
