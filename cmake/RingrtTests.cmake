@@ -1,0 +1,67 @@
+# Test executables and their CTest registration (included from the top-level CMakeLists.txt).
+#
+# - One executable per test/**/test_*.cpp; the file defines BOOST_TEST_MODULE itself.
+#   test/rewrite/test_pattern.cpp -> target rewrite_test_pattern (directory '/' -> '_').
+# - One CTest test per Boost.Test case: <target>.<suite>/<case>[/_<sample>].
+# - Label from the first directory under test/: integration, hiprtc, gpu, mpi name themselves;
+#   anything else is `unit`. Select with `ctest -L unit` or a test preset's filter.
+# - test/support/*.cpp, if any, is compiled once into ringrt_test_support, linked to every test.
+# - Exit code 77 means skipped (e.g. a HIP test when RINGRT_HAVE_HIP is not defined).
+include(BoostTestDiscovery)
+
+set(RINGRT_TEST_LABEL_DIRS integration hiprtc gpu mpi)
+
+# Options every test target gets, through an INTERFACE library.
+add_library(ringrt_test_options INTERFACE)
+target_link_libraries(ringrt_test_options INTERFACE ringrt Boost::unit_test_framework)
+target_compile_definitions(ringrt_test_options INTERFACE
+  BOOST_TEST_DYN_LINK RINGRT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")   # for configs/, reference/
+if(RINGRT_WITH_HIP)
+  target_link_libraries(ringrt_test_options INTERFACE hip::host)   # tests may call hipRTC directly
+endif()
+if(rapidcheck_FOUND)
+  target_link_libraries(ringrt_test_options INTERFACE rapidcheck rapidcheck_boost_test)
+  target_compile_definitions(ringrt_test_options INTERFACE RINGRT_HAVE_RAPIDCHECK=1)
+endif()
+
+file(GLOB RINGRT_TEST_SUPPORT_SOURCES CONFIGURE_DEPENDS test/support/*.cpp)
+if(RINGRT_TEST_SUPPORT_SOURCES)
+  add_library(ringrt_test_support STATIC ${RINGRT_TEST_SUPPORT_SOURCES})
+  target_link_libraries(ringrt_test_support PUBLIC ringrt_test_options)
+  ringrt_warnings(ringrt_test_support)
+endif()
+
+file(GLOB_RECURSE RINGRT_TEST_SOURCES CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}/test" test/test_*.cpp)
+list(FILTER RINGRT_TEST_SOURCES EXCLUDE REGEX "^(support|consumer)/")
+foreach(src IN LISTS RINGRT_TEST_SOURCES)
+  get_filename_component(dir "${src}" DIRECTORY)
+  get_filename_component(stem "${src}" NAME_WE)
+  set(target "${stem}")
+  set(label unit)
+  if(dir)
+    string(REPLACE "/" "_" prefix "${dir}")
+    set(target "${prefix}_${stem}")
+    string(REGEX REPLACE "/.*" "" top "${dir}")
+    if(top IN_LIST RINGRT_TEST_LABEL_DIRS)
+      set(label "${top}")
+    endif()
+  endif()
+  add_executable(${target} test/${src})
+  target_link_libraries(${target} PRIVATE ringrt_test_options $<TARGET_NAME_IF_EXISTS:ringrt_test_support>)
+  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}")
+  ringrt_warnings(${target})
+  # XDG_CACHE_HOME: the compile cache of test runs stays inside this build tree.
+  boost_test_discover_tests(${target} LABELS ${label}
+    WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}"
+    ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache")
+endforeach()
+
+# install_consumer: install this build into a scratch prefix, then configure, build and run
+# test/consumer against it, as a user of find_package(ringrt CONFIG) would.
+add_test(NAME install_consumer COMMAND "${CMAKE_COMMAND}"
+  "-DBUILD_DIR=${PROJECT_BINARY_DIR}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}/test/consumer"
+  "-DWORK_DIR=${PROJECT_BINARY_DIR}/install-consumer" "-DGENERATOR=${CMAKE_GENERATOR}"
+  "-DCXX_COMPILER=${CMAKE_CXX_COMPILER}" "-DBUILD_TYPE=${CMAKE_BUILD_TYPE}"
+  "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}" "-DLINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
+  -P "${PROJECT_SOURCE_DIR}/cmake/InstallConsumerTest.cmake")
+set_tests_properties(install_consumer PROPERTIES LABELS integration TIMEOUT 600)

@@ -1,0 +1,128 @@
+// The Tensor front end: builds logical UOp graphs, lowers them for the devices and realizes them.
+// Reference: tinygrad tensor.py (shard, to, movement ops, reductions, assign) and multi.py.
+//
+// A Tensor is a cheap handle to a lazy value. Shapes are in elements; every method that can fail
+// throws ShapeError naming the op, the shapes and the axis (or DeviceError / ConfigError).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/interpreter.hpp"
+#include "rewrite/settings.hpp"
+#include "rewrite/uop.hpp"
+
+namespace ringrt {
+
+// {"CPU:0", ..., "CPU:n-1"}: the cpu backend's virtual devices. Throws DeviceError for n < 1.
+std::vector<std::string> cpu_devices(int n);
+// Every HIP GPU ("HIP:0", ...); empty when none is present or HIP is not built.
+std::vector<std::string> hip_devices();
+
+struct CopyItem {
+  std::string src, dst;
+  int64_t bytes;
+  bool operator==(const CopyItem&) const = default;
+};
+
+// What realize() runs: the lowered graph's device-to-device copies and kernels, in order.
+struct Schedule {
+  std::vector<std::string> algorithms;  // per allreduce, in order: naive|ring|all2all|hierarchical
+  std::vector<CopyItem> copy_items;
+  int64_t kernel_count = 0;
+  std::string listing;
+  std::vector<CopyItem> copies() const { return copy_items; }  // device-to-device copies, in order
+  int64_t kernels() const { return kernel_count; }            // kernel items (one per launch on a device tuple)
+  std::string to_string() const { return listing; }
+};
+
+class Tensor {
+ public:
+  // data (row-major, prod(shape) elements, converted to the dtype of T) on one device.
+  template <class T>
+  static Tensor from_vector(std::vector<T> data, Shape shape, std::string device = "CPU:0");
+  static Tensor from_host(HostBuffer data, std::string device = "CPU:0");
+  static Tensor empty(Shape shape, DType dtype = DType::float32, std::string device = "CPU:0");
+  static Tensor full(Shape shape, double value, DType dtype = DType::float32, std::string device = "CPU:0");
+  // A device-less scalar: it broadcasts onto any device or device tuple it is combined with.
+  static Tensor constant(double value, DType dtype = DType::float32);
+  static Tensor arange(int64_t n, DType dtype = DType::float32, std::string device = "CPU:0");
+
+  // Split along axis over devices (each gets shape[axis]/n; ShapeError if uneven), or replicate
+  // (axis nullopt). Reference: tensor.py shard.
+  Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis) const;
+  // Copy to one device; a sharded tensor is gathered (reference: multi.py copy_multi).
+  Tensor to(const std::string& device) const;
+
+  Tensor reshape(Shape shape) const;
+  Tensor expand(Shape shape) const;
+  Tensor permute(std::vector<int> order) const;
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after) const;
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> begin_end) const;
+  Tensor flip(std::vector<int> axes) const;
+  // Reductions drop the reduced axes; an empty list reduces over every axis.
+  Tensor sum(std::vector<int> axes = {}) const;
+  Tensor max(std::vector<int> axes = {}) const;
+  Tensor min(std::vector<int> axes = {}) const;
+  Tensor prod(std::vector<int> axes = {}) const;
+  Tensor reduce(Ops op, std::vector<int> axes) const;
+  Tensor cast(DType dtype) const;
+  Tensor contiguous() const;
+  // Writes value into this tensor (or the view it is) in place; shapes must match.
+  Tensor& assign(const Tensor& value);
+
+  friend Tensor operator+(const Tensor& a, const Tensor& b);
+  friend Tensor operator-(const Tensor& a, const Tensor& b);
+  friend Tensor operator*(const Tensor& a, const Tensor& b);
+  friend Tensor operator/(const Tensor& a, const Tensor& b);
+  friend Tensor operator+(const Tensor& a, double b);
+  friend Tensor operator-(const Tensor& a, double b);
+  friend Tensor operator*(const Tensor& a, double b);
+  friend Tensor operator/(const Tensor& a, double b);
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor binary(Ops op, const Tensor& o) const;  // numpy broadcasting and dtype promotion
+
+  Tensor& realize();  // runs the schedule on the devices
+  template <class T>
+  std::vector<T> to_vector() const {
+    return host().to_vector<T>();
+  }
+  HostBuffer host() const;  // realizes and gathers the whole logical tensor to the host
+
+  Shape shape() const;
+  DType dtype() const;
+  std::vector<std::string> devices() const;
+  std::optional<int> shard_axis() const;  // the axis a multi-device tensor is split on
+  std::vector<Tensor> shards() const;     // per-device values of a multi-device tensor
+  Schedule schedule() const;              // what realize() would run
+  const UOp& uop() const;
+
+  struct State;
+
+ private:
+  explicit Tensor(std::shared_ptr<State> s) : s_(std::move(s)) {}
+  Tensor derive(UOp u) const;
+  std::shared_ptr<State> s_;
+};
+
+template <class T>
+Tensor Tensor::from_vector(std::vector<T> data, Shape shape, std::string device) {
+  DType dt = std::is_same_v<T, float>     ? DType::float32
+             : std::is_same_v<T, double>  ? DType::float64
+             : std::is_same_v<T, int64_t> ? DType::int64
+             : std::is_same_v<T, int8_t>  ? DType::int8
+             : std::is_same_v<T, uint8_t> ? DType::uint8
+             : std::is_same_v<T, bool>    ? DType::bool_
+                                          : DType::int32;
+  if (static_cast<int64_t>(data.size()) != ringrt::prod(shape))
+    throw ShapeError("from_vector: " + std::to_string(data.size()) + " values for shape " + shape_str(shape));
+  return from_host(HostBuffer::from_vector(data, dt, std::move(shape)), std::move(device));
+}
+
+}  // namespace ringrt
