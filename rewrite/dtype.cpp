@@ -1,6 +1,7 @@
 #include "rewrite/dtype.hpp"
 
 #include <array>
+#include <ostream>
 
 #include "rewrite/errors.hpp"
 
@@ -60,5 +61,7 @@ DType parse_dtype(std::string_view name) {
   throw ConfigError("unknown dtype '" + std::string(name) +
                     "' (expected float32, float16, bfloat16, float64, int32, int64, int8, uint8 or bool)");
 }
+
+std::ostream& operator<<(std::ostream& os, DType dtype) { return os << dtype_name(dtype); }
 
 }  // namespace ringrt

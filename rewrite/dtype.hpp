@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,7 @@ bool is_unsigned(DType dtype);  // uint8 and bool
 DType promote(DType a, DType b);
 // Parses a dtype name ("float32", "half", "bf16", "int", ...); throws ConfigError on anything else.
 DType parse_dtype(std::string_view name);
+std::ostream& operator<<(std::ostream& os, DType dtype);  // the name
 
 // IEEE binary16 and bfloat16, round to nearest even (NaN stays NaN), as GPUs store them.
 inline uint16_t float_to_half(float f) {

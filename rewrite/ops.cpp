@@ -2,6 +2,7 @@
 
 #include <array>
 #include <limits>
+#include <ostream>
 
 namespace ringrt {
 
@@ -13,6 +14,8 @@ std::string_view op_name(Ops op) {
   };
   return kNames[static_cast<size_t>(op)];
 }
+
+std::ostream& operator<<(std::ostream& os, Ops op) { return os << op_name(op); }
 
 namespace group {
 const OpSet& unary() {

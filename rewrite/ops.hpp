@@ -4,6 +4,7 @@
 #include <bitset>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <string_view>
 
 namespace ringrt {
@@ -36,6 +37,7 @@ enum class Ops : uint8_t {
 
 constexpr size_t kNumOps = static_cast<size_t>(Ops::COUNT_);
 std::string_view op_name(Ops op);  // "ADD", "REDUCE_AXIS", ...
+std::ostream& operator<<(std::ostream& os, Ops op);  // the name
 
 // A set of ops, for pattern matching and groups.
 class OpSet {

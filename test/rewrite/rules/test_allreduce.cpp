@@ -1,0 +1,265 @@
+// The allreduce lowering across device counts, algorithms, dtypes, ops and sizes, checked against
+// host arithmetic and the unsharded computation, plus the graph invariants of DESIGN.md.
+#define BOOST_TEST_MODULE allreduce
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "runtime/tensor.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+
+namespace {
+
+AllreduceSettings settings_for(const std::string& algo, int ndev) {
+  AllreduceSettings s;
+  s.ring = algo == "ring" ? 2 : 0;
+  s.all2all = algo == "all2all" ? 2 : 0;
+  if (algo == "hierarchical") {  // two groups: the first half and the rest
+    auto devs = cpu_devices(ndev);
+    for (int i = 0; i < ndev; ++i) s.groups[devs[static_cast<size_t>(i)]] = i < (ndev + 1) / 2 ? 0 : 1;
+  }
+  return s;
+}
+
+std::string expected_algorithm(const std::string& algo, int ndev) {
+  if (algo == "hierarchical") return ndev >= 3 ? "hierarchical" : "naive";
+  return algo;
+}
+
+// Host data for a (ndev, numel) tensor: values whose reductions are exact except float32 sums.
+HostBuffer make_data(DType dtype, int ndev, int64_t numel, uint32_t seed) {
+  std::mt19937 rng(seed);
+  HostBuffer b(dtype, {ndev, numel});
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    if (dtype == DType::int32) {
+      b.set_int(i, std::uniform_int_distribution<int>(-1000, 1000)(rng));
+    } else if (dtype == DType::float32) {
+      b.set(i, std::uniform_real_distribution<double>(-1.0, 1.0)(rng));
+    } else {  // 16-bit floats: small integers, so every partial sum is exact
+      b.set(i, std::uniform_int_distribution<int>(-4, 4)(rng));
+    }
+  }
+  return b;
+}
+
+// out[j] = op over d of x[d, j], in double, plus the float32 summation bound sum_d |x[d, j]|.
+std::pair<std::vector<double>, std::vector<double>> host_reduce(const HostBuffer& x, Ops op) {
+  int64_t ndev = x.shape[0], numel = x.shape[1];
+  std::vector<double> out(static_cast<size_t>(numel)), mag(static_cast<size_t>(numel), 0.0);
+  for (int64_t j = 0; j < numel; ++j) {
+    double acc = x.get(j);
+    for (int64_t d = 1; d < ndev; ++d) {
+      double v = x.get(d * numel + j);
+      acc = op == Ops::ADD ? acc + v : std::max(acc, v);
+    }
+    for (int64_t d = 0; d < ndev; ++d) mag[static_cast<size_t>(j)] += std::fabs(x.get(d * numel + j));
+    out[static_cast<size_t>(j)] = acc;
+  }
+  return {out, mag};
+}
+
+const std::vector<int> kDevices{1, 2, 3, 4, 5, 8};
+const std::vector<std::string> kAlgorithms{"naive", "ring", "all2all", "hierarchical"};
+
+}  // namespace
+
+// Every (ndev, algorithm) pair: dtypes x ops x sizes (1, 3, ndev*32, ndev*32+5, 100, 257).
+BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), ndev, algo) {
+  ScopedSettings scope(settings_for(algo, ndev));
+  auto devs = cpu_devices(ndev);
+  std::vector<int64_t> sizes{1, 3, 32 * ndev, 32 * ndev + 5, 100, 257};
+  uint32_t seed = 1;
+  for (DType dtype : {DType::float32, DType::float16, DType::bfloat16, DType::int32}) {
+    for (Ops op : {Ops::ADD, Ops::MAX}) {
+      for (int64_t numel : sizes) {
+        BOOST_TEST_CONTEXT("ndev " << ndev << " " << algo << " " << dtype_name(dtype) << " " << op_name(op)
+                                   << " numel " << numel) {
+          HostBuffer data = make_data(dtype, ndev, numel, seed++);
+          Tensor x = Tensor::from_host(data).shard(devs, 0);
+          x.realize();
+          Tensor r = op == Ops::ADD ? x.sum({0}) : x.max({0});
+          BOOST_TEST(r.schedule().algorithms == std::vector<std::string>{expected_algorithm(algo, ndev)});
+          auto [want, mag] = host_reduce(data, op);
+          // the unsharded computation on one device
+          Tensor single = Tensor::from_host(data);
+          std::vector<double> alone = (op == Ops::ADD ? single.sum({0}) : single.max({0})).to_vector<double>();
+          std::vector<Tensor> replicas = r.shards();
+          BOOST_TEST_REQUIRE(replicas.size() == static_cast<size_t>(ndev));
+          HostBuffer first = replicas[0].host();
+          BOOST_TEST((first.shape == Shape{numel}));
+          for (const Tensor& rep : replicas) BOOST_TEST((rep.host().bytes == first.bytes));  // bit for bit
+          // float32 sums: recursive summation of ndev terms errs by at most (ndev-1) * 2^-24 * sum |x|
+          double u = std::ldexp(1.0, -24);
+          for (int64_t j = 0; j < numel; ++j) {
+            double got = first.get(j), tol = 0;
+            if (dtype == DType::float32 && op == Ops::ADD) tol = 1.01 * (ndev - 1) * u * mag[static_cast<size_t>(j)];
+            BOOST_TEST(std::fabs(got - want[static_cast<size_t>(j)]) <= tol, "element " << j << ": " << got << " vs " << want[static_cast<size_t>(j)]);
+            BOOST_TEST(std::fabs(alone[static_cast<size_t>(j)] - want[static_cast<size_t>(j)]) <= tol);
+          }
+        }
+      }
+    }
+  }
+}
+
+namespace {
+// Copies of realizing r, whose sharded input was realized before.
+std::vector<CopyItem> allreduce_copies(const Tensor& r) { return r.schedule().copies(); }
+
+Tensor sharded_ones(int ndev, int64_t cols) {
+  Tensor x = Tensor::full({ndev, cols}, 1.0).contiguous().shard(cpu_devices(ndev), 0);
+  x.realize();
+  return x;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(ring_copies_follow_the_ring_edges) {
+  AllreduceSettings s;
+  s.ring = 2;
+  ScopedSettings scope(s);
+  auto copies = allreduce_copies(sharded_ones(4, 400).sum({0}));
+  BOOST_TEST(copies.size() == 24u);
+  std::set<std::pair<std::string, std::string>> edges;
+  for (const auto& c : copies) edges.insert({c.src, c.dst});
+  std::set<std::pair<std::string, std::string>> ring{
+      {"CPU:0", "CPU:1"}, {"CPU:1", "CPU:2"}, {"CPU:2", "CPU:3"}, {"CPU:3", "CPU:0"}};
+  BOOST_TEST((edges == ring));
+  // reduce-scatter and allgather each move every chunk n-1 times: 400 elements * 4 B * 3 * 2 in all
+  int64_t bytes = 0;
+  for (const auto& c : copies) bytes += c.bytes;
+  BOOST_TEST(bytes == 400 * 4 * 3 * 2);
+}
+
+BOOST_AUTO_TEST_CASE(all2all_has_24_copies) {
+  AllreduceSettings s;
+  s.all2all = 2;
+  ScopedSettings scope(s);
+  Tensor r = sharded_ones(4, 400).sum({0}) * 2.0;
+  auto copies = allreduce_copies(r.contiguous());
+  BOOST_TEST(copies.size() == 24u);
+  for (const auto& c : copies) BOOST_TEST(c.src != c.dst);
+  std::vector<float> v = r.to_vector<float>();
+  BOOST_TEST(v.size() == 400u);
+  BOOST_TEST(std::all_of(v.begin(), v.end(), [](float f) { return f == 8.0f; }));
+}
+
+BOOST_AUTO_TEST_CASE(naive_has_12_copies_none_to_self) {
+  AllreduceSettings s;
+  s.ring = 0;
+  ScopedSettings scope(s);
+  auto copies = allreduce_copies(sharded_ones(4, 4096).sum({0}));
+  BOOST_TEST(copies.size() == 12u);
+  std::map<std::pair<std::string, std::string>, int> pairs;
+  for (const auto& c : copies) {
+    BOOST_TEST(c.src != c.dst);
+    ++pairs[{c.src, c.dst}];
+  }
+  BOOST_TEST(pairs.size() == 12u);  // every ordered pair of distinct devices once
+}
+
+BOOST_AUTO_TEST_CASE(hierarchical_routes_through_leaders) {
+  // groups {D0, D1}, {D2, D3}, no leaders named: D0 and D2 lead (leader first, then by name).
+  // inner reduce: D1->D0, D3->D2; leaders (2 devices, naive): D2->D0, D0->D2; broadcast: D0->D1, D2->D3.
+  AllreduceSettings s;
+  s.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 1}, {"CPU:3", 1}};
+  ScopedSettings scope(s);
+  Tensor r = sharded_ones(4, 400).sum({0});
+  BOOST_TEST(r.schedule().algorithms == std::vector<std::string>{"hierarchical"});
+  std::multiset<std::pair<std::string, std::string>> got, want{{"CPU:1", "CPU:0"}, {"CPU:3", "CPU:2"},
+                                                               {"CPU:2", "CPU:0"}, {"CPU:0", "CPU:2"},
+                                                               {"CPU:0", "CPU:1"}, {"CPU:2", "CPU:3"}};
+  for (const auto& c : allreduce_copies(r)) got.insert({c.src, c.dst});
+  BOOST_TEST((got == want));
+  std::vector<float> v = r.to_vector<float>();
+  BOOST_TEST(std::all_of(v.begin(), v.end(), [](float f) { return f == 4.0f; }));
+}
+
+BOOST_AUTO_TEST_CASE(hierarchical_with_named_leaders) {
+  // leaders D1 and D3: inner D0->D1, D2->D3; leaders D3->D1, D1->D3; broadcast D1->D0, D3->D2.
+  AllreduceSettings s;
+  s.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 1}, {"CPU:3", 1}};
+  s.reduce_leaders = {"CPU:1", "CPU:3"};
+  ScopedSettings scope(s);
+  Tensor r = sharded_ones(4, 400).sum({0});
+  std::multiset<std::pair<std::string, std::string>> got, want{{"CPU:0", "CPU:1"}, {"CPU:2", "CPU:3"},
+                                                               {"CPU:3", "CPU:1"}, {"CPU:1", "CPU:3"},
+                                                               {"CPU:1", "CPU:0"}, {"CPU:3", "CPU:2"}};
+  for (const auto& c : allreduce_copies(r)) got.insert({c.src, c.dst});
+  BOOST_TEST((got == want));
+}
+
+BOOST_AUTO_TEST_CASE(threshold_picks_the_algorithm) {
+  // level 1: ring only when ndev > 2 and numel > threshold; all2all wins over ring
+  auto algo = [](int ndev, int64_t cols, AllreduceSettings s) {
+    ScopedSettings scope(s);
+    return sharded_ones(ndev, cols).sum({0}).schedule().algorithms.at(0);
+  };
+  AllreduceSettings s;
+  s.ring_threshold = 100;
+  BOOST_TEST(algo(4, 100, s) == "naive");
+  BOOST_TEST(algo(4, 101, s) == "ring");
+  BOOST_TEST(algo(2, 1000, s) == "naive");
+  s.all2all = 1;
+  BOOST_TEST(algo(4, 101, s) == "all2all");
+  s.ring = 0;
+  s.all2all = 0;
+  BOOST_TEST(algo(4, 101, s) == "naive");
+}
+
+BOOST_AUTO_TEST_CASE(chunk_plan) {
+  // factor 16 for 400 over 4: 25 units -> 7, 6, 6, 6 units
+  auto c = allreduce_chunks(400, 4);
+  std::vector<std::pair<int64_t, int64_t>> want{{0, 112}, {112, 208}, {208, 304}, {304, 400}};
+  BOOST_TEST((c == want));
+  // numel 1 over 2: factor 1 -> [1, 0]
+  auto one = allreduce_chunks(1, 2);
+  BOOST_TEST((one == std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, 1}}));
+  // 15 over 5: factor 1, 3 each; 16 over 8: factor 16 -> [16, 0, ...]
+  BOOST_TEST((allreduce_chunks(15, 5)[4] == std::pair<int64_t, int64_t>{12, 15}));
+  BOOST_TEST((allreduce_chunks(16, 8)[0] == std::pair<int64_t, int64_t>{0, 16}));
+  BOOST_TEST((allreduce_chunks(16, 8)[1] == std::pair<int64_t, int64_t>{16, 16}));
+}
+
+BOOST_AUTO_TEST_CASE(cast_setting_promotes_16_bit_copies) {
+  for (bool cast : {true, false}) {
+    AllreduceSettings s;
+    s.ring = 0;
+    s.cast = cast;
+    ScopedSettings scope(s);
+    Tensor x = Tensor::full({2, 64}, 1.5, DType::float16).contiguous().shard(cpu_devices(2), 0);
+    x.realize();
+    Tensor r = x.sum({0});
+    for (const auto& c : r.schedule().copies()) BOOST_TEST(c.bytes == 64 * (cast ? 2 : 4));
+    BOOST_TEST(r.dtype() == DType::float16);
+    std::vector<float> v = r.to_vector<float>();
+    BOOST_TEST(std::all_of(v.begin(), v.end(), [](float f) { return f == 3.0f; }));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(environment_overrides_and_rejects_bad_values) {
+  setenv("RING", "2", 1);
+  BOOST_TEST(current_settings().ring == 2);
+  setenv("RING", "abc", 1);
+  BOOST_CHECK_EXCEPTION(current_settings(), ConfigError, [](const ConfigError& e) {
+    return std::string(e.what()).find("RING") != std::string::npos;
+  });
+  setenv("RING", "3", 1);
+  BOOST_CHECK_THROW(current_settings(), ConfigError);
+  unsetenv("RING");
+  setenv("REDUCE_LEADERS", "CPU:0, CPU:2", 1);
+  BOOST_TEST((current_settings().reduce_leaders == std::vector<std::string>{"CPU:0", "CPU:2"}));
+  unsetenv("REDUCE_LEADERS");
+  setenv("RING_ALLREDUCE_THRESHOLD", "-5", 1);
+  BOOST_CHECK_THROW(current_settings(), ConfigError);
+  unsetenv("RING_ALLREDUCE_THRESHOLD");
+}
