@@ -17,7 +17,12 @@ using Memo = std::unordered_map<const detail::Node*, UOp>;
 class Rewriter {
  public:
   Rewriter(const UOp& root, const PatternMatcher& pm, const RewriteOptions& opt)
-      : pm_(pm), opt_(opt), order_(root.graph().toposort({root})), results_(order_.size()), wave_(order_.size()) {
+      : pm_(pm),
+        opt_(opt),
+        order_(root.graph().toposort({root})),
+        results_(order_.size()),
+        wave_(order_.size()),
+        done_(order_.size(), 0) {
     for (size_t i = 0; i < order_.size(); ++i) {
       pos_[order_[i].node()] = i;
       int w = 0;
@@ -33,7 +38,10 @@ class Rewriter {
       run_parallel();
     } else {
       Memo memo;
-      for (size_t i = 0; i < order_.size(); ++i) results_[i] = rewrite_input(i, memo);
+      for (size_t i = 0; i < order_.size(); ++i) {
+        results_[i] = rewrite_input(i, memo);
+        done_[i] = 1;
+      }
     }
     RewriteResult out;
     out.root = results_.back();
@@ -57,6 +65,7 @@ class Rewriter {
           Memo& memo = memos.local();
           for (size_t k = r.begin(); k != r.end(); ++k) results_[wave[k]] = rewrite_input(wave[k], memo);
         });
+        for (size_t i : wave) done_[i] = 1;  // published between waves, so later reads are race-free
       }
     };
     if (opt_.threads > 0) {
@@ -79,11 +88,11 @@ class Rewriter {
     return settle(changed ? node.replace(std::move(src)) : node, memo, wave_[i]);
   }
 
-  // What y is known to rewrite to: from this thread's memo, or from an input node of an earlier wave
-  // (finished before this wave started, so reading it is race-free).
-  std::optional<UOp> known(const UOp& y, const Memo& memo, int wave) const {
+  // What y is known to rewrite to: from this thread's memo, or from an input node already finished
+  // (serial: visited earlier; parallel: in an earlier wave, so reading it is race-free).
+  std::optional<UOp> known(const UOp& y, const Memo& memo, int /*wave*/) const {
     if (auto it = memo.find(y.node()); it != memo.end()) return it->second;
-    if (auto it = pos_.find(y.node()); it != pos_.end() && wave_[it->second] < wave) return results_[it->second];
+    if (auto it = pos_.find(y.node()); it != pos_.end() && done_[it->second]) return results_[it->second];
     return std::nullopt;
   }
 
@@ -137,6 +146,7 @@ class Rewriter {
   std::vector<UOp> order_;
   std::vector<UOp> results_;
   std::vector<int> wave_;
+  std::vector<char> done_;  // input node i's result is final
   std::unordered_map<const detail::Node*, size_t> pos_;
   std::atomic<bool> converged_{true};
   std::atomic<size_t> rewrites_{0};

@@ -493,7 +493,15 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
     if (&s.graph() != this) throw InternalError(fmt::format("{}: source from another graph", op_name(op)));
     h = mix(h, s.hash());
   }
-  auto same = [&](const Node* n) { return n->op == op && n->dtype == dtype && n->src == src && n->arg == arg; };
+  Node proto;
+  proto.op = op;
+  proto.dtype = dtype;
+  proto.arg = std::move(arg);
+  proto.src = std::move(src);
+  // Compare against proto (src and arg are moved from), also in the re-check under the lock below.
+  auto same = [&](const Node* n) {
+    return n->op == op && n->dtype == dtype && n->src == proto.src && n->arg == proto.arg;
+  };
   auto find = [&]() -> const Node* {
     auto [lo, hi] = impl_->table.equal_range(h);
     for (auto it = lo; it != hi; ++it)
@@ -502,11 +510,6 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   };
   if (const Node* hit = find()) return UOp(hit);
 
-  Node proto;
-  proto.op = op;
-  proto.dtype = dtype;
-  proto.arg = std::move(arg);
-  proto.src = std::move(src);
   infer(proto);  // throws before anything is created
   proto.hash = h;
   proto.graph = this;

@@ -266,7 +266,7 @@ Tensor Tensor::minimum(const Tensor& o) const { return binary(Ops::MIN, o); }
 const UOp& Tensor::uop() const { return s_->uop; }
 Shape Tensor::shape() const { return uop().shape(); }
 DType Tensor::dtype() const { return uop().dtype(); }
-std::optional<int> Tensor::shard_axis() const { return uop().op() == Ops::MULTI ? uop().axis() : std::nullopt; }
+std::optional<int> Tensor::shard_axis() const { return uop().logical() ? uop().axis() : std::nullopt; }
 std::vector<std::string> Tensor::devices() const {
   const DeviceSpec& d = uop().device();
   if (d.tuple()) return d.names();

@@ -1,0 +1,110 @@
+// Sharding rules: every op of a sharded chain gives what the same chain gives unsharded, and every
+// impossible request is a ShapeError naming the op. Reference: multi.py multi_pm.
+#define BOOST_TEST_MODULE multi
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <functional>
+
+#include "rewrite/errors.hpp"
+#include "runtime/tensor.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+
+namespace {
+
+using Chain = std::function<Tensor(const Tensor&)>;
+
+// x = arange(prod(shape)) as int32 in shape; f applied sharded on axis over ndev devices equals f
+// applied to the unsharded tensor, in shape and in every value.
+void check_chain(const Shape& shape, int axis, int ndev, const Chain& f, std::optional<int> want_axis = {}) {
+  Tensor x = Tensor::arange(ringrt::prod(shape), DType::int32).reshape(shape);
+  Tensor want = f(x);
+  for (bool realize_first : {false, true}) {
+    Tensor xs = x.shard(cpu_devices(ndev), axis);
+    if (realize_first) xs.realize();
+    Tensor got = f(xs);
+    BOOST_TEST((got.shape() == want.shape()));
+    if (want_axis) BOOST_TEST((got.shard_axis() == want_axis));
+    BOOST_TEST(got.to_vector<int>() == want.to_vector<int>(), boost::test_tools::per_element());
+  }
+}
+
+template <class F>
+void check_shape_error(const Shape& shape, int axis, int ndev, F f, const std::string& op) {
+  Tensor xs = Tensor::arange(ringrt::prod(shape), DType::int32).reshape(shape).shard(cpu_devices(ndev), axis);
+  BOOST_CHECK_EXCEPTION(f(xs).realize(), ShapeError, [&](const ShapeError& e) {
+    std::string m = e.what();
+    BOOST_TEST_MESSAGE(m);
+    return m.find(op) != std::string::npos;
+  });
+}
+
+const std::vector<int> kDevices{2, 3, 4};
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(alu_same_axis_and_scalars, bdata::make(kDevices), n) {
+  check_chain({12, 5}, 0, n, [](const Tensor& t) { return (t * 3.0 + 1.0) - t; }, 0);
+  check_chain({12, 5}, 0, n, [](const Tensor& t) { return t.maximum(t * -1.0 + 20.0); }, 0);
+}
+
+BOOST_DATA_TEST_CASE(alu_with_replicated_operand, bdata::make(kDevices), n) {
+  // the replicated operand is sharded on the fly
+  Tensor b = Tensor::arange(60, DType::int32).reshape({12, 5}) * 10.0;
+  check_chain({12, 5}, 0, n, [&](const Tensor& t) {
+    return t.uop().device().tuple() ? t + b.shard(t.devices(), std::nullopt) : t + b;
+  }, 0);
+}
+
+BOOST_DATA_TEST_CASE(alu_with_other_axis_operand, bdata::make(kDevices), n) {
+  // axis mismatch: the operand is unsharded, allreduced and sharded on the root's axis
+  Tensor b = Tensor::arange(12 * 12, DType::int32).reshape({12, 12});
+  check_chain({12, 12}, 0, n, [&](const Tensor& t) {
+    return t.uop().device().tuple() ? t + b.shard(t.devices(), 1) : t + b;
+  });
+}
+
+BOOST_DATA_TEST_CASE(reduce_keeps_or_allreduces, bdata::make(kDevices), n) {
+  check_chain({6, 4, 12}, 2, n, [](const Tensor& t) { return t.sum({1}); }, 1);  // other axis: stays sharded
+  check_chain({6, 4, 12}, 2, n, [](const Tensor& t) { return t.max({2}); });     // sharded axis: allreduce
+  check_chain({6, 4, 12}, 2, n, [](const Tensor& t) { return t.sum({0, 2}); });
+  check_chain({12, 4, 6}, 0, n, [](const Tensor& t) { return t.min({}); });
+}
+
+BOOST_DATA_TEST_CASE(movement_ops, bdata::make(kDevices), n) {
+  check_chain({2, 12, 2}, 1, n, [](const Tensor& t) { return t.reshape({2, 12, 2, 1}); }, 1);
+  check_chain({2, 12, 2}, 1, n, [](const Tensor& t) { return t.reshape({1, 2, 12, 2}); }, 2);
+  check_chain({2, 12, 1}, 1, n, [](const Tensor& t) { return t.expand({2, 12, 3}); }, 1);
+  check_chain({2, 12, 2}, 1, n, [](const Tensor& t) { return t.pad({{1, 2}, {0, 0}, {3, 0}}); }, 1);
+  check_chain({2, 12, 2}, 1, n, [](const Tensor& t) { return t.shrink({{1, 2}, {0, 12}, {0, 1}}); }, 1);
+  check_chain({2, 12, 2}, 1, n, [](const Tensor& t) { return t.permute({2, 0, 1}); }, 2);
+  check_chain({2, 12, 2}, 1, n, [](const Tensor& t) { return t.flip({0, 2}); }, 1);
+  check_chain({2, 12, 2}, 1, n, [](const Tensor& t) { return t.cast(DType::float32).contiguous().cast(DType::int32); }, 1);
+}
+
+BOOST_DATA_TEST_CASE(shrink_to_one_shard_is_copied_everywhere, bdata::make(kDevices), n) {
+  int64_t rows = 2 * n;
+  check_chain({rows, 4}, 0, n, [&](const Tensor& t) { return t.shrink({{2, 4}, {0, 4}}); });
+  check_chain({rows, 4}, 0, n, [&](const Tensor& t) { return t.shrink({{rows - 2, rows}, {1, 3}}) * 2.0; });
+}
+
+BOOST_DATA_TEST_CASE(copy_to_one_device, bdata::make(kDevices), n) {
+  check_chain({4 * n, 3}, 0, n, [](const Tensor& t) { return t.to("CPU:1"); });
+  check_chain({3, 4 * n}, 1, n, [&](const Tensor& t) { return t.to("CPU:" + std::to_string(n + 1)); });
+}
+
+BOOST_AUTO_TEST_CASE(shape_errors) {
+  check_shape_error({4, 4}, 1, 2, [](const Tensor& t) { return t.reshape({16}); }, "RESHAPE");
+  check_shape_error({4, 1}, 0, 2, [](const Tensor& t) { return t.pad({{1, 0}, {0, 0}}); }, "PAD");
+  check_shape_error({4, 2}, 0, 2, [](const Tensor& t) { return t.flip({0}); }, "FLIP");
+  check_shape_error({8, 2}, 0, 4, [](const Tensor& t) { return t.shrink({{0, 3}, {0, 2}}); }, "SHRINK");
+  BOOST_CHECK_EXCEPTION(Tensor::arange(6, DType::int32).shard(cpu_devices(4), 0), ShapeError,
+                        [](const ShapeError& e) { return std::string(e.what()).find("length 6") != std::string::npos; });
+  Tensor a = Tensor::arange(4, DType::int32).shard(cpu_devices(2), 0);
+  BOOST_CHECK_EXCEPTION(a + Tensor::arange(4, DType::int32), ShapeError, [](const ShapeError& e) {
+    std::string m = e.what();
+    return m.find("CPU:0") != std::string::npos && m.find("CPU:1") != std::string::npos;
+  });
+}
