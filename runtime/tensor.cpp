@@ -10,6 +10,7 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "runtime/schedule.hpp"
 
 namespace ringrt {
 
@@ -364,12 +365,14 @@ Schedule Tensor::schedule() const {
   Lowered low = lower_multi({uop()}, current_settings());
   Schedule s;
   s.algorithms = low.algorithms;
-  for (const UOp& u : low.roots[0].graph().toposort(low.roots)) {
-    if (u.op() == Ops::COPY && u.src(0).device().single() && u.device().single() &&
-        u.src(0).device() != u.device())
-      s.copy_items.push_back({u.src(0).device().name(), u.device().name(), ringrt::prod(u.shape()) * itemsize(u.dtype())});
+  ItemPlan plan = plan_schedule(low.roots);
+  for (const ScheduleItem& item : plan.items) {
+    if (item.kind != ScheduleItem::Kind::copy) continue;
+    const UOp& c = item.ast;
+    s.copy_items.push_back({c.src(0).device().name(), c.device().name(), ringrt::prod(c.shape()) * itemsize(c.dtype())});
   }
-  s.listing = print_graph(low.roots[0]);
+  s.kernel_count = static_cast<int64_t>(plan.kernels());
+  s.listing = plan.to_string();
   return s;
 }
 

@@ -137,7 +137,7 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
       for (int64_t j = 0; j < ndev; ++j)
         if (j != i)
           stores.push_back(scratch.mselect(j).store(
-              buf.mselect(i).copy_to_device(DeviceSpec(devs[static_cast<size_t>(j)])).reshape({numel})));
+              buf.mselect(i).reshape({numel}).copy_to_device(DeviceSpec(devs[static_cast<size_t>(j)]))));
       UOp mine = broadcast_to(dnum.eq(const_uop(DType::int32, static_cast<double>(i), &buf.graph())), shape);
       terms.push_back(mine.where(buf, scratch.after(stores).reshape(shape)));
     }

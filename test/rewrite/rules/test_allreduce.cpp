@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <iostream>
 #include <random>
+#include <sstream>
 #include <set>
 
 #include "rewrite/errors.hpp"
@@ -147,6 +149,10 @@ BOOST_AUTO_TEST_CASE(all2all_has_24_copies) {
   Tensor r = sharded_ones(4, 400).sum({0}) * 2.0;
   auto copies = allreduce_copies(r.contiguous());
   BOOST_TEST(copies.size() == 24u);
+  // the diff's bound: 22 kernels (tinygrad materializes each chunk before copying it; ringrt copies
+  // ranges of the reduced buffer in place, so it needs 1 + 4 + 1)
+  BOOST_TEST(r.contiguous().schedule().kernels() <= 22);
+  BOOST_TEST(r.contiguous().schedule().kernels() == 6);
   for (const auto& c : copies) BOOST_TEST(c.src != c.dst);
   std::vector<float> v = r.to_vector<float>();
   BOOST_TEST(v.size() == 400u);
@@ -157,8 +163,10 @@ BOOST_AUTO_TEST_CASE(naive_has_12_copies_none_to_self) {
   AllreduceSettings s;
   s.ring = 0;
   ScopedSettings scope(s);
-  auto copies = allreduce_copies(sharded_ones(4, 4096).sum({0}));
+  Tensor r = sharded_ones(4, 4096).sum({0});
+  auto copies = allreduce_copies(r);
   BOOST_TEST(copies.size() == 12u);
+  BOOST_TEST(r.schedule().kernels() <= 2);
   std::map<std::pair<std::string, std::string>, int> pairs;
   for (const auto& c : copies) {
     BOOST_TEST(c.src != c.dst);
@@ -262,4 +270,18 @@ BOOST_AUTO_TEST_CASE(environment_overrides_and_rejects_bad_values) {
   setenv("RING_ALLREDUCE_THRESHOLD", "-5", 1);
   BOOST_CHECK_THROW(current_settings(), ConfigError);
   unsetenv("RING_ALLREDUCE_THRESHOLD");
+}
+
+BOOST_AUTO_TEST_CASE(debug_2_prints_one_line_per_allreduce) {
+  AllreduceSettings s;
+  s.ring = 2;
+  s.debug = 2;
+  ScopedSettings scope(s);
+  Tensor x = sharded_ones(4, 400);
+  std::ostringstream captured;
+  std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+  Tensor r = x.sum({0});
+  r.schedule();
+  std::cerr.rdbuf(old);
+  BOOST_TEST(captured.str() == "RING ALLREDUCE 4x400 | float32\n");
 }

@@ -1,0 +1,185 @@
+#include "runtime/schedule.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ringrt {
+namespace {
+
+using NodeSet = std::unordered_set<const detail::Node*>;
+
+// Nodes that alias memory another item wrote: they need no work of their own.
+bool is_alias(const UOp& u) {
+  return u.op() == Ops::BUFFER || u.op() == Ops::AFTER || u.op() == Ops::MSELECT || u.op() == Ops::MSTACK;
+}
+
+// A copy can read x straight from memory when x is a contiguous range of a realized value: reshapes
+// and one-dimensional constant shrinks over it.
+bool is_range_of(const UOp& x, const NodeSet& realized) {
+  UOp u = x;
+  while (!realized.count(u.node())) {
+    if (u.op() == Ops::RESHAPE) {
+      u = u.src(0);
+    } else if (u.op() == Ops::SHRINK && u.shape().size() == 1 && u.arg_spans()[0].first.k == 0) {
+      u = u.src(0);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+class Planner {
+ public:
+  explicit Planner(const std::vector<UOp>& roots) : order_(roots.at(0).graph().toposort(roots)) {
+    for (const UOp& r : roots) roots_.insert(r.node());
+  }
+
+  ItemPlan run() {
+    choose_boundaries();
+    for (const UOp& u : order_) emit(u);
+    return std::move(plan_);
+  }
+
+ private:
+  void realize(const UOp& u) {
+    if (!is_alias(u) && u.op() != Ops::STORE && u.op() != Ops::SINK && u.op() != Ops::DEVICE) realized_.insert(u.node());
+  }
+
+  // Decide which values are written to memory.
+  void choose_boundaries() {
+    std::unordered_map<const detail::Node*, bool> has_reduce;
+    for (const UOp& u : order_) {
+      if (is_alias(u)) realized_.insert(u.node());
+      switch (u.op()) {
+        case Ops::CONTIGUOUS:
+        case Ops::COPY:
+        case Ops::ASSIGN:
+          realized_.insert(u.node());
+          break;
+        default:
+          break;
+      }
+      if (roots_.count(u.node())) realize(u);
+      if (u.op() == Ops::COPY && !is_range_of(u.src(0), realized_)) realize(u.src(0));
+      if (u.op() == Ops::MSELECT && !realized_.count(u.src(0).node())) realize(u.src(0));
+      if (u.op() == Ops::MSTACK)
+        for (const UOp& s : u.src())
+          if (!realized_.count(s.node())) realize(s);
+      // at most one reduction per kernel: a reduction over another one realizes the inner value
+      bool inner = false;
+      for (const UOp& s : u.src()) inner = inner || (!realized_.count(s.node()) && has_reduce[s.node()]);
+      if (u.op() == Ops::REDUCE_AXIS && inner) realize(u.src(0));
+      bool mine = u.op() == Ops::REDUCE_AXIS;
+      for (const UOp& s : u.src()) mine = mine || (!realized_.count(s.node()) && has_reduce[s.node()]);
+      has_reduce[u.node()] = mine;
+    }
+  }
+
+  // Items whose output the value u reads.
+  std::vector<size_t> producers_of(const UOp& ast) {
+    std::set<size_t> deps;
+    std::vector<UOp> stack{ast};
+    NodeSet seen;
+    while (!stack.empty()) {
+      UOp u = stack.back();
+      stack.pop_back();
+      if (!seen.insert(u.node()).second) continue;
+      if (u != ast && realized_.count(u.node())) {
+        auto it = producer_.find(u.node());
+        if (it != producer_.end()) deps.insert(it->second.begin(), it->second.end());
+        continue;
+      }
+      for (const UOp& s : u.src()) stack.push_back(s);
+    }
+    return {deps.begin(), deps.end()};
+  }
+
+  size_t add(ScheduleItem::Kind kind, const UOp& ast, const UOp& target, const DeviceSpec& device,
+             std::vector<size_t> deps) {
+    plan_.items.push_back({kind, ast, target, device, std::move(deps)});
+    return plan_.items.size() - 1;
+  }
+
+  void emit(const UOp& u) {
+    auto& mine = producer_[u.node()];
+    switch (u.op()) {
+      case Ops::AFTER:
+      case Ops::MSTACK:
+      case Ops::MSELECT:
+        for (const UOp& s : u.src())
+          if (auto it = producer_.find(s.node()); it != producer_.end()) mine.insert(mine.end(), it->second.begin(), it->second.end());
+        return;
+      case Ops::STORE: {
+        const UOp &target = u.src(0), &value = u.src(1);
+        bool copy = value.op() == Ops::COPY;  // a copy stored into a scratch buffer writes straight into it
+        std::vector<size_t> deps = producers_of(value);
+        mine.push_back(add(copy ? ScheduleItem::Kind::copy : ScheduleItem::Kind::kernel, value, target,
+                           copy ? value.device() : target.device(), deps));
+        return;
+      }
+      default:
+        break;
+    }
+    if (!realized_.count(u.node()) || u.op() == Ops::BUFFER) return;
+    if (u.op() == Ops::COPY) {
+      if (used_only_by_stores(u)) return;
+      mine.push_back(add(ScheduleItem::Kind::copy, u, u, u.device(), producers_of(u)));
+      return;
+    }
+    UOp ast = u.op() == Ops::CONTIGUOUS ? u.src(0) : u;
+    mine.push_back(add(ScheduleItem::Kind::kernel, ast, u, u.device(), producers_of(u)));
+  }
+
+  bool used_only_by_stores(const UOp& copy) {
+    bool any = false;
+    for (const UOp& v : order_)
+      for (size_t i = 0; i < v.src().size(); ++i)
+        if (v.src(i) == copy) {
+          if (!(v.op() == Ops::STORE && i == 1)) return false;
+          any = true;
+        }
+    return any && !roots_.count(copy.node());
+  }
+
+  std::vector<UOp> order_;
+  NodeSet roots_, realized_;
+  std::unordered_map<const detail::Node*, std::vector<size_t>> producer_;
+  ItemPlan plan_;
+};
+
+}  // namespace
+
+size_t ItemPlan::kernels() const {
+  return static_cast<size_t>(std::count_if(items.begin(), items.end(), [](const ScheduleItem& i) {
+    return i.kind == ScheduleItem::Kind::kernel;
+  }));
+}
+size_t ItemPlan::copies() const { return items.size() - kernels(); }
+
+std::string ItemPlan::to_string() const {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& it = items[i];
+    std::vector<std::string> deps;
+    for (size_t d : it.deps) deps.push_back(std::to_string(d));
+    if (it.kind == ScheduleItem::Kind::copy) {
+      out += fmt::format("{:3} COPY   {} -> {} {} B", i, it.ast.src(0).device().to_string(), it.device.to_string(),
+                         prod(it.ast.shape()) * itemsize(it.ast.dtype()));
+    } else {
+      out += fmt::format("{:3} KERNEL {} {} {}", i, it.device.to_string(), dtype_name(it.ast.dtype()),
+                         shape_str(it.ast.shape()));
+    }
+    out += deps.empty() ? "\n" : fmt::format("  after {}\n", fmt::join(deps, ","));
+  }
+  return out;
+}
+
+ItemPlan plan_schedule(const std::vector<UOp>& roots) { return Planner(roots).run(); }
+
+}  // namespace ringrt

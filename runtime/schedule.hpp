@@ -1,0 +1,39 @@
+// The scheduler: from a lowered per-device graph to ordered work items (reference: tinygrad
+// engine/schedule.py, DESIGN.md "Schedule and codegen"). Planning only; executing is separate.
+//
+// Kernel boundaries are the realized values: inputs (BUFFER), CONTIGUOUS, the value of a STORE or
+// ASSIGN, a copy's source that is not a plain range of a realized buffer, and the roots. A kernel
+// fuses the elementwise math and at most one reduction between boundaries and writes one output per
+// device; a kernel on a device tuple is one item, launched on every device with _device_num bound.
+// A COPY is an item of its own; one stored into a scratch buffer writes straight into it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "rewrite/uop.hpp"
+
+namespace ringrt {
+
+struct ScheduleItem {
+  enum class Kind { kernel, copy };
+  Kind kind;
+  UOp ast;            // kernel: the value computed (leaves are realized values); copy: the COPY
+  UOp target;         // what it writes: a BUFFER, an MSELECT of one, or the realized node itself
+  DeviceSpec device;  // where it runs; a tuple kernel launches once per device
+  std::vector<size_t> deps;  // indices of the items it waits for
+};
+
+struct ItemPlan {
+  std::vector<ScheduleItem> items;  // in a valid order: every item after its dependencies
+  size_t kernels() const;
+  size_t copies() const;
+  std::string to_string() const;  // one line per item
+};
+
+// Plans the work that realizes roots (per-device nodes from lower_multi). Deterministic: the order
+// follows the graph's structural topological order.
+ItemPlan plan_schedule(const std::vector<UOp>& roots);
+
+}  // namespace ringrt
