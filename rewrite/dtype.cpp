@@ -1,5 +1,7 @@
 #include "rewrite/dtype.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <ostream>
 
@@ -60,6 +62,13 @@ DType parse_dtype(std::string_view name) {
     if (a.name == name) return a.dtype;
   throw ConfigError("unknown dtype '" + std::string(name) +
                     "' (expected float32, float16, bfloat16, float64, int32, int64, int8, uint8 or bool)");
+}
+
+void check_dtype(DType dtype, std::string_view where, bool allow_void) {
+  auto i = static_cast<size_t>(dtype);
+  if (i >= kInfo.size() || (dtype == DType::void_ && !allow_void))
+    throw ShapeError(fmt::format("{}: {} is not an element type", where,
+                                 i < kInfo.size() ? std::string(kInfo[i].name) : "dtype " + std::to_string(i)));
 }
 
 std::ostream& operator<<(std::ostream& os, DType dtype) { return os << dtype_name(dtype); }

@@ -22,6 +22,8 @@ bool is_unsigned(DType dtype);  // uint8 and bool
 DType promote(DType a, DType b);
 // Parses a dtype name ("float32", "half", "bf16", "int", ...); throws ConfigError on anything else.
 DType parse_dtype(std::string_view name);
+// Throws ShapeError naming `where` unless dtype is an element type (void_ only when allow_void).
+void check_dtype(DType dtype, std::string_view where, bool allow_void = false);
 std::ostream& operator<<(std::ostream& os, DType dtype);  // the name
 
 // IEEE binary16 and bfloat16, round to nearest even (NaN stays NaN), as GPUs store them.

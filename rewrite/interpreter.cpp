@@ -46,7 +46,8 @@ int64_t HostBuffer::get_int(int64_t i) const {
     case DType::int8: return load<int8_t>(bytes, i);
     case DType::uint8: return load<uint8_t>(bytes, i);
     case DType::bool_: return load<uint8_t>(bytes, i) != 0;
-    default: return static_cast<int64_t>(get(i));
+    case DType::void_: throw InternalError("HostBuffer of void");
+    default: return to_int64(get(i));
   }
 }
 
@@ -57,9 +58,10 @@ void HostBuffer::set(int64_t i, double v) {
     case DType::bfloat16: return put<uint16_t>(bytes, i, float_to_bfloat16(static_cast<float>(v)));
     case DType::float64: return put<double>(bytes, i, v);
     case DType::bool_: return set_int(i, v != 0.0);
+    case DType::void_: throw InternalError("HostBuffer of void");
     default:
       // float -> int truncates toward zero; out-of-range and NaN give 0 rather than undefined behaviour
-      return set_int(i, std::isfinite(v) && std::fabs(v) < 9.2e18 ? static_cast<int64_t>(v) : 0);
+      return set_int(i, to_int64(v));
   }
 }
 
@@ -70,6 +72,7 @@ void HostBuffer::set_int(int64_t i, int64_t v) {
     case DType::int8: return put<int8_t>(bytes, i, static_cast<int8_t>(static_cast<uint8_t>(v)));
     case DType::uint8: return put<uint8_t>(bytes, i, static_cast<uint8_t>(v));
     case DType::bool_: return put<uint8_t>(bytes, i, v != 0);
+    case DType::void_: throw InternalError("HostBuffer of void");
     default: return set(i, static_cast<double>(v));
   }
 }

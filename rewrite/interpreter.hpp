@@ -56,7 +56,7 @@ std::vector<T> HostBuffer::to_vector() const {
   std::vector<T> out(static_cast<size_t>(numel()));
   for (int64_t i = 0; i < numel(); ++i) {
     if constexpr (std::is_integral_v<T>) {
-      out[static_cast<size_t>(i)] = is_float(dtype) ? static_cast<T>(get(i)) : static_cast<T>(get_int(i));
+      out[static_cast<size_t>(i)] = is_float(dtype) ? static_cast<T>(to_int64(get(i))) : static_cast<T>(get_int(i));
     } else {
       out[static_cast<size_t>(i)] = static_cast<T>(get(i));
     }

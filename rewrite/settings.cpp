@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 
@@ -34,8 +35,10 @@ int64_t parse_int(std::string_view v, std::string_view key, std::string_view whe
 }
 
 bool parse_bool(std::string_view v, std::string_view key, std::string_view where) {
-  if (v == "1" || v == "true" || v == "True" || v == "yes" || v == "on") return true;
-  if (v == "0" || v == "false" || v == "False" || v == "no" || v == "off") return false;
+  std::string l(v);
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "1" || l == "true" || l == "yes" || l == "on") return true;
+  if (l == "0" || l == "false" || l == "no" || l == "off") return false;
   throw ConfigError(fmt::format("{}: {} must be true or false (1 or 0), got '{}'", where, key, v));
 }
 
@@ -58,7 +61,15 @@ void set_tunable(AllreduceSettings& s, std::string_view key, std::string_view va
       std::string_view item = value.substr(start, comma == std::string_view::npos ? value.npos : comma - start);
       while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
       while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-      if (!item.empty()) s.reduce_leaders.emplace_back(item);
+      if (!item.empty()) {
+        // a device name: KIND:index
+        size_t colon = item.find(':');
+        bool ok = colon != std::string_view::npos && colon > 0 && colon + 1 < item.size();
+        for (size_t i = colon + 1; ok && i < item.size(); ++i) ok = item[i] >= '0' && item[i] <= '9';
+        if (!ok)
+          throw ConfigError(fmt::format("{}: {} must list device names like CPU:0 or HIP:2, got '{}'", where, key, item));
+        s.reduce_leaders.emplace_back(item);
+      }
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
@@ -106,7 +117,26 @@ AllreduceSettings current_settings() {
   return s;
 }
 
-ScopedSettings::ScopedSettings(AllreduceSettings s) { scoped.push_back(std::move(s)); }
-ScopedSettings::~ScopedSettings() { scoped.pop_back(); }
+void validate(const AllreduceSettings& s) {
+  auto check = [](bool ok, const std::string& what) {
+    if (!ok) throw ConfigError("AllreduceSettings: " + what);
+  };
+  check(s.ring >= 0 && s.ring <= 2, fmt::format("ring must be 0, 1 or 2, got {}", s.ring));
+  check(s.all2all >= 0 && s.all2all <= 2, fmt::format("all2all must be 0, 1 or 2, got {}", s.all2all));
+  check(s.ring_threshold >= 0, fmt::format("ring_threshold must be >= 0, got {}", s.ring_threshold));
+  check(s.debug >= 0, fmt::format("debug must be >= 0, got {}", s.debug));
+  AllreduceSettings probe;
+  for (const auto& d : s.reduce_leaders) set_tunable(probe, "allreduce.reduce_leaders", d, "AllreduceSettings");
+  for (const auto& [d, g] : s.groups) set_tunable(probe, "allreduce.reduce_leaders", d, "AllreduceSettings::groups");
+}
+
+ScopedSettings::ScopedSettings(AllreduceSettings s) {
+  validate(s);
+  scoped.push_back(std::move(s));
+  stack_ = &scoped;
+}
+ScopedSettings::~ScopedSettings() {
+  if (!stack_->empty()) stack_->pop_back();  // the creating thread's stack, wherever it is destroyed
+}
 
 }  // namespace ringrt

@@ -41,13 +41,22 @@ std::string dump_settings(const AllreduceSettings& s);
 // environment applied (throws ConfigError for a bad environment value).
 AllreduceSettings current_settings();
 
-// Installs settings for this thread until destroyed (like tinygrad's Context). Nestable.
+// Throws ConfigError for values out of range (ring/all2all not 0..2, negative threshold or debug)
+// and for reduce leaders or group members that are not device names.
+void validate(const AllreduceSettings& s);
+
+// Installs settings for this thread until destroyed (like tinygrad's Context). Nestable; the whole
+// struct is installed, so start from current_settings() to change one field. Throws ConfigError
+// (see validate). Destroy it on the thread that created it.
 class ScopedSettings {
  public:
   explicit ScopedSettings(AllreduceSettings s);
   ~ScopedSettings();
   ScopedSettings(const ScopedSettings&) = delete;
   ScopedSettings& operator=(const ScopedSettings&) = delete;
+
+ private:
+  std::vector<AllreduceSettings>* stack_;
 };
 
 }  // namespace ringrt

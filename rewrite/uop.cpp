@@ -10,6 +10,7 @@
 #include <boost/graph/depth_first_search.hpp>
 #include <boost/graph/graphviz.hpp>
 #include <boost/property_map/property_map.hpp>
+#include <cmath>
 #include <mutex>
 #include <numeric>
 #include <ostream>
@@ -24,8 +25,16 @@ namespace ringrt {
 // small value helpers
 
 int64_t prod(const Shape& shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  int64_t out = 1;
+  for (int64_t s : shape) {
+    if (s < 0) throw ShapeError(fmt::format("shape {} has a negative dimension", shape_str(shape)));
+    if (__builtin_mul_overflow(out, s, &out) || out > kMaxElements)
+      throw ShapeError(fmt::format("shape {} has more than 2^48 elements", shape_str(shape)));
+  }
+  return out;
 }
+
+int64_t to_int64(double v) { return std::isfinite(v) && std::fabs(v) < 9.2e18 ? static_cast<int64_t>(v) : 0; }
 
 std::string shape_str(const Shape& shape) {
   if (shape.size() == 1) return fmt::format("({},)", shape[0]);
@@ -212,6 +221,13 @@ void infer(Node& n) {
   };
 
   if (group::alu().contains(op)) {
+    // ops that only make sense for one kind of operand
+    static const OpSet int_only{Ops::IDIV, Ops::MOD, Ops::AND, Ops::OR, Ops::XOR};
+    static const OpSet float_only{Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::SQRT, Ops::RECIP, Ops::FDIV};
+    if (!src.empty() && int_only.contains(op) && is_float(src.back().dtype()))
+      shape_error(op, src, fmt::format("needs integer operands, got {}", dtype_name(src.back().dtype())));
+    if (!src.empty() && float_only.contains(op) && !is_float(src.back().dtype()))
+      shape_error(op, src, fmt::format("needs float operands, got {}", dtype_name(src.back().dtype())));
     size_t want = group::unary().contains(op) ? 1 : group::binary().contains(op) ? 2 : 3;
     check_nsrc(op, src, want);
     same_shapes(0);
@@ -295,7 +311,7 @@ void infer(Node& n) {
       if (src[1].op() != Ops::DEVICE) shape_error(op, src, "second source must be a DEVICE");
       n.shape = src[0].shape();
       n.device = src[1].device();
-      n.axis = src[0].axis();
+      if (n.device.tuple()) n.axis = src[0].axis();  // a copy to one device holds the whole value
       if (std::holds_alternative<int64_t>(n.arg)) {
         int64_t i = std::get<int64_t>(n.arg);
         if (!src[0].device().tuple() || i < 0 || i >= static_cast<int64_t>(src[0].device().count()))
@@ -310,7 +326,7 @@ void infer(Node& n) {
         shape_error(op, src, "arg must be ADD, MUL, MAX or MIN");
       n.shape = src[0].shape();
       n.device = src[1].device();
-      n.axis = src[0].axis();
+      if (n.device.tuple()) n.axis = src[0].axis();
       return;
     case Ops::MULTI: {
       check_nsrc(op, src, 1);
@@ -411,6 +427,8 @@ void infer(Node& n) {
     }
     case Ops::EXPAND: {
       const auto& to = std::get<std::vector<int64_t>>(n.arg);
+      for (int64_t s : to)
+        if (s < 0) shape_error(op, src, fmt::format("negative dimension in {}", shape_str(to)));
       if (to.size() != rank) shape_error(op, src, fmt::format("cannot expand to {}: rank differs", shape_str(to)));
       for (size_t i = 0; i < rank; ++i)
         if (to[i] != in[i] && in[i] != 1)
@@ -456,7 +474,13 @@ void infer(Node& n) {
         }
         if (op == Ops::PAD ? a.k + b.k != 0 : a.k != b.k)
           shape_error(op, src, "the result size must not depend on the device", static_cast<int>(i));
-        n.shape.push_back(op == Ops::PAD ? in[i] + a.c + b.c : b.c - a.c);
+        int64_t size = 0;
+        if (op == Ops::SHRINK) {
+          size = b.c - a.c;
+        } else if (__builtin_add_overflow(in[i], a.c, &size) || __builtin_add_overflow(size, b.c, &size)) {
+          shape_error(op, src, "padded size overflows", static_cast<int>(i));
+        }
+        n.shape.push_back(size);
       }
       n.axis = sa;
       return;
@@ -493,6 +517,8 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
     if (&s.graph() != this) throw InternalError(fmt::format("{}: source from another graph", op_name(op)));
     h = mix(h, s.hash());
   }
+  if (static_cast<size_t>(op) >= kNumOps) throw ShapeError(fmt::format("unknown op {}", static_cast<int>(op)));
+  check_dtype(dtype, op_name(op), true);
   Node proto;
   proto.op = op;
   proto.dtype = dtype;
@@ -713,7 +739,8 @@ UOp device_uop(const DeviceSpec& device, UOpGraph* graph) {
   return make_uop(Ops::DEVICE, DType::void_, {}, device.as_arg(), graph);
 }
 UOp const_uop(DType dtype, double value, UOpGraph* graph) {
-  Arg arg = is_float(dtype) ? Arg(value) : Arg(static_cast<int64_t>(value));
+  check_dtype(dtype, "CONST");
+  Arg arg = is_float(dtype) ? Arg(value) : Arg(dtype == DType::bool_ ? int64_t{value != 0.0} : to_int64(value));
   return make_uop(Ops::CONST, dtype, {}, arg, graph);
 }
 UOp new_buffer(const DeviceSpec& device, int64_t numel, DType dtype, UOpGraph* graph) {

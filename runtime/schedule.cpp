@@ -48,7 +48,8 @@ class Planner {
 
  private:
   void realize(const UOp& u) {
-    if (!is_alias(u) && u.op() != Ops::STORE && u.op() != Ops::SINK && u.op() != Ops::DEVICE) realized_.insert(u.node());
+    if (!is_alias(u) && u.op() != Ops::STORE && u.op() != Ops::SINK && u.op() != Ops::DEVICE)
+      realized_.insert(u.node());
   }
 
   // Decide which values are written to memory.
@@ -81,8 +82,8 @@ class Planner {
     }
   }
 
-  // Items whose output the value u reads.
-  std::vector<size_t> producers_of(const UOp& ast) {
+  // Items whose output the value ast reads; its realized leaves go to `reads`.
+  std::vector<size_t> producers_of(const UOp& ast, std::vector<UOp>* reads = nullptr) {
     std::set<size_t> deps;
     std::vector<UOp> stack{ast};
     NodeSet seen;
@@ -91,6 +92,7 @@ class Planner {
       stack.pop_back();
       if (!seen.insert(u.node()).second) continue;
       if (u != ast && realized_.count(u.node())) {
+        if (reads) reads->push_back(u);
         auto it = producer_.find(u.node());
         if (it != producer_.end()) deps.insert(it->second.begin(), it->second.end());
         continue;
@@ -101,9 +103,21 @@ class Planner {
   }
 
   size_t add(ScheduleItem::Kind kind, const UOp& ast, const UOp& target, const DeviceSpec& device,
-             std::vector<size_t> deps) {
-    plan_.items.push_back({kind, ast, target, device, std::move(deps)});
+             std::vector<size_t> deps, std::vector<UOp> reads = {}) {
+    plan_.items.push_back({kind, ast, target, device, std::move(deps), std::move(reads)});
     return plan_.items.size() - 1;
+  }
+
+  // A kernel item computing ast into target.
+  size_t add_kernel(const UOp& ast, const UOp& target, const DeviceSpec& device) {
+    if (ast != target && realized_.count(ast.node())) {  // a kernel that copies a realized value
+      auto it = producer_.find(ast.node());
+      std::vector<size_t> deps = it == producer_.end() ? std::vector<size_t>{} : it->second;
+      return add(ScheduleItem::Kind::kernel, ast, target, device, std::move(deps), {ast});
+    }
+    std::vector<UOp> reads;
+    std::vector<size_t> deps = producers_of(ast, &reads);
+    return add(ScheduleItem::Kind::kernel, ast, target, device, std::move(deps), std::move(reads));
   }
 
   void emit(const UOp& u) {
@@ -113,14 +127,21 @@ class Planner {
       case Ops::MSTACK:
       case Ops::MSELECT:
         for (const UOp& s : u.src())
-          if (auto it = producer_.find(s.node()); it != producer_.end()) mine.insert(mine.end(), it->second.begin(), it->second.end());
+          if (auto it = producer_.find(s.node()); it != producer_.end())
+            mine.insert(mine.end(), it->second.begin(), it->second.end());
+        if (roots_.count(u.node())) {  // a result never shares memory with its inputs: copy it
+          size_t copy = add(ScheduleItem::Kind::kernel, u, u, u.device(), mine, {u});
+          mine = {copy};
+        }
         return;
       case Ops::STORE: {
         const UOp &target = u.src(0), &value = u.src(1);
-        bool copy = value.op() == Ops::COPY;  // a copy stored into a scratch buffer writes straight into it
-        std::vector<size_t> deps = producers_of(value);
-        mine.push_back(add(copy ? ScheduleItem::Kind::copy : ScheduleItem::Kind::kernel, value, target,
-                           copy ? value.device() : target.device(), deps));
+        // a copy stored into a scratch buffer writes straight into it
+        if (value.op() == Ops::COPY) {
+          mine.push_back(add(ScheduleItem::Kind::copy, value, target, value.device(), producers_of(value)));
+        } else {
+          mine.push_back(add_kernel(value, target, target.device()));
+        }
         return;
       }
       default:
@@ -132,8 +153,11 @@ class Planner {
       mine.push_back(add(ScheduleItem::Kind::copy, u, u, u.device(), producers_of(u)));
       return;
     }
-    UOp ast = u.op() == Ops::CONTIGUOUS ? u.src(0) : u;
-    mine.push_back(add(ScheduleItem::Kind::kernel, ast, u, u.device(), producers_of(u)));
+    if (u.op() == Ops::ASSIGN) {  // the value, written into the destination's memory
+      mine.push_back(add_kernel(u.src(1), u.src(0), u.device()));
+      return;
+    }
+    mine.push_back(add_kernel(u.op() == Ops::CONTIGUOUS ? u.src(0) : u, u, u.device()));
   }
 
   bool used_only_by_stores(const UOp& copy) {
@@ -156,9 +180,8 @@ class Planner {
 }  // namespace
 
 size_t ItemPlan::kernels() const {
-  return static_cast<size_t>(std::count_if(items.begin(), items.end(), [](const ScheduleItem& i) {
-    return i.kind == ScheduleItem::Kind::kernel;
-  }));
+  return static_cast<size_t>(std::count_if(items.begin(), items.end(),
+                                           [](const ScheduleItem& i) { return i.kind == ScheduleItem::Kind::kernel; }));
 }
 size_t ItemPlan::copies() const { return items.size() - kernels(); }
 

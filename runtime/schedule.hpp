@@ -23,6 +23,7 @@ struct ScheduleItem {
   UOp target;         // what it writes: a BUFFER, an MSELECT of one, or the realized node itself
   DeviceSpec device;  // where it runs; a tuple kernel launches once per device
   std::vector<size_t> deps;  // indices of the items it waits for
+  std::vector<UOp> reads;    // kernel: the realized values its ast reads (its leaves), in a fixed order
 };
 
 struct ItemPlan {

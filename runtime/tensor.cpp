@@ -10,6 +10,8 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "runtime/device.hpp"
+#include "runtime/executor.hpp"
 #include "runtime/schedule.hpp"
 
 namespace ringrt {
@@ -19,10 +21,7 @@ namespace ringrt {
 
 namespace {
 
-struct Storage {
-  int64_t id;
-  std::vector<HostBuffer> per_device;
-};
+using Storage = DeviceStorage;
 
 struct Registry {
   std::mutex mu;
@@ -34,21 +33,57 @@ Registry& registry() {
   return r;
 }
 
-std::shared_ptr<Storage> new_storage(int64_t id, std::vector<HostBuffer> data) {
-  auto s = std::make_shared<Storage>(Storage{id, std::move(data)});
+void register_storage(const std::shared_ptr<Storage>& s) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.storages[id] = s;
+  r.storages[s->id()] = s;
+}
+
+// Device memory for BUFFER buf, filled from host data (one HostBuffer per device, or one for all).
+std::shared_ptr<Storage> new_storage(const UOp& buf, const std::vector<HostBuffer>& data) {
+  auto s = std::make_shared<Storage>(std::get<BufferArg>(buf.arg()).id, buf.device(), buf.dtype(), prod(buf.shape()));
+  if (!data.empty()) s->from_host(data);
+  register_storage(s);
   return s;
 }
 
-const std::vector<HostBuffer>* lookup(int64_t id) {
+std::shared_ptr<Storage> find_storage(int64_t id) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.storages.find(id);
-  if (it == r.storages.end()) return nullptr;
-  auto s = it->second.lock();
-  return s ? &s->per_device : nullptr;  // the caller's tensor keeps s alive
+  return it == r.storages.end() ? nullptr : it->second.lock();
+}
+
+// The reference interpreter reading tensor buffers from device memory.
+std::vector<HostBuffer> interpret(const UOp& u) {
+  std::unordered_map<int64_t, std::vector<HostBuffer>> host;
+  Interpreter in([&](int64_t id) -> const std::vector<HostBuffer>* {
+    auto it = host.find(id);
+    if (it == host.end()) {
+      auto st = find_storage(id);
+      if (!st) return nullptr;
+      it = host.emplace(id, st->to_host()).first;
+    }
+    return &it->second;
+  });
+  return in.evaluate(u);
+}
+
+// Compiled programs by (lowered root, settings): running the same computation again does no
+// rewriting, scheduling or compiling.
+struct ProgramCache {
+  struct Entry {
+    AllreduceSettings settings;
+    Lowered lowered;
+    std::shared_ptr<Program> program;
+  };
+  std::mutex mu;
+  std::unordered_map<const detail::Node*, std::vector<Entry>> entries;
+  size_t builds = 0;
+};
+ProgramCache& program_cache() {
+  static ProgramCache c;
+  return c;
 }
 
 bool is_buffer_view(const UOp& u) {
@@ -88,8 +123,7 @@ std::shared_ptr<Tensor::State> make_state(UOp u, std::vector<std::shared_ptr<Sto
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (r.live.size() > 64) {  // drop dead entries now and then
-    r.live.erase(std::remove_if(r.live.begin(), r.live.end(), [](const auto& w) { return w.expired(); }),
-                 r.live.end());
+    r.live.erase(std::remove_if(r.live.begin(), r.live.end(), [](const auto& w) { return w.expired(); }), r.live.end());
   }
   r.live.push_back(s);
   return s;
@@ -98,6 +132,8 @@ std::shared_ptr<Tensor::State> make_state(UOp u, std::vector<std::shared_ptr<Sto
 
 std::vector<std::string> cpu_devices(int n) {
   if (n < 1) throw DeviceError(fmt::format("cpu_devices: need at least one device, got {}", n));
+  set_cpu_device_count(n);
+  if (n > 1024) throw DeviceError(fmt::format("cpu_devices: at most 1024 virtual devices, got {}", n));
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i) out.push_back(fmt::format("CPU:{}", i));
   return out;
@@ -109,19 +145,31 @@ std::vector<std::string> hip_devices() { return {}; }
 // construction
 
 Tensor Tensor::from_host(HostBuffer data, std::string device) {
+  check_dtype(data.dtype, "from_host");
+  if (static_cast<int64_t>(data.bytes.size()) != ringrt::prod(data.shape) * itemsize(data.dtype))
+    throw ShapeError(fmt::format("from_host: {} bytes for shape {} of {}", data.bytes.size(), shape_str(data.shape),
+                                 dtype_name(data.dtype)));
+  ringrt::device(device);  // a DeviceError for an unknown device, before anything is built
   UOp buf = new_buffer(DeviceSpec(device), data.numel(), data.dtype);
   Shape shape = data.shape;
   data.shape = {data.numel()};
-  auto st = new_storage(std::get<BufferArg>(buf.arg()).id, {std::move(data)});
+  auto st = new_storage(buf, {std::move(data)});
   return Tensor(make_state(buf.reshape(shape), {st}));
 }
 
 Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
-  return from_host(HostBuffer(dtype, std::move(shape)), std::move(device));
+  check_dtype(dtype, "empty");
+  UOp buf = new_buffer(DeviceSpec(device), ringrt::prod(shape), dtype);  // ShapeError for bad shapes
+  ringrt::device(device);
+  auto st = new_storage(buf, {});  // uninitialized device memory; DeviceError when it does not fit
+  return Tensor(make_state(buf.reshape(shape), {st}));
 }
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, std::string device) {
-  Arg arg = is_float(dtype) ? Arg(value) : Arg(static_cast<int64_t>(value));
+  check_dtype(dtype, "full");
+  ringrt::prod(shape);  // ShapeError for negative or huge shapes
+  ringrt::device(device);
+  Arg arg = is_float(dtype) ? Arg(value) : Arg(dtype == DType::bool_ ? int64_t{value != 0.0} : to_int64(value));
   UOp c = make_uop(Ops::CONST, dtype, {device_uop(DeviceSpec(device))}, arg);
   return Tensor(make_state(broadcast_to(c, shape), {}));
 }
@@ -129,6 +177,8 @@ Tensor Tensor::full(Shape shape, double value, DType dtype, std::string device) 
 Tensor Tensor::constant(double value, DType dtype) { return Tensor(make_state(const_uop(dtype, value), {})); }
 
 Tensor Tensor::arange(int64_t n, DType dtype, std::string device) {
+  check_dtype(dtype, "arange");
+  ringrt::prod({n});
   HostBuffer b(dtype, {n});
   for (int64_t i = 0; i < n; ++i) is_float(dtype) ? b.set(i, static_cast<double>(i)) : b.set_int(i, i);
   return from_host(std::move(b), std::move(device));
@@ -141,6 +191,7 @@ Tensor Tensor::derive(UOp u) const { return Tensor(make_state(u, s_->storages));
 
 Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int> axis) const {
   if (devices.empty()) throw DeviceError("shard: no devices given");
+  for (const auto& d : devices) ringrt::device(d);  // DeviceError naming an unknown device
   if (std::set<std::string>(devices.begin(), devices.end()).size() != devices.size())
     throw DeviceError(fmt::format("shard: devices repeat in ({})", fmt::join(devices, ", ")));
   if (uop().device().tuple())
@@ -154,12 +205,14 @@ Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int>
     throw ShapeError(fmt::format("shard: axis {} out of range for shape {}", *axis, shape_str(shape())));
   int64_t len = shape()[static_cast<size_t>(ax)], n = static_cast<int64_t>(devices.size());
   if (len % n != 0)
-    throw ShapeError(fmt::format("shard: axis {} of shape {} has length {}, which does not split evenly over {} devices",
-                                 ax, shape_str(shape()), len, n));
+    throw ShapeError(
+        fmt::format("shard: axis {} of shape {} has length {}, which does not split evenly over {} devices", ax,
+                    shape_str(shape()), len, n));
   return derive(on_all.shard_local(ax).multi(ax));
 }
 
 Tensor Tensor::to(const std::string& device) const {
+  ringrt::device(device);
   if (uop().device().single() && uop().device().name() == device) return *this;
   return derive(uop().copy_to_device(DeviceSpec(device)));
 }
@@ -170,7 +223,9 @@ Tensor Tensor::to(const std::string& device) const {
 Tensor Tensor::reshape(Shape s) const { return derive(uop().reshape(s)); }
 Tensor Tensor::expand(Shape s) const { return derive(uop().expand(s)); }
 Tensor Tensor::permute(std::vector<int> order) const {
-  return derive(uop().permute(std::vector<int64_t>(order.begin(), order.end())));
+  std::vector<int64_t> o;
+  for (int a : order) o.push_back(a < 0 ? a + static_cast<int64_t>(shape().size()) : a);
+  return derive(uop().permute(o));
 }
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> ba) const { return derive(uop().pad(spans(ba))); }
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> be) const {
@@ -193,6 +248,8 @@ Tensor Tensor::flip(std::vector<int> axes) const {
 }
 
 Tensor Tensor::reduce(Ops op, std::vector<int> axes) const {
+  if (static_cast<size_t>(op) >= kNumOps || !is_reduce_op(op))
+    throw ShapeError(fmt::format("REDUCE_AXIS: {} is not a reduce op (ADD, MUL, MAX, MIN)", static_cast<int>(op)));
   int rank = static_cast<int>(shape().size());
   if (axes.empty())
     for (int i = 0; i < rank; ++i) axes.push_back(i);
@@ -211,10 +268,17 @@ Tensor Tensor::sum(std::vector<int> axes) const { return reduce(Ops::ADD, std::m
 Tensor Tensor::max(std::vector<int> axes) const { return reduce(Ops::MAX, std::move(axes)); }
 Tensor Tensor::min(std::vector<int> axes) const { return reduce(Ops::MIN, std::move(axes)); }
 Tensor Tensor::prod(std::vector<int> axes) const { return reduce(Ops::MUL, std::move(axes)); }
-Tensor Tensor::cast(DType d) const { return derive(uop().cast(d)); }
+Tensor Tensor::cast(DType d) const {
+  check_dtype(d, "cast");
+  return derive(uop().cast(d));
+}
 Tensor Tensor::contiguous() const { return derive(uop().contiguous()); }
 
 Tensor Tensor::binary(Ops op, const Tensor& o) const {
+  if (static_cast<size_t>(op) >= kNumOps || !group::binary().contains(op))
+    throw ShapeError(fmt::format("binary: {} is not a binary op", static_cast<size_t>(op) < kNumOps
+                                                                      ? std::string(op_name(op))
+                                                                      : std::to_string(static_cast<int>(op))));
   // numpy broadcasting: align ranks with leading ones, then expand both to the larger extents
   UOp a = uop(), b = o.uop();
   size_t rank = std::max(a.shape().size(), b.shape().size());
@@ -275,47 +339,124 @@ std::vector<std::string> Tensor::devices() const {
   return {};
 }
 
-Tensor& Tensor::realize() {
-  if (is_buffer_view(uop())) return *this;
-  AllreduceSettings settings = current_settings();
-  Lowered low = lower_multi({uop()}, settings);
-  UOp root = low.roots[0];
-  auto keep = s_->storages;  // alive through the evaluation
-  std::vector<HostBuffer> values = Interpreter(lookup).evaluate(root);
-  for (auto& v : values) v.shape = {v.numel()};
+namespace {
+// The compiled program realizing roots with these settings, built once.
+std::pair<std::shared_ptr<Program>, Lowered> program_for(const std::vector<UOp>& roots,
+                                                         const AllreduceSettings& settings) {
+  UOp key = roots.size() == 1 ? roots[0] : sink(roots);
+  auto& cache = program_cache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    for (const auto& e : cache.entries[key.node()])
+      if (e.settings == settings) return {e.program, e.lowered};
+  }
+  Lowered low = lower_multi(roots, settings);
+  auto program = std::make_shared<Program>(plan_schedule(low.roots), low.roots);
+  std::lock_guard<std::mutex> lock(cache.mu);
+  cache.entries[key.node()].push_back({settings, low, program});
+  ++cache.builds;
+  return {program, low};
+}
+}  // namespace
 
-  if (root.op() == Ops::ASSIGN) {
-    // write into the destination's buffer; first realize whatever still reads its old contents
-    UOp dest = uop().src(0);
+Tensor& Tensor::realize() {
+  realize_all({*this});
+  return *this;
+}
+
+void Tensor::realize_all(const std::vector<Tensor>& tensors) {
+  std::vector<std::shared_ptr<State>> todo;
+  for (const Tensor& t : tensors)
+    if (!is_buffer_view(t.uop()) && std::find(todo.begin(), todo.end(), t.s_) == todo.end()) todo.push_back(t.s_);
+  if (todo.empty()) return;
+  AllreduceSettings settings = current_settings();
+
+  // an assignment writes in place: first realize whatever still reads the old contents, one at a time
+  std::vector<std::shared_ptr<State>> plain;
+  for (auto& st : todo) {
+    if (st->uop.op() != Ops::ASSIGN) {
+      plain.push_back(st);
+      continue;
+    }
+    UOp dest = st->uop.src(0);  // a buffer view, or a MULTI of one
     int64_t id = std::get<BufferArg>(buffer_of(dest).arg()).id;
-    std::vector<std::shared_ptr<State>> readers;
+    std::vector<Tensor> readers;
     {
       auto& r = registry();
       std::lock_guard<std::mutex> lock(r.mu);
       for (auto& w : r.live)
-        if (auto s = w.lock(); s && s.get() != s_.get() && !is_buffer_view(s->uop) && buffers_read(s->uop).count(id))
-          readers.push_back(s);
+        if (auto s = w.lock(); s && s != st && !is_buffer_view(s->uop) && buffers_read(s->uop).count(id))
+          readers.push_back(Tensor(s));
     }
-    for (auto& s : readers) Tensor(s).realize();
-    for (auto& st : s_->storages)
-      if (st->id == id) st->per_device = values;
-    s_->uop = dest;
-    return *this;
+    // readers first (write after read); a reader that cannot be realized would fail anyway, and one
+    // already being realized up the stack (two pending assigns) is not waited for
+    thread_local std::vector<Tensor::State*> in_progress;
+    in_progress.push_back(st.get());
+    for (Tensor& r : readers) {
+      if (std::find(in_progress.begin(), in_progress.end(), r.s_.get()) != in_progress.end()) continue;
+      try {
+        r.realize();
+      } catch (const Error&) {
+      }
+    }
+    in_progress.pop_back();
+    auto [program, low] = program_for({st->uop}, settings);
+    auto keep = st->storages;
+    program->run({{}}, find_storage);
+    st->uop = dest;
   }
+  if (plain.empty()) return;
 
-  DeviceSpec dev = root.device().none() ? DeviceSpec("CPU:0") : root.device();
-  UOp buf = new_buffer(dev, ringrt::prod(root.shape()), root.dtype());
-  auto st = new_storage(std::get<BufferArg>(buf.arg()).id, std::move(values));
-  UOp view = buf.reshape(root.shape());
-  s_->uop = low.axes[0] ? view.multi(low.axes[0]) : view;
-  s_->storages = {st};
-  return *this;
+  std::vector<UOp> roots;
+  for (auto& st : plain) roots.push_back(st->uop);
+  auto [program, low] = program_for(roots, settings);
+  std::vector<std::shared_ptr<Storage>> outputs;
+  std::vector<std::vector<Block>> outs;
+  std::vector<UOp> buffers;
+  for (const UOp& root : low.roots) {
+    DeviceSpec dev = root.device().none() ? DeviceSpec("CPU:0") : root.device();
+    UOp buf = new_buffer(dev, ringrt::prod(root.shape()), root.dtype());
+    outputs.push_back(new_storage(buf, {}));
+    outs.push_back(outputs.back()->blocks());
+    buffers.push_back(buf);
+  }
+  std::vector<std::shared_ptr<Storage>> keep;
+  for (auto& st : plain) keep.insert(keep.end(), st->storages.begin(), st->storages.end());
+  program->run(outs, find_storage);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    UOp view = buffers[i].reshape(low.roots[i].shape());
+    plain[i]->uop = low.axes[i] ? view.multi(low.axes[i]) : view;
+    plain[i]->storages = {outputs[i]};
+  }
+}
+
+size_t Tensor::programs_built() {
+  auto& cache = program_cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return cache.builds;
 }
 
 Tensor& Tensor::assign(const Tensor& value) {
   if (value.shape() != shape())
     throw ShapeError(fmt::format("ASSIGN: value of shape {} into a tensor of shape {}", shape_str(value.shape()),
                                  shape_str(shape())));
+  if (value.devices() != devices())
+    throw DeviceError(fmt::format("ASSIGN: value on {} into a tensor on {}", value.uop().device().to_string(),
+                                  uop().device().to_string()));
+  auto axis_str = [](std::optional<int> a) { return a ? std::to_string(*a) : std::string("none"); };
+  if (value.shard_axis() != shard_axis() || value.uop().logical() != uop().logical())
+    throw ShapeError(
+        fmt::format("ASSIGN: value sharded on axis {} into a tensor sharded on axis {} (shape {}); "
+                    "reshard the value first",
+                    axis_str(value.shard_axis()), axis_str(shard_axis()), shape_str(shape())));
+  if (s_->view_base && s_->view_base->uop.logical())
+    throw ShapeError(fmt::format("ASSIGN: writing into a shrink of a sharded tensor (shape {}) is not supported",
+                                 shape_str(shape())));
+  if (!s_->view_base && !is_buffer_view(uop()) && group::movement().contains(uop().op()))
+    throw ShapeError(
+        fmt::format("ASSIGN: writing into a {} view is not supported; assign into the tensor itself or "
+                    "into one shrink of it",
+                    op_name(uop().op())));
   if (s_->view_base) {  // a shrink of a realized tensor: write the region, keep the rest
     Tensor base(s_->view_base);
     std::vector<std::pair<int64_t, int64_t>> ba;
@@ -341,8 +482,24 @@ Tensor& Tensor::assign(const Tensor& value) {
 HostBuffer Tensor::host() const {
   Tensor t = *this;
   t.realize();
-  std::vector<HostBuffer> v = Interpreter(lookup).evaluate(t.uop());
-  HostBuffer out = v.at(0);
+  HostBuffer out = ringrt::interpret(t.uop()).at(0);  // a realized tensor: only gathers its buffers
+  out.shape = shape();
+  return out;
+}
+
+std::vector<HostBuffer> Tensor::interpret_shards() const {
+  auto keep = s_->storages;
+  UOp local = uop();
+  if (!is_buffer_view(local)) local = lower_multi({uop()}, current_settings()).roots[0];
+  if (local.op() == Ops::MULTI) local = local.src(0);
+  std::vector<HostBuffer> out = ringrt::interpret(local);
+  for (auto& v : out) v.shape = local.shape();
+  return out;
+}
+
+HostBuffer Tensor::interpret() const {
+  auto keep = s_->storages;
+  HostBuffer out = ringrt::interpret(uop()).at(0);
   out.shape = shape();
   return out;
 }
@@ -351,7 +508,7 @@ std::vector<Tensor> Tensor::shards() const {
   Tensor t = *this;
   t.realize();
   UOp local = t.uop().op() == Ops::MULTI ? t.uop().src(0) : t.uop();
-  std::vector<HostBuffer> v = Interpreter(lookup).evaluate(local);
+  std::vector<HostBuffer> v = ringrt::interpret(local);
   std::vector<std::string> devs = devices();
   std::vector<Tensor> out;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -369,7 +526,8 @@ Schedule Tensor::schedule() const {
   for (const ScheduleItem& item : plan.items) {
     if (item.kind != ScheduleItem::Kind::copy) continue;
     const UOp& c = item.ast;
-    s.copy_items.push_back({c.src(0).device().name(), c.device().name(), ringrt::prod(c.shape()) * itemsize(c.dtype())});
+    s.copy_items.push_back(
+        {c.src(0).device().name(), c.device().name(), ringrt::prod(c.shape()) * itemsize(c.dtype())});
   }
   s.kernel_count = static_cast<int64_t>(plan.kernels());
   s.listing = plan.to_string();

@@ -73,7 +73,8 @@ class Tensor {
   Tensor reduce(Ops op, std::vector<int> axes) const;
   Tensor cast(DType dtype) const;
   Tensor contiguous() const;
-  // Writes value into this tensor (or the view it is) in place; shapes must match.
+  // Writes value into this tensor (or one shrink of it) in place. ShapeError when the shapes or the
+  // shard layouts differ, DeviceError when the devices do.
   Tensor& assign(const Tensor& value);
 
   friend Tensor operator+(const Tensor& a, const Tensor& b);
@@ -89,11 +90,22 @@ class Tensor {
   Tensor binary(Ops op, const Tensor& o) const;  // numpy broadcasting and dtype promotion
 
   Tensor& realize();  // runs the schedule on the devices
+  // Realizes several tensors with one schedule (one compile of all their kernels).
+  static void realize_all(const std::vector<Tensor>& tensors);
   template <class T>
   std::vector<T> to_vector() const {
     return host().to_vector<T>();
   }
   HostBuffer host() const;  // realizes and gathers the whole logical tensor to the host
+  // The reference interpreter's value of the whole logical tensor, computed from the graph without
+  // running kernels (the oracle the runtime is tested against).
+  HostBuffer interpret() const;
+  // The lowered per-device graph (with the settings in force) evaluated by the reference interpreter:
+  // one value per device of the result, in its local shape. The oracle for the lowering rules.
+  std::vector<HostBuffer> interpret_shards() const;
+  // How many schedules realize() has lowered, planned and compiled in this process (a cache miss
+  // count: running the same computation again builds nothing).
+  static size_t programs_built();
 
   Shape shape() const;
   DType dtype() const;
@@ -113,6 +125,10 @@ class Tensor {
 
 template <class T>
 Tensor Tensor::from_vector(std::vector<T> data, Shape shape, std::string device) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int64_t> ||
+                    std::is_same_v<T, int32_t> || std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> ||
+                    std::is_same_v<T, bool>,
+                "from_vector takes float, double, int64_t, int32_t, int8_t, uint8_t or bool");
   DType dt = std::is_same_v<T, float>     ? DType::float32
              : std::is_same_v<T, double>  ? DType::float64
              : std::is_same_v<T, int64_t> ? DType::int64

@@ -15,8 +15,8 @@
 // Choice (tinygrad's): all2all when ALL2ALL >= 2, or ALL2ALL >= 1 with n > 2 and numel > threshold;
 // else ring likewise with RING; else naive. 256000 elements is tinygrad's empirical crossover below
 // which ring's extra kernel launches and chunk reassembly lose to naive.
-// The reduction uses the op's own combine (ADD, MUL, MAX, MIN); the reassembly of disjoint zero-padded
-// chunks is a sum whatever the op, since x + 0 == x.
+// The reduction uses the op's own combine (ADD, MUL, MAX, MIN); the reassembly of the disjoint chunks
+// selects each element from its chunk (never a sum with zeros, which would turn -0.0 into +0.0).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -83,9 +83,11 @@ optional<UOp> handle_allreduce_multirank(const UOp& buf, const UOp& red, const A
   for (const auto& u : inner) leaders.push_back(u.device().name());
   UOp outer = mstack(inner).allreduce(op, DeviceSpec(leaders));
   // broadcast back inside each group
-  auto from_leader = [&](const std::string& dev) {
+  auto from_leader = [&](const std::string& dev) {  // a device outside the tuple takes the first leader's
     int g = group_of(s, dev);
-    int64_t b = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == g; }) - groups.begin();
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == g; });
+    bool inside = std::find(devs.begin(), devs.end(), dev) != devs.end();
+    int64_t b = inside && it != groups.end() ? it - groups.begin() : 0;
     return outer.mselect(b).copy_to_device(DeviceSpec(dev));
   };
   const DeviceSpec& target = red.src(1).device();
@@ -172,11 +174,20 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
     }
   }
 
+  // reassemble: each element from the chunk that holds it (a select, so -0.0 and NaN payloads survive)
   auto reassemble = [&](const std::vector<UOp>& parts) {
-    std::vector<UOp> padded;
-    for (size_t i = 0; i < parts.size(); ++i)
-      padded.push_back(parts[i].pad(spans({{chunks[i].first, numel - chunks[i].second}})));
-    return usum(padded).reshape(shape);
+    UOp out;
+    for (size_t i = parts.size(); i-- > 0;) {
+      Spans where = spans({{chunks[i].first, numel - chunks[i].second}});
+      UOp padded = parts[i].pad(where);
+      if (!out.valid()) {
+        out = padded;
+        continue;
+      }
+      UOp inside = broadcast_to(const_uop(DType::bool_, 1, &buf.graph()), {chunks[i].second - chunks[i].first});
+      out = inside.pad(where).where(padded, out);
+    }
+    return out.reshape(shape);
   };
 
   // single device output: copy the reduced chunks straight to it

@@ -32,7 +32,10 @@ optional<UOp> alu_multi(const UOp& root) {
     } else if (!m.axis()) {
       if (m.op() == Ops::MULTI) unsupported(root, m, "replicated MULTI operand");
       if (m.device().none()) {
-        // a device-less operand is a broadcast constant, uniform along every axis: take any shard
+        // a device-less operand must be a broadcast constant, uniform along every axis: take any shard
+        UOp c = m;
+        while (c.op() == Ops::RESHAPE || c.op() == Ops::EXPAND) c = c.src(0);
+        if (c.op() != Ops::CONST) unsupported(root, m, "a device-less operand that is not a broadcast constant");
         Spans sp = spans({});
         for (int64_t s : m.shape()) sp.push_back({Affine{0, 0}, Affine{s, 0}});
         sp[static_cast<size_t>(*axis)].second.c /= static_cast<int64_t>(root.device().count());
@@ -60,11 +63,14 @@ optional<UOp> reshape_multi(const UOp& root, const UOp& multi) {
   Shape to = root.arg_ints();
   int new_axis = *root.axis();  // shape inference already refused reshapes without one
   const Shape& local = multi.src(0).shape();
+  int64_t ndev = static_cast<int64_t>(multi.device().count());
   int64_t inner_old = prod(Shape(local.begin() + *multi.axis(), local.end()));
   int64_t inner_new = prod(Shape(to.begin() + new_axis + 1, to.end()));
-  if (inner_new == 0 || inner_old % inner_new != 0)
+  int64_t& axis_len = to[static_cast<size_t>(new_axis)];
+  // each shard keeps its elements: the new axis splits evenly and the shard's trailing block is the same
+  if (axis_len % ndev != 0 || (inner_old != 0 && inner_old != axis_len / ndev * inner_new))
     unsupported(root, multi, fmt::format("reshape to {} would move elements between shards", shape_str(to)));
-  to[static_cast<size_t>(new_axis)] = inner_old / inner_new;
+  axis_len /= ndev;
   return multi.src(0).reshape(to).multi(new_axis);
 }
 

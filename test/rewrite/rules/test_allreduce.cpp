@@ -92,23 +92,47 @@ BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), n
           Tensor r = op == Ops::ADD ? x.sum({0}) : x.max({0});
           BOOST_TEST(r.schedule().algorithms == std::vector<std::string>{expected_algorithm(algo, ndev)});
           auto [want, mag] = host_reduce(data, op);
-          // the unsharded computation on one device
+          // the unsharded computation on one device, by the interpreter
           Tensor single = Tensor::from_host(data);
-          std::vector<double> alone = (op == Ops::ADD ? single.sum({0}) : single.max({0})).to_vector<double>();
-          std::vector<Tensor> replicas = r.shards();
+          HostBuffer alone = (op == Ops::ADD ? single.sum({0}) : single.max({0})).interpret();
+          // the lowered per-device graph, by the interpreter
+          std::vector<HostBuffer> replicas = r.interpret_shards();
           BOOST_TEST_REQUIRE(replicas.size() == static_cast<size_t>(ndev));
-          HostBuffer first = replicas[0].host();
+          HostBuffer first = replicas[0];
           BOOST_TEST((first.shape == Shape{numel}));
-          for (const Tensor& rep : replicas) BOOST_TEST((rep.host().bytes == first.bytes));  // bit for bit
+          for (const HostBuffer& rep : replicas) BOOST_TEST((rep.bytes == first.bytes));  // bit for bit
           // float32 sums: recursive summation of ndev terms errs by at most (ndev-1) * 2^-24 * sum |x|
           double u = std::ldexp(1.0, -24);
           for (int64_t j = 0; j < numel; ++j) {
             double got = first.get(j), tol = 0;
             if (dtype == DType::float32 && op == Ops::ADD) tol = 1.01 * (ndev - 1) * u * mag[static_cast<size_t>(j)];
             BOOST_TEST(std::fabs(got - want[static_cast<size_t>(j)]) <= tol, "element " << j << ": " << got << " vs " << want[static_cast<size_t>(j)]);
-            BOOST_TEST(std::fabs(alone[static_cast<size_t>(j)] - want[static_cast<size_t>(j)]) <= tol);
+            BOOST_TEST(std::fabs(alone.get(j) - want[static_cast<size_t>(j)]) <= tol);
           }
         }
+      }
+    }
+  }
+}
+
+// The runtime (compiled kernels on the cpu devices) against the interpreter, bit for bit per device.
+BOOST_DATA_TEST_CASE(runtime_matches_interpreter, bdata::make(std::vector<int>{2, 3, 4, 5, 8}) * bdata::make(kAlgorithms),
+                     ndev, algo) {
+  ScopedSettings scope(settings_for(algo, ndev));
+  auto devs = cpu_devices(ndev);
+  int64_t numel = 32 * ndev + 5;
+  uint32_t seed = 100;
+  for (DType dtype : {DType::float32, DType::int32}) {
+    for (Ops op : {Ops::ADD, Ops::MAX}) {
+      BOOST_TEST_CONTEXT(dtype_name(dtype) << " " << op_name(op)) {
+        Tensor x = Tensor::from_host(make_data(dtype, ndev, numel, seed++)).shard(devs, 0);
+        x.realize();
+        Tensor r = op == Ops::ADD ? x.sum({0}) : x.max({0});
+        std::vector<HostBuffer> want = r.interpret_shards();
+        r.realize();
+        std::vector<Tensor> got = r.shards();
+        BOOST_TEST_REQUIRE(got.size() == want.size());
+        for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
       }
     }
   }
@@ -266,6 +290,12 @@ BOOST_AUTO_TEST_CASE(environment_overrides_and_rejects_bad_values) {
   unsetenv("RING");
   setenv("REDUCE_LEADERS", "CPU:0, CPU:2", 1);
   BOOST_TEST((current_settings().reduce_leaders == std::vector<std::string>{"CPU:0", "CPU:2"}));
+  for (const char* bad : {"abc", "9", "CPU:", ":1", "CPU:x"}) {
+    setenv("REDUCE_LEADERS", bad, 1);
+    BOOST_CHECK_EXCEPTION(current_settings(), ConfigError, [](const ConfigError& e) {
+      return std::string(e.what()).find("REDUCE_LEADERS") != std::string::npos;
+    });
+  }
   unsetenv("REDUCE_LEADERS");
   setenv("RING_ALLREDUCE_THRESHOLD", "-5", 1);
   BOOST_CHECK_THROW(current_settings(), ConfigError);

@@ -91,6 +91,7 @@ BOOST_DATA_TEST_CASE(shrink_to_one_shard_is_copied_everywhere, bdata::make(kDevi
 }
 
 BOOST_DATA_TEST_CASE(copy_to_one_device, bdata::make(kDevices), n) {
+  cpu_devices(n + 2);  // a device outside the tuple exists too
   check_chain({4 * n, 3}, 0, n, [](const Tensor& t) { return t.to("CPU:1"); });
   check_chain({3, 4 * n}, 1, n, [&](const Tensor& t) { return t.to("CPU:" + std::to_string(n + 1)); });
 }

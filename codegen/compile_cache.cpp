@@ -1,0 +1,93 @@
+// The on-disk compile cache and the process-wide compile counters (see compile_cache.hpp).
+#include "codegen/compile_cache.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace ringrt::codegen {
+
+namespace {
+
+std::atomic<uint64_t> g_compiles{0}, g_hits{0};
+
+uint64_t fnv1a(std::string_view s, uint64_t h) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t mix64(std::string_view s) {  // a second, independent 64-bit hash (splitmix-style finalizer)
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ s.size();
+  for (unsigned char c : s) {
+    h = (h ^ c) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  h ^= h >> 30;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+CompileStats compile_stats() { return {g_compiles.load(), g_hits.load()}; }
+void count_compile() { ++g_compiles; }
+void count_cache_hit() { ++g_hits; }
+
+std::filesystem::path cache_dir() {
+  if (std::string d = env("RINGRT_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return std::filesystem::path(d) / "ringrt";
+  if (std::string d = env("HOME"); !d.empty()) return std::filesystem::path(d) / ".cache" / "ringrt";
+  return std::filesystem::temp_directory_path() / "ringrt-cache";
+}
+
+std::string cache_key(std::string_view source, std::string_view identity) {
+  std::string all = fmt::format("{}\n{}\n", identity.size(), identity);
+  all += source;
+  return fmt::format("{:016x}{:016x}", fnv1a(all, 0xcbf29ce484222325ull), mix64(all));
+}
+
+std::filesystem::path CompileCache::path(const std::string& key, std::string_view suffix) const {
+  return dir_ / (key + std::string(suffix));
+}
+
+std::optional<std::string> CompileCache::load(const std::string& key, std::string_view suffix) const {
+  std::ifstream in(path(key, suffix), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in.good() && !in.eof()) return std::nullopt;
+  return std::move(bytes).str();
+}
+
+std::filesystem::path CompileCache::store(const std::string& key, std::string_view suffix,
+                                          std::string_view bytes) const {
+  std::filesystem::create_directories(dir_);
+  std::filesystem::path final_path = path(key, suffix);
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::filesystem::path tmp = dir_ / fmt::format(".{}{}.{}.{:x}.tmp", key, suffix, ::getpid(), rng());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw std::filesystem::filesystem_error("cannot write compile cache file", tmp,
+                                              std::make_error_code(std::errc::io_error));
+    }
+  }
+  std::filesystem::rename(tmp, final_path);  // atomic on POSIX: readers see all or nothing
+  return final_path;
+}
+
+}  // namespace ringrt::codegen

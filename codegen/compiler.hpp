@@ -1,0 +1,122 @@
+// Compilers: kernel source -> a compiled artifact, through the on-disk cache (compile_cache.hpp).
+// Reference: tinygrad device.py Compiler (compile_cached keyed by source) and runtime/ops_clang.py /
+// ops_hip.py (a shared object loaded with dlopen; a code object from hipRTC).
+//
+// - HostCompiler: the host C++ compiler ($CXX, else g++) builds a shared object from render_cpp's
+//   source; HostLibrary dlopens it and hands out the kernels' function pointers.
+// - HiprtcCompiler: hipRTC builds a code object for one gfx target from render_hip's source; the HIP
+//   runtime loads it with hipModuleLoadData. Debian's hipRTC aborts the process for targets it does not
+//   know (gfx94x, gfx11xx), so the target is checked against an allow-list before hipRTC is called.
+// All methods are thread-safe; artifacts are immutable once published.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/compile_cache.hpp"
+#include "codegen/kernel.hpp"
+
+namespace ringrt::codegen {
+
+class Compiler {
+ public:
+  virtual ~Compiler() = default;
+  // What, besides the source, decides the artifact: compiler path and version, flags, target. Part of
+  // every cache key.
+  virtual const std::string& identity() const = 0;
+  // The artifact's path in the cache, compiling `source` first unless the same (source, identity) was
+  // compiled before (by any process using the same cache directory). `name` labels errors.
+  // Throws CompileError (message: the name, the compiler's log) when compilation fails or the cache
+  // cannot be written. Counts a compile or a cache hit in compile_stats().
+  std::filesystem::path compile_to_path(const std::string& source, const std::string& name) const;
+  // The artifact's bytes (a shared object, a code object), as compile_to_path.
+  std::string compile(const std::string& source, const std::string& name) const;
+
+ protected:
+  // Compiles without the cache. Throws CompileError carrying `name` and the compiler's log.
+  virtual std::string compile_uncached(const std::string& source, const std::string& name) const = 0;
+  virtual std::string_view suffix() const = 0;  // the artifact's file suffix: ".so", ".hsaco"
+};
+
+// The entry point render_cpp gives every kernel: elements [begin, end) of the output, bufs[0] the output
+// buffer and bufs[1 + i] input i (Kernel::inputs order), dnum the device's _device_num.
+using CpuKernelFn = void (*)(void** bufs, int32_t dnum, int64_t begin, int64_t end);
+
+// A loaded shared object; dlclose on destruction (function pointers die with it).
+class HostLibrary {
+ public:
+  explicit HostLibrary(const std::filesystem::path& path);  // throws CompileError when dlopen fails
+  ~HostLibrary();
+  HostLibrary(const HostLibrary&) = delete;
+  HostLibrary& operator=(const HostLibrary&) = delete;
+  // The kernel `name`. Throws CompileError when the library has no such symbol.
+  CpuKernelFn function(const std::string& name) const;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  void* handle_ = nullptr;
+};
+
+struct HostKernel {  // a compiled CPU kernel; keep `library` alive while calling `fn`
+  std::shared_ptr<HostLibrary> library;
+  CpuKernelFn fn = nullptr;
+};
+
+class HostCompiler : public Compiler {
+ public:
+  // The compiler is $CXX (split on spaces, so "ccache g++" works), else g++; flags default_flags().
+  HostCompiler();
+  HostCompiler(std::string cxx, std::vector<std::string> flags);
+  // -O3 -march=native -fPIC -shared -std=c++17, plus -ffp-contract=off (no FMA: every op rounds) and
+  // -fno-builtin-{exp2,log2,sin} (no compile-time folding: the interpreter calls glibc's). Not
+  // -fno-trapping-math: it lets g++ fold 0.0/0.0 to +NaN where x86 computes -NaN at run time.
+  static std::vector<std::string> default_flags();
+  // "<cxx> | <first line of cxx --version> | <flags> | <cpu model>" (-march=native depends on the CPU).
+  const std::string& identity() const override { return identity_; }
+  // Compiles (or finds in the cache) and dlopens the shared object built from `source`.
+  std::shared_ptr<HostLibrary> load(const std::string& source, const std::string& name) const;
+  // render_cpp(k), compiled and loaded, and its entry point.
+  HostKernel load_kernel(const Kernel& k) const;
+
+ protected:
+  std::string compile_uncached(const std::string& source, const std::string& name) const override;
+  std::string_view suffix() const override { return ".so"; }
+
+ private:
+  std::string cxx_;
+  std::vector<std::string> flags_;
+  std::string identity_;
+};
+
+// True when `arch` is a target Debian's hipRTC compiles for without a GPU: gfx90a, gfx908, gfx906 or
+// gfx1030, optionally with target features (":sramecc+", ":xnack-").
+bool hiprtc_supports_arch(std::string_view arch);
+
+#ifdef RINGRT_HAVE_HIP
+class HiprtcCompiler : public Compiler {
+ public:
+  // `arch` as the device reports it (gcnArchName), e.g. "gfx90a:sramecc+:xnack-". Throws CompileError,
+  // without calling hipRTC, when !hiprtc_supports_arch(arch).
+  explicit HiprtcCompiler(std::string arch);
+  // "hiprtc <version> | HIP <version> | --offload-arch=<arch> <options>"
+  const std::string& identity() const override { return identity_; }
+  const std::string& arch() const { return arch_; }
+
+ protected:
+  // The code object (ELF) hipRTC produces. Throws CompileError with the program log.
+  std::string compile_uncached(const std::string& source, const std::string& name) const override;
+  std::string_view suffix() const override { return ".hsaco"; }
+
+ private:
+  std::string arch_;
+  std::vector<std::string> options_;
+  std::string identity_;
+};
+#endif
+
+}  // namespace ringrt::codegen

@@ -1,0 +1,82 @@
+// The kernel IR: what one generated kernel computes, independent of the target it is rendered for
+// (reference: tinygrad codegen, the linearized UOps a renderer consumes). Both renderers (plain C++
+// for the CPU, HIP) read this one IR, so they cannot drift apart.
+//
+// Design. A kernel writes `numel` elements of one output buffer, element gid = the value at
+// multi-index unravel(gid, shape). The body is a block of SSA statements, each defining value v<id>
+// stored in its dtype's bytes (float16/bfloat16 as 16-bit patterns, bool as a byte): constants, masked
+// loads through views, the device number, ALU ops, casts, masked selects (a PAD above a computed value)
+// and reductions, which own a nested block run once per reduced element in row-major order. The
+// semantics are rewrite/interpreter.cpp's, statement by statement: 16-bit floats round after every
+// op, integers wrap, IDIV/MOD of 0 give 0, MAX/MIN keep a NaN first operand, reductions round the
+// accumulator after every step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/symbolic.hpp"
+#include "rewrite/uop.hpp"
+
+namespace ringrt::codegen {
+
+enum class StmtKind : uint8_t { Const, Load, DeviceNum, Alu, Cast, Bitcast, Select, Reduce };
+
+struct LoopVar {  // a reduce loop counter `name` over [0, extent)
+  std::string name;
+  int64_t extent;
+};
+
+struct Stmt {
+  StmtKind kind = StmtKind::Const;
+  int id = -1;                   // defines value v<id>
+  DType dtype = DType::void_;    // the value's dtype
+  Ops op = Ops::SINK;            // Alu: the op; Reduce: ADD, MUL, MAX or MIN
+  std::vector<int> src{};        // Alu: operands; Cast, Bitcast, Select: the source value
+  uint64_t bits = 0;             // Const: the value's bytes, little-endian; Reduce: the identity's
+  int input = -1;                // Load: index into Kernel::inputs
+  Expr index{};                  // Load: the element read
+  Mask valid{};                  // Load, Select: the value is 0 where the mask is false
+  std::vector<LoopVar> loops{};  // Reduce: outermost first
+  std::vector<Stmt> body{};      // Reduce: runs once per reduced element
+  int result = -1;               // Reduce: the body's value folded into the accumulator
+};
+
+struct KernelInput {  // one BUFFER the kernel reads
+  int64_t buffer_id;
+  DType dtype;
+  int64_t numel;
+};
+
+struct Kernel {
+  std::string name;                 // a C identifier
+  DType dtype;                      // of the output buffer
+  Shape shape;                      // of the value computed; the output holds prod(shape) elements, row-major
+  int64_t numel = 0;                // prod(shape): the element range [0, numel) a launch covers
+  std::vector<KernelInput> inputs;  // first appearance in UOpGraph::toposort of the ast
+  int64_t dnum_max = 0;             // the kernel is launched with _device_num in [0, dnum_max]
+  std::vector<Stmt> body;
+  int result = -1;  // the value stored to out[gid]
+
+  bool has_reduce() const;
+  // A canonical multi-line listing of the IR (the name is left out); equal for equal structure.
+  std::string dump() const;
+};
+
+// Lowers a kernel AST: the UOp subgraph rooted at the value the kernel computes (shape S; see
+// DESIGN.md "Schedule and codegen"). Leaves are BUFFERs seen through movement ops (RESHAPE EXPAND PAD
+// SHRINK PERMUTE FLIP, PAD/SHRINK bounds c + k*_device_num), CONSTs (a DEVICE source is ignored) and
+// DEFINE_VAR _device_num; between them ALU ops, CAST, BITCAST, REDUCE_AXIS and movement ops above
+// computed values, which are pushed into the index (views compose; nothing is realized).
+// `name`: the kernel's C name; empty derives "E_<hash>" (elementwise) or "r_<hash>" (with a reduction)
+// from the IR's structure. _device_num ranges over [0, n-1] where n is the largest device tuple or
+// DEFINE_VAR range in the ast (1 when there is none).
+// Throws InternalError for an op or an op/dtype pair the interpreter has no semantics for (e.g. a
+// CONTIGUOUS inside the ast, SQRT of an integer) and ConfigError for a name that is not a C identifier.
+Kernel lower_kernel(const UOp& ast, std::string name = {});
+
+// A stable 64-bit FNV-1a hash, as 16 hex digits (kernel names, cache keys).
+std::string stable_hash_hex(std::string_view text);
+
+}  // namespace ringrt::codegen

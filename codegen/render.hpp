@@ -1,0 +1,32 @@
+// Renderers: kernel IR -> source text (reference: tinygrad renderer/cstyle.py, ClangRenderer and
+// HIPRenderer from one CStyleLanguage). Both renderers share codegen/render_common.cpp, which turns
+// every statement into C; they differ only in the function signature, the index source and a few
+// function names, so the CPU and HIP kernels compute the same bits by construction.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "codegen/kernel.hpp"
+
+namespace ringrt::codegen {
+
+// One C++17 translation unit holding every kernel (a name that repeats is emitted once: equal names
+// mean equal structure). Each kernel is
+//   extern "C" void NAME(void** bufs, int32_t dnum, int64_t begin, int64_t end)
+// bufs[0] is the output (Kernel::dtype, numel elements), bufs[1 + i] is Kernel::inputs[i]; the call
+// computes elements gid in [begin, end) (so a runtime may split [0, numel) across tasks). Plain C++
+// with no includes beyond <cstdint>; compile with -O3 -ffp-contract=off (HostCompiler's flags).
+std::string render_cpp(std::span<const Kernel> kernels);
+inline std::string render_cpp(const Kernel& k) { return render_cpp(std::span<const Kernel>(&k, 1)); }
+
+// One HIP translation unit for hipRTC holding every kernel, each
+//   extern "C" __global__ void NAME(T* out, const U0* in0, ..., int dnum, long long n)
+// with one thread per element: gid = blockIdx.x * blockDim.x + threadIdx.x, threads with gid >= n
+// return. Types are plain C types (float, double, unsigned short for float16/bfloat16, int, long long,
+// signed char, unsigned char for uint8/bool); no headers are included (hipRTC provides the device
+// math functions).
+std::string render_hip(std::span<const Kernel> kernels);
+inline std::string render_hip(const Kernel& k) { return render_hip(std::span<const Kernel>(&k, 1)); }
+
+}  // namespace ringrt::codegen

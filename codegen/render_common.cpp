@@ -1,0 +1,292 @@
+// Statement rendering shared by render_cpp.cpp and render_hip.cpp (see render.hpp).
+//
+// Every value lives in its dtype's storage type. An op decodes its operands to a compute type, F32
+// (float32, float16, bfloat16: float), F64 (float64: double) or I64 (integers and bool: long long,
+// bool as x != 0), computes as rewrite/interpreter.cpp's alu_float/alu_int do, and encodes the result
+// in the output dtype (16-bit floats round to nearest even, integers wrap through the unsigned type
+// of their width). Float32 + - * / sqrt are exact in float (the interpreter's double result rounds
+// to the same float); EXP2, LOG2 and SIN are computed in double and rounded, as the interpreter does.
+#include "codegen/render_common.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "rewrite/errors.hpp"
+
+namespace ringrt::codegen::cstyle {
+
+namespace {
+
+enum class Kind { F32, F64, I64 };
+
+Kind kind_of(DType d) {
+  if (d == DType::float64) return Kind::F64;
+  return is_float(d) ? Kind::F32 : Kind::I64;
+}
+
+// v (stored as d) as an expression of compute type k.
+std::string decode(const std::string& v, DType d, Kind k) {
+  std::string e = d == DType::float16    ? fmt::format("rt_h2f({})", v)
+                  : d == DType::bfloat16 ? fmt::format("rt_bf2f({})", v)
+                  : d == DType::bool_    ? fmt::format("(long long)({} != 0)", v)
+                  : is_float(d)          ? v
+                                         : fmt::format("(long long){}", v);
+  Kind from = kind_of(d);
+  if (from == k) return e;
+  if (k == Kind::F64) return "(double)" + e;
+  throw InternalError(fmt::format("render: cannot read {} as {}", dtype_name(d), k == Kind::F32 ? "float" : "int"));
+}
+
+std::string narrow(const std::string& e, DType d) {  // long long -> d, wrapping
+  switch (d) {
+    case DType::int32:
+      return fmt::format("(int)(unsigned int)({})", e);
+    case DType::int8:
+      return fmt::format("(signed char)(unsigned char)({})", e);
+    case DType::uint8:
+      return fmt::format("(unsigned char)({})", e);
+    case DType::bool_:
+      return fmt::format("(unsigned char)(({}) != 0)", e);
+    default:
+      return fmt::format("(long long)({})", e);
+  }
+}
+
+// Expression e of compute type k, stored as d (HostBuffer::set / set_int).
+std::string encode(const std::string& e, Kind k, DType d) {
+  if (d == DType::float32)
+    return k == Kind::F32 ? e : k == Kind::F64 ? fmt::format("(float)({})", e) : fmt::format("(float)(double)({})", e);
+  if (d == DType::float16) return fmt::format("rt_f2h({})", encode(e, k, DType::float32));
+  if (d == DType::bfloat16) return fmt::format("rt_f2bf({})", encode(e, k, DType::float32));
+  if (d == DType::float64) return k == Kind::F64 ? e : fmt::format("(double)({})", e);
+  if (d == DType::bool_ || k == Kind::I64) return narrow(e, d);
+  return narrow(fmt::format("rt_d2i({})", k == Kind::F32 ? fmt::format("(double)({})", e) : e), d);
+}
+
+// One line per ALU op: its C form for float operands (computed in float or double) and for integer
+// operands (long long, + - * NEG wrapping through unsigned); {0} {1} {2} are the decoded operands, {3}
+// the dialect's function for the op, {4} the literal 1 of the compute type. nullptr: no semantics
+// (lowering rejects those, as the interpreter does).
+struct AluForm {
+  const char* fl;
+  const char* in;
+};
+const std::map<Ops, AluForm>& alu_forms() {
+  static const std::map<Ops, AluForm> forms{
+      {Ops::NEG, {"(-{0})", "(long long)(0ULL - (unsigned long long){0})"}},
+      {Ops::EXP2, {"{3}({0})", nullptr}},  // in double: the operand is widened first
+      {Ops::LOG2, {"{3}({0})", nullptr}},
+      {Ops::SIN, {"{3}({0})", nullptr}},
+      {Ops::SQRT, {"{3}({0})", nullptr}},
+      {Ops::RECIP, {"({4} / {0})", nullptr}},
+      {Ops::ADD, {"({0} + {1})", "(long long)((unsigned long long){0} + (unsigned long long){1})"}},
+      {Ops::SUB, {"({0} - {1})", "(long long)((unsigned long long){0} - (unsigned long long){1})"}},
+      {Ops::MUL, {"({0} * {1})", "(long long)((unsigned long long){0} * (unsigned long long){1})"}},
+      {Ops::FDIV, {"({0} / {1})", nullptr}},
+      {Ops::IDIV, {nullptr, "rt_idiv({0}, {1})"}},            // x/0 -> 0, INT64_MIN/-1 -> 0
+      {Ops::MOD, {nullptr, "rt_imod({0}, {1})"}},             // x%0 -> 0, x%-1 -> 0
+      {Ops::MAX, {"rt_max({0}, {1})", "rt_imax({0}, {1})"}},  // a NaN first operand wins
+      {Ops::MIN, {"rt_min({0}, {1})", "rt_imin({0}, {1})"}},
+      {Ops::CMPLT, {"({0} < {1})", "({0} < {1})"}},
+      {Ops::CMPNE, {"({0} != {1})", "({0} != {1})"}},
+      {Ops::CMPEQ, {"({0} == {1})", "({0} == {1})"}},
+      {Ops::AND, {nullptr, "({0} & {1})"}},
+      {Ops::OR, {nullptr, "({0} | {1})"}},
+      {Ops::XOR, {nullptr, "({0} ^ {1})"}},
+      {Ops::WHERE, {"({0} ? {1} : {2})", "({0} ? {1} : {2})"}},
+  };
+  return forms;
+}
+
+// The result of ALU op over (value, dtype) operands, stored as `out`.
+std::string alu(Ops op, DType out, const std::vector<std::pair<std::string, DType>>& args, const Dialect& dl) {
+  DType operand = args.back().second;  // the interpreter picks float or int semantics from it
+  Kind k = kind_of(operand), rk = k;
+  bool transcendental = op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN;
+  std::vector<std::string> a(3);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& [v, d] = args[i];
+    if (op == Ops::WHERE && i == 0) {
+      a[i] = fmt::format("({} != 0)", is_float(d) ? decode(v, d, kind_of(d)) : v);
+    } else {
+      a[i] = decode(v, d, transcendental ? Kind::F64 : k);  // EXP2, LOG2, SIN: in double, as the interpreter
+    }
+  }
+  auto it = alu_forms().find(op);
+  const char* form = it == alu_forms().end() ? nullptr : k == Kind::I64 ? it->second.in : it->second.fl;
+  if (!form) throw InternalError(fmt::format("render: {} of {} has no semantics", op_name(op), dtype_name(operand)));
+  const char* fn = op == Ops::EXP2   ? dl.exp2
+                   : op == Ops::LOG2 ? dl.log2
+                   : op == Ops::SIN  ? dl.sin
+                   : k == Kind::F32  ? dl.sqrtf
+                                     : dl.sqrt;
+  std::string e = fmt::format(fmt::runtime(form), a[0], a[1], a[2], fn, k == Kind::F32 ? "1.0f" : "1.0");
+  if (transcendental) rk = Kind::F64;
+  if (group::compare().contains(op)) rk = Kind::I64;
+  // The interpreter passes float32 values through double, which quiets a signaling NaN; ops that
+  // return an operand unchanged (no arithmetic) must quiet it explicitly.
+  bool passes_operand = op == Ops::NEG || op == Ops::MAX || op == Ops::MIN || op == Ops::WHERE;
+  if (passes_operand && rk == Kind::F32 && out == DType::float32) e = fmt::format("rt_quiet({})", e);
+  return encode(e, rk, out);
+}
+
+std::string cast(const std::string& v, DType from, DType to) {
+  if (!is_float(from) && !is_float(to)) return encode(decode(v, from, Kind::I64), Kind::I64, to);
+  Kind k = kind_of(from) == Kind::F32 && kind_of(to) == Kind::F32 ? Kind::F32 : Kind::F64;  // float->double exact
+  std::string e = decode(v, from, k);
+  if (k == Kind::F32 && to == DType::float32) e = fmt::format("rt_quiet({})", e);  // as through double
+  return encode(e, k, to);
+}
+
+// The stored bits as a literal of the storage type.
+std::string literal(uint64_t bits, DType d) {
+  switch (d) {
+    case DType::float32: {
+      uint32_t b = static_cast<uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &b, 4);
+      return std::isfinite(f) ? fmt::format("{:a}f", f) : fmt::format("__builtin_bit_cast(float, 0x{:08x}u)", b);
+    }
+    case DType::float64: {
+      double f;
+      std::memcpy(&f, &bits, 8);
+      return std::isfinite(f) ? fmt::format("{:a}", f) : fmt::format("__builtin_bit_cast(double, 0x{:016x}ull)", bits);
+    }
+    case DType::float16:
+    case DType::bfloat16:
+      return fmt::format("(unsigned short)0x{:04x}", bits & 0xffff);
+    case DType::int32:
+      return fmt::format("(int)0x{:08x}u", bits & 0xffffffffu);
+    case DType::int64:
+      return fmt::format("(long long)0x{:016x}ull", bits);
+    case DType::int8:
+      return fmt::format("(signed char)(unsigned char)0x{:02x}", bits & 0xff);
+    default:
+      return fmt::format("(unsigned char)0x{:02x}", bits & 0xff);
+  }
+}
+
+class BodyRenderer {
+ public:
+  explicit BodyRenderer(const Dialect& d) : d_(d) {}
+
+  void block(const std::vector<Stmt>& stmts, int depth) {
+    for (const Stmt& s : stmts) stmt(s, depth);
+  }
+  std::string out;
+
+ private:
+  std::string v(int id) const { return fmt::format("v{}", id); }
+  std::pair<std::string, DType> arg(int id) const { return {v(id), types_.at(id)}; }
+
+  void line(int depth, const std::string& text) {
+    out += std::string(static_cast<size_t>(2 * depth), ' ') + text + "\n";
+  }
+
+  void stmt(const Stmt& s, int depth) {
+    std::string t = c_type(s.dtype), e;
+    auto masked = [&](const std::string& x) {
+      return s.valid.always() ? x : fmt::format("({}) ? {} : ({})0", s.valid.render(), x, t);
+    };
+    switch (s.kind) {
+      case StmtKind::Const:
+        e = literal(s.bits, s.dtype);
+        break;
+      case StmtKind::Load:
+        e = masked(fmt::format("in{}[{}]", s.input, s.index.render()));
+        break;
+      case StmtKind::DeviceNum:
+        e = fmt::format("({})dnum", t);
+        break;
+      case StmtKind::Alu: {
+        std::vector<std::pair<std::string, DType>> args;
+        for (int x : s.src) args.push_back(arg(x));
+        e = alu(s.op, s.dtype, args, d_);
+        break;
+      }
+      case StmtKind::Cast:
+        e = cast(v(s.src[0]), types_.at(s.src[0]), s.dtype);
+        break;
+      case StmtKind::Bitcast:
+        e = fmt::format("__builtin_bit_cast({}, {})", t, v(s.src[0]));
+        break;
+      case StmtKind::Select:
+        e = masked(v(s.src[0]));
+        break;
+      case StmtKind::Reduce: {
+        std::string acc = fmt::format("acc{}", s.id);
+        line(depth, fmt::format("{} {} = {};", t, acc, literal(s.bits, s.dtype)));
+        int d = depth;
+        for (const auto& l : s.loops)
+          line(d++, fmt::format("for (long long {0} = 0; {0} < {1}; ++{0}) {{", l.name, l.extent));
+        block(s.body, d);
+        line(d, fmt::format("{} = {};", acc, alu(s.op, s.dtype, {{acc, s.dtype}, arg(s.result)}, d_)));
+        while (d-- > depth) line(d, "}");
+        e = acc;
+        break;
+      }
+    }
+    types_[s.id] = s.dtype;
+    line(depth, fmt::format("const {} {} = {};", t, v(s.id), e));
+  }
+
+  const Dialect& d_;
+  std::unordered_map<int, DType> types_;
+};
+
+}  // namespace
+
+std::string c_type(DType dtype) {
+  switch (dtype) {
+    case DType::float32:
+      return "float";
+    case DType::float64:
+      return "double";
+    case DType::float16:
+    case DType::bfloat16:
+      return "unsigned short";
+    case DType::int32:
+      return "int";
+    case DType::int64:
+      return "long long";
+    case DType::int8:
+      return "signed char";
+    case DType::uint8:
+    case DType::bool_:
+      return "unsigned char";
+    default:
+      throw InternalError(fmt::format("render: no storage type for {}", dtype_name(dtype)));
+  }
+}
+
+std::string render_body(const Kernel& k, const Dialect& d, int depth) {
+  BodyRenderer r(d);
+  r.block(k.body, depth);
+  r.out += fmt::format("{}out[gid] = v{};\n", std::string(static_cast<size_t>(2 * depth), ' '), k.result);
+  return std::move(r.out);
+}
+
+std::vector<const Kernel*> unique_kernels(std::span<const Kernel> kernels) {
+  std::map<std::string, const Kernel*> by_name;
+  std::vector<const Kernel*> out;
+  for (const Kernel& k : kernels) {
+    auto [it, fresh] = by_name.emplace(k.name, &k);
+    if (fresh) {
+      out.push_back(&k);
+    } else if (it->second->dump() != k.dump()) {
+      throw ConfigError(fmt::format("two different kernels are named {}", k.name));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> input_params(const Kernel& k) {
+  std::vector<std::string> p;
+  for (size_t i = 0; i < k.inputs.size(); ++i) p.push_back(fmt::format("const {}* in{}", c_type(k.inputs[i].dtype), i));
+  return p;
+}
+
+}  // namespace ringrt::codegen::cstyle

@@ -1,0 +1,182 @@
+#include "runtime/cpu/cpu_device.hpp"
+
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "codegen/compiler.hpp"
+#include "codegen/render.hpp"
+#include "rewrite/errors.hpp"
+
+namespace ringrt {
+namespace {
+
+struct CpuKernel : CompiledKernel {
+  codegen::Kernel k;
+  codegen::HostKernel host;
+  const codegen::Kernel& kernel() const override { return k; }
+};
+
+// One compiler and one table of loaded kernels for every cpu device: they share the host. Kernels
+// compiled together share one shared object (one compiler run).
+std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<codegen::Kernel>& ks) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<CpuKernel>> loaded;  // by name + IR
+  static const codegen::HostCompiler compiler;
+  auto key = [](const codegen::Kernel& k) { return k.name + "\n" + k.dump(); };
+  std::vector<codegen::Kernel> missing;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    std::set<std::string> names;
+    for (const auto& k : ks)
+      if (!loaded.count(key(k)) && names.insert(k.name).second) missing.push_back(k);
+  }
+  if (!missing.empty()) {
+    auto lib = compiler.load(codegen::render_cpp(missing), missing[0].name);
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& k : missing) {
+      auto ck = std::make_shared<CpuKernel>();
+      ck->k = k;
+      ck->host = {lib, lib->function(k.name)};
+      loaded.emplace(key(k), ck);
+    }
+  }
+  std::vector<std::shared_ptr<CompiledKernel>> out;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& k : ks) out.push_back(loaded.at(key(k)));
+  return out;
+}
+
+class CpuDevice : public Device {
+ public:
+  explicit CpuDevice(std::string name) : name_(std::move(name)), worker_([this] { run(); }) {}
+  ~CpuDevice() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+    for (auto& [bytes, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+  }
+
+  const std::string& name() const override { return name_; }
+
+  void* allocate(size_t bytes) override {
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    {
+      std::lock_guard<std::mutex> lock(alloc_mu_);
+      auto& blocks = free_[rounded];
+      if (!blocks.empty()) {
+        void* p = blocks.back();
+        blocks.pop_back();
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw DeviceError(fmt::format("{}: out of memory allocating {} bytes", name_, bytes));
+    std::memset(p, 0, rounded);  // pre-fault: first touch of fresh pages is slow, pay it once here
+    return p;
+  }
+
+  void free(void* ptr, size_t bytes) override {
+    if (!ptr) return;
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    std::lock_guard<std::mutex> lock(alloc_mu_);
+    free_[rounded].push_back(ptr);
+  }
+
+  void copy_in(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
+  void copy_out(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
+
+  std::shared_ptr<CompiledKernel> compile(const codegen::Kernel& kernel) override {
+    return compile_for_host({kernel}).at(0);
+  }
+  std::vector<std::shared_ptr<CompiledKernel>> compile_all(const std::vector<codegen::Kernel>& ks) override {
+    return compile_for_host(ks);
+  }
+
+  Event launch(const CompiledKernel& k, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) override {
+    const auto& ck = static_cast<const CpuKernel&>(k);
+    return submit(
+        [fn = ck.host.fn, lib = ck.host.library, bufs = std::move(bufs), dnum, n = ck.k.numel]() mutable {
+          // split the element range across TBB workers; small kernels run inline
+          int64_t grain = std::max<int64_t>(4096, n / 64);
+          tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain), [&](const tbb::blocked_range<int64_t>& r) {
+            fn(bufs.data(), dnum, r.begin(), r.end());
+          });
+        },
+        std::move(after));
+  }
+
+  Event copy_from(Device&, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
+    return submit([src, dst, bytes] { std::memcpy(dst, src, bytes); }, std::move(after));
+  }
+
+  Event submit(std::function<void()> fn, std::vector<Event> after) override {
+    Event e;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back({std::move(fn), std::move(after), e});
+    }
+    cv_.notify_one();
+    return e;
+  }
+
+  void synchronize() override { submit([] {}, {}).wait_for(std::chrono::hours(24 * 365)); }
+
+ private:
+  struct Task {
+    std::function<void()> fn;
+    std::vector<Event> after;
+    Event done;
+  };
+
+  // The in-order queue: one task at a time, each after the events it waits for.
+  void run() {
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        t = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::exception_ptr error;
+      try {
+        for (const Event& e : t.after)
+          while (!e.wait_for(std::chrono::milliseconds(100))) {
+          }
+        t.fn();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      t.done.set_done(error);
+    }
+  }
+
+  std::string name_;
+  std::mutex mu_, alloc_mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stop_ = false;
+  std::map<size_t, std::vector<void*>> free_;
+  std::thread worker_;  // last: starts after every member above exists
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cpu_device(const std::string& name) { return std::make_unique<CpuDevice>(name); }
+
+}  // namespace ringrt

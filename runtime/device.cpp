@@ -1,0 +1,120 @@
+#include "runtime/device.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "rewrite/errors.hpp"
+#include "runtime/cpu/cpu_device.hpp"
+#if defined(RINGRT_HAVE_HIP) && __has_include("runtime/hip/hip_device.hpp")
+#define RINGRT_HIP_DEVICES 1
+#include "runtime/hip/hip_device.hpp"
+#endif
+
+namespace ringrt {
+
+// ---------------------------------------------------------------------------------------------
+// events
+
+struct Event::State {
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+};
+
+Event::Event() : s_(std::make_shared<State>()) {}
+
+bool Event::done() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->done;
+}
+
+bool Event::wait_for(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(s_->mu);
+  if (!s_->cv.wait_for(lock, timeout, [&] { return s_->done; })) return false;
+  if (s_->error) std::rethrow_exception(s_->error);
+  return true;
+}
+
+void Event::set_done(std::exception_ptr error) const {
+  {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    s_->done = true;
+    s_->error = error;
+  }
+  s_->cv.notify_all();
+}
+
+// ---------------------------------------------------------------------------------------------
+// the registry
+
+namespace {
+struct Registry {
+  std::mutex mu;
+  int cpu_count = 4;
+  std::map<std::string, std::unique_ptr<Device>> devices;
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+std::vector<std::string> existing(int cpu_count) {
+  std::vector<std::string> names;
+  for (int i = 0; i < cpu_count; ++i) names.push_back(fmt::format("CPU:{}", i));
+#ifdef RINGRT_HIP_DEVICES
+  for (const auto& n : hip_device_names()) names.push_back(n);
+#endif
+  return names;
+}
+
+// "KIND:i" -> (KIND, i); false when the name is not of that form.
+bool parse_name(const std::string& name, std::string& kind, int& index) {
+  auto colon = name.find(':');
+  if (colon == std::string::npos || colon + 1 >= name.size() || name.size() - colon > 6) return false;
+  kind = name.substr(0, colon);
+  index = 0;
+  for (size_t i = colon + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+    index = index * 10 + (name[i] - '0');
+  }
+  return true;
+}
+}  // namespace
+
+void set_cpu_device_count(int n) {
+  if (n < 1) throw DeviceError(fmt::format("the cpu backend needs at least one device, got {}", n));
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.cpu_count = std::max(r.cpu_count, n);
+}
+
+int cpu_device_count() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.cpu_count;
+}
+
+Device& device(const std::string& name) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (auto it = r.devices.find(name); it != r.devices.end()) return *it->second;
+  std::string kind;
+  int index = 0;
+  bool ok = parse_name(name, kind, index);
+  std::unique_ptr<Device> dev;
+  if (ok && kind == "CPU" && index < r.cpu_count) dev = make_cpu_device(name);
+#ifdef RINGRT_HIP_DEVICES
+  if (ok && kind == "HIP" && index < static_cast<int>(hip_device_names().size())) dev = make_hip_device(index);
+#endif
+  if (!dev)
+    throw DeviceError(
+        fmt::format("unknown device '{}'; the devices are {}", name, fmt::join(existing(r.cpu_count), ", ")));
+  return *r.devices.emplace(name, std::move(dev)).first->second;
+}
+
+}  // namespace ringrt

@@ -1,0 +1,85 @@
+// Devices: the small interface every backend implements, and the registry that resolves names
+// ("CPU:3", "HIP:0"). Reference: ggml-backend-impl.h (registry -> device -> stream -> buffer),
+// tinygrad device.py (Allocator, Compiled), celerity's backend ordering comments.
+//
+// Ordering model. Each device owns an in-order queue. `submit` enqueues work and returns an Event
+// that completes when the work has run; work on one queue runs in submission order; work waits for
+// the events it is given before it starts, so cross-device order is expressed with events. Host-side
+// calls (allocate, free, copy_in, copy_out) are synchronous and thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.hpp"
+
+namespace ringrt {
+
+// Completion of submitted work. Cheap to copy; all copies share one state.
+class Event {
+ public:
+  Event();
+  bool done() const;
+  // Blocks until done or the timeout passes; false on timeout. Rethrows the work's exception.
+  bool wait_for(std::chrono::milliseconds timeout) const;
+  void set_done(std::exception_ptr error = nullptr) const;  // for backends
+
+ private:
+  struct State;
+  std::shared_ptr<State> s_;
+};
+
+// A kernel compiled for one device kind; launched with one pointer per buffer (output first, then
+// the kernel's inputs in Kernel::inputs order) and the device's _device_num.
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  virtual const codegen::Kernel& kernel() const = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const std::string& name() const = 0;
+
+  // Memory. allocate returns bytes of device memory, pre-faulted, from a per-device cache (a freed
+  // block of the same size is reused). Throws DeviceError when memory runs out.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void free(void* ptr, size_t bytes) = 0;
+  virtual void copy_in(void* dst, const void* host, size_t bytes) = 0;   // synchronous
+  virtual void copy_out(void* host, const void* src, size_t bytes) = 0;  // synchronous
+
+  // Compiles (through the on-disk cache) a kernel for this device. Throws CompileError.
+  virtual std::shared_ptr<CompiledKernel> compile(const codegen::Kernel& kernel) = 0;
+  // Several kernels at once (one compiler run where the backend can), in the same order.
+  virtual std::vector<std::shared_ptr<CompiledKernel>> compile_all(const std::vector<codegen::Kernel>& kernels) {
+    std::vector<std::shared_ptr<CompiledKernel>> out;
+    for (const auto& k : kernels) out.push_back(compile(k));
+    return out;
+  }
+
+  // Queue work on this device, to start after `after` completes.
+  // launch: the kernel over all its elements with _device_num = dnum.
+  virtual Event launch(const CompiledKernel& k, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) = 0;
+  // copy `bytes` from src on device `from` into dst on this device (peer access where possible).
+  virtual Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) = 0;
+  // Any host function, in queue order (tests; the watchdog test blocks a queue with one).
+  virtual Event submit(std::function<void()> fn, std::vector<Event> after) = 0;
+  // Waits until everything submitted so far has run.
+  virtual void synchronize() = 0;
+};
+
+// The device named `name`, created on first use: "CPU:i" (i < the cpu device count, default 4, see
+// set_cpu_device_count) or "HIP:i" (i < the number of GPUs). Throws DeviceError naming it and the
+// devices that exist.
+Device& device(const std::string& name);
+// The number of virtual cpu devices (default 4; raised on demand by cpu_devices(n)).
+void set_cpu_device_count(int n);
+int cpu_device_count();
+
+}  // namespace ringrt

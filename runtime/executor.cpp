@@ -1,0 +1,263 @@
+#include "runtime/executor.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "rewrite/errors.hpp"
+
+namespace ringrt {
+
+// ---------------------------------------------------------------------------------------------
+// storage
+
+namespace {
+std::vector<std::string> names_of(const DeviceSpec& d) {
+  if (d.tuple()) return d.names();
+  if (d.single()) return {d.name()};
+  throw InternalError("memory for a value without a device");
+}
+
+std::vector<Block> allocate(const DeviceSpec& devices, size_t bytes) {
+  std::vector<Block> out;
+  for (const auto& name : names_of(devices)) {
+    Device& dev = device(name);
+    out.push_back({&dev, dev.allocate(bytes), bytes});
+  }
+  return out;
+}
+}  // namespace
+
+DeviceStorage::DeviceStorage(int64_t id, const DeviceSpec& devices, DType dtype, int64_t numel)
+    : id_(id), dtype_(dtype), numel_(numel), blocks_(allocate(devices, static_cast<size_t>(numel * itemsize(dtype)))) {}
+
+DeviceStorage::~DeviceStorage() {
+  for (const Block& b : blocks_) b.device->free(b.ptr, b.bytes);
+}
+
+std::vector<HostBuffer> DeviceStorage::to_host() const {
+  std::vector<HostBuffer> out;
+  for (const Block& b : blocks_) {
+    HostBuffer h(dtype_, {numel_});
+    b.device->copy_out(h.bytes.data(), b.ptr, h.bytes.size());
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+void DeviceStorage::from_host(const std::vector<HostBuffer>& data) {
+  for (size_t d = 0; d < blocks_.size(); ++d) {
+    const HostBuffer& h = data.at(data.size() == 1 ? 0 : d);
+    if (h.bytes.size() != blocks_[d].bytes) throw InternalError("DeviceStorage::from_host: size mismatch");
+    blocks_[d].device->copy_in(blocks_[d].ptr, h.bytes.data(), h.bytes.size());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// preparing kernels
+
+struct Program::PreparedKernel {
+  codegen::Kernel kernel;
+  std::vector<size_t> input_reads;  // kernel input i reads item.reads[input_reads[i]]
+  std::unordered_map<Device*, std::shared_ptr<CompiledKernel>> compiled;
+};
+
+namespace {
+
+// The ast with each realized value it reads replaced by a placeholder BUFFER (id -1-k) of its shape.
+UOp with_placeholders(const UOp& ast, const std::vector<UOp>& reads) {
+  std::unordered_map<const detail::Node*, UOp> sub;
+  for (size_t k = 0; k < reads.size(); ++k) {
+    const UOp& leaf = reads[k];
+    UOp buf = make_uop(Ops::BUFFER, leaf.dtype(), {device_uop(leaf.device(), &leaf.graph())},
+                       BufferArg{-1 - static_cast<int64_t>(k), prod(leaf.shape())}, &leaf.graph());
+    sub.emplace(leaf.node(), buf.reshape(leaf.shape()));
+  }
+  if (auto it = sub.find(ast.node()); it != sub.end()) return it->second;
+  for (const UOp& u : ast.graph().toposort({ast})) {
+    if (sub.count(u.node())) continue;
+    std::vector<UOp> src;
+    bool changed = false;
+    for (const UOp& s : u.src()) {
+      auto it = sub.find(s.node());
+      src.push_back(it == sub.end() ? s : it->second);
+      changed = changed || it != sub.end();
+    }
+    if (changed) sub.emplace(u.node(), u.replace(std::move(src)));
+  }
+  auto it = sub.find(ast.node());
+  return it == sub.end() ? ast : it->second;
+}
+
+// A copy's source: the realized value it reads and the element offset of the contiguous range.
+std::pair<UOp, int64_t> copy_source(const UOp& copy, const std::vector<UOp>& reads) {
+  UOp u = copy.src(0);
+  int64_t offset = 0;
+  while (std::find(reads.begin(), reads.end(), u) == reads.end() && (u.op() == Ops::RESHAPE || u.op() == Ops::SHRINK)) {
+    if (u.op() == Ops::SHRINK) offset += u.arg_spans()[0].first.c;
+    u = u.src(0);
+  }
+  return {u, offset};
+}
+
+std::string describe(const ScheduleItem& item, size_t i) {
+  if (item.kind == ScheduleItem::Kind::copy)
+    return fmt::format("item {} (copy {} -> {})", i, item.ast.src(0).device().to_string(), item.device.to_string());
+  return fmt::format("item {} (kernel {} {})", i, dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
+}
+
+}  // namespace
+
+namespace {
+std::atomic<int64_t> g_watchdog_ms{-1};
+}
+
+std::chrono::milliseconds watchdog_timeout() {
+  int64_t ms = g_watchdog_ms.load();
+  if (ms < 0) {
+    ms = 60000;
+    if (const char* v = std::getenv("RINGRT_WATCHDOG_S")) {
+      char* end = nullptr;
+      double s = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(s > 0) || s > 1e7)
+        throw ConfigError(fmt::format("environment variable RINGRT_WATCHDOG_S: expected seconds > 0, got '{}'", v));
+      ms = static_cast<int64_t>(s * 1000);
+    }
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+void set_watchdog_timeout(std::chrono::milliseconds timeout) { g_watchdog_ms = timeout.count(); }
+
+Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan)), roots_(std::move(roots)) {
+  for (auto& item : plan_.items) {
+    if (item.kind == ScheduleItem::Kind::copy) {
+      // the realized value a copy reads: the first realized node under its source
+      UOp u = item.ast.src(0);
+      while (u.op() == Ops::RESHAPE || (u.op() == Ops::SHRINK && u.shape().size() == 1)) u = u.src(0);
+      item.reads = {u};
+      kernels_.push_back(nullptr);
+      continue;
+    }
+    auto pk = std::make_shared<PreparedKernel>();
+    pk->kernel = codegen::lower_kernel(with_placeholders(item.ast, item.reads));
+    for (const auto& in : pk->kernel.inputs) pk->input_reads.push_back(static_cast<size_t>(-1 - in.buffer_id));
+    kernels_.push_back(pk);
+  }
+  // compile per device, every kernel of the program in one go
+  std::unordered_map<Device*, std::vector<size_t>> wanted;
+  for (size_t i = 0; i < plan_.items.size(); ++i)
+    if (kernels_[i])
+      for (const auto& name : names_of(plan_.items[i].device)) wanted[&device(name)].push_back(i);
+  for (auto& [dev, items] : wanted) {
+    std::vector<codegen::Kernel> ks;
+    for (size_t i : items) ks.push_back(kernels_[i]->kernel);
+    auto compiled = dev->compile_all(ks);
+    for (size_t j = 0; j < items.size(); ++j) kernels_[items[j]]->compiled[dev] = compiled[j];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// running
+
+void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
+                  const ExecOptions& options) const {
+  std::unordered_map<const detail::Node*, std::vector<Block>> mem;
+  std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out;  // alias roots' outputs
+  std::vector<std::vector<Block>> temps;  // intermediates and scratch buffers of this run
+  std::vector<std::shared_ptr<DeviceStorage>> held;
+  for (size_t r = 0; r < roots_.size(); ++r) {
+    const UOp& root = roots_[r];
+    if (root.op() == Ops::AFTER || root.op() == Ops::MSELECT || root.op() == Ops::MSTACK) {
+      alias_out[root.node()] = &outs.at(r);
+    } else if (root.op() != Ops::ASSIGN) {
+      mem[root.node()] = outs.at(r);
+    }
+  }
+
+  // The memory of a realized value (iterative over alias chains).
+  std::function<const std::vector<Block>&(const UOp&)> resolve = [&](const UOp& u) -> const std::vector<Block>& {
+    if (auto it = mem.find(u.node()); it != mem.end()) return it->second;
+    std::vector<Block> blocks;
+    switch (u.op()) {
+      case Ops::BUFFER: {
+        int64_t id = std::get<BufferArg>(u.arg()).id;
+        if (auto st = inputs ? inputs(id) : nullptr) {
+          held.push_back(st);
+          blocks = st->blocks();
+        } else {  // a scratch buffer
+          temps.push_back(allocate(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()))));
+          blocks = temps.back();
+        }
+        break;
+      }
+      case Ops::AFTER:
+      case Ops::RESHAPE:
+        blocks = resolve(u.src(0));
+        break;
+      case Ops::MSELECT:
+        blocks = {resolve(u.src(0)).at(static_cast<size_t>(u.arg_int()))};
+        break;
+      case Ops::MSTACK:
+        for (const UOp& s : u.src()) blocks.push_back(resolve(s).at(0));
+        break;
+      default:
+        temps.push_back(allocate(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()))));
+        blocks = temps.back();
+    }
+    return mem.emplace(u.node(), std::move(blocks)).first->second;
+  };
+  auto target_of = [&](const ScheduleItem& item) -> std::vector<Block> {
+    if (auto it = alias_out.find(item.target.node());
+        it != alias_out.end() && item.reads == std::vector<UOp>{item.target})
+      return *it->second;
+    return resolve(item.target);
+  };
+
+  std::vector<std::vector<Event>> events(plan_.items.size());
+  for (size_t i = 0; i < plan_.items.size(); ++i) {
+    const ScheduleItem& item = plan_.items[i];
+    std::vector<Event> after;
+    for (size_t d : item.deps) after.insert(after.end(), events[d].begin(), events[d].end());
+    std::vector<Block> target = target_of(item);
+    if (item.kind == ScheduleItem::Kind::copy) {
+      auto [src, offset] = copy_source(item.ast, item.reads);
+      const Block& from = resolve(src).at(0);
+      size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
+      if (bytes == 0) continue;
+      const char* src_ptr = static_cast<const char*>(from.ptr) + offset * itemsize(item.ast.dtype());
+      events[i].push_back(target.at(0).device->copy_from(*from.device, src_ptr, target[0].ptr, bytes, after));
+      continue;
+    }
+    const PreparedKernel& pk = *kernels_[i];
+    for (size_t d = 0; d < target.size(); ++d) {
+      std::vector<void*> bufs{target[d].ptr};
+      for (size_t r : pk.input_reads) {
+        const std::vector<Block>& b = resolve(item.reads[r]);
+        bufs.push_back(b.at(b.size() == 1 ? 0 : d).ptr);
+      }
+      Device* dev = target[d].device;
+      events[i].push_back(dev->launch(*pk.compiled.at(dev), std::move(bufs), static_cast<int32_t>(d), after));
+    }
+  }
+
+  // the watchdog: every item must finish by the deadline
+  auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  for (size_t i = 0; i < events.size(); ++i) {
+    for (const Event& e : events[i]) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (!e.wait_for(std::max(left, std::chrono::milliseconds(0)))) {
+        temps.clear();  // still in use by the stuck item: leaked on purpose rather than freed under it
+        throw TimeoutError(fmt::format("{} on {} did not complete within {} ms", describe(plan_.items[i], i),
+                                       plan_.items[i].device.to_string(), options.timeout.count()));
+      }
+    }
+  }
+  for (const auto& t : temps)
+    for (const Block& b : t) b.device->free(b.ptr, b.bytes);
+}
+
+}  // namespace ringrt

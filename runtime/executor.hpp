@@ -1,0 +1,81 @@
+// The executor: runs a planned schedule on the devices (DESIGN.md "Runtime").
+//
+// A Program is a schedule made ready to run: each kernel item lowered to the kernel IR and compiled
+// for its devices, each copy item resolved to a byte range. Running it binds memory (tensor storages
+// for inputs, the caller's blocks for the result, cached device memory for intermediates and scratch
+// buffers), submits every item to its device's in-order queue after the events of the items it waits
+// for, so independent copies and kernels on different devices overlap, and waits with a watchdog.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "rewrite/interpreter.hpp"
+#include "runtime/device.hpp"
+#include "runtime/schedule.hpp"
+
+namespace ringrt {
+
+// One device's memory of a value.
+struct Block {
+  Device* device = nullptr;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
+// The device memory of one BUFFER (id): a block per device of its device spec, numel elements each.
+// Returned to the device's allocator cache when the last holder lets go.
+class DeviceStorage {
+ public:
+  DeviceStorage(int64_t id, const DeviceSpec& devices, DType dtype, int64_t numel);  // throws DeviceError
+  ~DeviceStorage();
+  DeviceStorage(const DeviceStorage&) = delete;
+  DeviceStorage& operator=(const DeviceStorage&) = delete;
+
+  int64_t id() const { return id_; }
+  DType dtype() const { return dtype_; }
+  int64_t numel() const { return numel_; }
+  const std::vector<Block>& blocks() const { return blocks_; }
+  std::vector<HostBuffer> to_host() const;             // one flat HostBuffer per device
+  void from_host(const std::vector<HostBuffer>& data);  // one per device (or one for all)
+
+ private:
+  int64_t id_;
+  DType dtype_;
+  int64_t numel_;
+  std::vector<Block> blocks_;
+};
+
+// The watchdog's default: $RINGRT_WATCHDOG_S seconds if set, else 60 s; settable for the process.
+std::chrono::milliseconds watchdog_timeout();
+void set_watchdog_timeout(std::chrono::milliseconds timeout);
+
+using StorageLookup = std::function<std::shared_ptr<DeviceStorage>(int64_t buffer_id)>;
+
+struct ExecOptions {
+  std::chrono::milliseconds timeout = watchdog_timeout();  // an item not done by then is a TimeoutError
+};
+
+class Program {
+ public:
+  // Lowers and compiles every kernel of plan, which realizes roots. Throws CompileError.
+  Program(ItemPlan plan, std::vector<UOp> roots);
+  // Runs the items; root i's value lands in outs[i] (a block per device of the root), or for an
+  // ASSIGN root in its destination's storage (outs[i] unused). Blocks until done; throws TimeoutError
+  // naming the first item that did not finish within options.timeout (the device queue it sits on
+  // stays blocked until it finishes; everything else stays usable), or the error an item raised.
+  void run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
+           const ExecOptions& options = {}) const;
+  const ItemPlan& plan() const { return plan_; }
+  size_t kernels_compiled() const { return kernels_.size(); }
+
+ private:
+  struct PreparedKernel;
+  ItemPlan plan_;
+  std::vector<UOp> roots_;
+  std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
+};
+
+}  // namespace ringrt
