@@ -1,0 +1,80 @@
+// Experiment configuration: the YAML file of `ringrt run`, validated into an ExperimentConfig.
+// Reference: DESIGN.md "The ringrt program and YAML"; the allreduce tunables are the ones declared in
+// rewrite/settings.hpp (tunables(), set_tunable()), never repeated here.
+//
+// Keys (every other key is an error):
+//   backend: auto | cpu | hip
+//   devices.count: N, or a list of device names ([CPU:0, CPU:1] / [HIP:0, ...])
+//   devices.groups: [g0, g1, ...]            one group id per device (hierarchical allreduce)
+//   allreduce.* and debug                    see tunables()
+//   experiment.collective: allreduce
+//   experiment.op: sum | max | min | prod
+//   experiment.dtype: float32 | float16 | bfloat16 | float64 | int32 | int64 | int8 | uint8
+//   experiment.sizes: {min, max, factor}     bytes per device: 4096, 512B, 1KiB, 64MiB, 1GiB
+//   experiment.counts: [N, ...]              elements per device (instead of sizes)
+//   experiment.buckets: [N, ...]             elements of each gradient bucket; one step allreduces
+//                                            every bucket once (instead of sizes/counts)
+//   experiment.warmup, experiment.iters      untimed and timed iterations (steps with buckets)
+//   experiment.check: true | false           compare every result with a host reference
+//
+// Precedence: --set > environment (the tunables' variables) > YAML > default. Only this header's
+// users see ExperimentConfig; yaml-cpp stays inside config.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rewrite/dtype.hpp"
+#include "rewrite/ops.hpp"
+#include "rewrite/settings.hpp"
+
+namespace ringrt {
+
+// How the element counts of a run are given.
+enum class SweepForm { sizes, counts, buckets };
+
+struct ExperimentConfig {
+  std::string file;                  // the YAML file it came from ("" for text)
+  std::string backend = "cpu";       // resolved: "cpu" or "hip" ("auto" picks hip when a GPU is present)
+  std::vector<std::string> devices;  // resolved device names, in ring order
+  std::vector<int> groups;           // group id per device; empty: no groups
+  AllreduceSettings settings;        // the tunables, with settings.groups filled from `groups`
+  std::string collective = "allreduce";
+  std::string op_name = "sum";  // sum | max | min | prod
+  Ops op = Ops::ADD;            // ADD | MAX | MIN | MUL
+  DType dtype = DType::float32;
+  SweepForm form = SweepForm::sizes;
+  int64_t size_min = 1024, size_max = int64_t{64} << 20, size_factor = 4;  // bytes per device
+  std::vector<int64_t> counts;  // SweepForm::counts or ::buckets: elements per device
+  int warmup = 2, iters = 10;   // with buckets: steps
+  bool check = true;
+  // Where each key that was set got its value: "FILE:LINE:COL", "environment variable RING" or
+  // "--set k=v". Keys left at their default are absent.
+  std::map<std::string, std::string> origins;
+
+  // The element counts to run, in order: min, min*factor, ... <= max (bytes / itemsize) for sizes;
+  // the list itself for counts and buckets.
+  std::vector<int64_t> sweep_counts() const;
+};
+
+// Loads and validates a YAML experiment file, then applies the environment and the overrides
+// ("key=value", value in YAML syntax: `allreduce.ring=2`, `experiment.counts=[64,256]`).
+// Throws ConfigError "FILE:LINE:COL: key 'a.b': expected ..., got ..." (1-based line and column) for
+// a missing file, a YAML syntax error, an unknown or duplicate key, a wrong type or a value out of
+// range, groups of the wrong length, a reduce leader that is not a device; "environment variable X:
+// ..." for a bad environment value; "--set k=v: ..." for a bad override. A device that does not
+// exist on the backend (cpu: CPU:i with i < the number of devices; hip: HIP:i with i < the GPUs
+// present) is a ConfigError at the key that names it.
+ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The same from YAML text; `name` stands for the file name in messages.
+ExperimentConfig parse_config(std::string_view yaml, const std::string& name,
+                              const std::vector<std::string>& overrides = {});
+
+// "1 KiB", "64 MiB", "512 B": bytes in the largest binary unit that divides them.
+std::string format_bytes(int64_t bytes);
+
+}  // namespace ringrt

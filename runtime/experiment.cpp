@@ -1,0 +1,264 @@
+// The experiment runner. Design: plan apart from execution and checking. For every count the input is
+// built and realized first (its copies to the devices are not timed); each timed iteration builds the
+// lazy allreduce and realizes it, timed with steady_clock around realize(); the last iteration's
+// result is checked on every device against a reference the host computes in double (int64 for
+// integers, wrapped to the type's width like the devices do).
+#include "runtime/experiment.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+namespace ringrt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer: a cheap, well-spread hash
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Small integers keep every partial result exact in the type: integers and 16-bit floats.
+bool small_integer_data(DType dt) { return !is_float(dt) || itemsize(dt) == 2; }
+
+// Device d's element i. Products stay bounded: factors 1, -1, 2 (unsigned: 1, 2) or in [0.75, 1.25].
+double input_value(DType dt, Ops op, int64_t d, int64_t i) {
+  uint64_t h = mix(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(d) + 1);
+  if (op == Ops::MUL) {
+    if (!small_integer_data(dt)) return 0.75 + static_cast<double>(h % 1001) / 2000.0;
+    if (is_unsigned(dt)) return h % 2 ? 2 : 1;
+    return h % 3 == 0 ? 1 : h % 3 == 1 ? -1 : 2;
+  }
+  if (small_integer_data(dt)) return is_unsigned(dt) ? static_cast<double>(h % 5) : static_cast<double>(h % 9) - 4;
+  return (static_cast<double>(h % 20001) - 10000.0) / 3000.0;  // not exact in binary: rounding happens
+}
+
+double epsilon(DType dt) {
+  switch (dt) {
+    case DType::float64:
+      return std::ldexp(1.0, -52);
+    case DType::float16:
+      return std::ldexp(1.0, -10);
+    case DType::bfloat16:
+      return std::ldexp(1.0, -7);
+    default:
+      return std::ldexp(1.0, -23);
+  }
+}
+
+double combine(Ops op, double a, double b) {
+  switch (op) {
+    case Ops::MAX:
+      return std::max(a, b);
+    case Ops::MIN:
+      return std::min(a, b);
+    case Ops::MUL:
+      return a * b;
+    default:
+      return a + b;
+  }
+}
+
+// The expected result of one allreduce and how far each element may be from it.
+struct Reference {
+  HostBuffer exact;               // the reference rounded (or wrapped) into the dtype
+  std::vector<double> value;      // floats: in double, before rounding
+  std::vector<double> tolerance;  // floats: allowed |got - value|; empty: compare `exact` bit for bit
+};
+
+Reference reference_of(const HostBuffer& in, int64_t ndev, int64_t count, Ops op) {
+  DType dt = in.dtype;
+  Reference r{HostBuffer(dt, {count}), {}, {}};
+  bool is_int = !is_float(dt);
+  // Rounding-free cases: integers (wrapping is exact), max/min, and small integers in 16-bit floats
+  // while every partial result fits the significand (2^11 for float16, 2^8 for bfloat16).
+  int64_t exact_limit = dt == DType::float16 ? 2048 : 256;
+  bool exact = is_int || op == Ops::MAX || op == Ops::MIN ||
+               (small_integer_data(dt) && (op == Ops::MUL || 4 * ndev <= exact_limit));
+  if (!exact) r.tolerance.resize(static_cast<size_t>(count));
+  if (!is_int) r.value.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    if (is_int) {
+      int64_t acc = in.get_int(i);
+      for (int64_t d = 1; d < ndev; ++d) {
+        int64_t v = in.get_int(d * count + i);
+        acc = op == Ops::MAX   ? std::max(acc, v)
+              : op == Ops::MIN ? std::min(acc, v)
+              : op == Ops::MUL ? static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v))
+                               : static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+      }
+      r.exact.set_int(i, acc);
+      continue;
+    }
+    double acc = in.get(i), mag = std::abs(acc);
+    for (int64_t d = 1; d < ndev; ++d) {
+      double v = in.get(d * count + i);
+      acc = combine(op, acc, v);
+      mag = op == Ops::MUL ? mag * std::abs(v) : mag + std::abs(v);
+    }
+    r.value[static_cast<size_t>(i)] = acc;
+    r.exact.set(i, acc);
+    if (!exact) r.tolerance[static_cast<size_t>(i)] = static_cast<double>(ndev) * epsilon(dt) * mag;
+  }
+  return r;
+}
+
+int64_t count_wrong(const Reference& ref, const HostBuffer& got) {
+  int64_t wrong = 0, n = ref.exact.numel();
+  if (got.numel() != n || got.dtype != ref.exact.dtype) return n;
+  bool is_int = !is_float(got.dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    bool ok;
+    if (is_int) {
+      ok = got.get_int(i) == ref.exact.get_int(i);
+    } else if (ref.tolerance.empty()) {
+      double g = got.get(i), e = ref.exact.get(i);
+      ok = g == e || (std::isnan(g) && std::isnan(e));
+    } else {
+      ok = std::abs(got.get(i) - ref.value[static_cast<size_t>(i)]) <= ref.tolerance[static_cast<size_t>(i)];
+    }
+    wrong += ok ? 0 : 1;
+  }
+  return wrong;
+}
+
+bool corrupt_for_tests() {  // test-only: see run_experiment's comment
+  const char* v = std::getenv("RINGRT_TEST_CORRUPT");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+// #wrong of one realized allreduce over every device's result.
+int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Reference& ref) {
+  std::vector<Tensor> shards = result.shards();
+  int64_t wrong = 0;
+  for (size_t d = 0; d < shards.size(); ++d) {
+    HostBuffer got = shards[d].host();
+    if (d + 1 == shards.size() && corrupt_for_tests() && got.numel() > 0)
+      is_float(got.dtype) ? got.set(0, got.get(0) + 1) : got.set_int(0, got.get_int(0) + 1);
+    wrong += count_wrong(ref, got);
+  }
+  if (shards.size() != cfg.devices.size()) wrong += ref.exact.numel();  // a device without a result
+  return wrong;
+}
+
+double busbw_factor(size_t ndev) {
+  return ndev > 0 ? 2.0 * static_cast<double>(ndev - 1) / static_cast<double>(ndev) : 0.0;
+}
+
+ResultRow make_row(const ExperimentConfig& cfg, int64_t count, const Tensor& lazy, double total_us) {
+  ResultRow row;
+  row.count = count;
+  row.bytes = count * itemsize(cfg.dtype);
+  row.type = std::string(dtype_name(cfg.dtype));
+  row.redop = cfg.op_name;
+  std::vector<std::string> algos = lazy.schedule().algorithms;
+  row.algo = algos.empty() ? "-" : fmt::format("{}", fmt::join(algos, "+"));
+  row.time_us = total_us / cfg.iters;
+  row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / row.time_us / 1e3 : 0.0;
+  row.busbw = row.algbw * busbw_factor(cfg.devices.size());
+  return row;
+}
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+}  // namespace
+
+int64_t ExperimentResult::wrong() const {
+  int64_t w = 0;
+  for (const ResultRow& r : rows) w += std::max<int64_t>(r.wrong, 0);
+  return w;
+}
+
+HostBuffer allreduce_input_data(const ExperimentConfig& cfg, int64_t count) {
+  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
+  HostBuffer in(cfg.dtype, {ndev, count});
+  for (int64_t d = 0; d < ndev; ++d)
+    for (int64_t i = 0; i < count; ++i) in.set(d * count + i, input_value(cfg.dtype, cfg.op, d, i));
+  return in;
+}
+
+Tensor make_allreduce_input(const ExperimentConfig& cfg, int64_t count) {
+  Tensor x = Tensor::from_host(allreduce_input_data(cfg, count), cfg.devices.at(0)).shard(cfg.devices, 0);
+  x.realize();
+  return x;
+}
+
+Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input) { return input.reduce(cfg.op, {0}); }
+
+ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObserver& observer) {
+  ScopedSettings scope(cfg.settings);
+  ExperimentResult result;
+  std::vector<int64_t> counts = cfg.sweep_counts();
+  int64_t per_count = cfg.warmup + cfg.iters, total = per_count * static_cast<int64_t>(counts.size()), done = 0;
+  auto tick = [&] {
+    if (observer.progress) observer.progress(++done, total);
+  };
+  auto finish_row = [&](ResultRow row) {
+    if (observer.row) observer.row(row);
+    result.rows.push_back(std::move(row));
+  };
+  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
+  // The reference starts from the host data again, not from anything the devices computed.
+  auto reference = [&](int64_t count) { return reference_of(allreduce_input_data(cfg, count), ndev, count, cfg.op); };
+
+  if (cfg.form != SweepForm::buckets) {
+    for (int64_t count : counts) {
+      Tensor x = make_allreduce_input(cfg, count), y = x;
+      double timed_us = 0;
+      for (int it = 0; it < per_count; ++it) {
+        y = allreduce_of(cfg, x);
+        auto t0 = Clock::now();
+        y.realize();
+        if (it >= cfg.warmup) timed_us += micros(Clock::now() - t0);
+        tick();
+      }
+      ResultRow row = make_row(cfg, count, allreduce_of(cfg, x), timed_us);
+      if (cfg.check) row.wrong = check_result(cfg, y, reference(count));
+      finish_row(std::move(row));
+    }
+    return result;
+  }
+
+  // Gradient buckets: one step allreduces every bucket once, in order (as DDP launches them).
+  std::vector<Tensor> inputs, outputs;
+  for (int64_t count : counts) inputs.push_back(make_allreduce_input(cfg, count));
+  std::vector<double> bucket_us(counts.size(), 0.0);
+  double step_us = 0;
+  for (int step = 0; step < per_count; ++step) {
+    bool timed = step >= cfg.warmup;
+    outputs.clear();
+    auto step_start = Clock::now();
+    for (size_t b = 0; b < inputs.size(); ++b) {
+      Tensor y = allreduce_of(cfg, inputs[b]);
+      auto t0 = Clock::now();
+      y.realize();
+      if (timed) bucket_us[b] += micros(Clock::now() - t0);
+      outputs.push_back(y);
+      tick();
+    }
+    if (timed) step_us += micros(Clock::now() - step_start);
+  }
+  StepSummary summary;
+  for (size_t b = 0; b < inputs.size(); ++b) {
+    ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
+    if (cfg.check) row.wrong = check_result(cfg, outputs[b], reference(counts[b]));
+    summary.bytes += row.bytes;
+    finish_row(std::move(row));
+  }
+  summary.buckets = static_cast<int64_t>(counts.size());
+  summary.time_us = step_us / cfg.iters;
+  summary.algbw = summary.time_us > 0 ? static_cast<double>(summary.bytes) / summary.time_us / 1e3 : 0.0;
+  summary.busbw = summary.algbw * busbw_factor(cfg.devices.size());
+  result.step = summary;
+  return result;
+}
+
+}  // namespace ringrt

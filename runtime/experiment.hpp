@@ -1,0 +1,76 @@
+// The experiment runner of `ringrt run`: allreduce sweeps (and gradient-bucket steps) over the
+// devices of an ExperimentConfig, timed and checked, built on the public Tensor API only.
+// Reference: DESIGN.md "The ringrt program and YAML"; the table follows rccl-tests
+// (nccl-tests doc/PERFORMANCE.md: algbw = bytes / time, busbw = algbw * 2(n-1)/n for allreduce).
+//
+// One allreduce of count N: a (ndev, N) tensor sharded on axis 0 (one row per device, realized
+// before timing), reduced over axis 0 with the op, the (N) result on every device. Input data is
+// deterministic and differs per device: small integers for integer and 16-bit float types (so that
+// sums are exact), fractions for float32/float64.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/config.hpp"
+#include "runtime/tensor.hpp"
+
+namespace ringrt {
+
+// One line of the table: one count (or one gradient bucket).
+struct ResultRow {
+  int64_t bytes = 0;   // per device: count * itemsize
+  int64_t count = 0;   // elements per device
+  std::string type;    // dtype name
+  std::string redop;   // sum | max | min | prod
+  std::string algo;    // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical
+  double time_us = 0;  // mean wall time of one allreduce (realize()) over the timed iterations
+  double algbw = 0;    // GB/s (1e9 bytes): bytes / time
+  double busbw = 0;    // GB/s: algbw * 2(n-1)/n
+  int64_t wrong = -1;  // elements differing from the host reference over all devices; -1: not checked
+};
+
+// With experiment.buckets: one step allreduces every bucket once.
+struct StepSummary {
+  int64_t buckets = 0, bytes = 0;  // bytes: all buckets, per device
+  double time_us = 0;              // mean wall time of one step
+  double algbw = 0, busbw = 0;     // GB/s over the whole step
+};
+
+struct ExperimentResult {
+  std::vector<ResultRow> rows;
+  std::optional<StepSummary> step;
+  int64_t wrong() const;  // sum of the checked rows' #wrong
+};
+
+// Callbacks for the caller's display; both optional.
+struct ExperimentObserver {
+  std::function<void(int64_t done, int64_t total)> progress;  // after every realize()
+  std::function<void(const ResultRow&)> row;                  // after each row is finished
+};
+
+// Runs the experiment: for each count (or bucket) realize the input, run `warmup` untimed and `iters`
+// timed allreduces (with buckets: steps of every bucket), time them with std::chrono::steady_clock
+// around Tensor::realize(), and with cfg.check compare every device's result (Tensor::shards()) with
+// the host reference: exact for integers, 16-bit floats (small integer data) and max/min; for
+// float32/float64 sum within n * epsilon * sum|x_i| (prod: n * epsilon * |prod x_i|).
+// The settings are installed with ScopedSettings for the whole run.
+// Test-only: with the environment variable RINGRT_TEST_CORRUPT=1 one element of the last device's
+// result is changed before the check, so that the exit status for wrong results can be tested.
+// Throws ShapeError/DeviceError/ConfigError from the Tensor API.
+ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObserver& observer = {});
+
+// The (ndev, count) host data of one allreduce: row d is device d's data (see the header comment).
+HostBuffer allreduce_input_data(const ExperimentConfig& cfg, int64_t count);
+
+// The (ndev, count) input of one allreduce, sharded on axis 0 over cfg.devices and realized; row d
+// is device d's data (see the header comment).
+Tensor make_allreduce_input(const ExperimentConfig& cfg, int64_t count);
+
+// The allreduce of `input` over axis 0 with cfg.op, unrealized: a (count) tensor on every device.
+Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input);
+
+}  // namespace ringrt

@@ -1,0 +1,186 @@
+// The `ringrt` program (DESIGN.md "The ringrt program and YAML"):
+//   ringrt run CONFIG.yaml [--set key=value]... [--csv FILE] [--json FILE]
+//   ringrt schedule CONFIG.yaml --count N [--json] [--dot FILE] [--emit-source DIR --target hip|cpu]
+//   ringrt config CONFIG.yaml [--set key=value]... [--dump]
+// Exit status: 0 ok, 1 wrong results, 2 bad input (command line, config, environment, shapes,
+// devices), 3 an internal or toolchain failure (a bug: CompileError, TimeoutError, InternalError).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "rewrite/errors.hpp"
+#include "runtime/config.hpp"
+#include "runtime/experiment.hpp"
+#include "runtime/report.hpp"
+
+namespace {
+
+using namespace ringrt;
+
+// A one-line progress bar on stderr, drawn only when stderr is a terminal (nothing when piped).
+class ProgressBar {
+ public:
+  ProgressBar() : on_(isatty(STDERR_FILENO) != 0) {}
+  void update(int64_t done, int64_t total) {
+    if (!on_ || total <= 0) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done < total && shown_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    constexpr int kWidth = 40;
+    int filled = static_cast<int>(kWidth * done / total);
+    std::fprintf(stderr, "\r[%s%s] %3d%% (%lld/%lld)", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(), static_cast<int>(100 * done / total),
+                 static_cast<long long>(done), static_cast<long long>(total));
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (!shown_) return;
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    shown_ = false;
+  }
+
+ private:
+  bool on_, shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+int run_command(const std::string& config, const std::vector<std::string>& sets, const std::string& csv,
+                const std::string& json) {
+  ExperimentConfig cfg = load_config(config, sets);
+  std::fputs(format_header(cfg).c_str(), stdout);
+  std::fflush(stdout);
+  ProgressBar bar;
+  ExperimentObserver observer;
+  observer.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
+  observer.row = [&](const ResultRow& row) {
+    bar.clear();
+    std::fputs(format_row(row).c_str(), stdout);
+    std::fflush(stdout);
+  };
+  ExperimentResult result = run_experiment(cfg, observer);
+  bar.clear();
+  std::fputs(format_footer(result).c_str(), stdout);
+  std::fflush(stdout);
+  if (!csv.empty()) write_csv(csv, cfg, result);
+  if (!json.empty()) write_json(json, cfg, result);
+  return result.wrong() > 0 ? 1 : 0;
+}
+
+// Kernel source emission exists once Schedule grows emit_sources(dir, target); until then: false.
+template <class S>
+bool emit_sources(const S& schedule, const std::string& dir, const std::string& target) {
+  if constexpr (requires { schedule.emit_sources(dir, target); }) {
+    schedule.emit_sources(dir, target);
+    return true;
+  } else {
+    return false;
+  }
+}
+
+int schedule_command(const std::string& config, const std::vector<std::string>& sets, int64_t count, bool as_json,
+                     const std::string& dot, const std::string& emit_dir, const std::string& target) {
+  ExperimentConfig cfg = load_config(config, sets);
+  ScopedSettings scope(cfg.settings);
+  Tensor lazy = allreduce_of(cfg, make_allreduce_input(cfg, count));
+  Schedule schedule = lazy.schedule();
+  if (!dot.empty()) write_schedule_dot(dot, lazy, cfg.settings);
+  if (!emit_dir.empty() && !emit_sources(schedule, emit_dir, target)) {
+    std::cerr << "ringrt: schedule --emit-source: not available yet: this build has no kernel source emission "
+                 "(Schedule::emit_sources)\n";
+    return 2;
+  }
+  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
+  std::fputs(
+      (as_json ? schedule_json(schedule, ndev, count, cfg.dtype) : schedule_text(schedule, ndev, count, cfg.dtype))
+          .c_str(),
+      stdout);
+  return 0;
+}
+
+int config_command(const std::string& config, const std::vector<std::string>& sets, bool dump) {
+  ExperimentConfig cfg = load_config(config, sets);
+  if (dump)
+    std::fputs(describe_config(cfg).c_str(), stdout);
+  else
+    std::printf("%s: ok (%zu %s devices)\n", config.c_str(), cfg.devices.size(), cfg.backend.c_str());
+  return 0;
+}
+
+CLI::Validator positive_count() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.find_first_not_of("0123456789") == std::string::npos &&
+                       text.find_first_not_of('0') != std::string::npos
+                   ? ""
+                   : "expected a count of elements >= 1, got '" + text + "'";
+      },
+      "N>=1");
+}
+
+void add_set_option(CLI::App* cmd, std::vector<std::string>& sets) {
+  cmd->add_option("--set", sets, "override any YAML key: key=value (value in YAML syntax), repeatable")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("KEY=VALUE");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringrt: sharded tensors and allreduce (naive, ring, all2all, hierarchical) over devices"};
+  app.require_subcommand(1);
+  std::string config, csv, json, dot, emit_dir, target;
+  std::vector<std::string> sets;
+  int64_t count = 0;
+  bool as_json = false, dump = false;
+
+  CLI::App* run = app.add_subcommand("run", "run a YAML experiment and print an rccl-tests-style table");
+  run->add_option("config", config, "YAML experiment file")->required();
+  add_set_option(run, sets);
+  run->add_option("--csv", csv, "also write the rows as CSV");
+  run->add_option("--json", json, "also write the rows as JSON");
+
+  CLI::App* sched = app.add_subcommand("schedule", "print the allreduce schedule of one count without running it");
+  sched->add_option("config", config, "YAML experiment file")->required();
+  add_set_option(sched, sets);
+  sched->add_option("--count", count, "elements per device")->required()->check(positive_count());
+  sched->add_flag("--json", as_json, "print the documented JSON object");
+  sched->add_option("--dot", dot, "write the lowered graph as Graphviz DOT");
+  CLI::Option* emit = sched->add_option("--emit-source", emit_dir, "write the kernel sources to DIR");
+  sched->add_option("--target", target, "the kind of source to emit")
+      ->check(CLI::IsMember({"hip", "cpu"}))
+      ->needs(emit);
+  emit->needs(sched->get_option("--target"));
+
+  CLI::App* conf = app.add_subcommand("config", "validate a YAML experiment; --dump prints the effective settings");
+  conf->add_option("config", config, "YAML experiment file")->required();
+  add_set_option(conf, sets);
+  conf->add_flag("--dump", dump, "print every effective setting and where it was set");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (run->parsed()) return run_command(config, sets, csv, json);
+    if (sched->parsed()) return schedule_command(config, sets, count, as_json, dot, emit_dir, target);
+    return config_command(config, sets, dump);
+  } catch (const ConfigError& e) {
+    std::cerr << "ringrt: " << e.what() << "\n";
+  } catch (const ShapeError& e) {
+    std::cerr << "ringrt: " << e.what() << "\n";
+  } catch (const DeviceError& e) {
+    std::cerr << "ringrt: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "ringrt: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 2;
+}

@@ -1,0 +1,188 @@
+#include "runtime/report.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/rules/multi.hpp"
+
+namespace ringrt {
+namespace {
+
+std::ofstream open_output(const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw ConfigError(fmt::format("{}: cannot write the file", path));
+  return out;
+}
+
+void close_output(std::ofstream& out, const std::string& path) {
+  out.close();
+  if (!out) throw ConfigError(fmt::format("{}: writing the file failed", path));
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t start = 0, end; start < text.size(); start = end + 1) {
+    end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+  }
+  return out;
+}
+
+std::string groups_text(const ExperimentConfig& cfg) {
+  return cfg.groups.empty() ? "none" : fmt::format("[{}]", fmt::join(cfg.groups, ", "));
+}
+
+constexpr char kRowFormat[] = "{:>12} {:>13} {:>9} {:>6} {:>13} {:>11} {:>8} {:>8} {:>7}\n";
+
+}  // namespace
+
+std::string describe_config(const ExperimentConfig& cfg) {
+  std::string out;
+  auto line = [&](const std::string& key, const std::string& value) {
+    auto it = cfg.origins.find(key);
+    out += fmt::format("{} = {}{}\n", key, value, it == cfg.origins.end() ? "" : "  <- " + it->second);
+  };
+  line("backend", cfg.backend);
+  line("devices.count", fmt::format("[{}]", fmt::join(cfg.devices, ", ")));
+  line("devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")));
+  // The tunables exactly as dump_settings() prints them, each followed by where it was set.
+  for (const std::string& l : lines_of(dump_settings(cfg.settings))) {
+    std::string key = l.substr(0, l.find(' '));
+    if (key == "devices.groups") continue;  // printed above, as the list the YAML holds
+    auto it = cfg.origins.find(key);
+    out += l + (it == cfg.origins.end() ? "" : "  <- " + it->second) + "\n";
+  }
+  line("experiment.collective", cfg.collective);
+  line("experiment.op", cfg.op_name);
+  line("experiment.dtype", std::string(dtype_name(cfg.dtype)));
+  if (cfg.form == SweepForm::sizes)
+    out += fmt::format("experiment.sizes = {{min: {}, max: {}, factor: {}}}\n", format_bytes(cfg.size_min),
+                       format_bytes(cfg.size_max), cfg.size_factor);
+  else
+    line(cfg.form == SweepForm::counts ? "experiment.counts" : "experiment.buckets",
+         fmt::format("[{}]", fmt::join(cfg.counts, ", ")));
+  line("experiment.warmup", std::to_string(cfg.warmup));
+  line("experiment.iters", std::to_string(cfg.iters));
+  line("experiment.check", cfg.check ? "true" : "false");
+  return out;
+}
+
+std::string format_header(const ExperimentConfig& cfg) {
+  std::string out;
+  out += fmt::format("# ringrt run {}: {} {} {} over {} {} devices\n", cfg.file, cfg.collective, cfg.op_name,
+                     dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend);
+  out += fmt::format("# backend: {}\n# devices: {}\n# groups: {}\n", cfg.backend, fmt::join(cfg.devices, ", "),
+                     groups_text(cfg));
+  const char* form = cfg.form == SweepForm::buckets ? "steps" : "iterations";
+  out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}\n", cfg.warmup, form, cfg.iters, form,
+                     cfg.check ? "true" : "false");
+  out += "# settings:\n";
+  for (const std::string& l : lines_of(dump_settings(cfg.settings))) out += "#   " + l + "\n";
+  out += "#\n";
+  out += fmt::format(kRowFormat, "#       size", "count", "type", "redop", "algo", "time", "algbw", "busbw", "#wrong");
+  std::string units = fmt::format(kRowFormat, "#        (B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  units.erase(units.find_last_not_of(" \n") + 1);  // no trailing blanks
+  return out + units + "\n";
+}
+
+std::string format_row(const ResultRow& r) {
+  return fmt::format(kRowFormat, r.bytes, r.count, r.type, r.redop, r.algo, fmt::format("{:.1f}", r.time_us),
+                     fmt::format("{:.2f}", r.algbw), fmt::format("{:.2f}", r.busbw),
+                     r.wrong < 0 ? "N/A" : std::to_string(r.wrong));
+}
+
+std::string format_footer(const ExperimentResult& result) {
+  std::string out;
+  if (result.step) {
+    const StepSummary& s = *result.step;
+    out +=
+        fmt::format("# step: {} buckets, {} B per device, {:.1f} us per step, algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
+                    s.buckets, s.bytes, s.time_us, s.algbw, s.busbw);
+  }
+  bool checked = std::any_of(result.rows.begin(), result.rows.end(), [](const ResultRow& r) { return r.wrong >= 0; });
+  out += checked ? fmt::format("# #wrong in all: {} {}\n", result.wrong(), result.wrong() == 0 ? "OK" : "FAILED")
+                 : "# #wrong in all: not checked\n";
+  double sum = 0;
+  for (const ResultRow& r : result.rows) sum += r.busbw;
+  out += fmt::format("# Avg bus bandwidth: {:.3f} GB/s\n", result.rows.empty() ? 0.0 : sum / result.rows.size());
+  return out;
+}
+
+void write_csv(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result) {
+  std::ofstream out = open_output(path);
+  out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend\n";
+  for (const ResultRow& r : result.rows)
+    out << fmt::format("{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},{},{}\n", r.bytes, r.count, r.type, r.redop, r.algo,
+                       r.time_us, r.algbw, r.busbw, r.wrong < 0 ? "" : std::to_string(r.wrong), cfg.devices.size(),
+                       cfg.backend);
+  close_output(out, path);
+}
+
+void write_json(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result) {
+  using Json = nlohmann::ordered_json;
+  Json j;
+  j["backend"] = cfg.backend;
+  j["devices"] = cfg.devices;
+  j["groups"] = cfg.groups;
+  j["collective"] = cfg.collective;
+  j["op"] = cfg.op_name;
+  j["dtype"] = std::string(dtype_name(cfg.dtype));
+  j["settings"] = lines_of(dump_settings(cfg.settings));
+  j["rows"] = Json::array();
+  for (const ResultRow& r : result.rows)
+    j["rows"].push_back({{"size", r.bytes},
+                         {"count", r.count},
+                         {"type", r.type},
+                         {"redop", r.redop},
+                         {"algo", r.algo},
+                         {"time_us", r.time_us},
+                         {"algbw", r.algbw},
+                         {"busbw", r.busbw},
+                         {"wrong", r.wrong < 0 ? Json(nullptr) : Json(r.wrong)}});
+  j["step"] = nullptr;
+  if (result.step)
+    j["step"] = {{"buckets", result.step->buckets},
+                 {"bytes", result.step->bytes},
+                 {"time_us", result.step->time_us},
+                 {"algbw", result.step->algbw},
+                 {"busbw", result.step->busbw}};
+  std::ofstream out = open_output(path);
+  out << j.dump(2) << "\n";
+  close_output(out, path);
+}
+
+std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype) {
+  nlohmann::ordered_json j;
+  j["algorithms"] = schedule.algorithms;
+  j["ndev"] = ndev;
+  j["count"] = count;
+  j["dtype"] = std::string(dtype_name(dtype));
+  j["copies"] = nlohmann::ordered_json::array();
+  for (const CopyItem& c : schedule.copies())
+    j["copies"].push_back({{"src", c.src}, {"dst", c.dst}, {"bytes", c.bytes}});
+  j["kernels"] = schedule.kernels();
+  return j.dump(2) + "\n";
+}
+
+std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype) {
+  std::string out =
+      fmt::format("allreduce of {} x {} {}: algorithms [{}], {} copies, {} kernels\n", ndev, count, dtype_name(dtype),
+                  fmt::join(schedule.algorithms, ", "), schedule.copies().size(), schedule.kernels());
+  out += schedule.to_string();
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out;
+}
+
+void write_schedule_dot(const std::string& path, const Tensor& lazy, const AllreduceSettings& settings) {
+  Lowered low = lower_multi({lazy.uop()}, settings);
+  std::ofstream out = open_output(path);
+  lazy.uop().graph().write_dot(out, low.roots);
+  close_output(out, path);
+}
+
+}  // namespace ringrt

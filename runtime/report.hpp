@@ -1,0 +1,49 @@
+// Output of the `ringrt` program: the rccl-tests-style table and its header, the CSV and JSON files
+// of `ringrt run`, and the JSON/DOT forms of `ringrt schedule`. Reference: DESIGN.md "The ringrt
+// program and YAML"; the table's columns and its "#" header follow rccl-tests.
+// nlohmann_json and the graph writer stay inside report.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/config.hpp"
+#include "runtime/experiment.hpp"
+#include "runtime/tensor.hpp"
+
+namespace ringrt {
+
+// "key = value" lines for every effective setting (backend, devices, experiment.*), with the
+// tunables as dump_settings() prints them, each followed by "  <- ORIGIN" when it was set (see
+// ExperimentConfig::origins). What `ringrt config --dump` prints.
+std::string describe_config(const ExperimentConfig& cfg);
+
+// "# "-prefixed lines naming the command, backend, devices, groups, the run's shape and every
+// setting (dump_settings), ending with the table's two column-title lines.
+std::string format_header(const ExperimentConfig& cfg);
+// One table line: size (B), count, type, redop, algo, time (us), algbw (GB/s), busbw (GB/s), #wrong
+// ("N/A" when not checked).
+std::string format_row(const ResultRow& row);
+// The closing "# " lines: the step summary (with buckets), #wrong in all, the mean busbw.
+std::string format_footer(const ExperimentResult& result);
+
+// One CSV line per row, with a header line; columns size_bytes, count, type, redop, algo, time_us,
+// algbw_gbs, busbw_gbs, wrong (empty when not checked), ndev, backend. Throws ConfigError when the
+// file cannot be written.
+void write_csv(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result);
+// {"backend", "devices", "groups", "collective", "op", "dtype", "settings": [dump lines],
+//  "rows": [{"size", "count", "type", "redop", "algo", "time_us", "algbw", "busbw", "wrong"}...],
+//  "step": {...} or null}. Throws ConfigError when the file cannot be written.
+void write_json(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result);
+
+// The contract of `ringrt schedule --json` (DESIGN.md): {"algorithms": [...], "ndev": n, "count": N,
+// "dtype": "...", "copies": [{"src": "CPU:0", "dst": "CPU:1", "bytes": B}, ...], "kernels": K},
+// keys in this order, indented by 2.
+std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype);
+// The human form: algorithms, copy and kernel counts, then Schedule::to_string().
+std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype);
+// Graphviz DOT of `lazy`'s graph after the multi-device lowering (lower_multi with `settings`), as
+// UOpGraph::write_dot writes it. Throws ConfigError when the file cannot be written.
+void write_schedule_dot(const std::string& path, const Tensor& lazy, const AllreduceSettings& settings);
+
+}  // namespace ringrt

@@ -1,0 +1,110 @@
+// Compile kernel ASTs for the CPU in one translation unit and compare every output, bit for bit,
+// with the reference interpreter (include after <boost/test/unit_test.hpp>).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/compiler.hpp"
+#include "codegen/kernel.hpp"
+#include "codegen/render.hpp"
+#include "rewrite/interpreter.hpp"
+#include "test/codegen/random_kernel.hpp"
+
+namespace ringrt::test {
+
+// Runs fn for device d over [0, numel) in uneven chunks, as a runtime splitting the range would.
+inline HostBuffer run_cpu(codegen::CpuKernelFn fn, const codegen::Kernel& k, const BufferLookup& lookup, int d,
+                          std::mt19937_64& rng) {
+  HostBuffer out(k.dtype, k.shape);
+  std::fill(out.bytes.begin(), out.bytes.end(), std::byte{0xab});  // a write that never happens shows
+  std::vector<void*> bufs{out.bytes.data()};
+  for (const auto& in : k.inputs) {
+    const std::vector<HostBuffer>* data = lookup(in.buffer_id);
+    BOOST_REQUIRE_MESSAGE(data && !data->empty(), "no data for buffer " << in.buffer_id);
+    bufs.push_back(const_cast<std::byte*>((*data)[data->size() == 1 ? 0 : static_cast<size_t>(d)].bytes.data()));
+  }
+  for (int64_t begin = 0; begin < k.numel;) {
+    int64_t end = std::min<int64_t>(k.numel, begin + 1 + static_cast<int64_t>(rng() % 97));
+    fn(bufs.data(), d, begin, end);
+    begin = end;
+  }
+  return out;
+}
+
+inline std::string bytes_hex(const HostBuffer& b, int64_t i) {
+  std::string s;
+  int w = itemsize(b.dtype);
+  for (int j = w; j-- > 0;) s += fmt::format("{:02x}", static_cast<unsigned>(b.bytes[static_cast<size_t>(i * w + j)]));
+  return s;
+}
+
+// The kernel functions of a rendered translation unit, without the shared prelude.
+inline std::string kernel_source(const std::string& src) {
+  return src.substr(std::min(src.size(), src.find("\nextern")));
+}
+
+// Lowers every ast, compiles them together, runs each for every device and checks the bytes against
+// Interpreter::evaluate. `label` names the batch (and its seeds) in failures.
+inline void check_against_interpreter(const std::vector<UOp>& asts, const std::vector<BufferLookup>& lookups,
+                                      const std::vector<int>& ndevs, const std::vector<std::string>& labels) {
+  std::vector<codegen::Kernel> kernels;
+  for (size_t i = 0; i < asts.size(); ++i) {
+    try {
+      kernels.push_back(codegen::lower_kernel(asts[i]));
+    } catch (const std::exception& e) {
+      BOOST_FAIL(labels[i] << ": lower_kernel threw " << e.what() << "\n" << print_graph(asts[i]));
+    }
+  }
+  std::string src = codegen::render_cpp(kernels);
+  auto lib = codegen::HostCompiler().load(src, "check_batch");
+  std::mt19937_64 rng(12345);
+  for (size_t i = 0; i < asts.size(); ++i) {
+    const codegen::Kernel& k = kernels[i];
+    std::vector<HostBuffer> want = Interpreter(lookups[i]).evaluate(asts[i]);
+    codegen::CpuKernelFn fn = lib->function(k.name);
+    for (int d = 0; d < ndevs[i]; ++d) {
+      HostBuffer got = run_cpu(fn, k, lookups[i], d, rng);
+      const HostBuffer& w = want[want.size() == 1 ? 0 : static_cast<size_t>(d)];
+      if (got.bytes == w.bytes) continue;
+      int64_t bad = 0;
+      while (bad < got.numel() && bytes_hex(got, bad) == bytes_hex(w, bad)) ++bad;
+      BOOST_ERROR(labels[i] << ", device " << d << ": element " << bad << " of " << got.numel() << " is 0x"
+                            << bytes_hex(got, bad) << " (" << got.get(bad) << "), the interpreter says 0x"
+                            << bytes_hex(w, bad) << " (" << w.get(bad) << ")\n"
+                            << print_graph(asts[i]) << k.dump() << kernel_source(codegen::render_cpp(k)));
+      break;
+    }
+  }
+}
+
+// The same for random kernels: one batch of `count` seeds starting at `first_seed`.
+inline void check_random_batch(uint64_t first_seed, int count) {
+  UOpGraph g;
+  std::vector<RandomKernel> cases;
+  cases.reserve(static_cast<size_t>(count));
+  std::vector<UOp> asts;
+  std::vector<BufferLookup> lookups;
+  std::vector<int> ndevs;
+  std::vector<std::string> labels;
+  for (int i = 0; i < count; ++i) {
+    uint64_t seed = first_seed + static_cast<uint64_t>(i);
+    try {
+      cases.push_back(KernelGen(seed, g).make());
+    } catch (const std::exception& e) {
+      BOOST_FAIL("seed " << seed << ": the generator built an invalid graph: " << e.what());
+    }
+    asts.push_back(cases.back().ast);
+    lookups.push_back(cases.back().lookup());
+    ndevs.push_back(cases.back().ndev);
+    labels.push_back(fmt::format("random kernel seed {}", seed));
+  }
+  check_against_interpreter(asts, lookups, ndevs, labels);
+}
+
+}  // namespace ringrt::test

@@ -1,0 +1,151 @@
+// codegen/compiler + compile_cache: the host compiler's errors carry the kernel name and the log, the
+// second compile of a kernel is a cache hit (counted, not timed), concurrent compiles of one kernel
+// are safe, a damaged cache entry is rebuilt, and the cache directory follows the environment.
+#define BOOST_TEST_MODULE codegen_compiler
+#include <stdlib.h>
+
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <thread>
+
+#include "codegen/compiler.hpp"
+#include "codegen/render.hpp"
+#include "rewrite/errors.hpp"
+
+using namespace ringrt;
+using namespace ringrt::codegen;
+
+namespace {
+
+// Sets an environment variable for one scope (restoring the old value) and makes a fresh directory.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::filesystem::path fresh_dir() {
+  std::string templ = (std::filesystem::temp_directory_path() / "ringrt-test-cache-XXXXXX").string();
+  BOOST_REQUIRE(::mkdtemp(templ.data()) != nullptr);
+  return templ;
+}
+
+// A small kernel: out[i] = in[i] * 2 + c, with c making the source unique per call site.
+std::string doubling_source(int c) {
+  UOpGraph g;
+  UOp b = new_buffer(DeviceSpec("CPU:0"), 8, DType::int32, &g);
+  return render_cpp(lower_kernel(b * b.const_like(2) + b.const_like(c), "doubling"));
+}
+
+void check_doubling(CpuKernelFn fn, int c) {
+  int32_t in[8] = {0, 1, 2, 3, -4, 5, 6, 100}, out[8] = {};
+  void* bufs[2] = {out, in};
+  fn(bufs, 0, 0, 8);
+  for (int i = 0; i < 8; ++i) BOOST_TEST(out[i] == in[i] * 2 + c);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(second_compile_is_a_cache_hit) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  BOOST_TEST(cache_dir() == dir);
+  std::string src = doubling_source(7);
+  CompileStats before = compile_stats();
+  check_doubling(HostCompiler().load(src, "doubling")->function("doubling"), 7);
+  CompileStats mid = compile_stats();
+  BOOST_TEST(mid.compiles == before.compiles + 1);
+  BOOST_TEST(mid.cache_hits == before.cache_hits);
+  check_doubling(HostCompiler().load(src, "doubling")->function("doubling"), 7);  // a new compiler object
+  CompileStats after = compile_stats();
+  BOOST_TEST(after.compiles == mid.compiles);
+  BOOST_TEST(after.cache_hits == mid.cache_hits + 1);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    BOOST_TEST(e.path().extension() == ".so", e.path());  // no temporary file left behind
+    ++files;
+  }
+  BOOST_TEST(files == 1);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_compiles_of_one_kernel_are_safe) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  std::string src = doubling_source(11);
+  std::vector<std::shared_ptr<HostLibrary>> libs(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < libs.size(); ++t)
+    threads.emplace_back([&, t] { libs[t] = HostCompiler().load(src, "doubling"); });
+  for (auto& t : threads) t.join();
+  for (const auto& lib : libs) check_doubling(lib->function("doubling"), 11);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(damaged_cache_entry_is_rebuilt) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  std::string src = doubling_source(5);
+  HostCompiler cc;
+  std::filesystem::path p = cc.compile_to_path(src, "doubling");
+  std::filesystem::resize_file(p, 100);  // truncated: dlopen fails
+  CompileStats before = compile_stats();
+  check_doubling(cc.load(src, "doubling")->function("doubling"), 5);
+  BOOST_TEST(compile_stats().compiles == before.compiles + 1);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(compile_errors_carry_the_name_and_the_log) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  try {
+    HostCompiler().load("extern \"C\" void broken( { undeclared_thing; }", "broken_kernel");
+    BOOST_FAIL("no CompileError");
+  } catch (const CompileError& e) {
+    std::string what = e.what();
+    BOOST_TEST(what.find("broken_kernel") != std::string::npos, what);
+    BOOST_TEST(what.find("error") != std::string::npos, what);  // the compiler's log
+  }
+  BOOST_CHECK_THROW(HostCompiler().load(doubling_source(1), "doubling")->function("no_such_kernel"), CompileError);
+  BOOST_CHECK_THROW(HostCompiler("/nonexistent/c++", HostCompiler::default_flags()).load(doubling_source(2), "k"),
+                    CompileError);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(identity_and_keys) {
+  HostCompiler a, b("g++", {"-O2", "-fPIC", "-shared", "-std=c++17"});
+  BOOST_TEST(a.identity() != b.identity());
+  BOOST_TEST(a.identity().find("-march=native") != std::string::npos);
+  BOOST_TEST(cache_key("src", a.identity()) != cache_key("src", b.identity()));
+  BOOST_TEST(cache_key("src", a.identity()) == cache_key("src", a.identity()));
+  BOOST_TEST(cache_key("src1", "id").size() == 32u);
+}
+
+BOOST_AUTO_TEST_CASE(cache_dir_follows_the_environment) {
+  ScopedEnv xdg("XDG_CACHE_HOME", "/xdg"), home("HOME", "/home/someone");
+  {
+    ScopedEnv dir("RINGRT_CACHE_DIR", "/explicit");
+    BOOST_TEST(cache_dir() == std::filesystem::path("/explicit"));
+  }
+  ScopedEnv none("RINGRT_CACHE_DIR", "");
+  BOOST_TEST(cache_dir() == std::filesystem::path("/xdg/ringrt"));
+  ScopedEnv no_xdg("XDG_CACHE_HOME", "");
+  BOOST_TEST(cache_dir() == std::filesystem::path("/home/someone/.cache/ringrt"));
+}
+
+BOOST_AUTO_TEST_CASE(clang_compiles_the_same_source) {
+  if (std::system("clang++ --version > /dev/null 2>&1") != 0) return;  // optional: only where installed
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  check_doubling(
+      HostCompiler("clang++", HostCompiler::default_flags()).load(doubling_source(3), "doubling")->function("doubling"),
+      3);
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,207 @@
+// codegen/kernel + render_cpp: what lowering produces (index text, names, input order, sharing,
+// errors) and golden semantics tables compiled and compared bit for bit with the interpreter: every
+// float16 and bfloat16 bit pattern through casts and ops, random float32 bit patterns, integer edge
+// cases (x/0, INT_MIN/-1, wrap), reductions, and _device_num-dependent pads of computed values.
+#define BOOST_TEST_MODULE codegen_kernel
+#include <boost/test/unit_test.hpp>
+#include <climits>
+
+#include "codegen/kernel.hpp"
+#include "codegen/render.hpp"
+#include "rewrite/errors.hpp"
+#include "test/codegen/kernel_check.hpp"
+
+using namespace ringrt;
+using namespace ringrt::codegen;
+
+namespace {
+
+// Input buffers on a tuple of `ndev` devices, with their data.
+struct Inputs {
+  UOpGraph g;
+  DeviceTuple devs;
+  std::map<int64_t, std::vector<HostBuffer>> data;
+  std::vector<UOp> asts;
+  std::vector<std::string> labels;
+
+  explicit Inputs(int ndev = 1) {
+    for (int d = 0; d < ndev; ++d) devs.push_back("CPU:" + std::to_string(d));
+  }
+  UOp buffer(const std::vector<HostBuffer>& per_device) {
+    UOp b = new_buffer(DeviceSpec(devs), per_device.at(0).numel(), per_device[0].dtype, &g);
+    data[std::get<BufferArg>(b.arg()).id] = per_device;
+    return b;
+  }
+  UOp buffer(const HostBuffer& same) { return buffer(std::vector<HostBuffer>(devs.size(), same)); }
+  void add(const UOp& ast, const std::string& label) {
+    asts.push_back(ast);
+    labels.push_back(label);
+  }
+  void check() {
+    BufferLookup lookup = [this](int64_t id) { return &data.at(id); };
+    test::check_against_interpreter(asts, std::vector<BufferLookup>(asts.size(), lookup),
+                                    std::vector<int>(asts.size(), static_cast<int>(devs.size())), labels);
+  }
+};
+
+HostBuffer bits16(DType dt) {  // every 16-bit pattern
+  HostBuffer b(dt, {65536});
+  for (uint32_t i = 0; i < 65536; ++i) std::memcpy(b.bytes.data() + 2 * i, &i, 2);
+  return b;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(contiguous_and_shard_reads_render_plainly) {
+  Inputs in(4);
+  UOp b = in.buffer(HostBuffer(DType::float32, {1600}));
+  std::string plain = render_cpp(lower_kernel(b.reshape({4, 400}) + b.reshape({4, 400}).const_like(1.0)));
+  BOOST_TEST(plain.find("in0[gid];") != std::string::npos, plain);
+  Kernel shard = lower_kernel(b.reshape({4, 400}).shard_local(0) * b.reshape({4, 400}).shard_local(0));
+  BOOST_TEST(render_cpp(shard).find("in0[gid + 400*dnum];") != std::string::npos);
+  BOOST_TEST(render_hip(shard).find("in0[gid + 400*dnum];") != std::string::npos);
+  BOOST_TEST(shard.dump().find("load float32") == shard.dump().rfind("load float32"));  // x*x loads once
+  BOOST_TEST(shard.dnum_max == 3);
+}
+
+BOOST_AUTO_TEST_CASE(names_are_structural_and_inputs_follow_toposort) {
+  std::string names[2], dumps[2];
+  for (int i = 0; i < 2; ++i) {  // the same structure in two graphs
+    Inputs in;
+    UOp a = in.buffer(HostBuffer(DType::float16, {12})), b = in.buffer(HostBuffer(DType::float16, {12}));
+    Kernel k = lower_kernel(b + a);
+    BOOST_TEST(k.inputs.size() == 2u);
+    BOOST_TEST(k.inputs[0].buffer_id == std::get<BufferArg>(b.arg()).id);  // b comes first in toposort
+    names[i] = k.name, dumps[i] = k.dump();
+    BOOST_TEST(lower_kernel(a.reshape({3, 4}).r(Ops::ADD, {1})).name.rfind("r_", 0) == 0u);
+    BOOST_TEST(lower_kernel(b + a, "my_kernel").name == "my_kernel");
+    BOOST_CHECK_THROW(lower_kernel(b + a, "not a name"), ConfigError);
+  }
+  Inputs in;
+  UOp a = in.buffer(HostBuffer(DType::int8, {4}));
+  std::vector<Kernel> clash{lower_kernel(a + a, "k"), lower_kernel(a * a, "k")};
+  BOOST_CHECK_THROW(render_cpp(clash), ConfigError);  // two different kernels, one name
+  std::vector<Kernel> twice{lower_kernel(a + a), lower_kernel(a + a)};
+  BOOST_TEST(render_cpp(twice) == render_cpp(twice[0]));  // the same kernel is emitted once
+  BOOST_TEST(names[0] == names[1]);
+  BOOST_TEST(dumps[0] == dumps[1]);
+  BOOST_TEST(names[0].rfind("E_", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(ops_without_semantics_are_internal_errors) {
+  Inputs in;
+  UOp i = in.buffer(HostBuffer(DType::int32, {4})), f = in.buffer(HostBuffer(DType::float32, {4}));
+  // the builder may already refuse these (ShapeError); lowering refuses them in any case
+  BOOST_CHECK_THROW(lower_kernel(i.alu(Ops::SQRT)), Error);
+  BOOST_CHECK_THROW(lower_kernel(f.alu(Ops::AND, {f})), Error);
+  BOOST_CHECK_THROW(lower_kernel(f.contiguous() + f), InternalError);
+}
+
+BOOST_AUTO_TEST_CASE(float16_and_bfloat16_bit_patterns) {
+  Inputs in;
+  UOp h = in.buffer(bits16(DType::float16)), b = in.buffer(bits16(DType::bfloat16));
+  for (DType t : {DType::float32, DType::bfloat16, DType::int32, DType::int8, DType::uint8, DType::bool_})
+    in.add(h.cast(t), fmt::format("float16 -> {}", dtype_name(t)));
+  for (DType t : {DType::float32, DType::float16, DType::int32, DType::bool_})
+    in.add(b.cast(t), fmt::format("bfloat16 -> {}", dtype_name(t)));
+  for (Ops op : {Ops::NEG, Ops::SQRT, Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::RECIP}) {
+    in.add(h.alu(op), fmt::format("float16 {}", op_name(op)));
+    in.add(b.alu(op), fmt::format("bfloat16 {}", op_name(op)));
+  }
+  UOp hr = h.reshape({256, 256}), hc = hr.permute({1, 0});  // every pair of (high byte, low byte) patterns
+  for (Ops op : {Ops::ADD, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::CMPLT})
+    in.add(hr.alu(op, {hc}), fmt::format("float16 {}", op_name(op)));
+  in.add(b.reshape({256, 256}).alu(Ops::SUB, {b.reshape({256, 256}).permute({1, 0})}), "bfloat16 SUB");
+  in.add(b.alu(Ops::MUL, {b.const_like(0.1)}), "bfloat16 * 0.1");
+  in.check();
+}
+
+BOOST_AUTO_TEST_CASE(float32_bit_patterns) {
+  Inputs in;
+  HostBuffer bits(DType::int32, {50000});
+  std::mt19937_64 rng(99);
+  for (int64_t i = 0; i < bits.numel(); ++i) bits.set_int(i, static_cast<int64_t>(rng()));
+  UOp f = in.buffer(bits).bitcast(DType::float32);
+  for (DType t : {DType::float16, DType::bfloat16, DType::int32, DType::int8, DType::uint8, DType::bool_})
+    in.add(f.cast(t), fmt::format("float32 bits -> {}", dtype_name(t)));
+  HostBuffer edge = HostBuffer::from_vector<double>({1e10, -1e10, NAN, INFINITY, -INFINITY, 3.7, -3.7, 2147483648.0,
+                                                     -2147483649.0, 1e19, -0.0, 65520.0, 65519.0, 1e-8},
+                                                    DType::float32, {14});
+  UOp e = in.buffer(edge);
+  for (DType t : {DType::float16, DType::int32, DType::int8, DType::uint8, DType::bool_})
+    in.add(e.cast(t), fmt::format("float32 edge values -> {}", dtype_name(t)));
+  for (Ops op : {Ops::LOG2, Ops::SIN, Ops::EXP2, Ops::SQRT}) in.add(f.alu(op), fmt::format("float32 {}", op_name(op)));
+  in.check();
+}
+
+BOOST_AUTO_TEST_CASE(integer_edge_cases) {
+  Inputs in;
+  auto pairs = [&](DType dt, const std::vector<int64_t>& vals) {
+    size_t n = vals.size();
+    HostBuffer a(dt, {static_cast<int64_t>(n * n)}), b(dt, {static_cast<int64_t>(n * n)});
+    for (size_t i = 0; i < n * n; ++i)
+      a.set_int(static_cast<int64_t>(i), vals[i / n]), b.set_int(static_cast<int64_t>(i), vals[i % n]);
+    UOp x = in.buffer(a), y = in.buffer(b);
+    for (Ops op : {Ops::IDIV, Ops::MOD, Ops::MUL, Ops::ADD, Ops::SUB, Ops::MAX, Ops::MIN, Ops::CMPLT, Ops::XOR})
+      in.add(x.alu(op, {y}), fmt::format("{} {}", dtype_name(dt), op_name(op)));
+    in.add(x.alu(Ops::NEG), fmt::format("{} NEG", dtype_name(dt)));
+    in.add(x.cast(DType::float16), fmt::format("{} -> float16", dtype_name(dt)));
+  };
+  pairs(DType::int32, {INT_MIN, INT_MIN + 1, -7, -1, 0, 1, 7, INT_MAX});
+  pairs(DType::int8, {-128, -127, -7, -1, 0, 1, 7, 127});
+  pairs(DType::uint8, {0, 1, 7, 128, 255});
+  pairs(DType::bool_, {0, 1});
+  pairs(DType::int64, {LLONG_MIN, -1, 0, 3, LLONG_MAX});
+  in.check();
+}
+
+BOOST_AUTO_TEST_CASE(float64) {
+  Inputs in;
+  UOp d = in.buffer(HostBuffer::from_vector<double>({1e300, -1e-300, NAN, -0.0, 3.0000000001, 65504.5, -7.25, 1e20},
+                                                    DType::float64, {8}));
+  UOp r = d.flip({1});
+  for (DType t : {DType::float32, DType::float16, DType::bfloat16, DType::int32, DType::int64, DType::bool_})
+    in.add(d.cast(t), fmt::format("float64 -> {}", dtype_name(t)));
+  for (Ops op : {Ops::ADD, Ops::MUL, Ops::FDIV, Ops::MAX, Ops::MIN, Ops::CMPNE})
+    in.add(d.alu(op, {r}), fmt::format("float64 {}", op_name(op)));
+  for (Ops op : {Ops::NEG, Ops::SQRT, Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::RECIP})
+    in.add(d.alu(op), fmt::format("float64 {}", op_name(op)));
+  in.add(d.reshape({2, 4}).r(Ops::ADD, {1}), "float64 sum");
+  in.check();
+}
+
+BOOST_AUTO_TEST_CASE(reductions) {
+  Inputs in;
+  HostBuffer small(DType::float16, {4096});
+  for (int64_t i = 0; i < small.numel(); ++i) small.set(i, 0.001 * static_cast<double>(i % 7 + 1));
+  UOp s = in.buffer(small).reshape({4, 1024});
+  in.add(s.r(Ops::ADD, {1}), "float16 sum rounds every step");
+  HostBuffer f = HostBuffer::from_vector<double>({1, 5, NAN, 2, -1, 3, 4, -INFINITY, 0, 7, 2, 1}, DType::float32, {12});
+  UOp x = in.buffer(f).reshape({3, 4});
+  in.add(x.r(Ops::MAX, {1}), "float32 max with NaN");
+  in.add(x.r(Ops::MIN, {0, 1}).reshape({}), "float32 min of all");
+  in.add(x.r(Ops::ADD, {0}).permute({1, 0}).pad(spans({{1, 2}, {0, 1}})), "permute and pad above a reduce");
+  UOp i8 = in.buffer(HostBuffer::from_vector<int64_t>({3, 5, 7, 11, -128, -1, 0, 9}, DType::int8, {8})).reshape({2, 4});
+  in.add(i8.r(Ops::MUL, {1}), "int8 product wraps");
+  in.add(i8.r(Ops::MAX, {0}), "int8 max");
+  in.add((i8.cast(DType::bool_)).r(Ops::ADD, {1}), "bool sum is any");
+  UOp empty = in.buffer(HostBuffer(DType::float32, {0})).reshape({2, 0});
+  in.add(empty.r(Ops::MUL, {1}), "an empty product is the identity");
+  in.check();
+}
+
+BOOST_AUTO_TEST_CASE(device_dependent_pads_of_computed_values) {
+  Inputs in(3);
+  std::vector<HostBuffer> per_dev;
+  for (int d = 0; d < 3; ++d)
+    per_dev.push_back(HostBuffer::from_vector<double>({1.5, -2, 3.25, 4}, DType::float32, {4}));
+  UOp x = in.buffer(per_dev);
+  UOp dn = device_num(3, &in.g).cast(DType::float32).reshape({1}).expand({4});
+  UOp y = x * x.const_like(2.0) + dn;
+  in.add(y.pad(Spans{{Affine{0, 1}, Affine{2, -1}}}), "pad of a computed value at dnum");
+  in.add(y.pad(Spans{{Affine{0, 1}, Affine{2, -1}}}).shrink(Spans{{Affine{1, 0}, Affine{5, 0}}}).flip({1}),
+         "pad+shrink");
+  UOp c = make_uop(Ops::CONST, DType::float32, {device_uop(DeviceSpec(in.devs), &in.g)}, 2.5, &in.g);
+  in.add(x + c.reshape({1}).expand({4}), "a CONST with a DEVICE source");
+  in.check();
+}

@@ -1,0 +1,101 @@
+// Helpers of the integration tests: run the `ringrt` program as a subprocess (its path comes from
+// the RINGRT_CLI_PATH compile definition, see cmake/RingrtTests.cmake) and scratch files.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rewrite/settings.hpp"
+
+namespace ringrt::test {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the system temp directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ =
+        fs::temp_directory_path() / ("ringrt-cli-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  // Writes text to name inside the directory and returns its full path.
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ / name) << text;
+    return (path_ / name).string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+inline std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct CliResult {
+  int status = -1;  // the exit status; 128 + signal when killed
+  std::string out, err;
+};
+
+// Runs `ringrt args...` in the source directory (so "configs/x.yaml" works) with stdin from
+// /dev/null and stdout/stderr captured (not a TTY). Every tunable's environment variable and
+// RINGRT_TEST_CORRUPT are removed first; `env` entries ("RING=2") are then set.
+inline CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  TempDir dir;
+  std::string cmd = "cd " + shell_quote(RINGRT_SOURCE_DIR) + " && env -u RINGRT_TEST_CORRUPT";
+  for (const Tunable& t : tunables())
+    if (!t.env.empty()) cmd += " -u " + std::string(t.env);
+  for (const std::string& e : env) cmd += " " + shell_quote(e);
+  cmd += " " + shell_quote(RINGRT_CLI_PATH);
+  for (const std::string& a : args) cmd += " " + shell_quote(a);
+  cmd +=
+      " </dev/null >" + shell_quote((dir.path() / "out").string()) + " 2>" + shell_quote((dir.path() / "err").string());
+  int raw = std::system(cmd.c_str());
+  CliResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + (WIFSIGNALED(raw) ? WTERMSIG(raw) : 0);
+  r.out = read_file(dir.path() / "out");
+  r.err = read_file(dir.path() / "err");
+  return r;
+}
+
+// The table rows of `ringrt run` output: every line that does not start with '#', split on blanks.
+inline std::vector<std::vector<std::string>> table_rows(const std::string& out) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::vector<std::string> row;
+    for (std::string w; words >> w;) row.push_back(w);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace ringrt::test

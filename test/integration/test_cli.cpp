@@ -1,0 +1,221 @@
+// The `ringrt` program end to end, run as a subprocess: every config in configs/ runs with #wrong 0,
+// the exit statuses 0/1/2, `schedule --json` (a contract other tools parse), --dot, --csv, --json,
+// `config --dump`, and the precedence --set > environment > YAML. Reference: DESIGN.md "The ringrt
+// program and YAML". Sizes are overridden small: realization may run on the reference interpreter.
+#define BOOST_TEST_MODULE cli
+#include <algorithm>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "runtime/config.hpp"
+#include "test/integration/cli_run.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+using namespace ringrt::test;
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> config_files() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(fs::path(RINGRT_SOURCE_DIR) / "configs"))
+    if (e.path().extension() == ".yaml") out.push_back("configs/" + e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Small, fast overrides that keep a config's form: sizes up to 16 KiB, or three small buckets.
+std::vector<std::string> small_run(const std::string& config) {
+  ExperimentConfig cfg = load_config(std::string(RINGRT_SOURCE_DIR) + "/" + config);
+  std::vector<std::string> args{"run", config, "--set", "experiment.warmup=1", "--set", "experiment.iters=1"};
+  if (cfg.form == SweepForm::buckets) {
+    args.insert(args.end(), {"--set", "experiment.buckets=[4096, 1000, 64]"});
+  } else if (cfg.form == SweepForm::sizes) {
+    args.insert(args.end(), {"--set", "experiment.sizes.min=1KiB", "--set", "experiment.sizes.max=16KiB"});
+  } else {
+    args.insert(args.end(), {"--set", "experiment.counts=[256, 1000]"});
+  }
+  return args;
+}
+
+// ordered_json keeps the keys in the printed order.
+nlohmann::ordered_json schedule_json(const std::vector<std::string>& extra, const std::vector<std::string>& env = {}) {
+  std::vector<std::string> args{"schedule", "configs/default.yaml", "--count", "400", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  CliResult r = run_cli(args, env);
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  return nlohmann::ordered_json::parse(r.out);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_documented_configs_exist) {
+  std::vector<std::string> files = config_files();
+  for (const char* name : {"default", "ring", "all2all", "naive", "hierarchical", "ddp-gpt2-small"})
+    BOOST_TEST((std::find(files.begin(), files.end(), std::string("configs/") + name + ".yaml") != files.end()), name);
+}
+
+BOOST_DATA_TEST_CASE(every_config_runs_with_no_wrong_values, bdata::make(config_files()), config) {
+  CliResult r = run_cli(small_run(config));
+  BOOST_TEST_REQUIRE(r.status == 0, config << ": " << r.err);
+  auto rows = table_rows(r.out);
+  BOOST_TEST_REQUIRE(!rows.empty());
+  for (const auto& row : rows) {
+    BOOST_TEST_REQUIRE(row.size() == 9u);
+    BOOST_TEST(row[8] == "0", config << ": " << r.out);
+  }
+  BOOST_TEST(r.out.find("# #wrong in all: 0 OK") != std::string::npos);
+  BOOST_TEST(r.err.find('\r') == std::string::npos);  // no progress bar when not on a TTY
+  BOOST_TEST(r.err.empty(), r.err);
+}
+
+BOOST_AUTO_TEST_CASE(forced_configs_use_their_algorithm) {
+  for (auto [config, algo] :
+       {std::pair{"ring", "ring"}, {"all2all", "all2all"}, {"naive", "naive"}, {"hierarchical", "hierarchical"}}) {
+    CliResult r = run_cli({"run", std::string("configs/") + config + ".yaml", "--set", "experiment.counts=[64]",
+                           "--set", "experiment.iters=1"});
+    BOOST_TEST_REQUIRE(r.status == 0, r.err);
+    BOOST_TEST(table_rows(r.out).at(0).at(4) == algo);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(header_names_backend_devices_groups_and_settings) {
+  CliResult r =
+      run_cli({"run", "configs/hierarchical.yaml", "--set", "experiment.counts=[64]", "--set", "experiment.iters=1"});
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  BOOST_TEST(r.out.find("# backend: cpu\n") != std::string::npos);
+  BOOST_TEST(r.out.find("# devices: CPU:0, CPU:1, CPU:2, CPU:3\n") != std::string::npos);
+  BOOST_TEST(r.out.find("# groups: [0, 0, 1, 1]\n") != std::string::npos);
+  for (const Tunable& t : tunables()) BOOST_TEST(r.out.find("#   " + std::string(t.key) + " = ") != std::string::npos);
+  BOOST_TEST(r.out.find("allreduce.reduce_leaders = [CPU:1, CPU:2]") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(ddp_config_reports_the_step) {
+  CliResult r = run_cli(small_run("configs/ddp-gpt2-small.yaml"));
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  BOOST_TEST(table_rows(r.out).size() == 3u);
+  BOOST_TEST(r.out.find("# step: 3 buckets, 20640 B per device, ") != std::string::npos, r.out);
+}
+
+BOOST_AUTO_TEST_CASE(exit_status_1_for_wrong_results) {
+  std::vector<std::string> args{"run",   "configs/default.yaml", "--set", "experiment.counts=[100]",
+                                "--set", "experiment.iters=1"};
+  CliResult r = run_cli(args, {"RINGRT_TEST_CORRUPT=1"});
+  BOOST_TEST(r.status == 1, r.err);
+  BOOST_TEST(table_rows(r.out).at(0).at(8) == "1");
+  BOOST_TEST(r.out.find("FAILED") != std::string::npos);
+  // Without the check, nothing is compared: N/A and exit 0.
+  args.insert(args.end(), {"--set", "experiment.check=false"});
+  r = run_cli(args, {"RINGRT_TEST_CORRUPT=1"});
+  BOOST_TEST(r.status == 0, r.err);
+  BOOST_TEST(table_rows(r.out).at(0).at(8) == "N/A");
+}
+
+BOOST_AUTO_TEST_CASE(exit_status_2_for_bad_command_lines) {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {},
+           {"run"},
+           {"frobnicate"},
+           {"run", "configs/default.yaml", "--bogus"},
+           {"run", "configs/default.yaml", "--set", "no-equals-sign"},
+           {"schedule", "configs/default.yaml"},
+           {"schedule", "configs/default.yaml", "--count", "0"},
+           {"schedule", "configs/default.yaml", "--count", "4", "--emit-source", "x", "--target", "cuda"}}) {
+    CliResult r = run_cli(args);
+    BOOST_TEST(r.status == 2, r.err);
+    BOOST_TEST(!r.err.empty());
+  }
+  BOOST_TEST(run_cli({"--help"}).status == 0);
+}
+
+BOOST_AUTO_TEST_CASE(schedule_json_is_the_documented_contract) {
+  nlohmann::ordered_json j = schedule_json({"--set", "allreduce.ring=2"});
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  BOOST_TEST((keys == std::vector<std::string>{"algorithms", "ndev", "count", "dtype", "copies", "kernels"}));
+  BOOST_TEST((j["algorithms"].get<std::vector<std::string>>() == std::vector<std::string>{"ring"}));
+  BOOST_TEST(j["ndev"] == 4);
+  BOOST_TEST(j["count"] == 400);
+  BOOST_TEST(j["dtype"] == "float32");
+  BOOST_TEST(j["kernels"].get<int64_t>() > 0);
+  BOOST_TEST_REQUIRE(j["copies"].size() == 24u);  // reduce-scatter 3 x 4 + allgather 3 x 4
+  std::set<std::pair<std::string, std::string>> edges;
+  int64_t bytes = 0;
+  for (const auto& c : j["copies"]) {
+    BOOST_TEST(c.size() == 3u);
+    edges.insert({c["src"].get<std::string>(), c["dst"].get<std::string>()});
+    bytes += c["bytes"].get<int64_t>();
+  }
+  std::set<std::pair<std::string, std::string>> ring{
+      {"CPU:0", "CPU:1"}, {"CPU:1", "CPU:2"}, {"CPU:2", "CPU:3"}, {"CPU:3", "CPU:0"}};
+  BOOST_TEST((edges == ring));
+  BOOST_TEST(bytes == 2 * 3 * 400 * 4);  // every chunk travels ndev-1 hops in each phase
+}
+
+BOOST_AUTO_TEST_CASE(schedule_text_and_dot) {
+  TempDir dir;
+  std::string dot = (dir.path() / "graph.dot").string();
+  CliResult r = run_cli({"schedule", "configs/naive.yaml", "--count", "4096", "--dot", dot});
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  BOOST_TEST(r.out.find("algorithms [naive], 12 copies") != std::string::npos, r.out);
+  BOOST_TEST(read_file(dot).rfind("digraph", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(emit_source_is_reported_unavailable_or_writes_sources) {
+  TempDir dir;
+  CliResult r = run_cli({"schedule", "configs/default.yaml", "--count", "64", "--emit-source",
+                         (dir.path() / "src").string(), "--target", "cpu"});
+  if (r.status == 2)
+    BOOST_TEST(r.err.find("not available yet") != std::string::npos, r.err);
+  else
+    BOOST_TEST(r.status == 0, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(precedence_set_over_environment_over_yaml) {
+  // ring.yaml says ring: 2; RING=0 in the environment wins over it; --set wins over both.
+  auto algo = [](const std::vector<std::string>& set, const std::vector<std::string>& env) {
+    std::vector<std::string> args{"schedule", "configs/ring.yaml", "--count", "400", "--json"};
+    args.insert(args.end(), set.begin(), set.end());
+    CliResult r = run_cli(args, env);
+    BOOST_TEST_REQUIRE(r.status == 0, r.err);
+    return json::parse(r.out)["algorithms"][0].get<std::string>();
+  };
+  BOOST_TEST(algo({}, {}) == "ring");
+  BOOST_TEST(algo({}, {"RING=0"}) == "naive");
+  BOOST_TEST(algo({"--set", "allreduce.ring=2"}, {"RING=0"}) == "ring");
+  BOOST_TEST(algo({"--set", "allreduce.all2all=2"}, {}) == "all2all");
+}
+
+BOOST_AUTO_TEST_CASE(csv_and_json_files) {
+  TempDir dir;
+  std::string csv = (dir.path() / "out.csv").string(), js = (dir.path() / "out.json").string();
+  CliResult r = run_cli({"run", "configs/default.yaml", "--set", "experiment.counts=[64, 256]", "--set",
+                         "experiment.iters=1", "--csv", csv, "--json", js});
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  std::string text = read_file(csv);
+  BOOST_TEST(text.rfind("size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend\n", 0) == 0u);
+  BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 3);
+  BOOST_TEST(text.find("\n256,64,float32,sum,naive,") != std::string::npos, text);
+  json j = json::parse(read_file(js));
+  BOOST_TEST(j["rows"].size() == 2u);
+  BOOST_TEST(j["rows"][1]["count"] == 256);
+  BOOST_TEST(j["rows"][1]["wrong"] == 0);
+  BOOST_TEST(j["devices"].size() == 4u);
+  BOOST_TEST(j["step"].is_null());
+}
+
+BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {
+  CliResult r = run_cli({"config", "configs/hierarchical.yaml", "--dump", "--set", "experiment.iters=3"},
+                        {"RING_ALLREDUCE_THRESHOLD=1000"});
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  for (const Tunable& t : tunables()) BOOST_TEST(r.out.find(std::string(t.key) + " = ") != std::string::npos);
+  BOOST_TEST(r.out.find("allreduce.ring_threshold = 1000  (env RING_ALLREDUCE_THRESHOLD") != std::string::npos);
+  BOOST_TEST(r.out.find("<- environment variable RING_ALLREDUCE_THRESHOLD") != std::string::npos);
+  BOOST_TEST(r.out.find("experiment.iters = 3  <- --set experiment.iters=3") != std::string::npos);
+  BOOST_TEST(r.out.find("devices.groups = [0, 0, 1, 1]  <- configs/hierarchical.yaml:7:11") != std::string::npos,
+             r.out);
+}

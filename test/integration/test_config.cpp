@@ -1,0 +1,214 @@
+// The YAML experiment config: every class of bad input stops `ringrt` with exit status 2 and a message
+// naming the file, the 1-based line and column, the key and what was expected; good input parses to
+// the right values with the precedence --set > environment > YAML > default.
+// Reference: DESIGN.md "The ringrt program and YAML", runtime/config.hpp.
+#define BOOST_TEST_MODULE config
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+
+#include "rewrite/errors.hpp"
+#include "runtime/config.hpp"
+#include "runtime/report.hpp"
+#include "runtime/tensor.hpp"
+#include "test/integration/cli_run.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+using namespace ringrt::test;
+
+namespace {
+
+struct BadConfig {
+  const char* name;  // the class of mistake
+  const char* yaml;  // written to bad.yaml
+  const char* env;   // "" or one VAR=value
+  const char* want;  // a substring of the message (after "bad.yaml" where it starts with ':')
+};
+std::ostream& operator<<(std::ostream& os, const BadConfig& b) { return os << b.name; }
+
+const BadConfig kBad[] = {
+    {"yaml_syntax_error", "backend: cpu\ndevices:\n  count: 4\n bad: 1\n", "", ":4:2: YAML syntax error"},
+    {"unknown_top_key", "backend: cpu\nbakend: cpu\n", "",
+     ":2:1: key 'bakend': expected one of allreduce, backend, debug, devices, experiment, got an unknown key"},
+    {"unknown_nested_key", "experiment:\n  op: sum\n  itters: 3\n", "",
+     ":3:3: key 'experiment.itters': expected one of experiment.buckets, experiment.check,"},
+    {"unknown_allreduce_key", "allreduce:\n  rings: 2\n", "", ":2:3: key 'allreduce.rings': expected one of"},
+    {"duplicate_key", "experiment:\n  iters: 2\n  iters: 3\n", "",
+     ":3:3: key 'experiment.iters': expected each key once"},
+    {"wrong_type_int", "experiment:\n  op: sum\n  iters: ten\n", "",
+     ":3:10: key 'experiment.iters': expected an integer in [1, 1000000], got 'ten'"},
+    {"wrong_type_map", "devices: 4\n", "", ":1:10: key 'devices': expected a map of count, groups, got '4'"},
+    {"wrong_type_list", "devices:\n  groups: {a: 1}\n", "", ":2:11: key 'devices.groups': expected a non-empty list"},
+    {"wrong_type_bool", "experiment:\n  check: maybe\n", "", ":2:10: key 'experiment.check': expected true or false"},
+    {"bad_op", "experiment:\n  op: avg\n", "",
+     ":2:7: key 'experiment.op': expected one of sum, max, min, prod, got 'avg'"},
+    {"bad_dtype", "experiment:\n  dtype: float8\n", "", ":2:10: key 'experiment.dtype': expected one of float32,"},
+    {"bad_tunable_value", "allreduce:\n  ring: 3\n", "", ":2:9: allreduce.ring must be an integer in [0, 2], got '3'"},
+    {"negative_size", "experiment:\n  sizes: {min: -1KiB, max: 4KiB}\n", "",
+     ":2:16: key 'experiment.sizes.min': expected a positive size in bytes"},
+    {"zero_size", "experiment:\n  sizes:\n    min: 1KiB\n    max: 0\n", "",
+     ":4:10: key 'experiment.sizes.max': expected a positive size in bytes"},
+    {"bad_size_unit", "experiment:\n  sizes: {min: 1KB, max: 4KiB}\n", "", ":2:16: key 'experiment.sizes.min'"},
+    {"factor_below_2", "experiment:\n  sizes: {min: 1KiB, max: 4KiB, factor: 1}\n", "",
+     ":2:41: key 'experiment.sizes.factor': expected an integer in [2,"},
+    {"min_above_max", "experiment:\n  sizes:\n    min: 4KiB\n    max: 1KiB\n", "",
+     ":4:10: key 'experiment.sizes.max': expected experiment.sizes.min <= experiment.sizes.max, got min 4 KiB > max 1 "
+     "KiB"},
+    {"size_below_one_element", "experiment:\n  dtype: float64\n  sizes: {min: 4B, max: 1KiB}\n", "",
+     ":3:16: key 'experiment.sizes.min': expected at least one float64 element (8 B), got 4 B"},
+    {"zero_count", "experiment:\n  counts: [16, 0]\n", "",
+     ":2:16: key 'experiment.counts': expected an integer >= 1, got '0'"},
+    {"sizes_and_counts", "experiment:\n  sizes: {max: 4KiB}\n  counts: [16]\n", "",
+     ":3:11: key 'experiment.counts': expected only one of experiment.sizes, experiment.counts, experiment.buckets"},
+    {"zero_devices", "devices:\n  count: 0\n", "",
+     ":2:10: key 'devices.count': expected an integer in [1, 1024], got '0'"},
+    {"unknown_device", "devices:\n  count: [CPU:0, CPU:1, GPU:2, CPU:3]\n", "",
+     ":2:25: key 'devices.count': expected a device CPU:i with 0 <= i < 4 (the number of devices), got 'GPU:2'"},
+    {"device_out_of_range", "devices:\n  count: [CPU:0, CPU:4]\n", "",
+     ":2:18: key 'devices.count': expected a device CPU:i"},
+    {"device_twice", "devices:\n  count: [CPU:0, CPU:0]\n", "",
+     ":2:11: key 'devices.count': expected each device once"},
+    {"groups_wrong_length", "backend: cpu\ndevices:\n  count: 4\n  groups: [0, 0, 1]\n", "",
+     ":4:11: key 'devices.groups': expected 4 group ids, one per device of (CPU:0, CPU:1, CPU:2, CPU:3), got 3"},
+    {"leader_not_a_device",
+     "devices:\n  count: 4\n  groups: [0, 0, 1, 1]\nallreduce:\n  reduce_leaders: [CPU:0, CPU:9]\n", "",
+     ":5:19: key 'allreduce.reduce_leaders': expected devices of (CPU:0, CPU:1, CPU:2, CPU:3), got 'CPU:9'"},
+    {"two_leaders_in_a_group", "devices:\n  groups: [0, 0, 1, 1]\nallreduce:\n  reduce_leaders: [CPU:0, CPU:1]\n", "",
+     ":4:19: key 'allreduce.reduce_leaders': expected at most one leader per group"},
+    {"hip_without_gpus", "backend: hip\n", "", "key 'backend'"},
+    {"top_level_not_a_map", "- 1\n- 2\n", "", ":1:1: key '(top level)': expected a map of"},
+    {"bad_environment_value", "backend: cpu\n", "RING=abc",
+     "environment variable RING: allreduce.ring must be an integer in [0, 2], got 'abc'"},
+    {"bad_environment_leader", "backend: cpu\n", "REDUCE_LEADERS=CPU:0,HIP:3",
+     "environment variable REDUCE_LEADERS: key 'allreduce.reduce_leaders': expected devices of"},
+};
+
+// RAII for one environment variable of this process.
+class EnvVar {
+ public:
+  EnvVar(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvVar() { unsetenv(name_); }
+  EnvVar(const EnvVar&) = delete;
+  EnvVar& operator=(const EnvVar&) = delete;
+
+ private:
+  const char* name_;
+};
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(bad_config_exits_2_with_location, bdata::make(kBad), bad) {
+  if (std::string(bad.name) == "hip_without_gpus" && !hip_devices().empty()) return;
+  TempDir dir;
+  std::string path = dir.write("bad.yaml", bad.yaml);
+  std::vector<std::string> env;
+  if (*bad.env) env.push_back(bad.env);
+  CliResult r = run_cli({"run", path}, env);
+  BOOST_TEST(r.status == 2);
+  std::string want = bad.want[0] == ':' ? path + bad.want : std::string(bad.want);
+  BOOST_TEST(r.err.find(want) != std::string::npos, "stderr: " << r.err << "want: " << want);
+  BOOST_TEST(r.out.empty(), r.out);  // nothing runs
+}
+
+BOOST_AUTO_TEST_CASE(missing_file_exits_2) {
+  CliResult r = run_cli({"run", "configs/no-such-file.yaml"});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("configs/no-such-file.yaml: cannot open the config file") != std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(bad_set_overrides_exit_2) {
+  for (auto [set, want] :
+       {std::pair{"experiment.sizes.max=-4KiB", "key 'experiment.sizes.max': expected a positive size"},
+        {"experiment.nope=1", "key 'experiment.nope': expected one of experiment.buckets"},
+        {"devices.groups=[0,1]", "key 'devices.groups': expected 4 group ids"},
+        {"allreduce.ring=x", "allreduce.ring must be an integer"},
+        {"experiment.counts=[1,", "YAML syntax error in the value"}}) {
+    CliResult r = run_cli({"run", "configs/default.yaml", "--set", set});
+    BOOST_TEST(r.status == 2, set);
+    BOOST_TEST(r.err.find(std::string("--set ") + set + ": ") != std::string::npos, r.err);
+    BOOST_TEST(r.err.find(want) != std::string::npos, r.err);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(values_and_defaults) {
+  ExperimentConfig c = parse_config("", "empty.yaml");
+  BOOST_TEST(c.backend == (hip_devices().empty() ? "cpu" : "hip"));
+  BOOST_TEST(c.op_name == "sum");
+  BOOST_TEST((c.dtype == DType::float32));
+  BOOST_TEST(c.warmup == 2);
+  BOOST_TEST(c.iters == 10);
+  BOOST_TEST(c.check);
+  BOOST_TEST((c.settings.ring == AllreduceSettings{}.ring));
+
+  c = parse_config(
+      "backend: cpu\ndevices: {count: [CPU:2, CPU:0, CPU:1], groups: [0, 1, 1]}\n"
+      "allreduce: {ring: 2, ring_threshold: 1000, reduce_leaders: [CPU:1], cast: false}\ndebug: 1\n"
+      "experiment: {op: max, dtype: half, sizes: {min: 512B, max: 1 KiB, factor: 2}, warmup: 0, iters: 3, check: no}\n",
+      "x.yaml");
+  BOOST_TEST((c.devices == std::vector<std::string>{"CPU:2", "CPU:0", "CPU:1"}));
+  BOOST_TEST((c.settings.groups == std::map<std::string, int>{{"CPU:2", 0}, {"CPU:0", 1}, {"CPU:1", 1}}));
+  BOOST_TEST(c.settings.ring == 2);
+  BOOST_TEST(c.settings.ring_threshold == 1000);
+  BOOST_TEST((c.settings.reduce_leaders == std::vector<std::string>{"CPU:1"}));
+  BOOST_TEST(!c.settings.cast);
+  BOOST_TEST(c.settings.debug == 1);
+  BOOST_TEST((c.op == Ops::MAX));
+  BOOST_TEST((c.dtype == DType::float16));
+  BOOST_TEST((c.sweep_counts() == std::vector<int64_t>{256, 512}));
+  BOOST_TEST(c.warmup == 0);
+  BOOST_TEST(c.iters == 3);
+  BOOST_TEST(!c.check);
+  BOOST_TEST(c.origins.at("allreduce.ring") == "x.yaml:3:19");
+}
+
+BOOST_AUTO_TEST_CASE(sizes_sweep_by_factor) {
+  ExperimentConfig c = parse_config("experiment: {sizes: {min: 1KiB, max: 64MiB, factor: 4}}", "d.yaml");
+  std::vector<int64_t> counts = c.sweep_counts();
+  BOOST_TEST(counts.size() == 9u);  // 1 KiB, 4 KiB, ..., 64 MiB
+  BOOST_TEST(counts.front() == 256);
+  BOOST_TEST(counts.back() == (int64_t{64} << 20) / 4);
+  c = parse_config("experiment: {sizes: {min: 1000, max: 5000, factor: 2}}", "d.yaml");
+  BOOST_TEST((c.sweep_counts() == std::vector<int64_t>{250, 500, 1000}));  // 1000, 2000, 4000 bytes
+  BOOST_TEST(format_bytes(1024) == "1 KiB");
+  BOOST_TEST(format_bytes(64 << 20) == "64 MiB");
+  BOOST_TEST(format_bytes(1000) == "1000 B");
+}
+
+BOOST_AUTO_TEST_CASE(precedence_set_over_env_over_yaml_over_default) {
+  const char* yaml = "allreduce: {ring: 2, all2all: 1}\n";
+  BOOST_TEST(parse_config("", "d.yaml").settings.ring == 1);  // default
+  BOOST_TEST(parse_config(yaml, "y.yaml").settings.ring == 2);
+  EnvVar ring("RING", "0");
+  ExperimentConfig c = parse_config(yaml, "y.yaml");
+  BOOST_TEST(c.settings.ring == 0);
+  BOOST_TEST(c.settings.all2all == 1);  // untouched by the environment
+  BOOST_TEST(c.origins.at("allreduce.ring") == "environment variable RING");
+  c = parse_config(yaml, "y.yaml", {"allreduce.ring=2", "experiment.dtype=float16", "experiment.sizes={max: 2KiB}"});
+  BOOST_TEST(c.settings.ring == 2);
+  BOOST_TEST(c.origins.at("allreduce.ring") == "--set allreduce.ring=2");
+  BOOST_TEST((c.dtype == DType::float16));
+  BOOST_TEST((c.sweep_counts() == std::vector<int64_t>{512}));
+}
+
+BOOST_AUTO_TEST_CASE(set_replaces_the_sweep_form_of_the_yaml) {
+  const char* yaml = "experiment: {counts: [8, 16]}\n";
+  ExperimentConfig c = parse_config(yaml, "y.yaml", {"experiment.sizes.max=4KiB"});
+  BOOST_TEST((c.form == SweepForm::sizes));
+  BOOST_TEST((c.sweep_counts() == std::vector<int64_t>{256, 1024}));  // min stays the default 1 KiB
+  c = parse_config(yaml, "y.yaml", {"experiment.buckets=[3, 5]"});
+  BOOST_TEST((c.form == SweepForm::buckets));
+  BOOST_TEST((c.sweep_counts() == std::vector<int64_t>{3, 5}));
+  BOOST_CHECK_THROW(parse_config(yaml, "y.yaml", {"experiment.counts=[1]", "experiment.buckets=[1]"}), ConfigError);
+}
+
+BOOST_AUTO_TEST_CASE(describe_config_lists_every_key) {
+  ExperimentConfig c = parse_config("experiment: {counts: [8, 16]}\n", "y.yaml");
+  std::string d = describe_config(c);
+  for (const char* key : {"backend = ", "devices.count = [CPU:0, CPU:1, CPU:2, CPU:3]", "devices.groups = []",
+                          "experiment.collective = allreduce", "experiment.op = sum", "experiment.dtype = float32",
+                          "experiment.counts = [8, 16]  <- y.yaml:1:22", "experiment.warmup = 2",
+                          "experiment.iters = 10", "experiment.check = true"})
+    BOOST_TEST(d.find(key) != std::string::npos, key);
+  for (const Tunable& t : tunables()) BOOST_TEST(d.find(std::string(t.key) + " = ") != std::string::npos);
+}

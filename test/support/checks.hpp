@@ -1,0 +1,86 @@
+// Small helpers shared by the Boost.Test suites (header only; include after <boost/test/unit_test.hpp>).
+//
+// - message_has(...): a predicate for BOOST_CHECK_EXCEPTION that checks what() names every given part
+//   (the op, the shapes, the axis, ...), and prints the message when it does not.
+// - RINGRT_RUN_IN_CHILD(): runs the rest of the current test case in a child process (this executable
+//   again, with --run_test=<this case>), so that a crash such as a stack overflow fails this one case
+//   with a clear message instead of ending the whole run. Use it for tests of bounds and limits, and
+//   for fuzz tests (mark each input with BOOST_TEST_CHECKPOINT so that a crash names it).
+#pragma once
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace ringrt::test {
+
+// A BOOST_CHECK_EXCEPTION predicate: true when e.what() contains every part.
+inline auto message_has(std::vector<std::string> parts) {
+  return [parts = std::move(parts)](const std::exception& e) {
+    std::string what = e.what();
+    bool ok = true;
+    for (const auto& p : parts) {
+      if (what.find(p) == std::string::npos) {
+        BOOST_TEST_MESSAGE("error message '" << what << "' does not contain '" << p << "'");
+        ok = false;
+      }
+    }
+    if (!ok) BOOST_TEST_MESSAGE("full message: " << what);
+    return ok;
+  };
+}
+
+constexpr const char* kChildEnv = "RINGRT_TEST_CHILD";
+
+inline bool in_child() {
+  const char* v = std::getenv(kChildEnv);
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+// Runs the current test case in a child process and checks that it exits with status 0.
+inline void check_current_case_in_child() {
+  std::string name = boost::unit_test::framework::current_test_case().full_name();
+  std::string exe = "/proc/self/exe", run = "--run_test=" + name;
+  // The child keeps Boost.Test's signal handling, so a crash there still names the last checkpoint.
+  std::vector<std::string> args{exe, run, "--report_level=short", "--color_output=no"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string flag = std::string(kChildEnv) + "=1";
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, kChildEnv, std::strlen(kChildEnv)) != 0) envp.push_back(*e);
+  envp.push_back(flag.data());
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data());
+  BOOST_REQUIRE_MESSAGE(rc == 0, "posix_spawn failed: " << std::strerror(rc));
+  int status = 0;
+  BOOST_REQUIRE(waitpid(pid, &status, 0) == pid);
+  if (WIFSIGNALED(status)) {
+    BOOST_ERROR("test case " << name << " crashed in its child process with signal " << WTERMSIG(status) << " ("
+                             << strsignal(WTERMSIG(status)) << ")");
+  } else {
+    BOOST_CHECK_MESSAGE(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                        "test case " << name << " failed in its child process (exit status "
+                                     << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ")");
+  }
+}
+
+}  // namespace ringrt::test
+
+// Place first in a test case: the parent spawns the child and returns; the child runs the body.
+#define RINGRT_RUN_IN_CHILD()                        \
+  do {                                               \
+    if (!::ringrt::test::in_child()) {               \
+      ::ringrt::test::check_current_case_in_child(); \
+      return;                                        \
+    }                                                \
+  } while (0)
