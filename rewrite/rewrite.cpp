@@ -83,62 +83,70 @@ class Rewriter {
     bool changed = false;
     for (const auto& s : node.src()) {
       src.push_back(results_[pos_.at(s.node())]);
+      memo.emplace(src.back().node(), src.back());  // a finished result is a fixpoint
       changed = changed || src.back() != s;
     }
-    return settle(changed ? node.replace(std::move(src)) : node, memo, wave_[i]);
+    return full(changed ? node.replace(std::move(src)) : node, memo);
   }
 
   // What y is known to rewrite to: from this thread's memo, or from an input node already finished
   // (serial: visited earlier; parallel: in an earlier wave, so reading it is race-free).
-  std::optional<UOp> known(const UOp& y, const Memo& memo, int /*wave*/) const {
+  std::optional<UOp> known(const UOp& y, const Memo& memo) const {
     if (auto it = memo.find(y.node()); it != memo.end()) return it->second;
     if (auto it = pos_.find(y.node()); it != pos_.end() && done_[it->second]) return results_[it->second];
     return std::nullopt;
   }
 
-  // x's sources are fixpoints; apply rules until none applies.
-  UOp settle(UOp x, Memo& memo, int wave) {
-    for (size_t n = 0;; ++n) {
-      std::optional<UOp> r = pm_.rewrite(x);
-      if (!r) break;
-      if (n == opt_.max_rewrites_per_node) {
-        converged_ = false;
-        break;
-      }
-      ++rewrites_;
-      x = full(*r, memo, wave);
-    }
-    memo[x.node()] = x;
-    return x;
-  }
-
-  // Rewrite a replacement bottom-up: every node in it not yet known is rebuilt on its sources'
-  // results and settled. Iterative post-order with an explicit stack.
-  UOp full(const UOp& r, Memo& memo, int wave) {
-    if (auto k = known(r, memo, wave)) return *k;
-    std::vector<std::pair<UOp, bool>> stack{{r, false}};
+  // Rewrites r to a fixpoint, bottom-up, with an explicit stack and no recursion: a node's sources
+  // first (kVisit), then its rules (kRewrite); a rule's replacement gets a frame of its own, and the
+  // rewritten node takes the replacement's result (kLink). A chain of rewrites of one node counts its
+  // steps; at max_rewrites_per_node the node keeps its last form and the run is not converged.
+  UOp full(const UOp& r, Memo& memo) {
+    if (auto k = known(r, memo)) return *k;
+    enum Stage { kVisit, kRewrite, kLink };
+    struct Frame {
+      UOp y;
+      Stage stage;
+      size_t steps;  // rewrites that led to y
+      UOp link;      // kLink: the replacement whose result y takes
+    };
+    std::vector<Frame> stack{{r, kVisit, 0, {}}};
     while (!stack.empty()) {
-      auto [y, expanded] = stack.back();
-      if (known(y, memo, wave)) {
-        stack.pop_back();
-        continue;
-      }
-      if (!expanded) {
-        stack.back().second = true;
-        for (auto it = y.src().rbegin(); it != y.src().rend(); ++it)
-          if (!known(*it, memo, wave)) stack.push_back({*it, false});
-        continue;
-      }
+      Frame f = stack.back();
       stack.pop_back();
+      if (f.stage == kLink) {
+        memo[f.y.node()] = *known(f.link, memo);
+        continue;
+      }
+      if (known(f.y, memo)) continue;
+      if (f.stage == kVisit) {
+        stack.push_back({f.y, kRewrite, f.steps, {}});
+        for (auto it = f.y.src().rbegin(); it != f.y.src().rend(); ++it)
+          if (!known(*it, memo)) stack.push_back({*it, kVisit, 0, {}});
+        continue;
+      }
       std::vector<UOp> src;
       bool changed = false;
-      for (const auto& s : y.src()) {
-        src.push_back(*known(s, memo, wave));
+      for (const auto& s : f.y.src()) {
+        src.push_back(*known(s, memo));
         changed = changed || src.back() != s;
       }
-      memo[y.node()] = settle(changed ? y.replace(std::move(src)) : y, memo, wave);
+      UOp x = changed ? f.y.replace(std::move(src)) : f.y;
+      std::optional<UOp> next = pm_.rewrite(x);
+      if (next && f.steps == opt_.max_rewrites_per_node) {
+        converged_ = false;
+        next.reset();
+      }
+      if (!next) {
+        memo[x.node()] = x;
+        memo[f.y.node()] = x;
+        continue;
+      }
+      ++rewrites_;
+      stack.push_back({f.y, kLink, f.steps, *next});
+      stack.push_back({*next, kVisit, f.steps + 1, {}});
     }
-    return *known(r, memo, wave);
+    return *known(r, memo);
   }
 
   const PatternMatcher& pm_;

@@ -95,6 +95,13 @@ uint64_t hash_arg(const Arg& arg) {
   return h;
 }
 
+// Args are equal when their bits are: NaN equals NaN, 0.0 and -0.0 differ (as the hash says).
+bool same_arg(const Arg& a, const Arg& b) {
+  const double *x = std::get_if<double>(&a), *y = std::get_if<double>(&b);
+  if (x && y) return std::memcmp(x, y, sizeof(double)) == 0;
+  return a == b;
+}
+
 }  // namespace
 
 std::string arg_str(const Arg& arg) {
@@ -526,7 +533,7 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   proto.src = std::move(src);
   // Compare against proto (src and arg are moved from), also in the re-check under the lock below.
   auto same = [&](const Node* n) {
-    return n->op == op && n->dtype == dtype && n->src == proto.src && n->arg == proto.arg;
+    return n->op == op && n->dtype == dtype && n->src == proto.src && same_arg(n->arg, proto.arg);
   };
   auto find = [&]() -> const Node* {
     auto [lo, hi] = impl_->table.equal_range(h);
