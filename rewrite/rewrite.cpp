@@ -169,8 +169,8 @@ RewriteResult rewrite_graph(const UOp& root, const PatternMatcher& pm, const Rew
 UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, const RewriteOptions& options) {
   RewriteResult r = rewrite_graph(root, pm, options);
   if (!r.converged)
-    throw InternalError(fmt::format("graph_rewrite did not converge within {} rewrites of one node",
-                                    options.max_rewrites_per_node));
+    throw InternalError(
+        fmt::format("graph_rewrite did not converge within {} rewrites of one node", options.max_rewrites_per_node));
   return r.root;
 }
 

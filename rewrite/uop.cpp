@@ -412,8 +412,8 @@ void infer(Node& n) {
       for (int64_t s : to)
         if (s < 0) shape_error(op, src, fmt::format("negative dimension in {}", shape_str(to)));
       if (prod(to) != prod(in))
-        shape_error(op, src, fmt::format("cannot reshape {} to {}: element counts differ", shape_str(in),
-                                         shape_str(to)));
+        shape_error(op, src,
+                    fmt::format("cannot reshape {} to {}: element counts differ", shape_str(in), shape_str(to)));
       n.shape = to;
       if (sa) {
         // the new axis is the last one whose prefix product equals the old prefix (reference: UOp.axis)
@@ -466,7 +466,8 @@ void infer(Node& n) {
     case Ops::PAD:
     case Ops::SHRINK: {
       const auto& sp = std::get<Spans>(n.arg);
-      if (sp.size() != rank) shape_error(op, src, fmt::format("expects {} (begin, end) pairs, got {}", rank, sp.size()));
+      if (sp.size() != rank)
+        shape_error(op, src, fmt::format("expects {} (begin, end) pairs, got {}", rank, sp.size()));
       int64_t last = std::max<int64_t>(1, static_cast<int64_t>(n.device.count())) - 1;
       for (size_t i = 0; i < rank; ++i) {
         const auto& [a, b] = sp[i];
@@ -475,8 +476,8 @@ void infer(Node& n) {
           bool bad = op == Ops::PAD ? (lo < 0 || hi < 0) : (lo < 0 || hi < lo || hi > in[i]);
           if (bad)
             shape_error(op, src,
-                        fmt::format("{} ({}, {}) is out of range for size {}", op == Ops::PAD ? "padding" : "range",
-                                    lo, hi, in[i]),
+                        fmt::format("{} ({}, {}) is out of range for size {}", op == Ops::PAD ? "padding" : "range", lo,
+                                    hi, in[i]),
                         static_cast<int>(i));
         }
         if (op == Ops::PAD ? a.k + b.k != 0 : a.k != b.k)
@@ -660,7 +661,8 @@ UOp UOp::pad(const Spans& sp) const {
 }
 UOp UOp::shrink(const Spans& sp) const {
   bool whole = sp.size() == shape().size();
-  for (size_t i = 0; whole && i < sp.size(); ++i) whole = sp[i].first == Affine{0, 0} && sp[i].second == Affine{shape()[i], 0};
+  for (size_t i = 0; whole && i < sp.size(); ++i)
+    whole = sp[i].first == Affine{0, 0} && sp[i].second == Affine{shape()[i], 0};
   return whole ? *this : graph().make(Ops::SHRINK, dtype(), {*this}, sp);
 }
 UOp UOp::flip(const std::vector<int64_t>& flags) const {
@@ -694,7 +696,9 @@ UOp UOp::after(const std::vector<UOp>& deps) const {
 }
 UOp UOp::assign(const UOp& value) const { return graph().make(Ops::ASSIGN, dtype(), {*this, value}, {}); }
 UOp UOp::replace(std::vector<UOp> src) const { return graph().make(op(), dtype(), std::move(src), arg()); }
-UOp UOp::replace(std::vector<UOp> src, Arg a) const { return graph().make(op(), dtype(), std::move(src), std::move(a)); }
+UOp UOp::replace(std::vector<UOp> src, Arg a) const {
+  return graph().make(op(), dtype(), std::move(src), std::move(a));
+}
 
 std::vector<std::pair<int64_t, int64_t>> UOp::bounds() const {
   if (op() != Ops::MULTI || !axis()) throw InternalError("bounds of a node that is not a sharded MULTI");
@@ -709,9 +713,9 @@ UOp UOp::shard_local(int axis) const {
   int64_t n = static_cast<int64_t>(device().count());
   const Shape& s = shape();
   if (axis < 0 || axis >= static_cast<int>(s.size()) || n == 0 || s[static_cast<size_t>(axis)] % n != 0)
-    throw ShapeError(fmt::format("shard: axis {} of {} (length {}) does not split evenly over {} devices", axis,
-                                 shape_str(s), axis >= 0 && axis < static_cast<int>(s.size()) ? s[static_cast<size_t>(axis)] : -1,
-                                 n));
+    throw ShapeError(
+        fmt::format("shard: axis {} of {} (length {}) does not split evenly over {} devices", axis, shape_str(s),
+                    axis >= 0 && axis < static_cast<int>(s.size()) ? s[static_cast<size_t>(axis)] : -1, n));
   int64_t sz = s[static_cast<size_t>(axis)] / n;
   Spans sp;
   for (size_t i = 0; i < s.size(); ++i)
@@ -760,9 +764,7 @@ UOp device_num(int64_t ndev, UOpGraph* graph) {
 UOp mstack(const std::vector<UOp>& shards) {
   return shards.at(0).graph().make(Ops::MSTACK, shards[0].dtype(), shards, {});
 }
-UOp sink(const std::vector<UOp>& roots) {
-  return roots.at(0).graph().make(Ops::SINK, DType::void_, roots, {});
-}
+UOp sink(const std::vector<UOp>& roots) { return roots.at(0).graph().make(Ops::SINK, DType::void_, roots, {}); }
 UOp usum(const std::vector<UOp>& terms) {
   UOp acc = terms.at(0);
   for (size_t i = 1; i < terms.size(); ++i) acc = acc + terms[i];
