@@ -771,6 +771,27 @@ UOp usum(const std::vector<UOp>& terms) {
   return acc;
 }
 
+UOp substitute(const UOp& root, const std::unordered_map<const detail::Node*, UOp>& sub) {
+  if (auto it = sub.find(root.node()); it != sub.end()) return it->second;
+  std::unordered_map<const detail::Node*, UOp> done;
+  auto now = [&](const UOp& u) {
+    if (auto it = sub.find(u.node()); it != sub.end()) return it->second;
+    auto it = done.find(u.node());
+    return it == done.end() ? u : it->second;
+  };
+  for (const UOp& u : root.graph().toposort({root})) {
+    if (sub.count(u.node())) continue;
+    std::vector<UOp> src;
+    bool changed = false;
+    for (const UOp& s : u.src()) {
+      src.push_back(now(s));
+      changed = changed || src.back() != s;
+    }
+    if (changed) done.emplace(u.node(), u.replace(std::move(src)));
+  }
+  return now(root);
+}
+
 std::string print_graph(const UOp& root) {
   std::vector<UOp> order = root.graph().toposort({root});
   std::unordered_map<const detail::Node*, size_t> pos;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -74,10 +75,10 @@ class DeviceSpec {
   bool none() const { return v_.index() == 0; }
   bool single() const { return v_.index() == 1; }
   bool tuple() const { return v_.index() == 2; }
-  const std::string& name() const;    // single only
-  const DeviceTuple& names() const;   // tuple only
-  size_t count() const;               // 0, 1 or the tuple's length
-  std::string to_string() const;      // "", "CPU:0" or "(CPU:0, CPU:1)"
+  const std::string& name() const;   // single only
+  const DeviceTuple& names() const;  // tuple only
+  size_t count() const;              // 0, 1 or the tuple's length
+  std::string to_string() const;     // "", "CPU:0" or "(CPU:0, CPU:1)"
   Arg as_arg() const;
   bool operator==(const DeviceSpec&) const = default;
 
@@ -134,7 +135,7 @@ class UOp {
   UOp pad(const Spans& before_after) const;
   UOp shrink(const Spans& begin_end) const;
   UOp flip(const std::vector<int64_t>& flags) const;  // one 0/1 flag per axis
-  UOp r(Ops op, std::vector<int> axes) const;          // REDUCE_AXIS, keepdim
+  UOp r(Ops op, std::vector<int> axes) const;         // REDUCE_AXIS, keepdim
   UOp contiguous() const;
   UOp detach() const;
   UOp copy_to_device(const DeviceSpec& device, std::optional<int64_t> src_index = std::nullopt) const;
@@ -174,6 +175,9 @@ UOp device_num(int64_t ndev, UOpGraph* graph = nullptr);  // DEFINE_VAR _device_
 UOp mstack(const std::vector<UOp>& shards);
 UOp sink(const std::vector<UOp>& roots);
 UOp usum(const std::vector<UOp>& terms);  // left fold of ADD
+// root with every node found in sub replaced by its value there (sources first, so a replacement is
+// not itself rewritten); unchanged nodes keep their identity. Shapes must agree (ShapeError if not).
+UOp substitute(const UOp& root, const std::unordered_map<const detail::Node*, UOp>& sub);
 
 // Owns the nodes. Node creation is the only mutation; it is safe from many threads at once.
 class UOpGraph {
@@ -187,7 +191,7 @@ class UOpGraph {
 
   // The hash-consed node (op, dtype, src, arg), created if new. Throws ShapeError for invalid input.
   UOp make(Ops op, DType dtype, std::vector<UOp> src, Arg arg);
-  size_t size() const;     // nodes ever created
+  size_t size() const;      // nodes ever created
   int64_t new_buffer_id();  // a fresh BUFFER id
 
   // Every node reachable from roots, sources before users. The order is derived from structure

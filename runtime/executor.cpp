@@ -76,20 +76,7 @@ UOp with_placeholders(const UOp& ast, const std::vector<UOp>& reads) {
                        BufferArg{-1 - static_cast<int64_t>(k), prod(leaf.shape())}, &leaf.graph());
     sub.emplace(leaf.node(), buf.reshape(leaf.shape()));
   }
-  if (auto it = sub.find(ast.node()); it != sub.end()) return it->second;
-  for (const UOp& u : ast.graph().toposort({ast})) {
-    if (sub.count(u.node())) continue;
-    std::vector<UOp> src;
-    bool changed = false;
-    for (const UOp& s : u.src()) {
-      auto it = sub.find(s.node());
-      src.push_back(it == sub.end() ? s : it->second);
-      changed = changed || it != sub.end();
-    }
-    if (changed) sub.emplace(u.node(), u.replace(std::move(src)));
-  }
-  auto it = sub.find(ast.node());
-  return it == sub.end() ? ast : it->second;
+  return substitute(ast, sub);
 }
 
 // A copy's source: the realized value it reads and the element offset of the contiguous range.
@@ -135,10 +122,6 @@ void set_watchdog_timeout(std::chrono::milliseconds timeout) { g_watchdog_ms = t
 Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan)), roots_(std::move(roots)) {
   for (auto& item : plan_.items) {
     if (item.kind == ScheduleItem::Kind::copy) {
-      // the realized value a copy reads: the first realized node under its source
-      UOp u = item.ast.src(0);
-      while (u.op() == Ops::RESHAPE || (u.op() == Ops::SHRINK && u.shape().size() == 1)) u = u.src(0);
-      item.reads = {u};
       kernels_.push_back(nullptr);
       continue;
     }
@@ -196,6 +179,7 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
       }
       case Ops::AFTER:
       case Ops::RESHAPE:
+      case Ops::ASSIGN:  // an assignment's value lives in its destination
         blocks = resolve(u.src(0));
         break;
       case Ops::MSELECT:

@@ -38,7 +38,7 @@ class DeviceStorage {
   DType dtype() const { return dtype_; }
   int64_t numel() const { return numel_; }
   const std::vector<Block>& blocks() const { return blocks_; }
-  std::vector<HostBuffer> to_host() const;             // one flat HostBuffer per device
+  std::vector<HostBuffer> to_host() const;              // one flat HostBuffer per device
   void from_host(const std::vector<HostBuffer>& data);  // one per device (or one for all)
 
  private:

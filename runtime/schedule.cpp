@@ -4,9 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "rewrite/errors.hpp"
 
 namespace ringrt {
 namespace {
@@ -19,8 +22,8 @@ bool is_alias(const UOp& u) {
 }
 
 // A copy can read x straight from memory when x is a contiguous range of a realized value: reshapes
-// and one-dimensional constant shrinks over it.
-bool is_range_of(const UOp& x, const NodeSet& realized) {
+// and one-dimensional constant shrinks over it. Returns that realized value, or nothing.
+std::optional<UOp> range_source(const UOp& x, const NodeSet& realized) {
   UOp u = x;
   while (!realized.count(u.node())) {
     if (u.op() == Ops::RESHAPE) {
@@ -28,10 +31,36 @@ bool is_range_of(const UOp& x, const NodeSet& realized) {
     } else if (u.op() == Ops::SHRINK && u.shape().size() == 1 && u.arg_spans()[0].first.k == 0) {
       u = u.src(0);
     } else {
-      return false;
+      return std::nullopt;
     }
   }
-  return true;
+  return u;
+}
+
+// Whether computing an assignment's value straight into its destination could read an element after
+// the kernel wrote it: the value reads the destination's buffer other than at the same index (through
+// a movement op or a reduction, or through another view of the buffer). Values read through realized
+// nodes were computed by earlier items and are safe.
+bool in_place_hazard(const UOp& assign, const NodeSet& realized) {
+  const UOp& dest = assign.src(0);
+  UOp buffer = dest;
+  while (buffer.op() != Ops::BUFFER && !buffer.src().empty()) buffer = buffer.src(0);
+  std::vector<std::pair<UOp, bool>> stack{{assign.src(1), true}};  // (node, index preserved so far)
+  std::set<std::pair<const detail::Node*, bool>> seen;
+  while (!stack.empty()) {
+    auto [u, same_index] = stack.back();
+    stack.pop_back();
+    if (!seen.insert({u.node(), same_index}).second) continue;
+    if (u == dest) {
+      if (!same_index) return true;
+      continue;
+    }
+    if (u == buffer) return true;
+    if (realized.count(u.node()) && u.op() != Ops::BUFFER) continue;
+    bool keeps = same_index && !group::movement().contains(u.op()) && u.op() != Ops::REDUCE_AXIS;
+    for (const UOp& s : u.src()) stack.push_back({s, keeps});
+  }
+  return false;
 }
 
 class Planner {
@@ -67,7 +96,8 @@ class Planner {
           break;
       }
       if (roots_.count(u.node())) realize(u);
-      if (u.op() == Ops::COPY && !is_range_of(u.src(0), realized_)) realize(u.src(0));
+      if (u.op() == Ops::ASSIGN && in_place_hazard(u, realized_)) realize(u.src(1));  // compute aside, then copy
+      if (u.op() == Ops::COPY && !range_source(u.src(0), realized_)) realize(u.src(0));
       if (u.op() == Ops::MSELECT && !realized_.count(u.src(0).node())) realize(u.src(0));
       if (u.op() == Ops::MSTACK)
         for (const UOp& s : u.src())
@@ -108,6 +138,13 @@ class Planner {
     return plan_.items.size() - 1;
   }
 
+  // A copy item: reads[0] is the realized value whose contiguous range the copy reads.
+  size_t add_copy(const UOp& copy, const UOp& target) {
+    std::optional<UOp> from = range_source(copy.src(0), realized_);
+    if (!from) throw InternalError("copy source is not a range of a realized value: " + copy.src(0).to_string());
+    return add(ScheduleItem::Kind::copy, copy, target, copy.device(), producers_of(copy), {*from});
+  }
+
   // A kernel item computing ast into target.
   size_t add_kernel(const UOp& ast, const UOp& target, const DeviceSpec& device) {
     if (ast != target && realized_.count(ast.node())) {  // a kernel that copies a realized value
@@ -138,7 +175,7 @@ class Planner {
         const UOp &target = u.src(0), &value = u.src(1);
         // a copy stored into a scratch buffer writes straight into it
         if (value.op() == Ops::COPY) {
-          mine.push_back(add(ScheduleItem::Kind::copy, value, target, value.device(), producers_of(value)));
+          mine.push_back(add_copy(value, target));
         } else {
           mine.push_back(add_kernel(value, target, target.device()));
         }
@@ -150,7 +187,7 @@ class Planner {
     if (!realized_.count(u.node()) || u.op() == Ops::BUFFER) return;
     if (u.op() == Ops::COPY) {
       if (used_only_by_stores(u)) return;
-      mine.push_back(add(ScheduleItem::Kind::copy, u, u, u.device(), producers_of(u)));
+      mine.push_back(add_copy(u, u));
       return;
     }
     if (u.op() == Ops::ASSIGN) {  // the value, written into the destination's memory

@@ -19,11 +19,12 @@ namespace ringrt {
 struct ScheduleItem {
   enum class Kind { kernel, copy };
   Kind kind;
-  UOp ast;            // kernel: the value computed (leaves are realized values); copy: the COPY
-  UOp target;         // what it writes: a BUFFER, an MSELECT of one, or the realized node itself
-  DeviceSpec device;  // where it runs; a tuple kernel launches once per device
+  UOp ast;                   // kernel: the value computed (leaves are realized values); copy: the COPY
+  UOp target;                // what it writes: a BUFFER, an MSELECT of one, or the realized node itself
+  DeviceSpec device;         // where it runs; a tuple kernel launches once per device
   std::vector<size_t> deps;  // indices of the items it waits for
-  std::vector<UOp> reads;    // kernel: the realized values its ast reads (its leaves), in a fixed order
+  std::vector<UOp> reads;    // kernel: the realized values its ast reads (its leaves), in a fixed order;
+                             // copy: the one realized value whose contiguous range it reads
 };
 
 struct ItemPlan {

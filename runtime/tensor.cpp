@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
@@ -364,6 +365,125 @@ Tensor& Tensor::realize() {
   return *this;
 }
 
+namespace {
+
+// Assignments that have run: ASSIGN node -> the destination view it wrote. A graph built on a
+// tensor before that tensor was realized still holds its ASSIGN; it reads the destination instead of
+// running the assignment again.
+struct AssignLog {
+  std::mutex mu;
+  std::unordered_map<const detail::Node*, UOp> dest;
+};
+AssignLog& assign_log() {
+  static AssignLog log;
+  return log;
+}
+
+int64_t buffer_id_of(const UOp& view) { return std::get<BufferArg>(buffer_of(view).arg()).id; }
+
+bool contains(const UOp& graph, const UOp& node) {
+  for (const UOp& u : graph.graph().toposort({graph}))
+    if (u == node) return true;
+  return false;
+}
+
+// The views of buffer id that root reads outside the assignment a (the old contents).
+std::vector<UOp> reads_outside(const UOp& root, const UOp& a, int64_t id) {
+  std::vector<UOp> found, stack{root};
+  std::unordered_set<const detail::Node*> seen;
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (u == a || !seen.insert(u.node()).second) continue;
+    if (is_buffer_view(u) && buffer_id_of(u) == id) {
+      found.push_back(u);
+      continue;
+    }
+    for (const UOp& s : u.src()) stack.push_back(s);
+  }
+  return found;
+}
+
+}  // namespace
+
+// Realizing assignments (Tensor's friend).
+struct Realizer {
+  using StatePtr = std::shared_ptr<Tensor::State>;
+  static void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& settings);
+  static UOp settle_assigns(const StatePtr& st, const AllreduceSettings& settings);
+  static inline thread_local std::vector<const Tensor::State*> realizing;  // owners up this thread's stack
+};
+
+// Runs the assignment a (its value already free of other pending assignments): first every live
+// tensor that still reads the destination's old contents is realized (write after read), then the
+// program writes the value into the destination.
+void Realizer::run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& settings) {
+  UOp dest = a.src(0);  // a buffer view, or a MULTI of one
+  int64_t id = buffer_id_of(dest);
+  std::vector<Tensor> readers;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (auto& w : r.live)
+      if (auto s = w.lock(); s && s != owner && !is_buffer_view(s->uop) && buffers_read(s->uop).count(id))
+        readers.push_back(Tensor(s));
+  }
+  // A reader holding this very assignment reads the new contents (it is realized after); one already
+  // being realized up the stack is not waited for; a reader that cannot be realized would fail anyway.
+  realizing.push_back(owner.get());
+  for (Tensor& r : readers) {
+    if (contains(r.uop(), a) || std::find(realizing.begin(), realizing.end(), r.s_.get()) != realizing.end()) continue;
+    try {
+      r.realize();
+    } catch (const Error&) {
+    }
+  }
+  realizing.pop_back();
+  auto [program, low] = program_for({a}, settings);
+  program->run({{}}, find_storage);
+  std::lock_guard<std::mutex> lock(assign_log().mu);
+  assign_log().dest.emplace(a.node(), dest);
+}
+
+// st's graph with every assignment in it run once (innermost first) and replaced by its
+// destination; reads of a destination's old contents outside its assignment are snapshotted first.
+UOp Realizer::settle_assigns(const StatePtr& st, const AllreduceSettings& settings) {
+  UOp root = st->uop;
+  for (;;) {
+    std::unordered_map<const detail::Node*, UOp> sub;
+    std::optional<UOp> pending;
+    {
+      std::lock_guard<std::mutex> lock(assign_log().mu);
+      for (const UOp& u : root.graph().toposort({root})) {
+        if (u.op() != Ops::ASSIGN) continue;
+        if (auto it = assign_log().dest.find(u.node()); it != assign_log().dest.end()) {
+          sub.emplace(u.node(), it->second);
+        } else if (!pending) {
+          pending = u;  // the first in order: its sources hold no unrun assignment
+        }
+      }
+    }
+    if (!sub.empty()) root = substitute(root, sub);
+    if (!pending) return root;
+    UOp a = *pending;
+    if (a.node() != root.node()) {
+      // old contents read elsewhere in this graph: copy them out before the destination changes
+      std::unordered_map<const detail::Node*, UOp> snap{{a.node(), a}};  // a itself stays as it is
+      for (const UOp& v : reads_outside(root, a, buffer_id_of(a.src(0)))) {
+        Tensor copy(make_state(v.contiguous(), st->storages));
+        copy.realize();
+        snap.emplace(v.node(), copy.uop());
+        st->storages.insert(st->storages.end(), copy.s_->storages.begin(), copy.s_->storages.end());
+      }
+      if (snap.size() > 1) {
+        root = substitute(root, snap);
+        continue;  // a is unchanged: its dest and value are excluded from the snapshot walk
+      }
+    }
+    run_assign(a, st, settings);
+  }
+}
+
 void Tensor::realize_all(const std::vector<Tensor>& tensors) {
   std::vector<std::shared_ptr<State>> todo;
   for (const Tensor& t : tensors)
@@ -371,39 +491,12 @@ void Tensor::realize_all(const std::vector<Tensor>& tensors) {
   if (todo.empty()) return;
   AllreduceSettings settings = current_settings();
 
-  // an assignment writes in place: first realize whatever still reads the old contents, one at a time
+  // assignments write in place, once, before anything reads their result
   std::vector<std::shared_ptr<State>> plain;
   for (auto& st : todo) {
-    if (st->uop.op() != Ops::ASSIGN) {
-      plain.push_back(st);
-      continue;
-    }
-    UOp dest = st->uop.src(0);  // a buffer view, or a MULTI of one
-    int64_t id = std::get<BufferArg>(buffer_of(dest).arg()).id;
-    std::vector<Tensor> readers;
-    {
-      auto& r = registry();
-      std::lock_guard<std::mutex> lock(r.mu);
-      for (auto& w : r.live)
-        if (auto s = w.lock(); s && s != st && !is_buffer_view(s->uop) && buffers_read(s->uop).count(id))
-          readers.push_back(Tensor(s));
-    }
-    // readers first (write after read); a reader that cannot be realized would fail anyway, and one
-    // already being realized up the stack (two pending assigns) is not waited for
-    thread_local std::vector<Tensor::State*> in_progress;
-    in_progress.push_back(st.get());
-    for (Tensor& r : readers) {
-      if (std::find(in_progress.begin(), in_progress.end(), r.s_.get()) != in_progress.end()) continue;
-      try {
-        r.realize();
-      } catch (const Error&) {
-      }
-    }
-    in_progress.pop_back();
-    auto [program, low] = program_for({st->uop}, settings);
     auto keep = st->storages;
-    program->run({{}}, find_storage);
-    st->uop = dest;
+    st->uop = Realizer::settle_assigns(st, settings);
+    if (!is_buffer_view(st->uop)) plain.push_back(st);
   }
   if (plain.empty()) return;
 

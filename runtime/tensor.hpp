@@ -37,7 +37,7 @@ struct Schedule {
   int64_t kernel_count = 0;
   std::string listing;
   std::vector<CopyItem> copies() const { return copy_items; }  // device-to-device copies, in order
-  int64_t kernels() const { return kernel_count; }            // kernel items (one per launch on a device tuple)
+  int64_t kernels() const { return kernel_count; }             // kernel items (one per launch on a device tuple)
   std::string to_string() const { return listing; }
 };
 
@@ -118,6 +118,7 @@ class Tensor {
   struct State;
 
  private:
+  friend struct Realizer;
   explicit Tensor(std::shared_ptr<State> s) : s_(std::move(s)) {}
   Tensor derive(UOp u) const;
   std::shared_ptr<State> s_;
