@@ -20,14 +20,32 @@
 
 namespace ringrt {
 
-// Completion of submitted work. Cheap to copy; all copies share one state.
+// Completion of submitted work. Cheap to copy; all copies share one state. Thread-safe.
 class Event {
  public:
+  // A backend's handle on the device work behind an event (the hip backend: a hipEvent_t recorded
+  // after the work), attached once the work is enqueued on the device, so that a queue of the same
+  // backend can wait for it on the device instead of on the host. Backends downcast it to their type.
+  struct Native {
+    virtual ~Native() = default;
+  };
+
   Event();
   bool done() const;
   // Blocks until done or the timeout passes; false on timeout. Rethrows the work's exception.
   bool wait_for(std::chrono::milliseconds timeout) const;
   void set_done(std::exception_ptr error = nullptr) const;  // for backends
+
+  // For backends: attaches the handle (once, before set_done or never) and wakes wait_ready.
+  void set_native(std::shared_ptr<const Native> native) const;
+  // The attached handle; null for host work, for work not enqueued yet, and for the cpu backend.
+  std::shared_ptr<const Native> native() const;
+  // Blocks until the event is done or has a native handle, or the timeout passes; false on timeout.
+  // Never throws (wait_for(0ms) afterwards rethrows the work's error).
+  bool wait_ready(std::chrono::milliseconds timeout) const;
+  // Runs fn once the event is done, error or not: on the thread that completes it, or at once on this
+  // thread when it is done already. fn must be quick and must not throw (it is called noexcept).
+  void on_done(std::function<void()> fn) const;
 
  private:
   struct State;

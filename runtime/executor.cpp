@@ -146,6 +146,18 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan))
 // ---------------------------------------------------------------------------------------------
 // running
 
+namespace {
+// The memory of a run that ended early while items may still use it; freed with the last reference.
+struct Leftovers {
+  std::vector<std::vector<Block>> temps;
+  std::vector<std::shared_ptr<DeviceStorage>> held;
+  ~Leftovers() {
+    for (const auto& t : temps)
+      for (const Block& b : t) b.device->free(b.ptr, b.bytes);
+  }
+};
+}  // namespace
+
 void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
                   const ExecOptions& options) const {
   std::unordered_map<const detail::Node*, std::vector<Block>> mem;
@@ -228,13 +240,30 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
     }
   }
 
+  // Ending early (a timeout, an item's error) while items may still run: this run's memory is not
+  // freed under them but by the last of them to complete (never, if one never does).
+  auto free_when_all_done = [&] {
+    auto left = std::make_shared<Leftovers>();
+    left->temps = std::move(temps);
+    left->held = std::move(held);
+    for (const auto& evs : events)
+      for (const Event& e : evs) e.on_done([left] {});
+  };
+
   // the watchdog: every item must finish by the deadline
   auto deadline = std::chrono::steady_clock::now() + options.timeout;
   for (size_t i = 0; i < events.size(); ++i) {
     for (const Event& e : events[i]) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (!e.wait_for(std::max(left, std::chrono::milliseconds(0)))) {
-        temps.clear();  // still in use by the stuck item: leaked on purpose rather than freed under it
+      bool done = false;
+      try {
+        done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
+      } catch (...) {  // the item's error
+        free_when_all_done();
+        throw;
+      }
+      if (!done) {
+        free_when_all_done();
         throw TimeoutError(fmt::format("{} on {} did not complete within {} ms", describe(plan_.items[i], i),
                                        plan_.items[i].device.to_string(), options.timeout.count()));
       }

@@ -13,6 +13,9 @@
 #include "rewrite/rules/multi.hpp"
 #include "runtime/device.hpp"
 #include "runtime/executor.hpp"
+#ifdef RINGRT_HAVE_HIP
+#include "runtime/hip/hip_device.hpp"
+#endif
 #include "runtime/schedule.hpp"
 
 namespace ringrt {
@@ -140,7 +143,13 @@ std::vector<std::string> cpu_devices(int n) {
   return out;
 }
 
-std::vector<std::string> hip_devices() { return {}; }
+std::vector<std::string> hip_devices() {
+#ifdef RINGRT_HAVE_HIP
+  return hip_device_names();  // the HIP runtime's GPUs, queried once; empty without one
+#else
+  return {};
+#endif
+}
 
 // ---------------------------------------------------------------------------------------------
 // construction

@@ -119,7 +119,11 @@ class CpuDevice : public Device {
         std::move(after));
   }
 
-  Event copy_from(Device&, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
+  // From a cpu device a memcpy; from another backend (a GPU) that device's synchronous copy_out, on
+  // this queue after `after`: src is that device's memory, which a memcpy must not read.
+  Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
+    if (!dynamic_cast<CpuDevice*>(&from))
+      return submit([&from, src, dst, bytes] { from.copy_out(dst, src, bytes); }, std::move(after));
     return submit([src, dst, bytes] { std::memcpy(dst, src, bytes); }, std::move(after));
   }
 

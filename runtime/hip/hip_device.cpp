@@ -1,0 +1,769 @@
+// The hip backend (see hip_device.hpp for the design: streams, helper threads, memory, peer copies).
+#include "runtime/hip/hip_device.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "codegen/compiler.hpp"
+#include "codegen/render.hpp"
+#include "rewrite/errors.hpp"
+#include "runtime/hip/hip_check.hpp"
+
+namespace ringrt {
+
+// ---------------------------------------------------------------------------------------------
+// checked calls (hip_check.hpp)
+
+namespace {
+
+// `file` relative to the repository root, which is where this file's own path ends in
+// "runtime/hip/hip_device.cpp"; unchanged when it lies elsewhere.
+std::string_view short_file(std::string_view file) {
+  constexpr std::string_view self = __FILE__, tail = "runtime/hip/hip_device.cpp";
+  constexpr std::string_view root =
+      self.ends_with(tail) ? self.substr(0, self.size() - tail.size()) : std::string_view{};
+  if (!root.empty() && file.starts_with(root)) return file.substr(root.size());
+  return file;
+}
+
+}  // namespace
+
+std::string hip_error_message(std::string_view device, std::string_view call, hipError_t rc, const char* file,
+                              int line) {
+  auto or_unknown = [](const char* s) { return std::string_view(s ? s : "unknown HIP error"); };
+  // ROCm 5.2's hipGetErrorString often returns the name itself: say it once then.
+  std::string_view name = or_unknown(hipGetErrorName(rc)), text = or_unknown(hipGetErrorString(rc));
+  std::string error = text == name ? std::string(name) : fmt::format("{} ({})", name, text);
+  return fmt::format("{}: {} failed at {}:{}: {}", device, call, short_file(file), line, error);
+}
+
+void log_hip_error(std::string_view device, std::string_view call, hipError_t rc, const char* file, int line) noexcept {
+  try {
+    std::string msg = "ringrt: " + hip_error_message(device, call, rc, file, line) + "; continuing\n";
+    std::fputs(msg.c_str(), stderr);
+  } catch (...) {
+    std::fputs("ringrt: a HIP call failed during teardown (and formatting its message failed too)\n", stderr);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// launch geometry and arguments
+
+namespace hip_launch {
+
+int64_t launch_blocks(int64_t numel) { return numel <= 0 ? 0 : (numel + kBlockSize - 1) / kBlockSize; }
+
+std::vector<std::byte> pack_kernel_args(const std::vector<void*>& bufs, int32_t dnum, int64_t n) {
+  auto align8 = [](size_t x) { return (x + 7) / 8 * 8; };
+  size_t dnum_at = bufs.size() * sizeof(void*);
+  size_t n_at = align8(dnum_at + sizeof(int32_t));
+  std::vector<std::byte> args(align8(n_at + sizeof(long long)), std::byte{0});
+  for (size_t i = 0; i < bufs.size(); ++i) std::memcpy(args.data() + i * sizeof(void*), &bufs[i], sizeof(void*));
+  std::memcpy(args.data() + dnum_at, &dnum, sizeof(dnum));
+  long long nn = n;
+  std::memcpy(args.data() + n_at, &nn, sizeof(nn));
+  return args;
+}
+
+}  // namespace hip_launch
+
+// ---------------------------------------------------------------------------------------------
+// device enumeration
+
+std::vector<std::string> hip_device_names() {
+  // A static initialized by a lambda: if the lambda throws, the next call tries again.
+  static const std::vector<std::string> names = [] {
+    int count = 0;
+    hipError_t rc = hipGetDeviceCount(&count);
+    if (rc == hipErrorNoDevice || rc == hipErrorInsufficientDriver) {
+      (void)hipGetLastError();  // leave no sticky error behind for later callers
+      return std::vector<std::string>{};
+    }
+    if (rc != hipSuccess)
+      throw DeviceError(hip_error_message("HIP", "hipGetDeviceCount(&count)", rc, __FILE__, __LINE__));
+    std::vector<std::string> v;
+    for (int i = 0; i < count; ++i) v.push_back(fmt::format("HIP:{}", i));
+    return v;
+  }();
+  return names;
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Makes `index` the calling thread's current device for the guard's lifetime (hipSetDevice is
+// per-thread state); restores the previous device afterwards, logging a failure.
+class DeviceGuard {
+ public:
+  DeviceGuard(int index, std::string name) : name_(std::move(name)) {
+    if (hipGetDevice(&prev_) != hipSuccess) prev_ = -1;
+    if (prev_ != index) RINGRT_HIP_CHECK(name_, hipSetDevice(index));
+    restore_ = prev_ >= 0 && prev_ != index;
+  }
+  ~DeviceGuard() {
+    if (restore_) RINGRT_HIP_LOG(name_, hipSetDevice(prev_));
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  std::string name_;
+  int prev_ = -1;
+  bool restore_ = false;
+};
+
+// Waits for e, forever; true when e completed without an error. `rethrow`: rethrow e's error.
+bool wait_event(const Event& e, bool rethrow) {
+  try {
+    while (!e.wait_for(100ms)) {
+    }
+    return true;
+  } catch (...) {
+    if (rethrow) throw;
+    return false;
+  }
+}
+
+// Exit-time teardown (see hip_device.hpp "Teardown"). True once the exit handler has shut every
+// device down: from then on no destructor makes a HIP call (the HIP runtime may be gone), it leaks.
+std::atomic<bool> g_hip_gone{false};
+
+// The hipEvents of one device, reused: an event returns here when the last holder of its handle
+// (HipNative) lets go, so an event is never recorded again while another queue may still wait on it.
+struct EventPool {
+  std::string device;
+  std::mutex mu;
+  std::vector<hipEvent_t> free;
+  explicit EventPool(std::string d) : device(std::move(d)) {}
+  ~EventPool() {
+    if (g_hip_gone) return;
+    for (hipEvent_t e : free) RINGRT_HIP_LOG(device, hipEventDestroy(e));
+  }
+};
+
+// The Event::Native of GPU work on HIP:index: the hipEvent recorded after it on its stream.
+struct HipNative final : Event::Native {
+  int index;
+  hipEvent_t event;
+  std::shared_ptr<EventPool> pool;
+  HipNative(int i, hipEvent_t e, std::shared_ptr<EventPool> p) : index(i), event(e), pool(std::move(p)) {}
+  ~HipNative() override {
+    std::lock_guard<std::mutex> lock(pool->mu);
+    pool->free.push_back(event);
+  }
+};
+
+// Peer access enabled from device `dst` to device `src` memory, process-wide (it is context state of
+// the HIP runtime, not of one Device object): (dst, src) -> whether dst can access src.
+struct PeerTable {
+  std::mutex mu;
+  std::map<std::pair<int, int>, bool> access;
+};
+PeerTable& peer_table() {
+  static PeerTable t;
+  return t;
+}
+
+// A module loaded on one device; unloaded (on that device) with the last kernel that uses it.
+struct Module {
+  int index;
+  std::string device;
+  hipModule_t handle = nullptr;
+  Module(int i, std::string d) : index(i), device(std::move(d)) {}
+  ~Module() {
+    if (!handle || g_hip_gone) return;
+    try {
+      DeviceGuard guard(index, device);
+      RINGRT_HIP_LOG(device, hipModuleUnload(handle));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ringrt: %s; module not unloaded\n", e.what());
+    }
+  }
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+};
+
+struct HipKernel : CompiledKernel {
+  codegen::Kernel k;
+  int index = -1;  // the device the module is loaded on
+  std::shared_ptr<Module> module;
+  hipFunction_t fn = nullptr;
+  const codegen::Kernel& kernel() const override { return k; }
+};
+
+// The HIP devices alive in this process, for the exit handler. Never destroyed (exit handlers use it).
+class HipDevice;
+struct LiveDevices {
+  std::mutex mu;
+  std::set<HipDevice*> devices;
+  bool handler = false;  // shut_down_at_exit is registered
+};
+LiveDevices& live_devices() {
+  static auto* live = new LiveDevices;
+  return *live;
+}
+void shut_down_at_exit();
+
+// Called at the end of a device's constructor, so after the HIP runtime initialized itself: an exit
+// handler registered now runs before the ones the runtime registered while initializing.
+void register_live(HipDevice* d) {
+  auto& live = live_devices();
+  std::lock_guard<std::mutex> lock(live.mu);
+  live.devices.insert(d);
+  if (!live.handler) live.handler = std::atexit(shut_down_at_exit) == 0;
+}
+void unregister_live(HipDevice* d) {
+  auto& live = live_devices();
+  std::lock_guard<std::mutex> lock(live.mu);
+  live.devices.erase(d);
+}
+
+class HipDevice final : public Device {
+ public:
+  explicit HipDevice(int index)
+      : index_(index), name_(fmt::format("HIP:{}", index)), pool_(std::make_shared<EventPool>(name_)) {
+    try {
+      DeviceGuard guard(index_, name_);
+      hipDeviceProp_t props;
+      RINGRT_HIP_CHECK(name_, hipGetDeviceProperties(&props, index_));
+      arch_ = props.gcnArchName;
+      RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&compute_, hipStreamNonBlocking));
+      RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&copy_, hipStreamNonBlocking));
+    } catch (...) {
+      release();
+      throw;
+    }
+    issuer_ = std::thread([this] { issue_loop(); });
+    completer_ = std::thread([this] { complete_loop(); });
+    register_live(this);  // after HIP is initialized: see shut_down_at_exit
+  }
+
+  ~HipDevice() override {
+    unregister_live(this);
+    shutdown();
+  }
+
+  // Runs everything queued so far, stops the helper threads and frees what the device holds; later
+  // work is refused with a DeviceError. Idempotent; never throws. Called by the destructor and by the
+  // exit handler (shut_down_at_exit). Must not be called from work submitted to this device.
+  void shutdown() noexcept {
+    std::call_once(shutdown_once_, [this] {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_issue_ = true;
+      }
+      cv_.notify_all();
+      issuer_.join();  // runs everything queued so far
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_complete_ = true;
+      }
+      cv_.notify_all();
+      completer_.join();
+      release();
+    });
+  }
+
+  HipDevice(const HipDevice&) = delete;
+  HipDevice& operator=(const HipDevice&) = delete;
+
+  const std::string& name() const override { return name_; }
+  int index() const { return index_; }
+
+  // ---- memory: synchronous, thread-safe
+
+  void* allocate(size_t bytes) override {
+    size_t rounded = round_up(bytes);
+    {
+      std::lock_guard<std::mutex> lock(alloc_mu_);
+      auto it = free_blocks_.find(rounded);
+      if (it != free_blocks_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        return p;
+      }
+    }
+    DeviceGuard guard(index_, name_);
+    void* p = nullptr;
+    hipError_t rc = hipMalloc(&p, rounded);
+    std::string retried;
+    if (rc == hipErrorOutOfMemory) {
+      (void)hipGetLastError();
+      size_t released = release_free_blocks();  // give the cache back to HIP and try once more
+      retried = fmt::format(", retried after releasing {} cached bytes", released);
+      rc = hipMalloc(&p, rounded);
+    }
+    if (rc != hipSuccess)
+      throw DeviceError(fmt::format("{} (allocating {} bytes{})",
+                                    hip_error_message(name_, "hipMalloc(&p, rounded)", rc, __FILE__, __LINE__), bytes,
+                                    retried));
+    return p;
+  }
+
+  void free(void* ptr, size_t bytes) override {
+    if (!ptr) return;
+    std::lock_guard<std::mutex> lock(alloc_mu_);
+    free_blocks_[round_up(bytes)].push_back(ptr);
+  }
+
+  void copy_in(void* dst, const void* host, size_t bytes) override {
+    if (bytes == 0) return;
+    DeviceGuard guard(index_, name_);
+    RINGRT_HIP_CHECK(name_, hipMemcpy(dst, host, bytes, hipMemcpyHostToDevice));
+  }
+
+  void copy_out(void* host, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    DeviceGuard guard(index_, name_);
+    RINGRT_HIP_CHECK(name_, hipMemcpy(host, src, bytes, hipMemcpyDeviceToHost));
+  }
+
+  // ---- kernels: thread-safe; two threads compiling the same kernel both compile, one result is kept
+
+  std::shared_ptr<CompiledKernel> compile(const codegen::Kernel& k) override {
+    std::string key = k.name + "\n" + k.dump();
+    {
+      std::lock_guard<std::mutex> lock(kernels_mu_);
+      if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
+    }
+    std::string code;
+    try {
+      code = compiler().compile(codegen::render_hip(k), k.name);
+    } catch (const CompileError& e) {
+      throw CompileError(fmt::format("{}: {}", name_, e.what()));
+    }
+    std::string label = fmt::format("{} (kernel {})", name_, k.name);
+    auto hk = std::make_shared<HipKernel>();
+    hk->k = k;
+    hk->index = index_;
+    hk->module = std::make_shared<Module>(index_, name_);
+    {
+      DeviceGuard guard(index_, name_);
+      RINGRT_HIP_CHECK_AS(CompileError, label, hipModuleLoadData(&hk->module->handle, code.data()));
+      RINGRT_HIP_CHECK_AS(CompileError, label, hipModuleGetFunction(&hk->fn, hk->module->handle, k.name.c_str()));
+    }
+    std::lock_guard<std::mutex> lock(kernels_mu_);
+    return kernels_.emplace(key, std::move(hk)).first->second;
+  }
+
+  // ---- queued work: thread-safe, never blocks the caller
+
+  Event launch(const CompiledKernel& ck, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) override {
+    const auto* hk = dynamic_cast<const HipKernel*>(&ck);
+    if (!hk || hk->index != index_)
+      throw InternalError(
+          fmt::format("{}: launch of kernel {} that was not compiled for this device", name_, ck.kernel().name));
+    const codegen::Kernel& k = hk->k;
+    if (bufs.size() != k.inputs.size() + 1)
+      throw InternalError(fmt::format("{}: kernel {} takes {} buffers (the output and {} inputs), got {}", name_,
+                                      k.name, k.inputs.size() + 1, k.inputs.size(), bufs.size()));
+    if (k.numel > hip_launch::kMaxElements)
+      throw DeviceError(
+          fmt::format("{}: kernel {} covers {} elements; one launch covers at most {} (one thread per "
+                      "element, HIP's grid size is 32-bit)",
+                      name_, k.name, k.numel, hip_launch::kMaxElements));
+    auto blocks = static_cast<unsigned>(hip_launch::launch_blocks(k.numel));
+    Task t;
+    t.what = fmt::format("launch of {} ({} elements, dnum {})", k.name, k.numel, dnum);
+    t.after = std::move(after);
+    t.enqueue = [this, fn = hk->fn, module = hk->module, blocks,
+                 args = hip_launch::pack_kernel_args(bufs, dnum, k.numel)](hipStream_t stream) mutable {
+      if (blocks == 0) return Resources{};
+      size_t size = args.size();
+      void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, args.data(), HIP_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                        HIP_LAUNCH_PARAM_END};
+      RINGRT_HIP_CHECK(
+          name_, hipModuleLaunchKernel(fn, blocks, 1, 1, hip_launch::kBlockSize, 1, 1, 0, stream, nullptr, config));
+      return Resources{std::move(module), {}};
+    };
+    return push(std::move(t));
+  }
+
+  Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
+    Task t;
+    t.what = fmt::format("copy of {} bytes from {}", bytes, from.name());
+    t.after = std::move(after);
+    t.on_copy_stream = true;
+    auto* peer = dynamic_cast<HipDevice*>(&from);
+    if (!peer) {  // another backend: its copy_out into pinned memory, once `after` is done on the host
+      t.host_wait = true;
+      t.enqueue = [this, &from, src, dst, bytes](hipStream_t stream) -> Resources {
+        if (bytes == 0) return {};
+        void* pinned = take_pinned(bytes);
+        try {
+          from.copy_out(pinned, src, bytes);
+          RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, pinned, bytes, hipMemcpyHostToDevice, stream));
+        } catch (...) {
+          give_pinned(bytes, pinned);
+          throw;
+        }
+        return Resources{nullptr, std::make_pair(bytes, pinned)};
+      };
+    } else if (peer->index_ == index_) {
+      t.enqueue = [this, src, dst, bytes](hipStream_t stream) {
+        if (bytes) RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, stream));
+        return Resources{};
+      };
+    } else {
+      t.peer = peer->index_;  // staged through the host without peer access: `after` waits there
+      t.enqueue = [this, peer, src, dst, bytes](hipStream_t stream) {
+        return enqueue_peer_copy(*peer, src, dst, bytes, stream);
+      };
+    }
+    return push(std::move(t));
+  }
+
+  // Runs fn on this device's issuer thread, after `after` and after all earlier work on this device has
+  // completed; later work starts after fn returns. fn may call HIP (it is not a stream callback) and
+  // may block, which blocks this device's queue. Its exception completes the Event with that error.
+  Event submit(std::function<void()> fn, std::vector<Event> after) override {
+    Task t;
+    t.what = "host function";
+    t.after = std::move(after);
+    t.host = std::move(fn);
+    return push(std::move(t));
+  }
+
+  // Waits for everything submitted so far (a marker through the queue), then hipDeviceSynchronize.
+  // Must not be called from a function submitted to this device (it would wait for itself).
+  void synchronize() override {
+    wait_event(submit([] {}, {}), false);
+    DeviceGuard guard(index_, name_);
+    RINGRT_HIP_CHECK(name_, hipDeviceSynchronize());
+  }
+
+ private:
+  // What a piece of GPU work keeps alive until it completes.
+  struct Resources {
+    std::shared_ptr<Module> module;                  // a launch's module
+    std::optional<std::pair<size_t, void*>> pinned;  // a staged copy's pinned buffer (size, pointer)
+  };
+  struct Task {
+    std::string what;  // for error messages
+    std::vector<Event> after;
+    std::function<Resources(hipStream_t)> enqueue;  // GPU work: enqueues on the given stream
+    std::function<void()> host;                     // or host work, run on the issuer
+    bool on_copy_stream = false;
+    bool host_wait = false;  // wait for `after` on the host (enqueue reads the source on the host)
+    int peer = -1;           // a copy from HIP:peer: host_wait unless this device has peer access
+    Event done;
+  };
+  struct Pending {                            // GPU work enqueued, for the completer
+    std::shared_ptr<const HipNative> native;  // the event recorded after it
+    Event done;
+    std::string what;
+    Resources keep;
+  };
+
+  static size_t round_up(size_t bytes) { return (std::max<size_t>(bytes, 1) + 255) / 256 * 256; }
+
+  Event push(Task t) {
+    Event e = t.done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_issue_) throw DeviceError(fmt::format("{}: {} after the device was shut down", name_, t.what));
+      queue_.push_back(std::move(t));
+    }
+    cv_.notify_all();
+    return e;
+  }
+
+  const codegen::HiprtcCompiler& compiler() {
+    std::lock_guard<std::mutex> lock(kernels_mu_);
+    if (!compiler_) compiler_.emplace(arch_);  // throws CompileError for a target hipRTC does not know
+    return *compiler_;
+  }
+
+  // Orders the task being issued after `e` (issuer thread): not at all when e is earlier GPU work of
+  // this device (the queue is in order); on the GPU, hipStreamWaitEvent on `stream`, when e is GPU
+  // work of another HIP device that is enqueued already; on the host otherwise, and always when
+  // `stream` is null. Throws e's error when e completed with one (a GPU-side failure of work waited
+  // for on the GPU surfaces in that work's own Event instead).
+  void wait_after(const Event& e, hipStream_t stream) {
+    if (stream) {
+      while (!e.wait_ready(100ms)) {
+      }
+      if (!e.done()) {
+        if (auto hn = std::dynamic_pointer_cast<const HipNative>(e.native())) {
+          if (hn->pool != pool_) RINGRT_HIP_CHECK(name_, hipStreamWaitEvent(stream, hn->event, 0));
+          return;
+        }
+      }
+    }
+    wait_event(e, true);
+  }
+
+  // The issuer: takes tasks in order, orders them after their `after` (wait_after), enqueues GPU work
+  // (chained across the two streams) or runs host work once everything before it has completed.
+  void issue_loop() {
+    hipStream_t last_stream = nullptr;
+    std::shared_ptr<const HipNative> last;  // the GPU work issued last (null after host work)
+    Event last_done;
+    last_done.set_done();
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_issue_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        t = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        // Per task: host work may change this thread's current device.
+        RINGRT_HIP_CHECK(name_, hipSetDevice(index_));
+        hipStream_t stream = t.on_copy_stream ? copy_ : compute_;
+        bool on_host = t.host || t.host_wait || (t.peer >= 0 && !peer_access(t.peer));
+        for (const Event& e : t.after) wait_after(e, on_host ? nullptr : stream);  // an error fails this task
+        if (t.host) {
+          wait_event(last_done, false);  // in order: after everything before it, whatever its outcome
+          t.host();
+          t.done.set_done();
+          last_done = t.done;
+          last.reset();  // nothing on the GPU is pending any more
+          continue;
+        }
+        if (last && last_stream != stream) RINGRT_HIP_CHECK(name_, hipStreamWaitEvent(stream, last->event, 0));
+        // The event returns to the pool only when every holder of `native` (this task's Event, a
+        // queue about to wait on it) has let go, so it is never re-recorded under a waiter.
+        auto native = std::make_shared<const HipNative>(index_, take_event(), pool_);
+        Resources keep = t.enqueue(stream);  // on failure `keep` (a pinned buffer) is dropped, not reused
+        RINGRT_HIP_CHECK(name_, hipEventRecord(native->event, stream));
+        t.done.set_native(native);
+        last_stream = stream;
+        last = native;
+        last_done = t.done;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          pending_.push_back(Pending{std::move(native), t.done, std::move(t.what), std::move(keep)});
+        }
+        cv_.notify_all();
+      } catch (...) {
+        t.done.set_done(std::current_exception());
+      }
+    }
+  }
+
+  // The completer: waits for each enqueued piece of GPU work in order and completes its Event.
+  void complete_loop() {
+    (void)hipSetDevice(index_);  // only for tidiness: hipEventSynchronize does not need it
+    for (;;) {
+      Pending p;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_complete_ || !pending_.empty(); });
+        if (pending_.empty()) return;
+        p = std::move(pending_.front());
+        pending_.pop_front();
+      }
+      hipError_t rc = hipEventSynchronize(p.native->event);
+      p.native.reset();
+      if (p.keep.pinned) give_pinned(p.keep.pinned->first, p.keep.pinned->second);
+      p.keep.module.reset();
+      if (rc == hipSuccess) {
+        p.done.set_done();
+      } else {
+        std::string msg = hip_error_message(name_, "hipEventSynchronize(event)", rc, __FILE__, __LINE__);
+        p.done.set_done(std::make_exception_ptr(DeviceError(fmt::format("{} (after the {})", msg, p.what))));
+      }
+    }
+  }
+
+  // Peer copy src (on peer) -> dst (here) on `stream` (this device's copy stream; issuer thread).
+  Resources enqueue_peer_copy(HipDevice& peer, const void* src, void* dst, size_t bytes, hipStream_t stream) {
+    if (bytes == 0) return {};
+    if (peer_access(peer.index_)) {
+      RINGRT_HIP_CHECK(name_, hipMemcpyPeerAsync(dst, index_, src, peer.index_, bytes, stream));
+      return {};
+    }
+    void* pinned = take_pinned(bytes);
+    try {
+      {
+        DeviceGuard guard(peer.index_, peer.name_);
+        RINGRT_HIP_CHECK(peer.name_, hipMemcpy(pinned, src, bytes, hipMemcpyDeviceToHost));
+      }
+      RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, pinned, bytes, hipMemcpyHostToDevice, stream));
+    } catch (...) {
+      give_pinned(bytes, pinned);
+      throw;
+    }
+    return Resources{nullptr, std::make_pair(bytes, pinned)};
+  }
+
+  // Whether this device can read peer's memory, enabling peer access on first use (issuer thread:
+  // this device is current).
+  bool peer_access(int peer) {
+    auto& table = peer_table();
+    std::lock_guard<std::mutex> lock(table.mu);
+    if (auto it = table.access.find({index_, peer}); it != table.access.end()) return it->second;
+    int can = 0;
+    RINGRT_HIP_CHECK(name_, hipDeviceCanAccessPeer(&can, index_, peer));
+    if (can) {
+      hipError_t rc = hipDeviceEnablePeerAccess(peer, 0);
+      if (rc == hipErrorPeerAccessAlreadyEnabled) {
+        (void)hipGetLastError();  // enabled before, by this process: fine
+      } else if (rc != hipSuccess) {
+        throw DeviceError(hip_error_message(name_, "hipDeviceEnablePeerAccess(peer, 0)", rc, __FILE__, __LINE__));
+      }
+    }
+    table.access[{index_, peer}] = can != 0;
+    return can != 0;
+  }
+
+  hipEvent_t take_event() {
+    {
+      std::lock_guard<std::mutex> lock(pool_->mu);
+      if (!pool_->free.empty()) {
+        hipEvent_t e = pool_->free.back();
+        pool_->free.pop_back();
+        return e;
+      }
+    }
+    hipEvent_t e = nullptr;
+    RINGRT_HIP_CHECK(name_, hipEventCreateWithFlags(&e, hipEventDisableTiming));
+    return e;
+  }
+
+  void* take_pinned(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(pool_mu_);
+      auto it = pinned_.find(bytes);
+      if (it != pinned_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        return p;
+      }
+    }
+    void* p = nullptr;
+    RINGRT_HIP_CHECK(name_, hipHostMalloc(&p, bytes, hipHostMallocDefault));
+    return p;
+  }
+  void give_pinned(size_t bytes, void* p) {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    pinned_[bytes].push_back(p);
+  }
+
+  // hipFree of every cached block; returns their total size. Logs failures.
+  size_t release_free_blocks() {
+    std::lock_guard<std::mutex> lock(alloc_mu_);
+    size_t total = 0;
+    for (auto& [bytes, blocks] : free_blocks_) {
+      for (void* p : blocks) RINGRT_HIP_LOG(name_, hipFree(p));
+      total += bytes * blocks.size();
+    }
+    free_blocks_.clear();
+    return total;
+  }
+
+  // Frees everything this device holds; logs errors and never throws (destructor, failed constructor).
+  void release() noexcept {
+    if (g_hip_gone) return;  // after the exit handler: the HIP runtime may be gone, leak instead
+    try {
+      DeviceGuard guard(index_, name_);
+      if (compute_ || copy_) RINGRT_HIP_LOG(name_, hipDeviceSynchronize());
+      {
+        std::lock_guard<std::mutex> lock(kernels_mu_);
+        kernels_.clear();  // modules unload with their last kernel
+      }
+      release_free_blocks();
+      {
+        std::lock_guard<std::mutex> lock(pool_->mu);  // events still held by Events: ~EventPool
+        for (hipEvent_t e : pool_->free) RINGRT_HIP_LOG(name_, hipEventDestroy(e));
+        pool_->free.clear();
+      }
+      {
+        std::lock_guard<std::mutex> lock(pool_mu_);
+        for (auto& [bytes, buffers] : pinned_)
+          for (void* p : buffers) RINGRT_HIP_LOG(name_, hipHostFree(p));
+        pinned_.clear();
+      }
+      {
+        auto& table = peer_table();
+        std::lock_guard<std::mutex> lock(table.mu);
+        for (auto it = table.access.begin(); it != table.access.end();) {
+          if (it->first.first != index_) {
+            ++it;
+            continue;
+          }
+          if (it->second) RINGRT_HIP_LOG(name_, hipDeviceDisablePeerAccess(it->first.second));
+          it = table.access.erase(it);
+        }
+      }
+      for (hipStream_t* s : {&compute_, &copy_}) {
+        if (*s) RINGRT_HIP_LOG(name_, hipStreamDestroy(*s));
+        *s = nullptr;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ringrt: %s: teardown stopped early: %s\n", name_.c_str(), e.what());
+    } catch (...) {
+      std::fprintf(stderr, "ringrt: %s: teardown stopped early\n", name_.c_str());
+    }
+  }
+
+  const int index_;
+  const std::string name_;
+  std::string arch_;  // gcnArchName, e.g. "gfx90a:sramecc+:xnack-"
+  hipStream_t compute_ = nullptr, copy_ = nullptr;
+
+  std::mutex alloc_mu_;  // free_blocks_
+  std::map<size_t, std::vector<void*>> free_blocks_;
+
+  std::shared_ptr<EventPool> pool_;  // hipEvents, shared with the handles of this device's Events
+  std::mutex pool_mu_;               // pinned_
+  std::map<size_t, std::vector<void*>> pinned_;
+
+  std::mutex kernels_mu_;  // kernels_, compiler_
+  std::unordered_map<std::string, std::shared_ptr<HipKernel>> kernels_;
+  std::optional<codegen::HiprtcCompiler> compiler_;
+
+  std::mutex mu_;  // queue_, pending_, stop flags
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  std::deque<Pending> pending_;
+  bool stop_issue_ = false, stop_complete_ = false;
+  std::once_flag shutdown_once_;
+  std::thread issuer_, completer_;  // started last, in the constructor body
+};
+
+// The exit handler: shuts every live device down while the HIP runtime is still up (the registry's
+// devices are function-local statics, destroyed after exit handlers registered later than the
+// registry was built, such as the HIP runtime's own), then tells later destructors (of the devices,
+// of modules held by cached programs, of event pools) to make no HIP call and leak instead.
+void shut_down_at_exit() {
+  std::set<HipDevice*> devices;
+  {
+    auto& live = live_devices();
+    std::lock_guard<std::mutex> lock(live.mu);
+    devices = live.devices;
+  }
+  for (HipDevice* d : devices) d->shutdown();
+  g_hip_gone = true;
+}
+
+}  // namespace
+
+std::unique_ptr<Device> make_hip_device(int index) {
+  std::vector<std::string> names = hip_device_names();
+  if (index < 0 || index >= static_cast<int>(names.size()))
+    throw DeviceError(fmt::format("HIP:{} does not exist: the HIP runtime reports {} GPU(s){}{}", index, names.size(),
+                                  names.empty() ? "" : ": ", fmt::join(names, ", ")));
+  return std::make_unique<HipDevice>(index);
+}
+
+}  // namespace ringrt
