@@ -10,6 +10,9 @@
 include(BoostTestDiscovery)
 
 set(RINGRT_TEST_LABEL_DIRS integration hiprtc gpu mpi)
+# Extra VAR=value settings for every test, e.g. a sanitizer's options (the asan and tsan presets set
+# it): in the tests' own environment, so that a plain `ctest --test-dir <build>` applies them too.
+set(RINGRT_TEST_ENVIRONMENT "" CACHE STRING "VAR=value;... added to the environment of every test")
 
 # Options every test target gets, through an INTERFACE library.
 add_library(ringrt_test_options INTERFACE)
@@ -59,7 +62,7 @@ foreach(src IN LISTS RINGRT_TEST_SOURCES)
   # XDG_CACHE_HOME: the compile cache of test runs stays inside this build tree.
   boost_test_discover_tests(${target} LABELS ${label}
     WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}"
-    ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache")
+    ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${RINGRT_TEST_ENVIRONMENT})
 endforeach()
 
 # install_consumer: install this build into a scratch prefix, then configure, build and run
