@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "rewrite/errors.hpp"
+#include "runtime/item_kernel.hpp"
 
 namespace ringrt {
 
@@ -67,18 +68,6 @@ struct Program::PreparedKernel {
 
 namespace {
 
-// The ast with each realized value it reads replaced by a placeholder BUFFER (id -1-k) of its shape.
-UOp with_placeholders(const UOp& ast, const std::vector<UOp>& reads) {
-  std::unordered_map<const detail::Node*, UOp> sub;
-  for (size_t k = 0; k < reads.size(); ++k) {
-    const UOp& leaf = reads[k];
-    UOp buf = make_uop(Ops::BUFFER, leaf.dtype(), {device_uop(leaf.device(), &leaf.graph())},
-                       BufferArg{-1 - static_cast<int64_t>(k), prod(leaf.shape())}, &leaf.graph());
-    sub.emplace(leaf.node(), buf.reshape(leaf.shape()));
-  }
-  return substitute(ast, sub);
-}
-
 // A copy's source: the realized value it reads and the element offset of the contiguous range.
 std::pair<UOp, int64_t> copy_source(const UOp& copy, const std::vector<UOp>& reads) {
   UOp u = copy.src(0);
@@ -126,8 +115,9 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan))
       continue;
     }
     auto pk = std::make_shared<PreparedKernel>();
-    pk->kernel = codegen::lower_kernel(with_placeholders(item.ast, item.reads));
-    for (const auto& in : pk->kernel.inputs) pk->input_reads.push_back(static_cast<size_t>(-1 - in.buffer_id));
+    ItemKernel lowered = lower_item(item);  // shared with Schedule::emit_sources
+    pk->kernel = std::move(lowered.kernel);
+    pk->input_reads = std::move(lowered.input_reads);
     kernels_.push_back(pk);
   }
   // compile per device, every kernel of the program in one go

@@ -16,6 +16,7 @@
 #ifdef RINGRT_HAVE_HIP
 #include "runtime/hip/hip_device.hpp"
 #endif
+#include "runtime/item_kernel.hpp"
 #include "runtime/schedule.hpp"
 
 namespace ringrt {
@@ -625,8 +626,12 @@ Schedule Tensor::schedule() const {
   Schedule s;
   s.algorithms = low.algorithms;
   ItemPlan plan = plan_schedule(low.roots);
-  for (const ScheduleItem& item : plan.items) {
-    if (item.kind != ScheduleItem::Kind::copy) continue;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const ScheduleItem& item = plan.items[i];
+    if (item.kind == ScheduleItem::Kind::kernel) {  // the IR the executor would compile for it
+      s.kernel_items.push_back({i, item.device.to_string(), lower_item(item).kernel});
+      continue;
+    }
     const UOp& c = item.ast;
     s.copy_items.push_back(
         {c.src(0).device().name(), c.device().name(), ringrt::prod(c.shape()) * itemsize(c.dtype())});

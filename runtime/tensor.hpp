@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/kernel.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/interpreter.hpp"
 #include "rewrite/settings.hpp"
@@ -30,15 +31,33 @@ struct CopyItem {
   bool operator==(const CopyItem&) const = default;
 };
 
+// One kernel item of a schedule and the kernel IR the executor compiles for it (runtime/item_kernel.hpp).
+struct KernelItem {
+  size_t item = 0;         // its index among all items (copies included), as in Schedule::to_string()
+  std::string device;      // the device or device tuple it is launched on, e.g. "(CPU:0, CPU:1)"
+  codegen::Kernel kernel;  // its name is a hash of its structure: equal names, equal kernels
+};
+
 // What realize() runs: the lowered graph's device-to-device copies and kernels, in order.
 struct Schedule {
   std::vector<std::string> algorithms;  // per allreduce, in order: naive|ring|all2all|hierarchical
   std::vector<CopyItem> copy_items;
   int64_t kernel_count = 0;
   std::string listing;
+  std::vector<KernelItem> kernel_items;  // every kernel item in order; kernel_items.size() == kernel_count
   std::vector<CopyItem> copies() const { return copy_items; }  // device-to-device copies, in order
   int64_t kernels() const { return kernel_count; }             // kernel items (one per launch on a device tuple)
   std::string to_string() const { return listing; }
+  // The source of kernel item i (an index into kernel_items) for a target: "cpu" is render_cpp's C++
+  // (HostCompiler compiles it), "hip" is render_hip's HIP C++ (HiprtcCompiler compiles it). Throws
+  // ConfigError for another target, std::out_of_range for a bad i.
+  std::string source(size_t i, const std::string& target) const;
+  // Writes source(i, target) of every kernel item to one file per item in dir, named
+  // "<item index, 3 digits>_<kernel name>.<cpp|hip>" (e.g. "004_r_1f0c2d9e8a7b6c5d.hip"); creates dir
+  // and its parents, overwrites files of the same name. Returns the paths in kernel_items order.
+  // Throws ConfigError for a bad target (before writing anything) or a directory or file that cannot
+  // be created or written. Reference: tinygrad's DEBUG=4 source dump (one kernel's source per item).
+  std::vector<std::string> emit_sources(const std::string& dir, const std::string& target) const;
 };
 
 class Tensor {

@@ -1,15 +1,19 @@
 // The `ringrt` program end to end, run as a subprocess: every config in configs/ runs with #wrong 0,
-// the exit statuses 0/1/2, `schedule --json` (a contract other tools parse), --dot, --csv, --json,
-// `config --dump`, and the precedence --set > environment > YAML. Reference: DESIGN.md "The ringrt
+// the exit statuses 0/1/2, `schedule --json` (a contract other tools parse), --dot, --emit-source,
+// --csv, --json, `config --dump`, and the precedence --set > environment > YAML. Reference: DESIGN.md "The ringrt
 // program and YAML". Sizes are overridden small: realization may run on the reference interpreter.
 #define BOOST_TEST_MODULE cli
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <utility>
 
+#include "codegen/compiler.hpp"
 #include "runtime/config.hpp"
 #include "test/integration/cli_run.hpp"
 
@@ -165,14 +169,67 @@ BOOST_AUTO_TEST_CASE(schedule_text_and_dot) {
   BOOST_TEST(read_file(dot).rfind("digraph", 0) == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(emit_source_is_reported_unavailable_or_writes_sources) {
+// --emit-source writes one file per kernel item ("<item>_<kernel name>.<cpp|hip>", as many as the
+// JSON's "kernels"), and each compiles: cpu files with the host compiler, hip files with hipRTC for
+// gfx90a when HIP is built.
+BOOST_DATA_TEST_CASE(emit_source_writes_one_compiling_file_per_kernel, bdata::make({"cpu", "hip"}), target) {
   TempDir dir;
-  CliResult r = run_cli({"schedule", "configs/default.yaml", "--count", "64", "--emit-source",
-                         (dir.path() / "src").string(), "--target", "cpu"});
-  if (r.status == 2)
-    BOOST_TEST(r.err.find("not available yet") != std::string::npos, r.err);
-  else
-    BOOST_TEST(r.status == 0, r.err);
+  fs::path out = dir.path() / "kernels";
+  CliResult r = run_cli(
+      {"schedule", "configs/ring.yaml", "--count", "400", "--json", "--emit-source", out.string(), "--target", target});
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  int64_t kernels = json::parse(r.out)["kernels"].get<int64_t>();  // stdout stays the JSON object
+  BOOST_TEST(kernels > 1);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(out)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  BOOST_TEST(static_cast<int64_t>(files.size()) == kernels);
+  BOOST_TEST(r.err.find(fmt::format("wrote {} {} kernel sources", kernels, target)) != std::string::npos, r.err);
+  const std::regex name(std::string(R"((\d{3})_([Er]_[0-9a-f]{16})\.)") +
+                        (std::string(target) == "cpu" ? "cpp" : "hip"));
+  std::set<int> items;
+  for (const fs::path& f : files) {
+    std::smatch m;
+    std::string base = f.filename().string();
+    BOOST_TEST_REQUIRE(std::regex_match(base, m, name), base);
+    items.insert(std::stoi(m[1].str()));
+    std::string src = read_file(f), kernel = m[2].str();
+    if (std::string(target) == "cpu") {
+      BOOST_TEST(src.find("extern \"C\" void " + kernel + "(void** bufs") != std::string::npos, src);
+      BOOST_TEST(codegen::HostCompiler().load(src, kernel)->function(kernel) != nullptr);
+    } else {
+      BOOST_TEST(src.find("extern \"C\" __global__ void " + kernel + "(") != std::string::npos, src);
+#ifdef RINGRT_HAVE_HIP
+      std::string code = codegen::HiprtcCompiler("gfx90a").compile(src, kernel);
+      BOOST_TEST(code.compare(0, 4,
+                              "\x7f"
+                              "ELF") == 0,
+                 base);
+#endif
+    }
+  }
+  BOOST_TEST(items.size() == files.size());  // one file per item
+}
+
+BOOST_AUTO_TEST_CASE(emit_source_errors_exit_2) {
+  TempDir dir;
+  std::string file = dir.write("plain-file", "x");
+  for (std::vector<std::string> extra : std::vector<std::vector<std::string>>{
+           {"--emit-source", (dir.path() / "a").string()},                     // no --target
+           {"--target", "cpu"},                                                // no --emit-source
+           {"--emit-source", (dir.path() / "b").string(), "--target", "CPU"},  // not hip|cpu
+           {"--emit-source", file + "/sub", "--target", "cpu"}}) {             // cannot create the directory
+    std::vector<std::string> args{"schedule", "configs/default.yaml", "--count", "64"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = run_cli(args);
+    BOOST_TEST(r.status == 2, r.err);
+    BOOST_TEST(!r.err.empty());
+  }
+  BOOST_TEST(!fs::exists(dir.path() / "a"));
+  BOOST_TEST(!fs::exists(dir.path() / "b"));
+  CliResult r =
+      run_cli({"schedule", "configs/default.yaml", "--count", "64", "--emit-source", file + "/sub", "--target", "cpu"});
+  BOOST_TEST(r.err.find("plain-file/sub") != std::string::npos, r.err);
 }
 
 BOOST_AUTO_TEST_CASE(precedence_set_over_environment_over_yaml) {

@@ -1,5 +1,6 @@
-// The allreduce lowering across device counts, algorithms, dtypes, ops and sizes, checked against
-// host arithmetic and the unsharded computation, plus the graph invariants of DESIGN.md.
+// The allreduce lowering across device counts, algorithms, dtypes, ops and sizes (the matrix of
+// test/support/allreduce_matrix.hpp), checked against host arithmetic and the unsharded computation,
+// plus the graph invariants of DESIGN.md.
 #define BOOST_TEST_MODULE allreduce
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -16,22 +17,15 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/tensor.hpp"
+#include "test/support/allreduce_matrix.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
 namespace {
 
-AllreduceSettings settings_for(const std::string& algo, int ndev) {
-  AllreduceSettings s;
-  s.ring = algo == "ring" ? 2 : 0;
-  s.all2all = algo == "all2all" ? 2 : 0;
-  if (algo == "hierarchical") {  // two groups: the first half and the rest
-    auto devs = cpu_devices(ndev);
-    for (int i = 0; i < ndev; ++i) s.groups[devs[static_cast<size_t>(i)]] = i < (ndev + 1) / 2 ? 0 : 1;
-  }
-  return s;
-}
+// two groups for hierarchical: the first half and the rest
+AllreduceSettings settings_for(const std::string& algo, int ndev) { return test::matrix_settings(algo, ndev); }
 
 std::string expected_algorithm(const std::string& algo, int ndev) {
   if (algo == "hierarchical") return ndev >= 3 ? "hierarchical" : "naive";
@@ -70,8 +64,8 @@ std::pair<std::vector<double>, std::vector<double>> host_reduce(const HostBuffer
   return {out, mag};
 }
 
-const std::vector<int> kDevices{1, 2, 3, 4, 5, 8};
-const std::vector<std::string> kAlgorithms{"naive", "ring", "all2all", "hierarchical"};
+const std::vector<int>& kDevices = test::kMatrixDevices;
+const std::vector<std::string>& kAlgorithms = test::kMatrixAlgorithms;
 
 }  // namespace
 
@@ -79,10 +73,10 @@ const std::vector<std::string> kAlgorithms{"naive", "ring", "all2all", "hierarch
 BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), ndev, algo) {
   ScopedSettings scope(settings_for(algo, ndev));
   auto devs = cpu_devices(ndev);
-  std::vector<int64_t> sizes{1, 3, 32 * ndev, 32 * ndev + 5, 100, 257};
+  std::vector<int64_t> sizes = test::matrix_sizes(ndev);
   uint32_t seed = 1;
-  for (DType dtype : {DType::float32, DType::float16, DType::bfloat16, DType::int32}) {
-    for (Ops op : {Ops::ADD, Ops::MAX}) {
+  for (DType dtype : test::kMatrixDTypes) {
+    for (Ops op : test::kMatrixOps) {
       for (int64_t numel : sizes) {
         BOOST_TEST_CONTEXT("ndev " << ndev << " " << algo << " " << dtype_name(dtype) << " " << op_name(op)
                                    << " numel " << numel) {

@@ -1,0 +1,31 @@
+// From a kernel item of the schedule to the kernel IR that is compiled for it: the one place that
+// does this, shared by the executor (which compiles and launches it) and Schedule (which emits its
+// source), so what `ringrt schedule --emit-source` writes is what realize() runs.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "codegen/kernel.hpp"
+#include "runtime/schedule.hpp"
+
+namespace ringrt {
+
+struct ItemKernel {
+  codegen::Kernel kernel;           // the IR; its name is derived from its structure ("E_<hash>", "r_<hash>")
+  std::vector<size_t> input_reads;  // kernel input i reads item.reads[input_reads[i]]
+};
+
+// The ast of a kernel item (shape: the item's output shape) with each realized value it reads
+// (item.reads[k], shape S_k) replaced by a placeholder BUFFER of id -1-k, prod(S_k) elements, on the
+// value's device(s), reshaped to S_k. Evaluating it with the interpreter, buffer -1-k bound to
+// item.reads[k]'s data, gives what the item's kernel computes. Throws InternalError for a copy item.
+// Reference: tinygrad engine/schedule.py (a ScheduleItem's ast reads its bufs by index, not by
+// identity, so equal computations on other buffers share one kernel).
+UOp item_ast(const ScheduleItem& item);
+
+// codegen::lower_kernel(item_ast(item)) and where each kernel input comes from. Throws InternalError
+// for a copy item or for an op the kernel IR cannot express (see lower_kernel).
+ItemKernel lower_item(const ScheduleItem& item);
+
+}  // namespace ringrt

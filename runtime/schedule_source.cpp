@@ -1,0 +1,56 @@
+// Schedule::source and Schedule::emit_sources (runtime/tensor.hpp): the kernel sources of a schedule,
+// rendered from the same kernel IR the executor compiles (runtime/item_kernel.hpp).
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/render.hpp"
+#include "runtime/tensor.hpp"
+
+namespace ringrt {
+
+namespace {
+
+// The file suffix of a target; ConfigError for an unknown one.
+const char* suffix_of(const std::string& target) {
+  if (target == "cpu") return ".cpp";
+  if (target == "hip") return ".hip";
+  throw ConfigError(fmt::format("kernel source target '{}': expected 'hip' or 'cpu'", target));
+}
+
+}  // namespace
+
+std::string Schedule::source(size_t i, const std::string& target) const {
+  suffix_of(target);
+  const codegen::Kernel& k = kernel_items.at(i).kernel;
+  return target == "cpu" ? codegen::render_cpp(k) : codegen::render_hip(k);
+}
+
+std::vector<std::string> Schedule::emit_sources(const std::string& dir, const std::string& target) const {
+  const char* suffix = suffix_of(target);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw ConfigError(fmt::format("kernel source directory '{}': cannot create it: {}", dir, ec.message()));
+  if (!fs::is_directory(dir, ec))
+    throw ConfigError(fmt::format("kernel source directory '{}': exists and is not a directory", dir));
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < kernel_items.size(); ++i) {
+    const KernelItem& ki = kernel_items[i];
+    fs::path path = fs::path(dir) / fmt::format("{:03}_{}{}", ki.item, ki.kernel.name, suffix);
+    std::string text = source(i, target);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.close();
+    if (!out)
+      throw ConfigError(
+          fmt::format("kernel source file '{}': cannot write it: {}", path.string(), std::strerror(errno)));
+    paths.push_back(path.string());
+  }
+  return paths;
+}
+
+}  // namespace ringrt

@@ -1,0 +1,101 @@
+// Every kernel of the multi-device allreduce test matrix (test/support/allreduce_matrix.hpp) on the
+// CPU: the kernels realize() compiles (runtime/item_kernel.hpp lower_item), deduplicated by source
+// over the whole matrix, a sixth per test case compiled together by the host compiler, run on host buffers of random
+// data for every _device_num and compared bit for bit with the reference interpreter evaluating the same item ast.
+#define BOOST_TEST_MODULE codegen_matrix_kernels
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <memory>
+#include <random>
+
+#include "test/codegen/kernel_check.hpp"
+#include "test/support/allreduce_matrix.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+
+namespace {
+
+// Random data for each value an item reads (one buffer per device of the value), bound to the
+// placeholder ids -1-k: float32 in [-1, 1), 16-bit floats in [-8, 8) rounded, int32 in [-1000, 1000].
+BufferLookup random_inputs(const std::vector<UOp>& reads, std::mt19937& rng) {
+  auto data = std::make_shared<std::vector<std::vector<HostBuffer>>>();
+  for (const UOp& r : reads) {
+    size_t n = r.device().tuple() ? r.device().names().size() : 1;
+    std::vector<HostBuffer> per_device;
+    for (size_t d = 0; d < n; ++d) {
+      HostBuffer b(r.dtype(), {prod(r.shape())});
+      for (int64_t i = 0; i < b.numel(); ++i) {
+        if (is_float(r.dtype()))
+          b.set(i, std::uniform_real_distribution<double>(r.dtype() == DType::float32 ? -1.0 : -8.0,
+                                                          r.dtype() == DType::float32 ? 1.0 : 8.0)(rng));
+        else
+          b.set_int(i, std::uniform_int_distribution<int>(-1000, 1000)(rng));
+      }
+      per_device.push_back(std::move(b));
+    }
+    data->push_back(std::move(per_device));
+  }
+  return [data](int64_t id) -> const std::vector<HostBuffer>* {
+    size_t k = static_cast<size_t>(-1 - id);
+    return id < 0 && k < data->size() ? &(*data)[k] : nullptr;
+  };
+}
+
+}  // namespace
+
+constexpr size_t kParts = 6;  // test cases; each collects the whole matrix and checks a sixth
+
+BOOST_DATA_TEST_CASE(matrix_kernels_match_interpreter, bdata::xrange(kParts), part) {
+  size_t items = 0, distinct = 0;
+  auto render = [](const codegen::Kernel& k) { return codegen::render_cpp(k); };
+  std::vector<test::MatrixKernel> ks = test::matrix_kernels_part(part, kParts, render, &items, &distinct);
+  BOOST_TEST_MESSAGE("matrix: " << items << " kernel items, " << distinct << " distinct kernels; part " << part << ": "
+                                << ks.size());
+  BOOST_TEST_REQUIRE(ks.size() >= distinct / kParts);
+  std::mt19937 rng(static_cast<uint32_t>(part));
+  std::vector<UOp> asts;
+  std::vector<BufferLookup> lookups;
+  std::vector<int> ndevs;
+  std::vector<std::string> labels;
+  for (const test::MatrixKernel& k : ks) {
+    asts.push_back(k.ast);
+    lookups.push_back(random_inputs(k.reads, rng));
+    ndevs.push_back(static_cast<int>(k.kernel.dnum_max + 1));
+    labels.push_back(k.label);
+  }
+  test::check_against_interpreter(asts, lookups, ndevs, labels);
+}
+
+// The matrix points are built from UOps (test::matrix_allreduce) to skip realizing their inputs; here
+// a few are built with the Tensor API instead, input realized, and give the same schedule and kernels.
+BOOST_AUTO_TEST_CASE(uop_built_points_are_the_tensor_api_points) {
+  struct Point {
+    int ndev;
+    std::string algo;
+    DType dtype;
+    Ops op;
+    int64_t numel;
+  };
+  for (const Point& p :
+       {Point{4, "ring", DType::float16, Ops::MAX, 133}, Point{3, "hierarchical", DType::int32, Ops::ADD, 3},
+        Point{5, "all2all", DType::bfloat16, Ops::ADD, 100}}) {
+    BOOST_TEST_CONTEXT("ndev " << p.ndev << " " << p.algo << " " << dtype_name(p.dtype) << " " << op_name(p.op)
+                               << " numel " << p.numel) {
+      ScopedSettings scope(test::matrix_settings(p.algo, p.ndev));
+      Tensor x = Tensor::from_host(HostBuffer(p.dtype, {p.ndev, p.numel})).shard(cpu_devices(p.ndev), 0);
+      x.realize();
+      Schedule want = x.reduce(p.op, {0}).schedule();
+      ItemPlan plan = plan_schedule(
+          lower_multi({test::matrix_allreduce(p.ndev, p.dtype, p.op, p.numel)}, current_settings()).roots);
+      BOOST_TEST(plan.to_string() == want.to_string());
+      BOOST_TEST_REQUIRE(plan.kernels() == want.kernel_items.size());
+      BOOST_TEST(want.kernel_items.size() > 1u);
+      size_t k = 0;
+      for (const ScheduleItem& item : plan.items)
+        if (item.kind == ScheduleItem::Kind::kernel)
+          BOOST_TEST(lower_item(item).kernel.dump() == want.kernel_items[k++].kernel.dump());
+    }
+  }
+}

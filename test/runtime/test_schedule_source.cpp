@@ -1,0 +1,141 @@
+// Schedule::kernel_items, Schedule::source and Schedule::emit_sources (runtime/schedule_source.cpp):
+// one file per kernel item named by item index and kernel name, the IR realize() compiles
+// (runtime/item_kernel.hpp), the host compiler builds every emitted cpu file, bad targets and
+// unwritable directories are ConfigErrors.
+#define BOOST_TEST_MODULE runtime_schedule_source
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "codegen/compiler.hpp"
+#include "codegen/render.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "runtime/item_kernel.hpp"
+#include "runtime/tensor.hpp"
+
+namespace fs = std::filesystem;
+using namespace ringrt;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "ringrt-emit-XXXXXX").string();
+    BOOST_REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// (4, 400) ones sharded over 4 cpu devices, realized; all2all forced for the scope of the caller.
+Tensor sharded_ones(int ndev, int64_t cols) {
+  Tensor x = Tensor::full({ndev, cols}, 1.0).contiguous().shard(cpu_devices(ndev), 0);
+  x.realize();
+  return x;
+}
+
+AllreduceSettings all2all() {
+  AllreduceSettings s;
+  s.all2all = 2;
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(kernel_items_are_the_plans_kernels_lowered) {
+  ScopedSettings scope(all2all());
+  Tensor r = (sharded_ones(4, 400).sum({0}) * 2.0).contiguous();
+  Schedule s = r.schedule();
+  BOOST_TEST_REQUIRE(s.kernel_items.size() == static_cast<size_t>(s.kernels()));
+  ItemPlan plan = plan_schedule(lower_multi({r.uop()}, all2all()).roots);
+  size_t next = 0;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    if (plan.items[i].kind != ScheduleItem::Kind::kernel) continue;
+    BOOST_TEST_REQUIRE(next < s.kernel_items.size());
+    const KernelItem& ki = s.kernel_items[next++];
+    BOOST_TEST(ki.item == i);
+    BOOST_TEST(ki.device == plan.items[i].device.to_string());
+    BOOST_TEST(ki.kernel.dump() == lower_item(plan.items[i]).kernel.dump());
+    BOOST_TEST(ki.kernel.name == lower_item(plan.items[i]).kernel.name);
+    // the listing's line for this item says KERNEL
+    BOOST_TEST(s.to_string().find(fmt::format("{:3} KERNEL {}", i, ki.device)) != std::string::npos, s.to_string());
+  }
+  BOOST_TEST(next == s.kernel_items.size());
+}
+
+BOOST_AUTO_TEST_CASE(emit_sources_writes_one_compilable_file_per_kernel_item) {
+  ScopedSettings scope(all2all());
+  Schedule s = (sharded_ones(4, 400).sum({0}) * 2.0).contiguous().schedule();
+  TempDir tmp;
+  fs::path dir = tmp.path / "a" / "b";  // parents are created
+  std::vector<std::string> cpu = s.emit_sources(dir.string(), "cpu");
+  std::vector<std::string> hip = s.emit_sources(dir.string(), "hip");
+  BOOST_TEST_REQUIRE(cpu.size() == s.kernel_items.size());
+  BOOST_TEST_REQUIRE(hip.size() == s.kernel_items.size());
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  BOOST_TEST(files == 2 * s.kernel_items.size());
+  const std::regex name(R"((\d{3})_([Er]_[0-9a-f]{16})\.(cpp|hip))");
+  codegen::HostCompiler cc;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    const KernelItem& ki = s.kernel_items[i];
+    std::smatch m;
+    std::string base = fs::path(cpu[i]).filename().string();
+    BOOST_TEST_REQUIRE(std::regex_match(base, m, name), base);
+    BOOST_TEST(std::stoul(m[1].str()) == ki.item);
+    BOOST_TEST(m[2].str() == ki.kernel.name);
+    BOOST_TEST(m[3].str() == "cpp");
+    BOOST_TEST(fs::path(hip[i]).filename().string() == fmt::format("{:03}_{}.hip", ki.item, ki.kernel.name));
+    BOOST_TEST(slurp(cpu[i]) == codegen::render_cpp(ki.kernel));
+    BOOST_TEST(slurp(hip[i]) == codegen::render_hip(ki.kernel));
+    BOOST_TEST(slurp(hip[i]).find("extern \"C\" __global__ void " + ki.kernel.name + "(") != std::string::npos);
+    // the host compiler builds it and the kernel's entry point is there
+    BOOST_TEST(cc.load(slurp(cpu[i]), ki.kernel.name)->function(ki.kernel.name) != nullptr);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_target_and_unwritable_directory_are_config_errors) {
+  ScopedSettings scope(all2all());
+  Schedule s = sharded_ones(2, 8).sum({0}).schedule();
+  BOOST_TEST_REQUIRE(!s.kernel_items.empty());
+  TempDir tmp;
+  BOOST_CHECK_THROW(s.emit_sources((tmp.path / "x").string(), "cuda"), ConfigError);
+  BOOST_TEST(!fs::exists(tmp.path / "x"));  // nothing written for a bad target
+  BOOST_CHECK_THROW(s.source(0, "CPU"), ConfigError);
+  BOOST_CHECK_THROW(s.source(s.kernel_items.size(), "cpu"), std::out_of_range);
+  std::ofstream(tmp.path / "file") << "not a directory";
+  try {
+    s.emit_sources((tmp.path / "file" / "sub").string(), "cpu");
+    BOOST_ERROR("no ConfigError for a directory under a regular file");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).find("file/sub") != std::string::npos, e.what());
+  }
+  BOOST_CHECK_THROW(s.emit_sources((tmp.path / "file").string(), "hip"), ConfigError);
+}
+
+BOOST_AUTO_TEST_CASE(a_realized_tensor_emits_nothing) {
+  Tensor r = sharded_ones(2, 8).sum({0});
+  r.realize();
+  Schedule s = r.schedule();
+  BOOST_TEST(s.kernels() == 0);
+  BOOST_TEST(s.kernel_items.empty());
+  TempDir tmp;
+  BOOST_TEST(s.emit_sources((tmp.path / "empty").string(), "cpu").empty());
+  BOOST_TEST(fs::is_directory(tmp.path / "empty"));
+}

@@ -1,0 +1,112 @@
+// The multi-device allreduce test matrix, shared by the lowering tests (test/rewrite/rules/
+// test_allreduce.cpp) and the code generation tests (test/codegen/test_matrix_kernels.cpp,
+// test/hiprtc/test_matrix_hiprtc.cpp): ndev {1, 2, 3, 4, 5, 8} x naive/ring/all2all/hierarchical x
+// float32/float16/bfloat16/int32 x sum/max x numel {1, 3, 32 ndev, 32 ndev + 5, 100, 257}, an
+// allreduce being x.sum({0}) or x.max({0}) of a realized (ndev, numel) tensor sharded on axis 0.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/render.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "runtime/item_kernel.hpp"
+#include "runtime/schedule.hpp"
+#include "runtime/tensor.hpp"
+
+namespace ringrt::test {
+
+inline const std::vector<int> kMatrixDevices{1, 2, 3, 4, 5, 8};
+inline const std::vector<std::string> kMatrixAlgorithms{"naive", "ring", "all2all", "hierarchical"};
+inline const std::vector<DType> kMatrixDTypes{DType::float32, DType::float16, DType::bfloat16, DType::int32};
+inline const std::vector<Ops> kMatrixOps{Ops::ADD, Ops::MAX};
+inline std::vector<int64_t> matrix_sizes(int ndev) { return {1, 3, 32 * ndev, 32 * ndev + 5, 100, 257}; }
+
+// The settings that force algo on ndev cpu devices; "hierarchical" makes two groups, the first half
+// of the devices and the rest.
+inline AllreduceSettings matrix_settings(const std::string& algo, int ndev) {
+  AllreduceSettings s;
+  s.ring = algo == "ring" ? 2 : 0;
+  s.all2all = algo == "all2all" ? 2 : 0;
+  if (algo == "hierarchical") {
+    auto devs = cpu_devices(ndev);
+    for (int i = 0; i < ndev; ++i) s.groups[devs[static_cast<size_t>(i)]] = i < (ndev + 1) / 2 ? 0 : 1;
+  }
+  return s;
+}
+
+// The allreduce of one matrix point, x.sum({0}) (op ADD) or x.max({0}) (op MAX) of a realized
+// (ndev, numel) tensor sharded on axis 0, as the Tensor front end builds it (runtime/tensor.cpp shard
+// and reduce): a MULTI (axis 0) over a BUFFER of numel elements on the device tuple reshaped to
+// (1, numel), a REDUCE_AXIS over axis 0 and a reshape to (numel). Built straight from UOps: realizing x
+// would first compile and run its shard kernels, which the kernel tests do not need.
+inline UOp matrix_allreduce(int ndev, DType dtype, Ops op, int64_t numel) {
+  auto devs = cpu_devices(ndev);
+  UOp x = new_buffer(DeviceSpec(DeviceTuple(devs)), numel, dtype).reshape({1, numel}).multi(0);
+  return x.r(op, {0}).reshape({numel});
+}
+
+// One kernel of the matrix's schedules: its IR (runtime/item_kernel.hpp lower_item), the ast it was
+// lowered from (placeholder buffer -1-k reads the item's realized value k) and those values.
+struct MatrixKernel {
+  codegen::Kernel kernel;
+  UOp ast;
+  std::vector<UOp> reads;
+  std::string label;  // the first matrix point and item that produced it
+};
+
+// The distinct kernels (by `render(kernel)`, e.g. codegen::render_hip) of every matrix point with ndev
+// devices and an algorithm of algos, in the order first met; items_seen counts the kernel items; a
+// source already in `seen` is skipped (and every new one added).
+template <class Render>
+std::vector<MatrixKernel> matrix_kernels(int ndev, const std::vector<std::string>& algos, Render render,
+                                         size_t* items_seen = nullptr, std::map<std::string, size_t>* seen = nullptr) {
+  std::vector<MatrixKernel> out;
+  std::map<std::string, size_t> local;
+  std::map<std::string, size_t>& by_source = seen ? *seen : local;
+  for (const std::string& algo : algos) {
+    AllreduceSettings settings = matrix_settings(algo, ndev);
+    for (DType dtype : kMatrixDTypes) {
+      for (int64_t numel : matrix_sizes(ndev)) {
+        for (Ops op : kMatrixOps) {
+          ItemPlan plan = plan_schedule(lower_multi({matrix_allreduce(ndev, dtype, op, numel)}, settings).roots);
+          for (size_t i = 0; i < plan.items.size(); ++i) {
+            const ScheduleItem& item = plan.items[i];
+            if (item.kind != ScheduleItem::Kind::kernel) continue;
+            if (items_seen) ++*items_seen;
+            ItemKernel ik = lower_item(item);
+            if (!by_source.emplace(render(ik.kernel), out.size()).second) continue;
+            out.push_back({std::move(ik.kernel), item_ast(item), item.reads,
+                           fmt::format("ndev {} {} {} {} numel {}, item {} on {}", ndev, algo, dtype_name(dtype),
+                                       op_name(op), numel, i, item.device.to_string())});
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Part `part` of `parts` (contiguous, sizes differing by at most 1) of the distinct kernels of the
+// whole matrix (every ndev, every algorithm), deduplicated by `render`'s source; so a test can split the
+// matrix into several cases. items_seen / distinct: the whole matrix's kernel items and distinct kernels.
+template <class Render>
+std::vector<MatrixKernel> matrix_kernels_part(size_t part, size_t parts, Render render, size_t* items_seen = nullptr,
+                                              size_t* distinct = nullptr) {
+  std::vector<MatrixKernel> all;
+  std::map<std::string, size_t> seen;
+  for (int ndev : kMatrixDevices) {
+    std::vector<MatrixKernel> more = matrix_kernels(ndev, kMatrixAlgorithms, render, items_seen, &seen);
+    std::move(more.begin(), more.end(), std::back_inserter(all));
+  }
+  if (distinct) *distinct = all.size();
+  size_t begin = all.size() * part / parts, end = all.size() * (part + 1) / parts;
+  return {std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(begin)),
+          std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(end))};
+}
+
+}  // namespace ringrt::test
