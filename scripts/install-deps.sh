@@ -10,6 +10,7 @@ packages=(
   libbenchmark-dev librapidcheck-dev                                # optional: benchmarks, property tests
   hipcc libamdhip64-dev                                             # HIP + hipRTC (hip-config.cmake needs hipcc)
   python3-matplotlib                                                # plots
+  openmpi-bin libopenmpi-dev                                        # the MPI peer of scripts/bench-peers.sh
 )
 
 missing=()

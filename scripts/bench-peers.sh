@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# ringrt's cpu-backend allreduce side by side with Open MPI and the memory-bandwidth floor (issue 7).
+#
+#   scripts/bench-peers.sh [OUT_DIR]        (default build/release/bench-peers)
+#
+# One run on this machine, float32 sum, N in {2, 4} devices (ranks), S in {256 KiB, 4 MiB, 64 MiB}
+# bytes per device:
+# - floor: memcpy and STREAM-style add bandwidth with 1 and 2 threads; the bound 2*N*S / peak
+#   (every input byte read once, every output byte written once);
+# - openmpi: MPI_Allreduce, N ranks on this host (--oversubscribe; MALLOC_MMAP_MAX_=0 so that glibc
+#   does not mmap fresh pages for Open MPI's temporary buffers on every call, and
+#   MALLOC_TRIM_THRESHOLD_ large, without which the heap is trimmed on every free instead and the same
+#   happens: 4 MiB on 2 ranks measured 70 ms with MALLOC_MMAP_MAX_=0 alone, 1.6 ms with both);
+# - ringrt: each algorithm forced (naive, ring, all2all) and the automatic choice (auto:<chosen>);
+# - ringrt-<lever>-off: the automatic choice with one optimisation switched off (see README,
+#   "Performance switches"), to show what it buys.
+# Every figure is the best of BLOCKS timed blocks after warm-up; every result is checked (a wrong
+# result fails the script). Writes OUT_DIR/peers.csv (system, algo, ndev, bytes_per_dev, time_s,
+# algbw_GBps, busbw_GBps), OUT_DIR/busbw.png, and prints the table and the targets.
+# Environment: BUILD_DIR (default build/release, configured with the release preset when it is),
+# BLOCKS (default 5), SIZES (bytes, default "262144 4194304 67108864"), NDEVS (default "2 4").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${BUILD_DIR:-build/release}"
+out="${1:-$build/bench-peers}"
+blocks="${BLOCKS:-5}"
+sizes=(${SIZES:-262144 4194304 67108864})
+ndevs=(${NDEVS:-2 4})
+mkdir -p "$out"
+csv="$out/peers.csv"
+
+bash scripts/install-deps.sh
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  if [[ "$build" == build/release ]]; then cmake --preset release >/dev/null; else cmake --preset release -B "$build" >/dev/null; fi
+fi
+cmake --build "$build" -j2 --target ringrt_peers ringrt_floor
+mpicxx -O2 -DOMPI_SKIP_MPICXX -o "$build/mpi_allreduce" scripts/bench/peers/mpi_allreduce.cpp
+
+echo "system,algo,ndev,bytes_per_dev,time_s,algbw_GBps,busbw_GBps" >"$csv"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores of $(lscpu | sed -n 's/^Model name: *//p' | head -1)," \
+  "$(free -g | awk '/^Mem:/ {print $2}') GiB" | tee "$out/machine.txt"
+
+echo "# floor" >&2
+"$build/ringrt_floor" $((128 << 20)) 5 "${ndevs[@]}" -- "${sizes[@]}" >"$out/floor.txt"
+grep '^bw,' "$out/floor.txt" | tee "$out/bandwidth.csv"
+grep '^floor,' "$out/floor.txt" >>"$csv"
+
+for n in "${ndevs[@]}"; do
+  echo "# openmpi, $n ranks" >&2
+  MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295 \
+    mpirun --allow-run-as-root --oversubscribe -x MALLOC_MMAP_MAX_ -x MALLOC_TRIM_THRESHOLD_ -np "$n" \
+    "$build/mpi_allreduce" 3 "$blocks" 0 "${sizes[@]}" >>"$csv"
+done
+
+for n in "${ndevs[@]}"; do
+  echo "# ringrt, $n devices" >&2
+  "$build/ringrt_peers" ringrt "$n" 3 "$blocks" naive,ring,all2all,auto "${sizes[@]}" >>"$csv"
+done
+
+# ablations: the automatic choice with one lever off at a time
+while read -r lever env; do
+  [[ -z "$lever" ]] && continue
+  for n in "${ndevs[@]}"; do
+    echo "# ringrt with $lever off, $n devices" >&2
+    env "$env" "$build/ringrt_peers" "ringrt-$lever-off" "$n" 3 "$blocks" auto "${sizes[@]}" >>"$csv"
+  done
+done <<'LEVERS'
+peer-reads RINGRT_PEER_READS=0
+in-place RINGRT_ALLREDUCE_IN_PLACE=0
+kernel-split RINGRT_KERNEL_SPLIT=0
+LEVERS
+
+/usr/bin/python3 scripts/bench/peers/report.py "$csv" "$out/busbw.png" | tee "$out/report.txt"

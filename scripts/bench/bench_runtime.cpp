@@ -1,0 +1,119 @@
+// Google Benchmark microbenchmarks of ringrt's planning (issue 7, part 3): lowering and scheduling
+// an 8-device allreduce, and the rewrite of large graphs with the serial and the TBB-parallel
+// driver at 1 and 2 threads (the crossover tells RewriteOptions::parallel_min_nodes).
+//
+//   build/release/ringrt_bench --benchmark_filter=Rewrite
+//
+// Rewrite graphs: W independent chains of depth 50 over distinct buffers, each step `(v + c) * 1`
+// (the `* 1` is simplified away, so half the nodes change), summed pairwise into one root: about
+// 100 * W nodes. Counters: nodes (graph size), rewrites (replacements made).
+#include <benchmark/benchmark.h>
+
+#include <optional>
+#include <ringrt/ringrt.hpp>
+
+#include "rewrite/rules/multi.hpp"
+#include "runtime/schedule.hpp"
+
+using namespace ringrt;
+
+namespace {
+
+std::optional<double> const_value(UOp u) {
+  while (u.op() == Ops::RESHAPE || u.op() == Ops::EXPAND) u = u.src(0);
+  if (u.op() != Ops::CONST) return std::nullopt;
+  return u.arg_float();
+}
+
+// x * 1 -> x, x + 0 -> x
+const PatternMatcher& simplifier() {
+  static const PatternMatcher pm({
+      {UPat(Ops::MUL).src({UPat::var("x"), UPat::var("y")}),
+       [](const Match& m) -> std::optional<UOp> {
+         auto c = const_value(m["y"]);
+         return c && *c == 1 ? std::optional<UOp>(m["x"]) : std::nullopt;
+       }},
+      {UPat(Ops::ADD).src({UPat::var("x"), UPat::var("y")}),
+       [](const Match& m) -> std::optional<UOp> {
+         auto c = const_value(m["y"]);
+         return c && *c == 0 ? std::optional<UOp>(m["x"]) : std::nullopt;
+       }},
+  });
+  return pm;
+}
+
+UOp chains(int64_t width) {
+  static std::vector<Tensor> leaves;  // the buffers stay alive for every graph built from them
+  while (static_cast<int64_t>(leaves.size()) < width) leaves.push_back(Tensor::empty({4}));
+  std::vector<UOp> tops;
+  for (int64_t w = 0; w < width; ++w) {
+    UOp v = leaves[static_cast<size_t>(w)].uop();
+    for (int d = 0; d < 50; ++d) v = v.alu(Ops::ADD, {v.const_like(d + 1)}).alu(Ops::MUL, {v.const_like(1)});
+    tops.push_back(v);
+  }
+  while (tops.size() > 1) {
+    std::vector<UOp> next;
+    for (size_t i = 0; i + 1 < tops.size(); i += 2) next.push_back(tops[i].alu(Ops::ADD, {tops[i + 1]}));
+    if (tops.size() % 2) next.push_back(tops.back());
+    tops = std::move(next);
+  }
+  return tops[0];
+}
+
+// args: width (chains), driver (0 serial, 1 parallel), threads
+void BM_Rewrite(benchmark::State& state) {
+  UOp root = chains(state.range(0));
+  RewriteOptions o;
+  o.driver = state.range(1) ? RewriteDriver::parallel : RewriteDriver::serial;
+  o.threads = static_cast<int>(state.range(2));
+  size_t rewrites = 0;
+  for (auto _ : state) {
+    RewriteResult r = rewrite_graph(root, simplifier(), o);
+    rewrites = r.rewrites;
+    benchmark::DoNotOptimize(r.root);
+  }
+  state.counters["nodes"] = static_cast<double>(root.graph().toposort({root}).size());
+  state.counters["rewrites"] = static_cast<double>(rewrites);
+}
+BENCHMARK(BM_Rewrite)
+    ->ArgNames({"width", "parallel", "threads"})
+    ->ArgsProduct({{10, 40, 100, 1000, 2000}, {0}, {1}})
+    ->ArgsProduct({{10, 40, 100, 1000, 2000}, {1}, {1, 2}})
+    ->Unit(benchmark::kMillisecond);
+
+// An allreduce sum over 8 cpu devices of `count` float32 per device; algo 0 naive, 1 ring, 2 all2all.
+struct Allreduce8 {
+  Tensor x = Tensor::empty({8, 1}).shard(cpu_devices(8), 0), y = x;
+  AllreduceSettings s = current_settings();
+  Allreduce8(int64_t count, int64_t algo) {
+    x = Tensor::empty({8, count}).shard(cpu_devices(8), 0);
+    x.realize();
+    y = x.sum({0});
+    s.ring = algo == 1 ? 2 : 0;
+    s.all2all = algo == 2 ? 2 : 0;
+  }
+};
+
+void BM_Lower8(benchmark::State& state) {
+  Allreduce8 a(state.range(0), state.range(1));
+  for (auto _ : state) benchmark::DoNotOptimize(lower_multi({a.y.uop()}, a.s));
+}
+BENCHMARK(BM_Lower8)->ArgNames({"count", "algo"})->ArgsProduct({{1 << 20}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+
+void BM_Schedule8(benchmark::State& state) {
+  Allreduce8 a(state.range(0), state.range(1));
+  Lowered low = lower_multi({a.y.uop()}, a.s);
+  size_t items = 0;
+  for (auto _ : state) {
+    ItemPlan plan = plan_schedule(low.roots);
+    items = plan.items.size();
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["items"] = static_cast<double>(items);
+}
+BENCHMARK(BM_Schedule8)
+    ->ArgNames({"count", "algo"})
+    ->ArgsProduct({{1 << 20}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace

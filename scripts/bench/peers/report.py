@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""The table, the targets and the plot of scripts/bench-peers.sh, from its CSV.
+
+    scripts/bench/peers/report.py peers.csv busbw.png
+
+Rows: system, algo, ndev, bytes_per_dev, time_s, algbw_GBps, busbw_GBps (systems: floor, openmpi,
+ringrt, and ringrt-<lever>-off ablations). Prints the table (times in us), the ratios of issue 7's
+targets (ringrt's automatic choice over Open MPI at every size, over the floor at 64 MiB) with
+met / NOT met, and what each ablation costs; draws busbw against size per (system, algo, ndev).
+Exit status 0 even when a target is missed (the table says so).
+"""
+import collections
+import csv
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+for r in rows:
+    r["ndev"], r["bytes"], r["t"] = int(r["ndev"]), int(r["bytes_per_dev"]), float(r["time_s"])
+
+
+def human(b):
+    return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
+
+
+print(f"{'system':<24} {'algo':<16} {'ndev':>4} {'size':>8} {'time_us':>12} {'algbw':>8} {'busbw':>8}")
+for r in rows:
+    print(f"{r['system']:<24} {r['algo']:<16} {r['ndev']:>4} {human(r['bytes']):>8} {r['t'] * 1e6:>12.1f} "
+          f"{float(r['algbw_GBps']):>8.3f} {float(r['busbw_GBps']):>8.3f}")
+
+
+def pick(system, ndev, size, algo_prefix=""):
+    for r in rows:
+        if r["system"] == system and r["ndev"] == ndev and r["bytes"] == size and r["algo"].startswith(algo_prefix):
+            return r["t"]
+    return None
+
+
+print("\n# targets (issue 7): ratio = ringrt auto time / peer time")
+all_met = True
+for ndev in sorted({r["ndev"] for r in rows}):
+    for size in sorted({r["bytes"] for r in rows}):
+        auto, mpi, floor = pick("ringrt", ndev, size, "auto"), pick("openmpi", ndev, size), pick("floor", ndev, size)
+        if auto is None:
+            continue
+        checks = []
+        if mpi is not None:
+            limit = 1.0 if size < (1 << 20) else 0.5
+            checks.append(("openmpi", auto / mpi, limit))
+        if floor is not None and size >= (64 << 20):
+            checks.append(("floor", auto / floor, 2.5))
+        for name, ratio, limit in checks:
+            ok = ratio <= limit
+            all_met &= ok
+            print(f"ndev {ndev} {human(size):>8}: ringrt/{name} = {ratio:6.3f} (target <= {limit}) "
+                  f"{'met' if ok else 'NOT met'}")
+print("# all targets met" if all_met else "# some targets NOT met")
+
+ablations = sorted({r["system"] for r in rows if r["system"].startswith("ringrt-")})
+if ablations:
+    print("\n# levers: time with the lever off / time with every lever on (ringrt auto)")
+    for system in ablations:
+        for r in rows:
+            if r["system"] != system:
+                continue
+            on = pick("ringrt", r["ndev"], r["bytes"], "auto")
+            if on:
+                print(f"{system:<24} ndev {r['ndev']} {human(r['bytes']):>8}: {r['t'] / on:6.2f}x "
+                      f"({r['t'] * 1e6:.1f} us vs {on * 1e6:.1f} us)")
+
+series = collections.defaultdict(list)
+for r in rows:
+    series[(r["system"], r["algo"].split(":")[0], r["ndev"])].append((r["bytes"], float(r["busbw_GBps"])))
+fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
+for ax, ndev in zip(axes, (2, 4)):
+    for (system, algo, nd), pts in sorted(series.items()):
+        if nd != ndev:
+            continue
+        pts.sort()
+        style = "--" if system in ("floor", "openmpi") else "-"
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=f"{system} {algo}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("bytes per device")
+    ax.set_title(f"allreduce float32 sum, {ndev} devices")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+axes[0].set_ylabel("busbw (GB/s)")
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=100)
+print(f"\n# plot: {sys.argv[2]}")

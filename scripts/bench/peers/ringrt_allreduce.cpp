@@ -1,0 +1,97 @@
+// ringrt's allreduce (float32 sum over cpu devices), timed like its peers in scripts/bench-peers.sh.
+//
+// For every size and algorithm: the input (N, count) is sharded over CPU:0..N-1 and realized
+// (untimed); after `warmup` untimed allreduces (which build and compile the program), `blocks`
+// blocks of `iters` allreduces are timed, each allreduce being what `ringrt run` times (build the
+// lazy sum over axis 0, realize it); the best block's time per allreduce is reported. The last
+// result is checked on every device against the exact sum (inputs are small integers).
+//
+// Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
+//   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, auto;
+//   sizes in bytes per device. Iterations per block adapt to the size (a block lasts >= ~20 ms).
+// Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>");
+// exit status 1 when any result is wrong, 2 on bad arguments.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ringrt/ringrt.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ringrt;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+AllreduceSettings settings_for(const std::string& algo) {
+  AllreduceSettings s = current_settings();
+  if (algo == "naive") s.ring = 0, s.all2all = 0;
+  if (algo == "ring") s.ring = 2, s.all2all = 0;
+  if (algo == "all2all") s.all2all = 2;
+  return s;
+}
+
+double seconds_of(const Tensor& x, int iters) {
+  auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) {
+    Tensor y = x.sum({0});
+    y.realize();
+  }
+  return std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 7) {
+    std::fprintf(stderr, "usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...\n");
+    return 2;
+  }
+  std::string system = argv[1];
+  int ndev = std::atoi(argv[2]), warmup = std::atoi(argv[3]), blocks = std::atoi(argv[4]);
+  std::vector<std::string> algos;
+  std::stringstream list(argv[5]);
+  for (std::string a; std::getline(list, a, ',');) algos.push_back(a);
+  auto devs = cpu_devices(ndev);
+  int status = 0;
+  for (int a = 6; a < argc; ++a) {
+    int64_t bytes = std::atoll(argv[a]), count = bytes / 4;
+    std::vector<float> data(static_cast<size_t>(ndev * count));
+    for (int64_t d = 0; d < ndev; ++d)
+      for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(d * count + i)] = static_cast<float>((i + d) % 7);
+    Tensor x = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);
+    x.realize();
+    for (const std::string& algo : algos) {
+      ScopedSettings scope(settings_for(algo));
+      double first = seconds_of(x, std::max(warmup, 1));
+      int iters = static_cast<int>(std::clamp(0.02 / std::max(first, 1e-7), 1.0, 500.0));
+      double best = 1e30;
+      for (int b = 0; b < blocks; ++b) best = std::min(best, seconds_of(x, iters));
+      Tensor y = x.sum({0});
+      std::string name = algo == "auto" ? "auto:" + y.schedule().algorithms.at(0) : algo;
+      y.realize();
+      int64_t wrong = 0;
+      for (const Tensor& shard : y.shards()) {
+        std::vector<float> got = shard.to_vector<float>();
+        for (int64_t i = 0; i < count; ++i) {
+          float want = 0;
+          for (int64_t d = 0; d < ndev; ++d) want += static_cast<float>((i + d) % 7);
+          wrong += got.at(static_cast<size_t>(i)) != want;
+        }
+      }
+      if (wrong) {
+        std::fprintf(stderr, "ringrt_peers: %s %d devices %lld bytes: %lld wrong elements\n", algo.c_str(), ndev,
+                     static_cast<long long>(bytes), static_cast<long long>(wrong));
+        status = 1;
+      }
+      double algbw = static_cast<double>(bytes) / best / 1e9;
+      std::printf("%s,%s,%d,%lld,%.9f,%.3f,%.3f\n", system.c_str(), name.c_str(), ndev, static_cast<long long>(bytes),
+                  best, algbw, algbw * 2.0 * (ndev - 1) / ndev);
+      std::fflush(stdout);
+    }
+  }
+  return status;
+}
