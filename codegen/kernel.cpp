@@ -185,6 +185,11 @@ class Lowerer {
         return emit(u.src(0), at);
       case Ops::REDUCE_AXIS:
         return reduce(u, at);
+      case Ops::CALL:
+        throw CompileError(
+            fmt::format("lower_kernel: CALL of custom kernel '{}': ringrt generates no code for "
+                        "custom kernels",
+                        std::get<std::string>(u.arg())));
       default:
         throw InternalError(fmt::format("lower_kernel: {} cannot appear inside a kernel", op_name(op)));
     }

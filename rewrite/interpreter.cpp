@@ -31,34 +31,52 @@ void put(std::vector<std::byte>& b, int64_t i, T v) {
 
 double HostBuffer::get(int64_t i) const {
   switch (dtype) {
-    case DType::float32: return load<float>(bytes, i);
-    case DType::float16: return half_to_float(load<uint16_t>(bytes, i));
-    case DType::bfloat16: return bfloat16_to_float(load<uint16_t>(bytes, i));
-    case DType::float64: return load<double>(bytes, i);
-    default: return static_cast<double>(get_int(i));
+    case DType::float32:
+      return load<float>(bytes, i);
+    case DType::float16:
+      return half_to_float(load<uint16_t>(bytes, i));
+    case DType::bfloat16:
+      return bfloat16_to_float(load<uint16_t>(bytes, i));
+    case DType::float64:
+      return load<double>(bytes, i);
+    default:
+      return static_cast<double>(get_int(i));
   }
 }
 
 int64_t HostBuffer::get_int(int64_t i) const {
   switch (dtype) {
-    case DType::int32: return load<int32_t>(bytes, i);
-    case DType::int64: return load<int64_t>(bytes, i);
-    case DType::int8: return load<int8_t>(bytes, i);
-    case DType::uint8: return load<uint8_t>(bytes, i);
-    case DType::bool_: return load<uint8_t>(bytes, i) != 0;
-    case DType::void_: throw InternalError("HostBuffer of void");
-    default: return to_int64(get(i));
+    case DType::int32:
+      return load<int32_t>(bytes, i);
+    case DType::int64:
+      return load<int64_t>(bytes, i);
+    case DType::int8:
+      return load<int8_t>(bytes, i);
+    case DType::uint8:
+      return load<uint8_t>(bytes, i);
+    case DType::bool_:
+      return load<uint8_t>(bytes, i) != 0;
+    case DType::void_:
+      throw InternalError("HostBuffer of void");
+    default:
+      return to_int64(get(i));
   }
 }
 
 void HostBuffer::set(int64_t i, double v) {
   switch (dtype) {
-    case DType::float32: return put<float>(bytes, i, static_cast<float>(v));
-    case DType::float16: return put<uint16_t>(bytes, i, float_to_half(static_cast<float>(v)));
-    case DType::bfloat16: return put<uint16_t>(bytes, i, float_to_bfloat16(static_cast<float>(v)));
-    case DType::float64: return put<double>(bytes, i, v);
-    case DType::bool_: return set_int(i, v != 0.0);
-    case DType::void_: throw InternalError("HostBuffer of void");
+    case DType::float32:
+      return put<float>(bytes, i, static_cast<float>(v));
+    case DType::float16:
+      return put<uint16_t>(bytes, i, float_to_half(static_cast<float>(v)));
+    case DType::bfloat16:
+      return put<uint16_t>(bytes, i, float_to_bfloat16(static_cast<float>(v)));
+    case DType::float64:
+      return put<double>(bytes, i, v);
+    case DType::bool_:
+      return set_int(i, v != 0.0);
+    case DType::void_:
+      throw InternalError("HostBuffer of void");
     default:
       // float -> int truncates toward zero; out-of-range and NaN give 0 rather than undefined behaviour
       return set_int(i, to_int64(v));
@@ -67,13 +85,20 @@ void HostBuffer::set(int64_t i, double v) {
 
 void HostBuffer::set_int(int64_t i, int64_t v) {
   switch (dtype) {
-    case DType::int32: return put<int32_t>(bytes, i, static_cast<int32_t>(static_cast<uint32_t>(v)));
-    case DType::int64: return put<int64_t>(bytes, i, v);
-    case DType::int8: return put<int8_t>(bytes, i, static_cast<int8_t>(static_cast<uint8_t>(v)));
-    case DType::uint8: return put<uint8_t>(bytes, i, static_cast<uint8_t>(v));
-    case DType::bool_: return put<uint8_t>(bytes, i, v != 0);
-    case DType::void_: throw InternalError("HostBuffer of void");
-    default: return set(i, static_cast<double>(v));
+    case DType::int32:
+      return put<int32_t>(bytes, i, static_cast<int32_t>(static_cast<uint32_t>(v)));
+    case DType::int64:
+      return put<int64_t>(bytes, i, v);
+    case DType::int8:
+      return put<int8_t>(bytes, i, static_cast<int8_t>(static_cast<uint8_t>(v)));
+    case DType::uint8:
+      return put<uint8_t>(bytes, i, static_cast<uint8_t>(v));
+    case DType::bool_:
+      return put<uint8_t>(bytes, i, v != 0);
+    case DType::void_:
+      throw InternalError("HostBuffer of void");
+    default:
+      return set(i, static_cast<double>(v));
   }
 }
 
@@ -82,45 +107,78 @@ void HostBuffer::set_int(int64_t i, int64_t v) {
 
 double alu_float(Ops op, DType, const std::vector<double>& a) {
   switch (op) {
-    case Ops::NEG: return -a[0];
-    case Ops::EXP2: return std::exp2(a[0]);
-    case Ops::LOG2: return std::log2(a[0]);
-    case Ops::SIN: return std::sin(a[0]);
-    case Ops::SQRT: return std::sqrt(a[0]);
-    case Ops::RECIP: return 1.0 / a[0];
-    case Ops::ADD: return a[0] + a[1];
-    case Ops::SUB: return a[0] - a[1];
-    case Ops::MUL: return a[0] * a[1];
-    case Ops::FDIV: return a[0] / a[1];
-    case Ops::MAX: return std::isnan(a[0]) || a[0] > a[1] ? a[0] : a[1];
-    case Ops::MIN: return std::isnan(a[0]) || a[0] < a[1] ? a[0] : a[1];
-    case Ops::CMPLT: return a[0] < a[1];
-    case Ops::CMPNE: return a[0] != a[1];
-    case Ops::CMPEQ: return a[0] == a[1];
-    case Ops::WHERE: return a[0] != 0.0 ? a[1] : a[2];
-    default: throw InternalError(fmt::format("no float semantics for {}", op_name(op)));
+    case Ops::NEG:
+      return -a[0];
+    case Ops::EXP2:
+      return std::exp2(a[0]);
+    case Ops::LOG2:
+      return std::log2(a[0]);
+    case Ops::SIN:
+      return std::sin(a[0]);
+    case Ops::SQRT:
+      return std::sqrt(a[0]);
+    case Ops::RECIP:
+      return 1.0 / a[0];
+    case Ops::ADD:
+      return a[0] + a[1];
+    case Ops::SUB:
+      return a[0] - a[1];
+    case Ops::MUL:
+      return a[0] * a[1];
+    case Ops::FDIV:
+      return a[0] / a[1];
+    case Ops::MAX:
+      return std::isnan(a[0]) || a[0] > a[1] ? a[0] : a[1];
+    case Ops::MIN:
+      return std::isnan(a[0]) || a[0] < a[1] ? a[0] : a[1];
+    case Ops::CMPLT:
+      return a[0] < a[1];
+    case Ops::CMPNE:
+      return a[0] != a[1];
+    case Ops::CMPEQ:
+      return a[0] == a[1];
+    case Ops::WHERE:
+      return a[0] != 0.0 ? a[1] : a[2];
+    default:
+      throw InternalError(fmt::format("no float semantics for {}", op_name(op)));
   }
 }
 
 int64_t alu_int(Ops op, DType, const std::vector<int64_t>& a) {
   auto wrap = [](uint64_t v) { return static_cast<int64_t>(v); };  // two's complement arithmetic
   switch (op) {
-    case Ops::NEG: return wrap(0ull - static_cast<uint64_t>(a[0]));
-    case Ops::ADD: return wrap(static_cast<uint64_t>(a[0]) + static_cast<uint64_t>(a[1]));
-    case Ops::SUB: return wrap(static_cast<uint64_t>(a[0]) - static_cast<uint64_t>(a[1]));
-    case Ops::MUL: return wrap(static_cast<uint64_t>(a[0]) * static_cast<uint64_t>(a[1]));
-    case Ops::IDIV: return a[1] == 0 || (a[1] == -1 && a[0] == INT64_MIN) ? 0 : a[0] / a[1];
-    case Ops::MOD: return a[1] == 0 || a[1] == -1 ? 0 : a[0] % a[1];
-    case Ops::MAX: return std::max(a[0], a[1]);
-    case Ops::MIN: return std::min(a[0], a[1]);
-    case Ops::CMPLT: return a[0] < a[1];
-    case Ops::CMPNE: return a[0] != a[1];
-    case Ops::CMPEQ: return a[0] == a[1];
-    case Ops::AND: return a[0] & a[1];
-    case Ops::OR: return a[0] | a[1];
-    case Ops::XOR: return a[0] ^ a[1];
-    case Ops::WHERE: return a[0] != 0 ? a[1] : a[2];
-    default: throw InternalError(fmt::format("no integer semantics for {}", op_name(op)));
+    case Ops::NEG:
+      return wrap(0ull - static_cast<uint64_t>(a[0]));
+    case Ops::ADD:
+      return wrap(static_cast<uint64_t>(a[0]) + static_cast<uint64_t>(a[1]));
+    case Ops::SUB:
+      return wrap(static_cast<uint64_t>(a[0]) - static_cast<uint64_t>(a[1]));
+    case Ops::MUL:
+      return wrap(static_cast<uint64_t>(a[0]) * static_cast<uint64_t>(a[1]));
+    case Ops::IDIV:
+      return a[1] == 0 || (a[1] == -1 && a[0] == INT64_MIN) ? 0 : a[0] / a[1];
+    case Ops::MOD:
+      return a[1] == 0 || a[1] == -1 ? 0 : a[0] % a[1];
+    case Ops::MAX:
+      return std::max(a[0], a[1]);
+    case Ops::MIN:
+      return std::min(a[0], a[1]);
+    case Ops::CMPLT:
+      return a[0] < a[1];
+    case Ops::CMPNE:
+      return a[0] != a[1];
+    case Ops::CMPEQ:
+      return a[0] == a[1];
+    case Ops::AND:
+      return a[0] & a[1];
+    case Ops::OR:
+      return a[0] | a[1];
+    case Ops::XOR:
+      return a[0] ^ a[1];
+    case Ops::WHERE:
+      return a[0] != 0 ? a[1] : a[2];
+    default:
+      throw InternalError(fmt::format("no integer semantics for {}", op_name(op)));
   }
 }
 
@@ -414,7 +472,8 @@ std::vector<HostBuffer> Interpreter::evaluate(const UOp& root) {
         const Value& v = vals.at(u.src(0).node());
         // tuple -> anything: one shard (the arg's, else shard 0); one -> tuple: broadcast
         const UOp& s = u.src(0);
-        bool pick = !s.logical() && s.device().tuple() && (std::holds_alternative<int64_t>(u.arg()) || !u.device().tuple());
+        bool pick =
+            !s.logical() && s.device().tuple() && (std::holds_alternative<int64_t>(u.arg()) || !u.device().tuple());
         size_t k = std::holds_alternative<int64_t>(u.arg()) ? static_cast<size_t>(u.arg_int()) : 0;
         for (size_t d = 0; d < w; ++d) out.push_back(pick ? v.at(k) : v[v.size() == 1 ? 0 : d]);
         break;
@@ -448,6 +507,11 @@ std::vector<HostBuffer> Interpreter::evaluate(const UOp& root) {
       case Ops::ASSIGN:
         for (size_t d = 0; d < w; ++d) out.push_back(in(1, d));
         break;
+      case Ops::CALL:
+        throw CompileError(
+            fmt::format("CALL of custom kernel '{}': ringrt has no implementation of custom kernels; "
+                        "the multi-device rules carry CALLs through for a backend that supplies them",
+                        std::get<std::string>(u.arg())));
       default:
         if (group::movement().contains(u.op())) {
           for (size_t d = 0; d < w; ++d) out.push_back(movement(u, in(0, d), static_cast<int64_t>(d)));

@@ -377,6 +377,10 @@ void infer(Node& n) {
     case Ops::AFTER:
       unary_like();
       return;
+    case Ops::CALL:  // a call of a custom kernel named by arg: shape and devices of its first argument
+      if (!std::holds_alternative<std::string>(n.arg)) shape_error(op, src, "arg must be the kernel's name");
+      unary_like();
+      return;
     case Ops::ASSIGN:
       check_nsrc(op, src, 2);
       if (src[0].shape() != src[1].shape()) shape_error(op, src, "destination and value shapes differ");
@@ -765,6 +769,10 @@ UOp mstack(const std::vector<UOp>& shards) {
   return shards.at(0).graph().make(Ops::MSTACK, shards[0].dtype(), shards, {});
 }
 UOp sink(const std::vector<UOp>& roots) { return roots.at(0).graph().make(Ops::SINK, DType::void_, roots, {}); }
+UOp call(const std::string& name, const std::vector<UOp>& args, DType dtype) {
+  if (args.empty()) throw ShapeError(fmt::format("CALL of '{}': needs at least one argument", name));
+  return args[0].graph().make(Ops::CALL, dtype, args, name);
+}
 UOp usum(const std::vector<UOp>& terms) {
   UOp acc = terms.at(0);
   for (size_t i = 1; i < terms.size(); ++i) acc = acc + terms[i];

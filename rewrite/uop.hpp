@@ -175,6 +175,9 @@ UOp device_num(int64_t ndev, UOpGraph* graph = nullptr);  // DEFINE_VAR _device_
 UOp mstack(const std::vector<UOp>& shards);
 UOp sink(const std::vector<UOp>& roots);
 UOp usum(const std::vector<UOp>& terms);  // left fold of ADD
+// CALL of the custom kernel `name` on args (at least one; the result has args[0]'s shape and devices);
+// dtype void for a call run for its effect on its arguments. Reference: tinygrad Ops.CALL.
+UOp call(const std::string& name, const std::vector<UOp>& args, DType dtype);
 // root with every node found in sub replaced by its value there (sources first, so a replacement is
 // not itself rewritten); unchanged nodes keep their identity. Shapes must agree (ShapeError if not).
 UOp substitute(const UOp& root, const std::unordered_map<const detail::Node*, UOp>& sub);

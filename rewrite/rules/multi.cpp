@@ -77,7 +77,8 @@ optional<UOp> reshape_multi(const UOp& root, const UOp& multi) {
 optional<UOp> expand_multi(const UOp& root, const UOp& multi) {
   Shape to = root.arg_ints();
   size_t ax = static_cast<size_t>(*multi.axis());
-  if (to[ax] != multi.shape()[ax]) unsupported(root, multi, fmt::format("expand to {} changes the sharded axis", shape_str(to)));
+  if (to[ax] != multi.shape()[ax])
+    unsupported(root, multi, fmt::format("expand to {} changes the sharded axis", shape_str(to)));
   to[ax] = multi.src(0).shape()[ax];
   return multi.src(0).expand(to).multi(multi.axis());
 }
@@ -121,14 +122,31 @@ optional<UOp> copy_multi(const UOp& multi, const UOp& device) {
 optional<UOp> assign_multi(const UOp& root) {
   const UOp &dest = root.src(0), &value = root.src(1);
   if (dest.op() != Ops::MULTI || value.op() != Ops::MULTI || dest.axis() != value.axis())
-    throw ShapeError(fmt::format("ASSIGN: destination and value have different shard layouts (shape {}, axes {} and {})",
-                                 shape_str(dest.shape()), dest.axis() ? std::to_string(*dest.axis()) : "none",
-                                 value.axis() ? std::to_string(*value.axis()) : "none"));
+    throw ShapeError(
+        fmt::format("ASSIGN: destination and value have different shard layouts (shape {}, axes {} and {})",
+                    shape_str(dest.shape()), dest.axis() ? std::to_string(*dest.axis()) : "none",
+                    value.axis() ? std::to_string(*value.axis()) : "none"));
   return dest.src(0).assign(value.src(0)).multi(value.axis());
 }
 
+// root on the shards: its first source's MULTI and any other MULTI source replaced by their shards.
 optional<UOp> passthrough_multi(const UOp& root, const UOp& multi) {
-  return root.replace({multi.src(0)}).multi(multi.axis());
+  std::vector<UOp> src{multi.src(0)};
+  for (size_t i = 1; i < root.src().size(); ++i)
+    src.push_back(root.src(i).op() == Ops::MULTI ? root.src(i).src(0) : root.src(i));
+  return root.replace(std::move(src)).multi(multi.axis());
+}
+
+// A void CALL (a custom kernel run for its effect) takes the shards of every MULTI argument.
+optional<UOp> strip_multi(const UOp& root) {
+  std::vector<UOp> src;
+  bool any = false;
+  for (const UOp& s : root.src()) {
+    any = any || s.op() == Ops::MULTI;
+    src.push_back(s.op() == Ops::MULTI ? s.src(0) : s);
+  }
+  if (!any) return std::nullopt;
+  return root.replace(std::move(src));
 }
 
 UPat multi_src(const char* name = "multi") { return UPat(Ops::MULTI).named(name); }
@@ -138,7 +156,8 @@ UPat multi_src(const char* name = "multi") { return UPat(Ops::MULTI).named(name)
 PatternMatcher multi_pm() {
   return PatternMatcher({
       // ALU: bring every operand to the root's shard axis
-      {UPat(group::alu()).named("root").early_reject({Ops::MULTI}), [](const Match& x) { return alu_multi(x["root"]); }},
+      {UPat(group::alu()).named("root").early_reject({Ops::MULTI}),
+       [](const Match& x) { return alu_multi(x["root"]); }},
       // reduce over the sharded axis -> local reduce + ALLREDUCE; over other axes it stays sharded
       {UPat(Ops::REDUCE_AXIS).named("root").src({multi_src()}),
        [](const Match& x) { return reduce_multi(x["root"], x["multi"]); }},
@@ -146,26 +165,50 @@ PatternMatcher multi_pm() {
       {UPat(Ops::RESHAPE).named("root").src({multi_src()}),
        [](const Match& x) { return reshape_multi(x["root"], x["multi"]); }},
       // expand, pad, shrink, permute, flip of the shards
-      {UPat(Ops::EXPAND).named("root").src({multi_src()}), [](const Match& x) { return expand_multi(x["root"], x["multi"]); }},
-      {UPat(Ops::PAD).named("root").src({multi_src()}), [](const Match& x) { return pad_multi(x["root"], x["multi"]); }},
-      {UPat(Ops::SHRINK).named("root").src({multi_src()}), [](const Match& x) { return shrink_multi(x["root"], x["multi"]); }},
+      {UPat(Ops::EXPAND).named("root").src({multi_src()}),
+       [](const Match& x) { return expand_multi(x["root"], x["multi"]); }},
+      {UPat(Ops::PAD).named("root").src({multi_src()}),
+       [](const Match& x) { return pad_multi(x["root"], x["multi"]); }},
+      {UPat(Ops::SHRINK).named("root").src({multi_src()}),
+       [](const Match& x) { return shrink_multi(x["root"], x["multi"]); }},
       {UPat(Ops::PERMUTE).named("root").src({multi_src()}),
-       [](const Match& x) { return std::optional(x["multi"].src(0).permute(x["root"].arg_ints()).multi(x["root"].axis())); }},
-      {UPat(Ops::FLIP).named("root").src({multi_src()}), [](const Match& x) { return flip_multi(x["root"], x["multi"]); }},
+       [](const Match& x) {
+         return std::optional(x["multi"].src(0).permute(x["root"].arg_ints()).multi(x["root"].axis()));
+       }},
+      {UPat(Ops::FLIP).named("root").src({multi_src()}),
+       [](const Match& x) { return flip_multi(x["root"], x["multi"]); }},
       // assign needs equal layouts on both sides
-      {UPat(Ops::ASSIGN).named("root").early_reject({Ops::MULTI}), [](const Match& x) { return assign_multi(x["root"]); }},
+      {UPat(Ops::ASSIGN).named("root").early_reject({Ops::MULTI}),
+       [](const Match& x) { return assign_multi(x["root"]); }},
       // copy to one device (or another tuple): unshard + allreduce ADD
       {UPat(Ops::COPY).src({multi_src(), UPat(Ops::DEVICE).named("device")}),
        [](const Match& x) { return copy_multi(x["multi"], x["device"]); }},
       // an allreduce of a MULTI reduces its shards
       {UPat(Ops::ALLREDUCE).named("red").src({multi_src(), UPat(Ops::DEVICE).named("device")}),
        [](const Match& x) {
-         return std::optional(x["multi"].src(0).allreduce(static_cast<Ops>(x["red"].arg_int()), x["device"].device())
+         return std::optional(x["multi"]
+                                  .src(0)
+                                  .allreduce(static_cast<Ops>(x["red"].arg_int()), x["device"].device())
                                   .multi(x["multi"].axis()));
        }},
+      // a void CALL (run for its effect) takes the shards of its sharded arguments, the user's custom
+      // kernel handles them; a CALL with a value whose first argument is sharded runs on each shard.
+      // The reference tries the pass-through first because its CALL's first source is the callee;
+      // ringrt's CALL names the kernel in arg and has only arguments as sources, so void goes first.
+      {UPat(Ops::CALL).named("root").dtype({DType::void_}).early_reject({Ops::MULTI}),
+       [](const Match& x) { return strip_multi(x["root"]); }},
+      {UPat(Ops::CALL).named("root").src_prefix({multi_src()}),
+       [](const Match& x) { return passthrough_multi(x["root"], x["multi"]); }},
       // cast, bitcast, contiguous and detach act on each shard
       {UPat(OpSet{Ops::CAST, Ops::BITCAST, Ops::CONTIGUOUS, Ops::DETACH}).named("root").src({multi_src()}),
        [](const Match& x) { return passthrough_multi(x["root"], x["multi"]); }},
+      // after a CALL: the ordering holds on each shard
+      {UPat(Ops::AFTER).named("a").src({multi_src(), UPat(Ops::CALL)}),
+       [](const Match& x) {
+         std::vector<UOp> src = x["a"].src();
+         src[0] = x["multi"].src(0);
+         return std::optional(x["a"].replace(std::move(src)).multi(x["multi"].axis()));
+       }},
   });
 }
 
@@ -211,7 +254,8 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
     for (const UOp& s : u.src())
       if (s.op() == Ops::MULTI)
         throw ShapeError(fmt::format("{}: no multi-device rule for this op on a sharded tensor (shape {}, axis {})",
-                                     op_name(u.op()), shape_str(s.shape()), s.axis() ? std::to_string(*s.axis()) : "none"));
+                                     op_name(u.op()), shape_str(s.shape()),
+                                     s.axis() ? std::to_string(*s.axis()) : "none"));
   return out;
 }
 
