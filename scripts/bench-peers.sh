@@ -66,7 +66,6 @@ while read -r lever env; do
   done
 done <<'LEVERS'
 peer-reads RINGRT_PEER_READS=0
-in-place RINGRT_ALLREDUCE_IN_PLACE=0
 kernel-split RINGRT_KERNEL_SPLIT=0
 LEVERS
 
