@@ -141,6 +141,7 @@ namespace {
 struct Leftovers {
   std::vector<std::vector<Block>> temps;
   std::vector<std::shared_ptr<DeviceStorage>> held;
+  std::vector<std::shared_ptr<const void>> outputs;
   ~Leftovers() {
     for (const auto& t : temps)
       for (const Block& b : t) b.device->free(b.ptr, b.bytes);
@@ -236,6 +237,7 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
     auto left = std::make_shared<Leftovers>();
     left->temps = std::move(temps);
     left->held = std::move(held);
+    left->outputs = options.keep_alive;
     for (const auto& evs : events)
       for (const Event& e : evs) e.on_done([left] {});
   };

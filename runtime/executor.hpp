@@ -56,6 +56,10 @@ using StorageLookup = std::function<std::shared_ptr<DeviceStorage>(int64_t buffe
 
 struct ExecOptions {
   std::chrono::milliseconds timeout = watchdog_timeout();  // an item not done by then is a TimeoutError
+  // What the caller's output blocks belong to: when run() ends early (a timeout, an item's error),
+  // these are released only after every item of the run has finished, so a late item never writes
+  // into memory handed out again.
+  std::vector<std::shared_ptr<const void>> keep_alive;
 };
 
 class Program {

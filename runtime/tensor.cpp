@@ -525,7 +525,9 @@ void Tensor::realize_all(const std::vector<Tensor>& tensors) {
   }
   std::vector<std::shared_ptr<Storage>> keep;
   for (auto& st : plain) keep.insert(keep.end(), st->storages.begin(), st->storages.end());
-  program->run(outs, find_storage);
+  ExecOptions options;
+  options.keep_alive.assign(outputs.begin(), outputs.end());
+  program->run(outs, find_storage, options);
   for (size_t i = 0; i < plain.size(); ++i) {
     UOp view = buffers[i].reshape(low.roots[i].shape());
     plain[i]->uop = low.axes[i] ? view.multi(low.axes[i]) : view;

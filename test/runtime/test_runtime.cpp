@@ -159,9 +159,19 @@ BOOST_AUTO_TEST_CASE(watchdog_turns_a_stuck_item_into_a_timeout_and_the_process_
     BOOST_TEST_MESSAGE(m);
     return m.find("item") != std::string::npos && m.find("did not complete within 300 ms") != std::string::npos;
   });
+  // memory of the failed run's result is not handed out again while its items may still write it:
+  // tensors of the result's size made now keep their values after the stuck items complete
+  std::vector<Tensor> fresh;
+  for (int i = 0; i < 4; ++i) {
+    fresh.push_back(Tensor::from_vector<float>(std::vector<float>(32, 7.0f + static_cast<float>(i)), {32}, "CPU:0"));
+  }
   release = true;
   set_watchdog_timeout(std::chrono::milliseconds(60000));
   device("CPU:1").synchronize();
+  device("CPU:0").synchronize();
+  for (int i = 0; i < 4; ++i)
+    BOOST_TEST(fresh[static_cast<size_t>(i)].to_vector<float>() == std::vector<float>(32, 7.0f + static_cast<float>(i)),
+               boost::test_tools::per_element());
   std::vector<float> v = x.sum({0}).to_vector<float>();  // usable again
   for (int j = 0; j < 32; ++j) BOOST_TEST(v[static_cast<size_t>(j)] == static_cast<float>(2 * j + 32));
 }
