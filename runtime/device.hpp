@@ -90,7 +90,26 @@ class Device {
   virtual Event submit(std::function<void()> fn, std::vector<Event> after) = 0;
   // Waits until everything submitted so far has run.
   virtual void synchronize() = 0;
+  // True when kernels on this device may read `peer`'s memory in place (the executor then reads a
+  // copy's source directly instead of copying it; see perf_options().peer_reads). Default: false.
+  // cpu: every cpu device (one address space); hip: would need hipDeviceEnablePeerAccess.
+  virtual bool can_read_peer(const Device& peer) const {
+    (void)peer;
+    return false;
+  }
 };
+
+// Runtime performance switches, each read once from its environment variable (README, "Performance
+// switches"); every one is on by default and exists so that benchmarks can show what it buys.
+struct PerfOptions {
+  bool peer_reads = true;    // RINGRT_PEER_READS: a copy read only by kernels on a peer-reading device is
+                             // elided, the kernels read its source in place
+  bool kernel_split = true;  // RINGRT_KERNEL_SPLIT: a cpu kernel's range is split across TBB workers
+};
+// The switches in force (the environment's, or the last set_perf_options). Throws ConfigError for a
+// malformed value.
+const PerfOptions& perf_options();
+void set_perf_options(const PerfOptions& options);  // for benchmarks and tests
 
 // The device named `name`, created on first use: "CPU:i" (i < the cpu device count, default 4, see
 // set_cpu_device_count) or "HIP:i" (i < the number of GPUs). Throws DeviceError naming it and the

@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "rewrite/errors.hpp"
 #include "runtime/item_kernel.hpp"
+#include "runtime/perf.hpp"
 
 namespace ringrt {
 
@@ -79,6 +81,12 @@ std::pair<UOp, int64_t> copy_source(const UOp& copy, const std::vector<UOp>& rea
   return {u, offset};
 }
 
+// A value whose memory is another value's (resolved from it, never allocated).
+bool is_derived_alias(const UOp& u) {
+  Ops op = u.op();
+  return op == Ops::AFTER || op == Ops::RESHAPE || op == Ops::ASSIGN || op == Ops::MSELECT || op == Ops::MSTACK;
+}
+
 std::string describe(const ScheduleItem& item, size_t i) {
   if (item.kind == ScheduleItem::Kind::copy)
     return fmt::format("item {} (copy {} -> {})", i, item.ast.src(0).device().to_string(), item.device.to_string());
@@ -120,6 +128,7 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan))
     pk->input_reads = std::move(lowered.input_reads);
     kernels_.push_back(pk);
   }
+  peer_reads_ = peer_read_candidates(plan_, roots_);
   // compile per device, every kernel of the program in one go
   std::unordered_map<Device*, std::vector<size_t>> wanted;
   for (size_t i = 0; i < plan_.items.size(); ++i)
@@ -204,11 +213,57 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
     return resolve(item.target);
   };
 
+  // Peer reads: an elidable copy's destination block becomes an alias of its source range, so the
+  // items reading it read the source in place; it waits for what the copy would have waited for.
+  // Resolved values derived from a patched block are dropped after each patch and resolved again.
+  std::vector<char> elided(plan_.items.size(), 0);
+  if (perf_options().peer_reads) {
+    std::unordered_set<const detail::Node*> fixed;
+    std::unordered_map<const detail::Node*, std::vector<void*>> patched;  // base -> its patched blocks' sources
+    for (const auto& [node, blocks] : mem) fixed.insert(node);
+    for (size_t i = 0; i < plan_.items.size(); ++i) {
+      if (!peer_reads_[i]) continue;
+      const ScheduleItem& item = plan_.items[i];
+      WriteSite site = write_site(item.target);
+      UOp base = item.target;
+      while (base.node() != site.base) base = base.src(0);
+      if (base.op() == Ops::BUFFER && inputs && inputs(std::get<BufferArg>(base.arg()).id)) continue;
+      auto [src, offset] = copy_source(item.ast, item.reads);
+      Block from = resolve(src).at(0);
+      resolve(base);
+      Block& to = mem.at(site.base).at(static_cast<size_t>(site.block));
+      if (!to.device->can_read_peer(*from.device)) continue;
+      to.ptr = static_cast<char*>(from.ptr) + offset * itemsize(item.ast.dtype());
+      for (auto it = mem.begin(); it != mem.end();)
+        it = it->first != site.base && !fixed.count(it->first) && is_derived_alias(UOp(it->first)) ? mem.erase(it)
+                                                                                                   : std::next(it);
+      elided[i] = 1;
+      patched[site.base].push_back(to.ptr);
+    }
+    // a block nothing writes holds garbage: when every written block of its buffer reads the same
+    // source, point it there too (naive: a device's own slot), so a kernel reading it reads cached memory
+    for (const auto& [base, ptrs] : patched) {
+      std::vector<int64_t> written = written_blocks(plan_, base);
+      std::vector<Block>& blocks = mem.at(base);
+      if (written.front() < 0 || written.size() != ptrs.size() ||
+          std::any_of(ptrs.begin(), ptrs.end(), [&](void* p) { return p != ptrs[0]; }))
+        continue;
+      for (size_t b = 0; b < blocks.size(); ++b)
+        if (!std::binary_search(written.begin(), written.end(), static_cast<int64_t>(b))) blocks[b].ptr = ptrs[0];
+    }
+    for (auto it = mem.begin(); it != mem.end();)
+      it = !fixed.count(it->first) && is_derived_alias(UOp(it->first)) ? mem.erase(it) : std::next(it);
+  }
+
   std::vector<std::vector<Event>> events(plan_.items.size());
   for (size_t i = 0; i < plan_.items.size(); ++i) {
     const ScheduleItem& item = plan_.items[i];
     std::vector<Event> after;
     for (size_t d : item.deps) after.insert(after.end(), events[d].begin(), events[d].end());
+    if (elided[i]) {
+      events[i] = std::move(after);
+      continue;
+    }
     std::vector<Block> target = target_of(item);
     if (item.kind == ScheduleItem::Kind::copy) {
       auto [src, offset] = copy_source(item.ast, item.reads);

@@ -80,6 +80,7 @@ class Program {
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
+  std::vector<char> peer_reads_;  // per item: a copy that may become a peer read (runtime/perf.hpp)
 };
 
 }  // namespace ringrt

@@ -20,7 +20,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <string_view>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
@@ -57,7 +59,8 @@ std::vector<std::pair<int, std::vector<int64_t>>> device_groups(const DeviceTupl
 
 bool is_hierarchical(const DeviceTuple& devs, const AllreduceSettings& s) {
   auto groups = device_groups(devs, s);
-  return groups.size() > 1 && std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.size() > 1; });
+  return groups.size() > 1 &&
+         std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.size() > 1; });
 }
 
 UOp fold(Ops op, const std::vector<UOp>& terms) {
@@ -120,7 +123,10 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   }
 
   std::string algo = allreduce_algorithm(red, s);
-  buf = buf.contiguous();  // contiguous before it is copied
+  // contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place)
+  UOp under = buf;
+  while (under.op() == Ops::RESHAPE) under = under.src(0);
+  if (under.op() != Ops::BUFFER || !allreduce_in_place()) buf = buf.contiguous();
 
   if (ndev == 1) return device.single() ? buf.mselect(0).copy_to_device(device) : buf;
 
@@ -232,6 +238,16 @@ optional<UOp> mstack_early_shrink(const UOp& ms, const UOp& shrink) {
 
 }  // namespace
 
+bool allreduce_in_place() {
+  static const bool on = [] {
+    const char* v = std::getenv("RINGRT_ALLREDUCE_IN_PLACE");
+    if (v == nullptr || std::string_view(v).empty() || std::string_view(v) == "0") return false;
+    if (std::string_view(v) == "1") return true;
+    throw ConfigError(fmt::format("environment variable RINGRT_ALLREDUCE_IN_PLACE: expected 0 or 1, got '{}'", v));
+  }();
+  return on;
+}
+
 std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t ndev) {
   int64_t factor = 1;
   for (int64_t f : {32, 16, 8, 4, 2})
@@ -271,7 +287,8 @@ PatternMatcher replace_allreduce(const AllreduceSettings& settings) {
       {UPat(Ops::COPY).named("c").src({copy_src, UPat(Ops::DEVICE)}),
        [](const Match& m) -> optional<UOp> {
          const UOp &c = m["c"], &x = m["x"];
-         if (x.device().single() && c.device() == x.device() && std::holds_alternative<std::monostate>(c.arg())) return x;
+         if (x.device().single() && c.device() == x.device() && std::holds_alternative<std::monostate>(c.arg()))
+           return x;
          return std::nullopt;
        }},
       // BROADCAST: a copy from one device to a tuple is one copy per device, stacked

@@ -54,8 +54,11 @@ optional<UOp> alu_multi(const UOp& root) {
 
 optional<UOp> reduce_multi(const UOp& root, const UOp& multi) {
   const ReduceArg& ra = root.arg_reduce();
-  UOp local = multi.src(0).r(ra.op, ra.axes);
   bool over_shard = multi.axis() && std::find(ra.axes.begin(), ra.axes.end(), *multi.axis()) != ra.axes.end();
+  // over axes of local size 1 the local reduction is the identity (keepdim): no kernel for it
+  const Shape& shape = multi.src(0).shape();
+  bool unit = std::all_of(ra.axes.begin(), ra.axes.end(), [&](int a) { return shape.at(static_cast<size_t>(a)) == 1; });
+  UOp local = over_shard && unit && allreduce_in_place() ? multi.src(0) : multi.src(0).r(ra.op, ra.axes);
   return over_shard ? local.allreduce(ra.op, multi.device()) : local.multi(multi.axis());
 }
 

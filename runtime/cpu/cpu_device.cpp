@@ -110,11 +110,15 @@ class CpuDevice : public Device {
     const auto& ck = static_cast<const CpuKernel&>(k);
     return submit(
         [fn = ck.host.fn, lib = ck.host.library, bufs = std::move(bufs), dnum, n = ck.k.numel]() mutable {
-          // split the element range across TBB workers; small kernels run inline
+          // split the element range across TBB workers (perf_options().kernel_split); small kernels
+          // run inline
           int64_t grain = std::max<int64_t>(4096, n / 64);
-          tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain), [&](const tbb::blocked_range<int64_t>& r) {
-            fn(bufs.data(), dnum, r.begin(), r.end());
-          });
+          if (!perf_options().kernel_split || n <= grain) {
+            fn(bufs.data(), dnum, 0, n);
+            return;
+          }
+          tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain),
+                            [&](const tbb::blocked_range<int64_t>& r) { fn(bufs.data(), dnum, r.begin(), r.end()); });
         },
         std::move(after));
   }
@@ -137,7 +141,12 @@ class CpuDevice : public Device {
     return e;
   }
 
-  void synchronize() override { submit([] {}, {}).wait_for(std::chrono::hours(24 * 365)); }
+  // one address space: a kernel reads any cpu device's memory in place
+  bool can_read_peer(const Device& peer) const override { return dynamic_cast<const CpuDevice*>(&peer) != nullptr; }
+
+  void synchronize() override {
+    submit([] {}, {}).wait_for(std::chrono::hours(24 * 365));
+  }
 
  private:
   struct Task {

@@ -329,3 +329,36 @@ BOOST_DATA_TEST_CASE(random_programs_match_the_interpreter, bdata::xrange(10), b
     }
   }
 }
+
+// The performance switches change how, never what: every algorithm gives the hand-computed sum with
+// peer reads and kernel splitting on and off (sizes on both sides of the split threshold), and the
+// inputs stay unchanged (a peer read must never write its source).
+BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}), mode) {
+  auto devs = cpu_devices(4);
+  PerfOptions saved = perf_options();
+  for (int64_t n : {int64_t{40}, int64_t{20000}}) {
+    AllreduceSettings s;
+    s.ring = mode == 1 ? 2 : 0;
+    s.all2all = mode == 2 ? 2 : 0;
+    if (mode == 3) s.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 1}, {"CPU:3", 1}};
+    ScopedSettings scope(s);
+    std::vector<float> data(static_cast<size_t>(4 * n));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 1000);
+    Tensor x = Tensor::from_vector(data, {4, n}).shard(devs, 0);
+    x.realize();
+    for (bool peer : {true, false})
+      for (bool split : {true, false}) {
+        set_perf_options(PerfOptions{peer, split});
+        BOOST_TEST_CONTEXT("mode " << mode << " n " << n << " peer_reads " << peer << " kernel_split " << split) {
+          std::vector<float> got = x.sum({0}).to_vector<float>();
+          for (int64_t j = 0; j < n; ++j) {
+            float want = 0;
+            for (int64_t d = 0; d < 4; ++d) want += data[static_cast<size_t>(d * n + j)];
+            BOOST_TEST(got[static_cast<size_t>(j)] == want);
+          }
+          BOOST_TEST(x.to_vector<float>() == data, boost::test_tools::per_element());
+        }
+      }
+  }
+  set_perf_options(saved);
+}

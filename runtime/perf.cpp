@@ -1,0 +1,109 @@
+#include "runtime/perf.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string_view>
+#include <unordered_set>
+
+#include "rewrite/errors.hpp"
+#include "runtime/device.hpp"
+
+namespace ringrt {
+
+namespace {
+
+int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi)
+    throw ConfigError(
+        fmt::format("environment variable {}: expected an integer in [{}, {}], got '{}'", name, lo, hi, v));
+  return x;
+}
+
+}  // namespace
+
+// Read once (thread-safe static initialisation); set_perf_options writes it in place, so it is for
+// benchmarks and tests that call it before running anything.
+const PerfOptions& perf_options() {
+  static PerfOptions* options = [] {
+    auto* o = new PerfOptions();  // never freed: device threads read it until the process ends
+    o->peer_reads = env_int("RINGRT_PEER_READS", 1, 0, 1) != 0;
+    o->kernel_split = env_int("RINGRT_KERNEL_SPLIT", 1, 0, 1) != 0;
+    return o;
+  }();
+  return *options;
+}
+
+void set_perf_options(const PerfOptions& options) { const_cast<PerfOptions&>(perf_options()) = options; }
+
+WriteSite write_site(const UOp& target) {
+  UOp u = target;
+  int64_t block = -1;
+  for (;;) {
+    switch (u.op()) {
+      case Ops::RESHAPE:
+      case Ops::AFTER:
+      case Ops::ASSIGN:
+        u = u.src(0);
+        continue;
+      case Ops::MSELECT:
+        if (block >= 0) return {};
+        block = u.arg_int();
+        u = u.src(0);
+        continue;
+      case Ops::MSTACK:
+        return {};
+      default:
+        break;
+    }
+    break;
+  }
+  if (block < 0 && u.device().single()) block = 0;
+  return {u.node(), block};
+}
+
+std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<UOp>& roots) {
+  std::vector<char> out(plan.items.size(), 0);
+  std::unordered_set<const detail::Node*> root_nodes;
+  for (const UOp& r : roots) {
+    if (r.op() == Ops::ASSIGN) return out;  // in-place writes: a source could change under a reader
+    root_nodes.insert(r.node());
+  }
+  std::map<std::pair<const detail::Node*, int64_t>, int> writers;
+  std::vector<WriteSite> sites;
+  for (const ScheduleItem& item : plan.items) {
+    sites.push_back(write_site(item.target));
+    ++writers[{sites.back().base, sites.back().block}];
+  }
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const ScheduleItem& item = plan.items[i];
+    const WriteSite& w = sites[i];
+    if (item.kind != ScheduleItem::Kind::copy || !w.base || w.block < 0) continue;
+    if (root_nodes.count(w.base) || root_nodes.count(item.target.node())) continue;
+    auto count = [&](int64_t b) {
+      auto it = writers.find({w.base, b});
+      return it == writers.end() ? 0 : it->second;
+    };
+    if (count(w.block) + (w.block != -1 ? count(-1) : 0) != 1) continue;
+    out[i] = 1;
+  }
+  return out;
+}
+
+std::vector<int64_t> written_blocks(const ItemPlan& plan, const detail::Node* base) {
+  std::vector<int64_t> out;
+  for (const ScheduleItem& item : plan.items) {
+    WriteSite w = write_site(item.target);
+    if (w.base == base && std::find(out.begin(), out.end(), w.block) == out.end()) out.push_back(w.block);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace ringrt

@@ -1,0 +1,33 @@
+// Performance helpers of the executor (internal): which copies of a plan may become peer reads.
+// The switches themselves (PerfOptions) are declared in runtime/device.hpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/schedule.hpp"
+
+namespace ringrt {
+
+// Where an item writes: the node that owns the memory (a scratch BUFFER, a realized value) and the
+// block of it (index into its per-device blocks; -1: every block).
+struct WriteSite {
+  const detail::Node* base = nullptr;
+  int64_t block = -1;
+};
+
+// For each item of plan: true for a copy that may be elided into a peer read. Such a copy is the
+// only item writing its destination block, that block belongs to a scratch buffer or an
+// intermediate (not a root, not memory that outlives the run), and the program assigns nothing in
+// place (so every source stays unchanged while the run reads it). Whether the devices allow the
+// peer read, and whether the destination is an input after all, is decided per run. Planning only.
+std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<UOp>& roots);
+
+// The blocks of `base` that some item of plan writes (sorted; -1: all of them).
+std::vector<int64_t> written_blocks(const ItemPlan& plan, const detail::Node* base);
+
+// The site an item's target writes (through RESHAPE, AFTER, ASSIGN and one MSELECT); base null when
+// it cannot tell (an MSTACK).
+WriteSite write_site(const UOp& target);
+
+}  // namespace ringrt
