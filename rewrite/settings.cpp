@@ -46,6 +46,17 @@ thread_local std::vector<AllreduceSettings> scoped;
 
 }  // namespace
 
+bool env_switch(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  std::string_view s(v);
+  if (s == "1") return true;
+  if (s == "0") return false;
+  throw ConfigError(fmt::format("environment variable {}: expected 0 or 1, got '{}'", name, s));
+}
+
+namespace {}  // namespace
+
 void set_tunable(AllreduceSettings& s, std::string_view key, std::string_view value, std::string_view where) {
   if (key == "allreduce.ring") {
     s.ring = static_cast<int>(parse_int(value, key, where, 0, 2));
@@ -67,7 +78,8 @@ void set_tunable(AllreduceSettings& s, std::string_view key, std::string_view va
         bool ok = colon != std::string_view::npos && colon > 0 && colon + 1 < item.size();
         for (size_t i = colon + 1; ok && i < item.size(); ++i) ok = item[i] >= '0' && item[i] <= '9';
         if (!ok)
-          throw ConfigError(fmt::format("{}: {} must list device names like CPU:0 or HIP:2, got '{}'", where, key, item));
+          throw ConfigError(
+              fmt::format("{}: {} must list device names like CPU:0 or HIP:2, got '{}'", where, key, item));
         s.reduce_leaders.emplace_back(item);
       }
       if (comma == std::string_view::npos) break;
@@ -102,8 +114,8 @@ std::string dump_settings(const AllreduceSettings& s) {
   };
   std::string out;
   for (const auto& t : tunables())
-    out += fmt::format("{} = {}  (env {}; default {}; {})\n", t.key, value(t.key), t.env, t.default_value,
-                       t.description);
+    out +=
+        fmt::format("{} = {}  (env {}; default {}; {})\n", t.key, value(t.key), t.env, t.default_value, t.description);
   std::vector<std::string> groups;
   for (const auto& [dev, g] : s.groups) groups.push_back(fmt::format("{}: {}", dev, g));
   out += fmt::format("devices.groups = {{{}}}\n", fmt::join(groups, ", "));

@@ -11,14 +11,18 @@
 
 namespace ringrt {
 
+// An on/off switch from the environment variable `name`: unset -> fallback, "1" on, "0" off; any
+// other value (also empty or padded) is a ConfigError naming the variable and the value.
+bool env_switch(const char* name, bool fallback);
+
 struct AllreduceSettings {
-  int ring = 1;                      // 0 never; 1 when ndev > 2 and numel > threshold; 2 always
-  int all2all = 0;                   // same levels; all2all wins over ring
-  int64_t ring_threshold = 256000;   // elements
+  int ring = 1;                             // 0 never; 1 when ndev > 2 and numel > threshold; 2 always
+  int all2all = 0;                          // same levels; all2all wins over ring
+  int64_t ring_threshold = 256000;          // elements
   std::vector<std::string> reduce_leaders;  // devices that lead their group
   std::map<std::string, int> groups;        // device -> group id (hierarchical allreduce)
-  bool cast = true;                  // float16/bfloat16 copies stay 16-bit; false promotes to float32
-  int debug = 0;                     // >= 2 prints one line per allreduce
+  bool cast = true;                         // float16/bfloat16 copies stay 16-bit; false promotes to float32
+  int debug = 0;                            // >= 2 prints one line per allreduce
   bool operator==(const AllreduceSettings&) const = default;
 };
 

@@ -17,11 +17,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <set>
 
 #include "rewrite/errors.hpp"
+#include "runtime/device.hpp"
 #include "runtime/tensor.hpp"
 
 namespace ringrt {
@@ -314,6 +316,7 @@ struct Loader {
       for (int64_t i = 0; i < n; ++i) cfg.devices.push_back(prefix + std::to_string(i));
     }
     size_t ndev = cfg.devices.size();
+    if (cpu) set_cpu_device_count(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
     if (!cfg.groups.empty() && cfg.groups.size() != ndev)
       fail(origin("devices.groups"), "devices.groups",
            fmt::format("{} group ids, one per device of ({})", ndev, fmt::join(cfg.devices, ", ")),
@@ -375,7 +378,11 @@ ExperimentConfig parse_config(std::string_view yaml, const std::string& name,
   loader.cfg.file = name;
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml));
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
+    if (docs.size() > 1)
+      throw ConfigError(fmt::format("{}:{}:{}: a second YAML document; a config is one document", name,
+                                    docs[1].Mark().line + 1, docs[1].Mark().column + 1));
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
   } catch (const YAML::Exception& e) {
@@ -385,6 +392,9 @@ ExperimentConfig parse_config(std::string_view yaml, const std::string& name,
 }
 
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(fmt::format("{}: is a directory, not a config file", path));
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw ConfigError(fmt::format("{}: cannot open the config file: {}", path, std::strerror(errno)));
   std::string text;

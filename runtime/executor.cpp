@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -104,10 +105,13 @@ std::chrono::milliseconds watchdog_timeout() {
   if (ms < 0) {
     ms = 60000;
     if (const char* v = std::getenv("RINGRT_WATCHDOG_S")) {
-      char* end = nullptr;
-      double s = std::strtod(v, &end);
-      if (end == v || *end != '\0' || !(s > 0) || s > 1e7)
-        throw ConfigError(fmt::format("environment variable RINGRT_WATCHDOG_S: expected seconds > 0, got '{}'", v));
+      // decimal seconds, no padding or hex: from_chars, at least one millisecond
+      std::string_view text(v);
+      double s = 0;
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
+      if (ec != std::errc() || p != text.data() + text.size() || !(s >= 0.001) || s > 1e7)
+        throw ConfigError(
+            fmt::format("environment variable RINGRT_WATCHDOG_S: expected seconds in [0.001, 1e7], got '{}'", v));
       ms = static_cast<int64_t>(s * 1000);
     }
   }

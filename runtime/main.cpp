@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <new>
 
 #include "rewrite/errors.hpp"
 #include "runtime/config.hpp"
@@ -125,6 +126,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ringrt: sharded tensors and allreduce (naive, ring, all2all, hierarchical) over devices"};
   app.require_subcommand(1);
   std::string config, csv, json, dot, emit_dir, target;
+  const CLI::Validator non_empty(
+      [](std::string& path) { return path.empty() ? std::string("an empty path") : std::string(); }, "PATH");
   std::vector<std::string> sets;
   int64_t count = 0;
   bool as_json = false, dump = false;
@@ -132,16 +135,16 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "run a YAML experiment and print an rccl-tests-style table");
   run->add_option("config", config, "YAML experiment file")->required();
   add_set_option(run, sets);
-  run->add_option("--csv", csv, "also write the rows as CSV");
-  run->add_option("--json", json, "also write the rows as JSON");
+  run->add_option("--csv", csv, "also write the rows as CSV")->check(non_empty);
+  run->add_option("--json", json, "also write the rows as JSON")->check(non_empty);
 
   CLI::App* sched = app.add_subcommand("schedule", "print the allreduce schedule of one count without running it");
   sched->add_option("config", config, "YAML experiment file")->required();
   add_set_option(sched, sets);
   sched->add_option("--count", count, "elements per device")->required()->check(positive_count());
   sched->add_flag("--json", as_json, "print the documented JSON object");
-  sched->add_option("--dot", dot, "write the lowered graph as Graphviz DOT");
-  CLI::Option* emit = sched->add_option("--emit-source", emit_dir, "write the kernel sources to DIR");
+  sched->add_option("--dot", dot, "write the lowered graph as Graphviz DOT")->check(non_empty);
+  CLI::Option* emit = sched->add_option("--emit-source", emit_dir, "write the kernel sources to DIR")->check(non_empty);
   sched->add_option("--target", target, "the kind of source to emit")
       ->check(CLI::IsMember({"hip", "cpu"}))
       ->needs(emit);
@@ -167,6 +170,8 @@ int main(int argc, char** argv) {
     std::cerr << "ringrt: " << e.what() << "\n";
   } catch (const DeviceError& e) {
     std::cerr << "ringrt: " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << "ringrt: out of host memory: the sizes asked for do not fit in this machine's memory\n";
   } catch (const std::exception& e) {
     std::cerr << "ringrt: internal error: " << e.what() << "\n";
     return 3;

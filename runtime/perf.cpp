@@ -9,32 +9,20 @@
 #include <unordered_set>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/settings.hpp"
 #include "runtime/device.hpp"
 
 namespace ringrt {
 
-namespace {
-
-int64_t env_int(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  long long x = std::strtoll(v, &end, 10);
-  if (*end != '\0' || x < lo || x > hi)
-    throw ConfigError(
-        fmt::format("environment variable {}: expected an integer in [{}, {}], got '{}'", name, lo, hi, v));
-  return x;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // Read once (thread-safe static initialisation); set_perf_options writes it in place, so it is for
 // benchmarks and tests that call it before running anything.
 const PerfOptions& perf_options() {
   static PerfOptions* options = [] {
     auto* o = new PerfOptions();  // never freed: device threads read it until the process ends
-    o->peer_reads = env_int("RINGRT_PEER_READS", 1, 0, 1) != 0;
-    o->kernel_split = env_int("RINGRT_KERNEL_SPLIT", 1, 0, 1) != 0;
+    o->peer_reads = env_switch("RINGRT_PEER_READS", true);
+    o->kernel_split = env_switch("RINGRT_KERNEL_SPLIT", true);
     return o;
   }();
   return *options;

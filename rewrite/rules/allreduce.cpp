@@ -239,12 +239,7 @@ optional<UOp> mstack_early_shrink(const UOp& ms, const UOp& shrink) {
 }  // namespace
 
 bool allreduce_in_place() {
-  static const bool on = [] {
-    const char* v = std::getenv("RINGRT_ALLREDUCE_IN_PLACE");
-    if (v == nullptr || std::string_view(v).empty() || std::string_view(v) == "0") return false;
-    if (std::string_view(v) == "1") return true;
-    throw ConfigError(fmt::format("environment variable RINGRT_ALLREDUCE_IN_PLACE: expected 0 or 1, got '{}'", v));
-  }();
+  static const bool on = env_switch("RINGRT_ALLREDUCE_IN_PLACE", false);
   return on;
 }
 

@@ -276,3 +276,38 @@ BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {
   BOOST_TEST(r.out.find("devices.groups = [0, 0, 1, 1]  <- configs/hierarchical.yaml:7:11") != std::string::npos,
              r.out);
 }
+
+// Found by trying to break the program: each is exit 2 with a message naming the problem, or (more
+// cpu devices than the default 4) a correct run.
+BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
+  TempDir dir;
+  auto expect_2 = [](const CliResult& r, const std::string& words) {
+    BOOST_TEST(r.status == 2, r.err);
+    BOOST_TEST(r.err.find(words) != std::string::npos, r.err);
+  };
+  expect_2(run_cli({"run", dir.path().string()}), "is a directory");
+  std::string two_docs = dir.write("two.yaml", "backend: cpu\n---\nbogus: 1\n");
+  expect_2(run_cli({"config", two_docs}), two_docs + ":3:1: a second YAML document");
+  for (const char* opt : {"--csv", "--json"})
+    expect_2(run_cli({"run", "configs/naive.yaml", opt, ""}), "an empty path");
+  expect_2(run_cli({"schedule", "configs/naive.yaml", "--count", "8", "--dot", ""}), "an empty path");
+  expect_2(run_cli({"schedule", "configs/naive.yaml", "--count", "8", "--emit-source", "", "--target", "cpu"}),
+           "an empty path");
+  for (const char* var : {"RINGRT_PEER_READS", "RINGRT_KERNEL_SPLIT", "RINGRT_ALLREDUCE_IN_PLACE"})
+    for (const char* value : {"", " 1", "+1", "01", "yes"})
+      expect_2(
+          run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"}, {std::string(var) + "=" + value}),
+          std::string("environment variable ") + var + ": expected 0 or 1");
+  for (const char* value : {"1e-9", " 5", "0x10", "0"})
+    expect_2(run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"},
+                     {std::string("RINGRT_WATCHDOG_S=") + value}),
+             "RINGRT_WATCHDOG_S");
+  // 6 cpu devices (more than the default 4): a run with every value right
+  for (const char* algo : {"naive", "ring", "all2all"}) {
+    CliResult r = run_cli({"run", std::string("configs/") + algo + ".yaml", "--set", "devices.count=6", "--set",
+                           "experiment.counts=[37, 3000]", "--set", "experiment.iters=1"});
+    BOOST_TEST(r.status == 0, r.err);
+    BOOST_TEST(r.out.find("CPU:5") != std::string::npos);
+    for (const auto& row : table_rows(r.out)) BOOST_TEST(row.at(8) == "0");
+  }
+}
