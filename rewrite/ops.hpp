@@ -9,19 +9,26 @@
 
 namespace ringrt {
 
-#define RINGRT_OPS(X)                                                                                    \
-  /* graph structure and memory */                                                                       \
-  X(SINK)                                                                                                \
-  X(DEVICE) X(BUFFER) X(CONST) X(DEFINE_VAR) X(CONTIGUOUS) X(DETACH) X(COPY) X(STORE) X(AFTER) X(ASSIGN) \
-      X(CALL)                                                  /* multi-device */                        \
-      X(MULTI) X(MSELECT) X(MSTACK) X(ALLREDUCE)               /* movement (views) */                    \
-      X(RESHAPE) X(EXPAND) X(PAD) X(SHRINK) X(PERMUTE) X(FLIP) /* reduction */                           \
-      X(REDUCE_AXIS)                                           /* type changes */                        \
-      X(CAST) X(BITCAST)                                       /* unary ALU */                           \
-      X(NEG) X(EXP2) X(LOG2) X(SIN) X(SQRT) X(RECIP)           /* binary ALU */                          \
-      X(ADD) X(SUB) X(MUL) X(FDIV) X(IDIV) X(MOD) X(MAX) X(MIN) X(CMPLT) X(CMPNE) X(CMPEQ) X(AND) X(OR)  \
-          X(XOR) /* ternary ALU */                                                                       \
-      X(WHERE)
+// clang-format off
+#define RINGRT_OPS(X)                                                                                     \
+  /* graph structure and memory */                                                                        \
+  X(SINK) X(DEVICE) X(BUFFER) X(CONST) X(DEFINE_VAR) X(CONTIGUOUS) X(DETACH) X(COPY) X(STORE) X(AFTER)    \
+  X(ASSIGN) X(CALL)                                                                                       \
+  /* multi-device */                                                                                      \
+  X(MULTI) X(MSELECT) X(MSTACK) X(ALLREDUCE)                                                              \
+  /* movement (views) */                                                                                  \
+  X(RESHAPE) X(EXPAND) X(PAD) X(SHRINK) X(PERMUTE) X(FLIP)                                                \
+  /* reduction */                                                                                         \
+  X(REDUCE_AXIS)                                                                                          \
+  /* type changes */                                                                                      \
+  X(CAST) X(BITCAST)                                                                                      \
+  /* unary ALU */                                                                                         \
+  X(NEG) X(EXP2) X(LOG2) X(SIN) X(SQRT) X(RECIP)                                                          \
+  /* binary ALU */                                                                                        \
+  X(ADD) X(SUB) X(MUL) X(FDIV) X(IDIV) X(MOD) X(MAX) X(MIN) X(CMPLT) X(CMPNE) X(CMPEQ) X(AND) X(OR) X(XOR) \
+  /* ternary ALU */                                                                                       \
+  X(WHERE)
+// clang-format on
 
 enum class Ops : uint8_t {
 #define RINGRT_OP_ENUM(name) name,

@@ -2,17 +2,16 @@
 // test/support/allreduce_matrix.hpp), checked against host arithmetic and the unsharded computation,
 // plus the graph invariants of DESIGN.md.
 #define BOOST_TEST_MODULE allreduce
+#include <algorithm>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
-
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <map>
 #include <iostream>
+#include <map>
 #include <random>
-#include <sstream>
 #include <set>
+#include <sstream>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
@@ -78,8 +77,8 @@ BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), n
   for (DType dtype : test::kMatrixDTypes) {
     for (Ops op : test::kMatrixOps) {
       for (int64_t numel : sizes) {
-        BOOST_TEST_CONTEXT("ndev " << ndev << " " << algo << " " << dtype_name(dtype) << " " << op_name(op)
-                                   << " numel " << numel) {
+        BOOST_TEST_CONTEXT("ndev " << ndev << " " << algo << " " << dtype_name(dtype) << " " << op_name(op) << " numel "
+                                   << numel) {
           HostBuffer data = make_data(dtype, ndev, numel, seed++);
           Tensor x = Tensor::from_host(data).shard(devs, 0);
           x.realize();
@@ -100,7 +99,8 @@ BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), n
           for (int64_t j = 0; j < numel; ++j) {
             double got = first.get(j), tol = 0;
             if (dtype == DType::float32 && op == Ops::ADD) tol = 1.01 * (ndev - 1) * u * mag[static_cast<size_t>(j)];
-            BOOST_TEST(std::fabs(got - want[static_cast<size_t>(j)]) <= tol, "element " << j << ": " << got << " vs " << want[static_cast<size_t>(j)]);
+            BOOST_TEST(std::fabs(got - want[static_cast<size_t>(j)]) <= tol,
+                       "element " << j << ": " << got << " vs " << want[static_cast<size_t>(j)]);
             BOOST_TEST(std::fabs(alone.get(j) - want[static_cast<size_t>(j)]) <= tol);
           }
         }
@@ -110,8 +110,8 @@ BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), n
 }
 
 // The runtime (compiled kernels on the cpu devices) against the interpreter, bit for bit per device.
-BOOST_DATA_TEST_CASE(runtime_matches_interpreter, bdata::make(std::vector<int>{2, 3, 4, 5, 8}) * bdata::make(kAlgorithms),
-                     ndev, algo) {
+BOOST_DATA_TEST_CASE(runtime_matches_interpreter,
+                     bdata::make(std::vector<int>{2, 3, 4, 5, 8}) * bdata::make(kAlgorithms), ndev, algo) {
   ScopedSettings scope(settings_for(algo, ndev));
   auto devs = cpu_devices(ndev);
   int64_t numel = 32 * ndev + 5;
@@ -201,9 +201,9 @@ BOOST_AUTO_TEST_CASE(hierarchical_routes_through_leaders) {
   ScopedSettings scope(s);
   Tensor r = sharded_ones(4, 400).sum({0});
   BOOST_TEST(r.schedule().algorithms == std::vector<std::string>{"hierarchical"});
-  std::multiset<std::pair<std::string, std::string>> got, want{{"CPU:1", "CPU:0"}, {"CPU:3", "CPU:2"},
-                                                               {"CPU:2", "CPU:0"}, {"CPU:0", "CPU:2"},
-                                                               {"CPU:0", "CPU:1"}, {"CPU:2", "CPU:3"}};
+  std::multiset<std::pair<std::string, std::string>> got,
+      want{{"CPU:1", "CPU:0"}, {"CPU:3", "CPU:2"}, {"CPU:2", "CPU:0"},
+           {"CPU:0", "CPU:2"}, {"CPU:0", "CPU:1"}, {"CPU:2", "CPU:3"}};
   for (const auto& c : allreduce_copies(r)) got.insert({c.src, c.dst});
   BOOST_TEST((got == want));
   std::vector<float> v = r.to_vector<float>();
@@ -217,9 +217,9 @@ BOOST_AUTO_TEST_CASE(hierarchical_with_named_leaders) {
   s.reduce_leaders = {"CPU:1", "CPU:3"};
   ScopedSettings scope(s);
   Tensor r = sharded_ones(4, 400).sum({0});
-  std::multiset<std::pair<std::string, std::string>> got, want{{"CPU:0", "CPU:1"}, {"CPU:2", "CPU:3"},
-                                                               {"CPU:3", "CPU:1"}, {"CPU:1", "CPU:3"},
-                                                               {"CPU:1", "CPU:0"}, {"CPU:3", "CPU:2"}};
+  std::multiset<std::pair<std::string, std::string>> got,
+      want{{"CPU:0", "CPU:1"}, {"CPU:2", "CPU:3"}, {"CPU:3", "CPU:1"},
+           {"CPU:1", "CPU:3"}, {"CPU:1", "CPU:0"}, {"CPU:3", "CPU:2"}};
   for (const auto& c : allreduce_copies(r)) got.insert({c.src, c.dst});
   BOOST_TEST((got == want));
 }
@@ -276,9 +276,8 @@ BOOST_AUTO_TEST_CASE(environment_overrides_and_rejects_bad_values) {
   setenv("RING", "2", 1);
   BOOST_TEST(current_settings().ring == 2);
   setenv("RING", "abc", 1);
-  BOOST_CHECK_EXCEPTION(current_settings(), ConfigError, [](const ConfigError& e) {
-    return std::string(e.what()).find("RING") != std::string::npos;
-  });
+  BOOST_CHECK_EXCEPTION(current_settings(), ConfigError,
+                        [](const ConfigError& e) { return std::string(e.what()).find("RING") != std::string::npos; });
   setenv("RING", "3", 1);
   BOOST_CHECK_THROW(current_settings(), ConfigError);
   unsetenv("RING");
