@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -171,7 +172,7 @@ std::string literal(uint64_t bits, DType d) {
 
 class BodyRenderer {
  public:
-  explicit BodyRenderer(const Dialect& d) : d_(d) {}
+  BodyRenderer(const Dialect& d, const GidRange* range) : d_(d), range_(range) {}
 
   void block(const std::vector<Stmt>& stmts, int depth) {
     for (const Stmt& s : stmts) stmt(s, depth);
@@ -188,8 +189,12 @@ class BodyRenderer {
 
   void stmt(const Stmt& s, int depth) {
     std::string t = c_type(s.dtype), e;
+    // x where the mask holds, else 0; on a gid range the constraints on gid alone are resolved, and a
+    // value masked off over the whole range is a plain 0, so its load is not emitted at all
     auto masked = [&](const std::string& x) {
-      return s.valid.always() ? x : fmt::format("({}) ? {} : ({})0", s.valid.render(), x, t);
+      Mask m = range_ ? s.valid.on_range("gid", range_->first, range_->last) : s.valid;
+      if (m.never()) return fmt::format("({})0", t);
+      return m.always() ? x : fmt::format("({}) ? {} : ({})0", m.render(), x, t);
     };
     switch (s.kind) {
       case StmtKind::Const:
@@ -234,6 +239,7 @@ class BodyRenderer {
   }
 
   const Dialect& d_;
+  const GidRange* range_;  // null: every gid
   std::unordered_map<int, DType> types_;
 };
 
@@ -262,11 +268,40 @@ std::string c_type(DType dtype) {
   }
 }
 
-std::string render_body(const Kernel& k, const Dialect& d, int depth) {
-  BodyRenderer r(d);
+std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range) {
+  BodyRenderer r(d, range);
   r.block(k.body, depth);
   r.out += fmt::format("{}out[gid] = v{};\n", std::string(static_cast<size_t>(2 * depth), ' '), k.result);
   return std::move(r.out);
+}
+
+namespace {
+void collect_flips(const std::vector<Stmt>& body, std::vector<int64_t>& out) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::Load || s.kind == StmtKind::Select) {
+      auto f = s.valid.flips("gid");
+      out.insert(out.end(), f.begin(), f.end());
+    }
+    collect_flips(s.body, out);
+  }
+}
+}  // namespace
+
+std::vector<GidRange> gid_ranges(const Kernel& k, size_t max_ranges) {
+  std::vector<int64_t> cuts;
+  collect_flips(k.body, cuts);
+  std::erase_if(cuts, [&](int64_t p) { return p <= 0 || p >= k.numel; });
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  if (cuts.empty() || cuts.size() + 1 > max_ranges) return {};
+  std::vector<GidRange> out;
+  int64_t first = 0;
+  for (int64_t p : cuts) {
+    out.push_back({first, p - 1});
+    first = p;
+  }
+  out.push_back({first, k.numel - 1});
+  return out;
 }
 
 std::vector<const Kernel*> unique_kernels(std::span<const Kernel> kernels) {

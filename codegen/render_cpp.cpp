@@ -14,6 +14,10 @@ namespace {
 // -fno-builtin-* so g++ never folds them at compile time: the interpreter calls the same functions.
 const cstyle::Dialect kCpu{"static inline", "exp2", "log2", "sin", "__builtin_sqrtf", "__builtin_sqrt"};
 
+// Loop splitting (cstyle::gid_ranges) up to this many loops per kernel: an allreduce's reassembly
+// of n chunks needs n; beyond it the body's code size grows for little gain.
+constexpr size_t kMaxRanges = 16;
+
 }  // namespace
 
 std::string render_cpp(std::span<const Kernel> kernels) {
@@ -32,9 +36,22 @@ std::string render_cpp(std::span<const Kernel> kernels) {
       src += fmt::format("  {} = (const {}*)bufs[{}];\n  (void)in{};\n", params[i], cstyle::c_type(k.inputs[i].dtype),
                          i + 1, i);
     src += "  const long long dnum = dnum_arg;\n  (void)dnum;\n";
-    src += "  for (long long gid = begin; gid < end; ++gid) {\n";
-    src += cstyle::render_body(k, kCpu, 2);
-    src += "  }\n}\n";
+    auto ranges = cstyle::gid_ranges(k, kMaxRanges);
+    if (ranges.empty()) {
+      src += "  for (long long gid = begin; gid < end; ++gid) {\n";
+      src += cstyle::render_body(k, kCpu, 2);
+      src += "  }\n";
+    }
+    for (const auto& r : ranges) {
+      // [begin, end) clipped to the range; masks on gid alone are constant inside it
+      src += fmt::format(
+          "  for (long long gid = begin > {0} ? begin : {0}, last = end - 1 < {1} ? end - 1 : {1}; gid <= last; ++gid) "
+          "{{\n",
+          r.first, r.last);
+      src += cstyle::render_body(k, kCpu, 2, &r);
+      src += "  }\n";
+    }
+    src += "}\n";
   }
   return src;
 }

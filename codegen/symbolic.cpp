@@ -285,6 +285,47 @@ bool Mask::eval(const VarValues& vars) const {
   return true;
 }
 
+std::optional<std::pair<int64_t, int64_t>> Mask::affine_in(const Expr& e, const std::string& var) {
+  if (e.terms_.size() != 1) return std::nullopt;
+  const Atom& a = *e.terms_[0].atom;
+  if (a.kind != Atom::Kind::Var || a.name != var) return std::nullopt;
+  return std::pair{e.terms_[0].k, e.c_};
+}
+
+std::vector<int64_t> Mask::flips(const std::string& var) const {
+  std::vector<int64_t> out;
+  for (const auto& e : atoms_) {
+    auto kc = affine_in(e, var);
+    if (!kc) continue;
+    auto [k, c] = *kc;
+    // k > 0: true from ceil(-c / k) on; k < 0: true up to floor(c / -k), false after it
+    out.push_back(k > 0 ? -fdiv(c, k) : fdiv(c, -k) + 1);
+  }
+  return out;
+}
+
+Mask Mask::on_range(const std::string& var, int64_t lo, int64_t hi) const {
+  Mask m;
+  m.never_ = never_;
+  for (const auto& e : atoms_) {
+    auto kc = affine_in(e, var);
+    if (!kc) {
+      m.atoms_.push_back(e);
+      continue;
+    }
+    auto [k, c] = *kc;
+    __int128 at_lo = static_cast<__int128>(k) * lo + c, at_hi = static_cast<__int128>(k) * hi + c;
+    if (at_lo >= 0 && at_hi >= 0) continue;  // holds on the whole range (affine: the ends bound it)
+    if (at_lo < 0 && at_hi < 0) {
+      m.never_ = true;
+      m.atoms_.clear();
+      return m;
+    }
+    m.atoms_.push_back(e);
+  }
+  return m;
+}
+
 std::string Mask::render() const {
   if (never_) return "0";
   if (atoms_.empty()) return "1";

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ringrt::codegen {
@@ -81,11 +82,21 @@ class Mask {
   bool never() const { return never_; }
   const std::vector<Expr>& atoms() const { return atoms_; }
   bool eval(const VarValues& vars) const;
+  // Where the mask's affine constraints on `var` alone (k*var + c >= 0, e.g. gid >= 2, gid < 402)
+  // change truth: each point p is the first value of var on the other side, so on [lo, hi] between
+  // two consecutive points every such constraint is constant. Unsorted; one point per constraint.
+  std::vector<int64_t> flips(const std::string& var) const;
+  // The mask for var in [lo, hi] (inclusive): constraints on var alone that hold over the whole
+  // range are dropped, one that fails everywhere makes the mask never(); the rest stay. For loop
+  // splitting: the cpu renderer emits one loop per range between flips, without those masks.
+  Mask on_range(const std::string& var, int64_t lo, int64_t hi) const;
   // C text: "(gid >= 2) && (gid < 402)", "1" when always, "0" when never.
   std::string render() const;
   bool operator==(const Mask& o) const { return never_ == o.never_ && atoms_ == o.atoms_; }
 
  private:
+  // e as k*var + c when var is its only variable; nullopt otherwise.
+  static std::optional<std::pair<int64_t, int64_t>> affine_in(const Expr& e, const std::string& var);
   bool never_ = false;
   std::vector<Expr> atoms_;  // in insertion order, no duplicates
 };

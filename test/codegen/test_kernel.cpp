@@ -64,6 +64,31 @@ BOOST_AUTO_TEST_CASE(contiguous_and_shard_reads_render_plainly) {
   BOOST_TEST(shard.dnum_max == 3);
 }
 
+BOOST_AUTO_TEST_CASE(reassembly_of_chunks_splits_the_loop) {
+  // an allreduce's last kernel: chunks padded into place and added. The cpu source has one loop per
+  // chunk that reads it unmasked; the values (run in uneven ranges) equal the interpreter's.
+  Inputs in(2);
+  std::vector<UOp> chunks;
+  for (int c = 0; c < 3; ++c) {
+    HostBuffer b(DType::float32, {5});
+    for (int64_t i = 0; i < 5; ++i) b.set(i, 10.0 * c + static_cast<double>(i) + 0.5);
+    chunks.push_back(in.buffer(b));
+  }
+  UOp sum = chunks[0].pad(spans({{0, 10}})) + chunks[1].pad(spans({{5, 5}})) + chunks[2].pad(spans({{10, 0}}));
+  std::string src = render_cpp(lower_kernel(sum));
+  src = src.substr(src.find("extern \"C\" void"));  // the kernel, without the prelude
+  BOOST_TEST(src.find("in0[gid];") != std::string::npos, src);
+  BOOST_TEST(src.find("in1[gid - 5];") != std::string::npos, src);
+  BOOST_TEST(src.find("in2[gid - 10];") != std::string::npos, src);
+  BOOST_TEST(src.find("? in") == std::string::npos, src);  // no masked read is left
+  in.add(sum, "three chunks padded and added");
+  in.add(chunks[0].pad(spans({{3, 4}})) * chunks[1].pad(spans({{7, 0}})), "overlapping pads: four ranges");
+  in.add(chunks[0].pad(spans({{2, 2}})).shrink(spans({{1, 8}})).flip({0}), "pad, shrink and flip");
+  in.check();
+  // the hip source keeps one masked body: every gid is its own thread
+  BOOST_TEST(render_hip(lower_kernel(sum)).find("(gid < 5)") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(names_are_structural_and_inputs_follow_toposort) {
   std::string names[2], dumps[2];
   for (int i = 0; i < 2; ++i) {  // the same structure in two graphs

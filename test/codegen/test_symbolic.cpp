@@ -77,6 +77,37 @@ BOOST_AUTO_TEST_CASE(render) {
   BOOST_TEST(never.render() == "0");
 }
 
+BOOST_AUTO_TEST_CASE(mask_flips_and_ranges) {
+  // gid in [2, 402) over gid in [0, 999]: the truth of both constraints changes at 2 and at 402
+  Expr gid = ringrt::codegen::gid_var(1000), dnum = ringrt::codegen::dnum_var(3);
+  Mask m;
+  m.require_range(gid, k(2), k(402));
+  std::vector<int64_t> f = m.flips("gid");
+  std::sort(f.begin(), f.end());
+  BOOST_TEST(f == (std::vector<int64_t>{2, 402}), boost::test_tools::per_element());
+  BOOST_TEST(m.on_range("gid", 0, 1).never());
+  BOOST_TEST(m.on_range("gid", 2, 401).always());
+  BOOST_TEST(m.on_range("gid", 402, 999).never());
+  BOOST_TEST(m.on_range("gid", 0, 401).render() == "(gid >= 2)");  // the other constraint holds there
+  // odd coefficients: 3*gid - 7 >= 0 from gid 3 on; 10 - 4*gid >= 0 up to gid 2
+  Mask odd;
+  odd.require_ge0(gid * 3 - k(7));
+  odd.require_ge0(k(10) - gid * 4);
+  f = odd.flips("gid");
+  BOOST_TEST(f == (std::vector<int64_t>{3, 3}), boost::test_tools::per_element());
+  for (int64_t g = 0; g < 6; ++g) {  // on a one-point range the mask is exactly its value there
+    Mask at = odd.on_range("gid", g, g);
+    BOOST_TEST((at.always() || at.never()));
+    BOOST_TEST(at.always() == odd.eval({{"gid", g}}), "gid " << g);
+  }
+  // a constraint with another variable (dnum) or a div/mod of gid gives no flip and stays
+  Mask mixed;
+  mixed.require_ge0(gid - dnum * 100);
+  mixed.require_ge0(gid.mod(10) - k(3));
+  BOOST_TEST(mixed.flips("gid").empty());
+  BOOST_TEST((mixed.on_range("gid", 0, 5) == mixed));
+}
+
 BOOST_AUTO_TEST_CASE(unravel_ravel_round_trip) {
   Expr gid = ringrt::codegen::gid_var(2 * 3 * 4);
   auto idx = ringrt::codegen::unravel(gid, {2, 3, 4});
