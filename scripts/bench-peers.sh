@@ -67,6 +67,7 @@ while read -r lever env; do
 done <<'LEVERS'
 peer-reads RINGRT_PEER_READS=0
 kernel-split RINGRT_KERNEL_SPLIT=0
+in-place RINGRT_ALLREDUCE_IN_PLACE=0
 LEVERS
 
 /usr/bin/python3 scripts/bench/peers/report.py "$csv" "$out/busbw.png" | tee "$out/report.txt"

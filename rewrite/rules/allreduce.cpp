@@ -239,7 +239,7 @@ optional<UOp> mstack_early_shrink(const UOp& ms, const UOp& shrink) {
 }  // namespace
 
 bool allreduce_in_place() {
-  static const bool on = env_switch("RINGRT_ALLREDUCE_IN_PLACE", false);
+  static const bool on = env_switch("RINGRT_ALLREDUCE_IN_PLACE", true);
   return on;
 }
 

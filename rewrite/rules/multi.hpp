@@ -40,11 +40,10 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
                     const RewriteOptions& options = {});
 
 // Helpers shared by the rule files.
-// The in-place input switch (environment RINGRT_ALLREDUCE_IN_PLACE, read once; default off until
-// test_allreduce's exact kernel count of all2all (6, 5 with it) is updated; 1 turns it on): a reduction over the
-// sharded axis whose local axes have size 1 skips the local reduction (the identity), and an allreduce of a value that
-// already lives in a buffer reads that buffer instead of a contiguous copy of it. Throws ConfigError for a value other
-// than 0 or 1.
+// The in-place input switch (environment RINGRT_ALLREDUCE_IN_PLACE, read once; default on, 0 turns it
+// off): a reduction over the sharded axis whose local axes have size 1 skips the local reduction (the
+// identity), and an allreduce of a value that already lives in a buffer reads that buffer instead of a
+// contiguous copy of it. Throws ConfigError for a value other than 0 or 1.
 bool allreduce_in_place();
 UOp broadcast_to(const UOp& u, const Shape& shape);  // reshape to rank, then expand
 // The movement op v rebuilt on src with _device_num fixed to dnum in its bounds.
