@@ -98,7 +98,7 @@ class Lowerer {
     dnum_ = dnum_var(k_.dnum_max);
     scopes_.push_back({&k_.body, {}, {}});
     k_.result = emit(ast_, ViewIndex{unravel(gid_var(k_.numel), k_.shape), Mask{}});
-    if (name.empty()) name = (k_.has_reduce() ? "r_" : "E_") + stable_hash_hex(k_.dump());
+    if (name.empty()) name = (k_.has_reduce() ? "r_" : "E_") + stable_hash_hex(k_.code());
     if (!is_identifier(name)) throw ConfigError(fmt::format("kernel name '{}' is not a C identifier", name));
     k_.name = std::move(name);
     return std::move(k_);
@@ -256,6 +256,14 @@ std::string Kernel::dump() const {
   std::string out = fmt::format("kernel {} {} dnum<={}\n", dtype_name(dtype), shape_str(shape), dnum_max);
   for (size_t i = 0; i < inputs.size(); ++i)
     out += fmt::format("in{} {}[{}]\n", i, dtype_name(inputs[i].dtype), inputs[i].numel);
+  dump_block(out, body, 0);
+  out += fmt::format("out = v{}\n", result);
+  return out;
+}
+
+std::string Kernel::code() const {
+  std::string out = fmt::format("kernel {}\n", dtype_name(dtype));
+  for (size_t i = 0; i < inputs.size(); ++i) out += fmt::format("in{} {}\n", i, dtype_name(inputs[i].dtype));
   dump_block(out, body, 0);
   out += fmt::format("out = v{}\n", result);
   return out;

@@ -62,6 +62,13 @@ struct Kernel {
   bool has_reduce() const;
   // A canonical multi-line listing of the IR (the name is left out); equal for equal structure.
   std::string dump() const;
+  // What the renderers emit, as text: the output and input dtypes, the body and the result, without
+  // the launch facts (shape, numel, input sizes, dnum_max), which are kernel arguments (numel: the
+  // cpu function's [begin, end), hip's n) or not needed. Equal code renders to equal source for
+  // every target, so kernels of equal code share a name and one compiled function: an elementwise
+  // kernel over contiguous buffers is one kernel for every size. Sizes that index math folds in
+  // (strides, chunk offsets, pad bounds) stay literals in the body, so they are part of the code.
+  std::string code() const;
 };
 
 // Lowers a kernel AST: the UOp subgraph rooted at the value the kernel computes (shape S; see
@@ -70,7 +77,7 @@ struct Kernel {
 // DEFINE_VAR _device_num; between them ALU ops, CAST, BITCAST, REDUCE_AXIS and movement ops above
 // computed values, which are pushed into the index (views compose; nothing is realized).
 // `name`: the kernel's C name; empty derives "E_<hash>" (elementwise) or "r_<hash>" (with a reduction)
-// from the IR's structure. _device_num ranges over [0, n-1] where n is the largest device tuple or
+// from Kernel::code(). _device_num ranges over [0, n-1] where n is the largest device tuple or
 // DEFINE_VAR range in the ast (1 when there is none).
 // Throws InternalError for an op or an op/dtype pair the interpreter has no semantics for (e.g. a
 // CONTIGUOUS inside the ast, SQRT of an integer) and ConfigError for a name that is not a C identifier.

@@ -290,17 +290,18 @@ void collect_flips(const std::vector<Stmt>& body, std::vector<int64_t>& out) {
 std::vector<GidRange> gid_ranges(const Kernel& k, size_t max_ranges) {
   std::vector<int64_t> cuts;
   collect_flips(k.body, cuts);
-  std::erase_if(cuts, [&](int64_t p) { return p <= 0 || p >= k.numel; });
+  std::erase_if(cuts, [&](int64_t p) { return p <= 0; });  // gid >= 0; a kept mask flips inside [1, numel)
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   if (cuts.empty() || cuts.size() + 1 > max_ranges) return {};
+  // the last range is open (kLastGid), so the ranges and the source do not depend on numel (code())
   std::vector<GidRange> out;
   int64_t first = 0;
   for (int64_t p : cuts) {
     out.push_back({first, p - 1});
     first = p;
   }
-  out.push_back({first, k.numel - 1});
+  out.push_back({first, kLastGid});
   return out;
 }
 
@@ -311,7 +312,7 @@ std::vector<const Kernel*> unique_kernels(std::span<const Kernel> kernels) {
     auto [it, fresh] = by_name.emplace(k.name, &k);
     if (fresh) {
       out.push_back(&k);
-    } else if (it->second->dump() != k.dump()) {
+    } else if (it->second->code() != k.code()) {
       throw ConfigError(fmt::format("two different kernels are named {}", k.name));
     }
   }

@@ -26,11 +26,12 @@ std::string c_type(DType dtype);
 // Helper functions the bodies call (16-bit float conversions, integer division, NaN-aware max, ...),
 // each `d.fn`-qualified.
 std::string prelude(const Dialect& d);
-// A range of global ids, inclusive: [first, last].
+// A range of global ids, inclusive: [first, last]; last == kLastGid: up to the launch's end.
 struct GidRange {
   int64_t first;
   int64_t last;
 };
+inline constexpr int64_t kLastGid = INT64_MAX;
 // The statements of k's body at indentation `depth`, reading inputs in0.., the variables gid and
 // dnum (long long), and ending with `out[gid] = v<result>;`. With a range, the body is the one for
 // gid in that range only: masks on gid alone are resolved (Mask::on_range), so a padded read that
@@ -38,8 +39,8 @@ struct GidRange {
 std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range = nullptr);
 // Loop splitting: the ranges of [0, k.numel) between the points where some mask on gid alone
 // changes (the chunks an allreduce reassembles with PAD + ADD: one range per chunk), so each range's
-// loop reads its inputs unmasked and contiguous. Empty when there are no such points or more than
-// max_ranges ranges (one loop then, masks as they are).
+// loop reads its inputs unmasked and contiguous. From 0; the last range ends at kLastGid. Empty when
+// there are no such points or more than max_ranges ranges (one loop then, masks as they are).
 std::vector<GidRange> gid_ranges(const Kernel& k, size_t max_ranges);
 // The kernels to emit, each name once (equal names from lower_kernel mean equal structure). Throws
 // ConfigError when two kernels share a name but differ.

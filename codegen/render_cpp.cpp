@@ -44,10 +44,9 @@ std::string render_cpp(std::span<const Kernel> kernels) {
     }
     for (const auto& r : ranges) {
       // [begin, end) clipped to the range; masks on gid alone are constant inside it
-      src += fmt::format(
-          "  for (long long gid = begin > {0} ? begin : {0}, last = end - 1 < {1} ? end - 1 : {1}; gid <= last; ++gid) "
-          "{{\n",
-          r.first, r.last);
+      std::string lo = r.first == 0 ? "begin" : fmt::format("begin > {0} ? begin : {0}", r.first);
+      std::string hi = r.last == cstyle::kLastGid ? "end" : fmt::format("end < {0} ? end : {0}", r.last + 1);
+      src += fmt::format("  for (long long gid = {}, stop = {}; gid < stop; ++gid) {{\n", lo, hi);
       src += cstyle::render_body(k, kCpu, 2, &r);
       src += "  }\n";
     }

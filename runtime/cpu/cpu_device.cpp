@@ -30,15 +30,17 @@ struct CpuKernel : CompiledKernel {
 // compiled together share one shared object (one compiler run).
 std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<codegen::Kernel>& ks) {
   static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<CpuKernel>> loaded;  // by name + IR
+  // by name + IR: kernels of equal code() but other sizes share a name and a function, not the entry,
+  // which holds the numel a launch covers
+  static std::unordered_map<std::string, std::shared_ptr<CpuKernel>> loaded;
   static const codegen::HostCompiler compiler;
   auto key = [](const codegen::Kernel& k) { return k.name + "\n" + k.dump(); };
   std::vector<codegen::Kernel> missing;
   {
     std::lock_guard<std::mutex> lock(mu);
-    std::set<std::string> names;
+    std::set<std::string> keys;
     for (const auto& k : ks)
-      if (!loaded.count(key(k)) && names.insert(k.name).second) missing.push_back(k);
+      if (!loaded.count(key(k)) && keys.insert(key(k)).second) missing.push_back(k);
   }
   if (!missing.empty()) {
     auto lib = compiler.load(codegen::render_cpp(missing), missing[0].name);

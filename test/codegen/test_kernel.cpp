@@ -113,6 +113,34 @@ BOOST_AUTO_TEST_CASE(names_are_structural_and_inputs_follow_toposort) {
   BOOST_TEST(names[0].rfind("E_", 0) == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(sizes_outside_the_index_math_do_not_name_a_kernel) {
+  // the element count is a launch argument: b + a over 12 and over 1000 elements (and on 1 or 4
+  // devices) is one kernel, one function in a translation unit; the values of each equal the
+  // interpreter's. A size the index math folds in (a pad bound, a chunk offset) names a new kernel.
+  Inputs in(4);
+  std::vector<Kernel> ks;
+  for (int64_t n : {12, 1000}) {
+    HostBuffer x(DType::float32, {n}), y(DType::float32, {n});
+    for (int64_t i = 0; i < n; ++i) x.set(i, static_cast<double>(i) * 0.25), y.set(i, 3.0 - static_cast<double>(i));
+    UOp a = in.buffer(x), b = in.buffer(y);
+    ks.push_back(lower_kernel(b + a));
+    in.add(b + a, fmt::format("b + a over {}", n));
+    ks.push_back(lower_kernel(a.pad(spans({{0, n}})) + b.pad(spans({{n, 0}}))));
+    in.add(a.pad(spans({{0, n}})) + b.pad(spans({{n, 0}})), fmt::format("two chunks of {}", n));
+  }
+  Inputs one;
+  UOp a1 = one.buffer(HostBuffer(DType::float32, {12})), b1 = one.buffer(HostBuffer(DType::float32, {12}));
+  BOOST_TEST(lower_kernel(b1 + a1).name == ks[0].name);  // dnum_max 0, not 3
+  BOOST_TEST(ks[0].name == ks[2].name);
+  BOOST_TEST(ks[0].dump() != ks[2].dump());  // the sizes differ
+  BOOST_TEST(ks[0].code() == ks[2].code());
+  BOOST_TEST(ks[1].name != ks[3].name);  // chunk offsets 12 and 1000 are in the index math
+  std::vector<Kernel> same{ks[0], ks[2]};
+  BOOST_TEST(render_cpp(same) == render_cpp(ks[0]));
+  BOOST_TEST(render_hip(same) == render_hip(ks[0]));
+  in.check();
+}
+
 BOOST_AUTO_TEST_CASE(ops_without_semantics_are_internal_errors) {
   Inputs in;
   UOp i = in.buffer(HostBuffer(DType::int32, {4})), f = in.buffer(HostBuffer(DType::float32, {4}));
