@@ -105,7 +105,12 @@ struct PerfOptions {
   bool peer_reads = true;    // RINGRT_PEER_READS: a copy read only by kernels on a peer-reading device is
                              // elided, the kernels read its source in place
   bool kernel_split = true;  // RINGRT_KERNEL_SPLIT: a cpu kernel's range is split across TBB workers
+  bool inline_small = true;  // RINGRT_INLINE_SMALL: a cpu kernel or copy of at most kInlineBytes that may
+                             // start at once runs on the launching thread instead of the device's queue
+                             // thread (no hand-off and wake-up either way)
 };
+// The largest kernel output or copy, in bytes, that inline_small runs on the launching thread.
+inline constexpr size_t kInlineBytes = size_t{1} << 20;
 // The switches in force (the environment's, or the last set_perf_options). Throws ConfigError for a
 // malformed value.
 const PerfOptions& perf_options();

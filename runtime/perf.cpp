@@ -23,6 +23,7 @@ const PerfOptions& perf_options() {
     auto* o = new PerfOptions();  // never freed: device threads read it until the process ends
     o->peer_reads = env_switch("RINGRT_PEER_READS", true);
     o->kernel_split = env_switch("RINGRT_KERNEL_SPLIT", true);
+    o->inline_small = env_switch("RINGRT_INLINE_SMALL", true);
     return o;
   }();
   return *options;

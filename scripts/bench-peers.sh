@@ -68,6 +68,7 @@ done <<'LEVERS'
 peer-reads RINGRT_PEER_READS=0
 kernel-split RINGRT_KERNEL_SPLIT=0
 in-place RINGRT_ALLREDUCE_IN_PLACE=0
+inline-small RINGRT_INLINE_SMALL=0
 LEVERS
 
 /usr/bin/python3 scripts/bench/peers/report.py "$csv" "$out/busbw.png" | tee "$out/report.txt"

@@ -293,7 +293,8 @@ BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
   expect_2(run_cli({"schedule", "configs/naive.yaml", "--count", "8", "--dot", ""}), "an empty path");
   expect_2(run_cli({"schedule", "configs/naive.yaml", "--count", "8", "--emit-source", "", "--target", "cpu"}),
            "an empty path");
-  for (const char* var : {"RINGRT_PEER_READS", "RINGRT_KERNEL_SPLIT", "RINGRT_ALLREDUCE_IN_PLACE"})
+  for (const char* var :
+       {"RINGRT_PEER_READS", "RINGRT_KERNEL_SPLIT", "RINGRT_ALLREDUCE_IN_PLACE", "RINGRT_INLINE_SMALL"})
     for (const char* value : {"", " 1", "+1", "01", "yes"})
       expect_2(
           run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"}, {std::string(var) + "=" + value}),

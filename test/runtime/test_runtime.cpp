@@ -330,13 +330,43 @@ BOOST_DATA_TEST_CASE(random_programs_match_the_interpreter, bdata::xrange(10), b
   }
 }
 
+// An inline small item (perf_options().inline_small) never overtakes work queued before it on the
+// same device: a small copy launched behind a task that blocks CPU:2 waits for it, and runs at once
+// on an idle device.
+BOOST_AUTO_TEST_CASE(inline_small_items_keep_the_device_order) {
+  cpu_devices(4);
+  Device& d = device("CPU:2");
+  std::atomic<bool> release{false};
+  std::vector<float> src(64, 3.0f), dst(64, 0.0f);
+  Event blocker = d.submit(
+      [&] {
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        dst.assign(64, 1.0f);  // the copy below must land after this
+      },
+      {});
+  Event copy = d.copy_from(device("CPU:3"), src.data(), dst.data(), 64 * sizeof(float), {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  BOOST_TEST(!copy.done());
+  release = true;
+  BOOST_TEST(copy.wait_for(std::chrono::milliseconds(10000)));
+  BOOST_TEST(blocker.done());
+  BOOST_TEST(dst == src, boost::test_tools::per_element());
+  // idle now: with the switch on, a small copy is done when copy_from returns
+  std::vector<float> again(64, 0.0f);
+  Event now = d.copy_from(device("CPU:3"), src.data(), again.data(), 64 * sizeof(float), {});
+  BOOST_TEST(now.done() == perf_options().inline_small);
+  BOOST_TEST(now.wait_for(std::chrono::milliseconds(10000)));
+  BOOST_TEST(again == src, boost::test_tools::per_element());
+}
+
 // The performance switches change how, never what: every algorithm gives the hand-computed sum with
-// peer reads and kernel splitting on and off (sizes on both sides of the split threshold), and the
-// inputs stay unchanged (a peer read must never write its source).
+// peer reads, kernel splitting and inline small items on and off (sizes on both sides of the split
+// threshold and of kInlineBytes), and the inputs stay unchanged (a peer read must never write its
+// source).
 BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}), mode) {
   auto devs = cpu_devices(4);
   PerfOptions saved = perf_options();
-  for (int64_t n : {int64_t{40}, int64_t{20000}}) {
+  for (int64_t n : {int64_t{40}, int64_t{20000}, int64_t{300000}}) {
     AllreduceSettings s;
     s.ring = mode == 1 ? 2 : 0;
     s.all2all = mode == 2 ? 2 : 0;
@@ -346,19 +376,23 @@ BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 1000);
     Tensor x = Tensor::from_vector(data, {4, n}).shard(devs, 0);
     x.realize();
-    for (bool peer : {true, false})
-      for (bool split : {true, false}) {
-        set_perf_options(PerfOptions{peer, split});
-        BOOST_TEST_CONTEXT("mode " << mode << " n " << n << " peer_reads " << peer << " kernel_split " << split) {
-          std::vector<float> got = x.sum({0}).to_vector<float>();
-          for (int64_t j = 0; j < n; ++j) {
-            float want = 0;
-            for (int64_t d = 0; d < 4; ++d) want += data[static_cast<size_t>(d * n + j)];
-            BOOST_TEST(got[static_cast<size_t>(j)] == want);
-          }
-          BOOST_TEST(x.to_vector<float>() == data, boost::test_tools::per_element());
+    for (int bits = 0; bits < 8; ++bits) {
+      bool peer = bits & 1, split = bits & 2, inline_small = bits & 4;
+      set_perf_options(PerfOptions{peer, split, inline_small});
+      BOOST_TEST_CONTEXT("mode " << mode << " n " << n << " peer_reads " << peer << " kernel_split " << split
+                                 << " inline_small " << inline_small) {
+        std::vector<float> got = x.sum({0}).to_vector<float>();
+        BOOST_TEST_REQUIRE(got.size() == static_cast<size_t>(n));
+        int64_t wrong = 0, first_wrong = -1;
+        for (int64_t j = 0; j < n; ++j) {
+          float want = 0;
+          for (int64_t d = 0; d < 4; ++d) want += data[static_cast<size_t>(d * n + j)];
+          if (got[static_cast<size_t>(j)] != want && wrong++ == 0) first_wrong = j;
         }
+        BOOST_TEST(wrong == 0, wrong << " wrong elements, the first at " << first_wrong);
+        BOOST_TEST((x.to_vector<float>() == data));  // the inputs are unchanged
       }
+    }
   }
   set_perf_options(saved);
 }
