@@ -46,6 +46,8 @@ class Event {
   // Runs fn once the event is done, error or not: on the thread that completes it, or at once on this
   // thread when it is done already. fn must be quick and must not throw (it is called noexcept).
   void on_done(std::function<void()> fn) const;
+  // Equal for copies of one event (they share one state): for removing duplicates from wait lists.
+  const void* identity() const { return s_.get(); }
 
  private:
   struct State;

@@ -262,8 +262,13 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
   std::vector<std::vector<Event>> events(plan_.items.size());
   for (size_t i = 0; i < plan_.items.size(); ++i) {
     const ScheduleItem& item = plan_.items[i];
+    // each event once: an elided copy passes on what it waited for, so without this the lists of a
+    // chain of elided copies that depend on each other (a ring's allgather) grow exponentially
     std::vector<Event> after;
-    for (size_t d : item.deps) after.insert(after.end(), events[d].begin(), events[d].end());
+    std::unordered_set<const void*> seen;
+    for (size_t d : item.deps)
+      for (const Event& e : events[d])
+        if (seen.insert(e.identity()).second) after.push_back(e);
     if (elided[i]) {
       events[i] = std::move(after);
       continue;

@@ -13,7 +13,10 @@
 #include <new>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/rules/multi.hpp"
 #include "runtime/config.hpp"
+#include "runtime/device.hpp"
+#include "runtime/executor.hpp"
 #include "runtime/experiment.hpp"
 #include "runtime/report.hpp"
 
@@ -94,6 +97,10 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
 
 int config_command(const std::string& config, const std::vector<std::string>& sets, bool dump) {
   ExperimentConfig cfg = load_config(config, sets);
+  // what a run reads from the environment besides the settings, so that a bad value fails here too
+  (void)perf_options();
+  (void)allreduce_in_place();
+  (void)watchdog_timeout();
   if (dump)
     std::fputs(describe_config(cfg).c_str(), stdout);
   else

@@ -295,10 +295,13 @@ BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
            "an empty path");
   for (const char* var :
        {"RINGRT_PEER_READS", "RINGRT_KERNEL_SPLIT", "RINGRT_ALLREDUCE_IN_PLACE", "RINGRT_INLINE_SMALL"})
-    for (const char* value : {"", " 1", "+1", "01", "yes"})
+    for (const char* value : {"", " 1", "+1", "01", "yes"}) {
       expect_2(
           run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"}, {std::string(var) + "=" + value}),
           std::string("environment variable ") + var + ": expected 0 or 1");
+      expect_2(run_cli({"config", "configs/naive.yaml", "--dump"}, {std::string(var) + "=" + value}),
+               std::string("environment variable ") + var + ": expected 0 or 1");  // config checks what run reads
+    }
   for (const char* value : {"1e-9", " 5", "0x10", "0"})
     expect_2(run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"},
                      {std::string("RINGRT_WATCHDOG_S=") + value}),
