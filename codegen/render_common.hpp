@@ -42,8 +42,8 @@ std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidR
 // loop reads its inputs unmasked and contiguous. From 0; the last range ends at kLastGid. Empty when
 // there are no such points or more than max_ranges ranges (one loop then, masks as they are).
 std::vector<GidRange> gid_ranges(const Kernel& k, size_t max_ranges);
-// The kernels to emit, each name once (equal names from lower_kernel mean equal structure). Throws
-// ConfigError when two kernels share a name but differ.
+// The kernels to emit, each name once (equal names from lower_kernel mean equal Kernel::code(); the
+// sizes may differ). Throws ConfigError when two kernels share a name but not their code.
 std::vector<const Kernel*> unique_kernels(std::span<const Kernel> kernels);
 // "const T* in0" ... parameter list fragments for the inputs: one entry per input.
 std::vector<std::string> input_params(const Kernel& k);
