@@ -55,8 +55,6 @@ bool env_switch(const char* name, bool fallback) {
   throw ConfigError(fmt::format("environment variable {}: expected 0 or 1, got '{}'", name, s));
 }
 
-namespace {}  // namespace
-
 void set_tunable(AllreduceSettings& s, std::string_view key, std::string_view value, std::string_view where) {
   if (key == "allreduce.ring") {
     s.ring = static_cast<int>(parse_int(value, key, where, 0, 2));

@@ -132,7 +132,11 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan))
     pk->input_reads = std::move(lowered.input_reads);
     kernels_.push_back(pk);
   }
-  peer_reads_ = peer_read_candidates(plan_, roots_);
+  sites_ = write_sites(plan_);
+  peer_reads_ = peer_read_candidates(plan_, sites_, roots_);
+  for (size_t i = 0; i < plan_.items.size(); ++i)
+    if (peer_reads_[i] && !written_.count(sites_[i].base))
+      written_[sites_[i].base] = written_blocks(sites_, sites_[i].base);
   // compile per device, every kernel of the program in one go
   std::unordered_map<Device*, std::vector<size_t>> wanted;
   for (size_t i = 0; i < plan_.items.size(); ++i)
@@ -228,7 +232,7 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
     for (size_t i = 0; i < plan_.items.size(); ++i) {
       if (!peer_reads_[i]) continue;
       const ScheduleItem& item = plan_.items[i];
-      WriteSite site = write_site(item.target);
+      const WriteSite& site = sites_[i];
       UOp base = item.target;
       while (base.node() != site.base) base = base.src(0);
       if (base.op() == Ops::BUFFER && inputs && inputs(std::get<BufferArg>(base.arg()).id)) continue;
@@ -247,7 +251,7 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
     // a block nothing writes holds garbage: when every written block of its buffer reads the same
     // source, point it there too (naive: a device's own slot), so a kernel reading it reads cached memory
     for (const auto& [base, ptrs] : patched) {
-      std::vector<int64_t> written = written_blocks(plan_, base);
+      const std::vector<int64_t>& written = written_.at(base);
       std::vector<Block>& blocks = mem.at(base);
       if (written.front() < 0 || written.size() != ptrs.size() ||
           std::any_of(ptrs.begin(), ptrs.end(), [&](void* p) { return p != ptrs[0]; }))

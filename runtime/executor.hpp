@@ -10,10 +10,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "rewrite/interpreter.hpp"
 #include "runtime/device.hpp"
+#include "runtime/perf.hpp"
 #include "runtime/schedule.hpp"
 
 namespace ringrt {
@@ -80,7 +82,11 @@ class Program {
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
-  std::vector<char> peer_reads_;  // per item: a copy that may become a peer read (runtime/perf.hpp)
+  // Peer reads (runtime/perf.hpp), planned once: per item, a copy that may become a peer read and
+  // the site it writes; per base such a copy writes, the blocks the plan writes.
+  std::vector<char> peer_reads_;
+  std::vector<WriteSite> sites_;
+  std::unordered_map<const detail::Node*, std::vector<int64_t>> written_;
 };
 
 }  // namespace ringrt

@@ -14,8 +14,6 @@
 
 namespace ringrt {
 
-namespace {}  // namespace
-
 // Read once (thread-safe static initialisation); set_perf_options writes it in place, so it is for
 // benchmarks and tests that call it before running anything.
 const PerfOptions& perf_options() {
@@ -57,7 +55,14 @@ WriteSite write_site(const UOp& target) {
   return {u.node(), block};
 }
 
-std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<UOp>& roots) {
+std::vector<WriteSite> write_sites(const ItemPlan& plan) {
+  std::vector<WriteSite> out;
+  for (const ScheduleItem& item : plan.items) out.push_back(write_site(item.target));
+  return out;
+}
+
+std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<WriteSite>& sites,
+                                       const std::vector<UOp>& roots) {
   std::vector<char> out(plan.items.size(), 0);
   std::unordered_set<const detail::Node*> root_nodes;
   for (const UOp& r : roots) {
@@ -65,11 +70,7 @@ std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<U
     root_nodes.insert(r.node());
   }
   std::map<std::pair<const detail::Node*, int64_t>, int> writers;
-  std::vector<WriteSite> sites;
-  for (const ScheduleItem& item : plan.items) {
-    sites.push_back(write_site(item.target));
-    ++writers[{sites.back().base, sites.back().block}];
-  }
+  for (const WriteSite& w : sites) ++writers[{w.base, w.block}];
   for (size_t i = 0; i < plan.items.size(); ++i) {
     const ScheduleItem& item = plan.items[i];
     const WriteSite& w = sites[i];
@@ -85,12 +86,10 @@ std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<U
   return out;
 }
 
-std::vector<int64_t> written_blocks(const ItemPlan& plan, const detail::Node* base) {
+std::vector<int64_t> written_blocks(const std::vector<WriteSite>& sites, const detail::Node* base) {
   std::vector<int64_t> out;
-  for (const ScheduleItem& item : plan.items) {
-    WriteSite w = write_site(item.target);
+  for (const WriteSite& w : sites)
     if (w.base == base && std::find(out.begin(), out.end(), w.block) == out.end()) out.push_back(w.block);
-  }
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -21,13 +21,17 @@ struct WriteSite {
 // intermediate (not a root, not memory that outlives the run), and the program assigns nothing in
 // place (so every source stays unchanged while the run reads it). Whether the devices allow the
 // peer read, and whether the destination is an input after all, is decided per run. Planning only.
-std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<UOp>& roots);
+// `sites`: write_sites(plan).
+std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<WriteSite>& sites,
+                                       const std::vector<UOp>& roots);
 
-// The blocks of `base` that some item of plan writes (sorted; -1: all of them).
-std::vector<int64_t> written_blocks(const ItemPlan& plan, const detail::Node* base);
+// The blocks of `base` that some item writes, given every item's site (sorted; -1: all of them).
+std::vector<int64_t> written_blocks(const std::vector<WriteSite>& sites, const detail::Node* base);
 
 // The site an item's target writes (through RESHAPE, AFTER, ASSIGN and one MSELECT); base null when
 // it cannot tell (an MSTACK).
 WriteSite write_site(const UOp& target);
+// write_site of every item of plan, in order.
+std::vector<WriteSite> write_sites(const ItemPlan& plan);
 
 }  // namespace ringrt
