@@ -421,10 +421,10 @@ std::vector<HostBuffer> Interpreter::evaluate(const UOp& root) {
       case Ops::SINK:
       case Ops::STORE:
         break;
-      case Ops::CONST: {
+      case Ops::CONST: {  // on a device tuple: the same value on every device
         HostBuffer b(u.dtype(), {});
         std::holds_alternative<double>(u.arg()) ? b.set(0, u.arg_float()) : b.set_int(0, u.arg_int());
-        out.push_back(std::move(b));
+        out.assign(w, b);
         break;
       }
       case Ops::DEFINE_VAR:

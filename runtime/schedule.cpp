@@ -132,21 +132,26 @@ class Planner {
     return {deps.begin(), deps.end()};
   }
 
-  size_t add(ScheduleItem::Kind kind, const UOp& ast, const UOp& target, const DeviceSpec& device,
-             std::vector<size_t> deps, std::vector<UOp> reads = {}) {
+  // Adds an item and returns what a reader of its output waits for: the item, or, for an item that
+  // writes nothing (0 elements), the items it would have waited for (it is never scheduled).
+  std::vector<size_t> add(ScheduleItem::Kind kind, const UOp& ast, const UOp& target, const DeviceSpec& device,
+                          std::vector<size_t> deps, std::vector<UOp> reads = {}) {
+    if (prod(kind == ScheduleItem::Kind::copy ? ast.shape() : target.shape()) == 0) return deps;
     plan_.items.push_back({kind, ast, target, device, std::move(deps), std::move(reads)});
-    return plan_.items.size() - 1;
+    return {plan_.items.size() - 1};
   }
 
   // A copy item: reads[0] is the realized value whose contiguous range the copy reads.
-  size_t add_copy(const UOp& copy, const UOp& target) {
+  std::vector<size_t> add_copy(const UOp& copy, const UOp& target) {
     std::optional<UOp> from = range_source(copy.src(0), realized_);
     if (!from) throw InternalError("copy source is not a range of a realized value: " + copy.src(0).to_string());
+    if (!copy.device().single() || !copy.src(0).device().single())
+      throw InternalError("copy item between device tuples: " + copy.to_string());
     return add(ScheduleItem::Kind::copy, copy, target, copy.device(), producers_of(copy), {*from});
   }
 
   // A kernel item computing ast into target.
-  size_t add_kernel(const UOp& ast, const UOp& target, const DeviceSpec& device) {
+  std::vector<size_t> add_kernel(const UOp& ast, const UOp& target, const DeviceSpec& device) {
     if (ast != target && realized_.count(ast.node())) {  // a kernel that copies a realized value
       auto it = producer_.find(ast.node());
       std::vector<size_t> deps = it == producer_.end() ? std::vector<size_t>{} : it->second;
@@ -166,19 +171,13 @@ class Planner {
         for (const UOp& s : u.src())
           if (auto it = producer_.find(s.node()); it != producer_.end())
             mine.insert(mine.end(), it->second.begin(), it->second.end());
-        if (roots_.count(u.node())) {  // a result never shares memory with its inputs: copy it
-          size_t copy = add(ScheduleItem::Kind::kernel, u, u, u.device(), mine, {u});
-          mine = {copy};
-        }
+        if (roots_.count(u.node()))  // a result never shares memory with its inputs: copy it
+          mine = add(ScheduleItem::Kind::kernel, u, u, u.device(), mine, {u});
         return;
       case Ops::STORE: {
         const UOp &target = u.src(0), &value = u.src(1);
         // a copy stored into a scratch buffer writes straight into it
-        if (value.op() == Ops::COPY) {
-          mine.push_back(add_copy(value, target));
-        } else {
-          mine.push_back(add_kernel(value, target, target.device()));
-        }
+        append(mine, value.op() == Ops::COPY ? add_copy(value, target) : add_kernel(value, target, target.device()));
         return;
       }
       default:
@@ -187,14 +186,18 @@ class Planner {
     if (!realized_.count(u.node()) || u.op() == Ops::BUFFER) return;
     if (u.op() == Ops::COPY) {
       if (used_only_by_stores(u)) return;
-      mine.push_back(add_copy(u, u));
+      append(mine, add_copy(u, u));
       return;
     }
     if (u.op() == Ops::ASSIGN) {  // the value, written into the destination's memory
-      mine.push_back(add_kernel(u.src(1), u.src(0), u.device()));
+      append(mine, add_kernel(u.src(1), u.src(0), u.device()));
       return;
     }
-    mine.push_back(add_kernel(u.op() == Ops::CONTIGUOUS ? u.src(0) : u, u, u.device()));
+    append(mine, add_kernel(u.op() == Ops::CONTIGUOUS ? u.src(0) : u, u, u.device()));
+  }
+
+  static void append(std::vector<size_t>& to, const std::vector<size_t>& more) {
+    to.insert(to.end(), more.begin(), more.end());
   }
 
   bool used_only_by_stores(const UOp& copy) {

@@ -5,7 +5,8 @@
 // ASSIGN, a copy's source that is not a plain range of a realized buffer, and the roots. A kernel
 // fuses the elementwise math and at most one reduction between boundaries and writes one output per
 // device; a kernel on a device tuple is one item, launched on every device with _device_num bound.
-// A COPY is an item of its own; one stored into a scratch buffer writes straight into it.
+// A COPY is an item of its own; one stored into a scratch buffer writes straight into it. An item that
+// would write nothing (0 elements) is never scheduled: its readers wait for what it would have waited for.
 #pragma once
 
 #include <cstddef>

@@ -129,6 +129,8 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   if (under.op() != Ops::BUFFER || !allreduce_in_place()) buf = buf.contiguous();
 
   if (ndev == 1) return device.single() ? buf.mselect(0).copy_to_device(device) : buf;
+  if (numel == 0)  // nothing to reduce or move: the empty result, made on the destination
+    return broadcast_to(const_uop(dtype, 0, &buf.graph()).replace({red.src(1)}), shape);
 
   if (algo == "naive") {
     if (device.single()) {
@@ -157,17 +159,20 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   UOp flat = buf.reshape({numel});
   auto piece = [&](const UOp& x, std::pair<int64_t, int64_t> c) { return x.shrink(spans({c})); };
   auto to = [&](int64_t d) { return DeviceSpec(devs[static_cast<size_t>(d)]); };
+  // chunks may be empty (fewer elements than devices): an empty chunk moves nothing and is never built
+  auto empty = [&](size_t i) { return chunks[i].first == chunks[i].second; };
 
   // reduce-scatter: with all2all chunk i is reduced on device i, with ring it ends on device (i-1) mod n
-  std::vector<UOp> reduced_chunks;
-  std::vector<int64_t> starts;
+  std::vector<UOp> reduced_chunks(chunks.size());
+  std::vector<int64_t> starts(chunks.size());
   for (int64_t i = 0; i < ndev; ++i) {
     auto c = chunks[static_cast<size_t>(i)];
+    if (empty(static_cast<size_t>(i))) continue;
     if (all2all) {
       std::vector<UOp> on_i;
       for (int64_t j = 0; j < ndev; ++j) on_i.push_back(piece(flat.mselect(j), c).copy_to_device(to(i)));
-      reduced_chunks.push_back(fold(op, on_i));
-      starts.push_back(i);
+      reduced_chunks[static_cast<size_t>(i)] = fold(op, on_i);
+      starts[static_cast<size_t>(i)] = i;
     } else {
       UOp chunk = piece(flat, c), reduced = chunk;
       for (int64_t step = 0; step < ndev - 1; ++step) {
@@ -175,37 +180,31 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
         UOp cp = reduced.device().tuple() ? reduced.copy_to_device(to(dest), src) : reduced.copy_to_device(to(dest));
         reduced = cp.alu(op, {chunk.copy_to_device(to(dest), dest)});
       }
-      reduced_chunks.push_back(reduced);
-      starts.push_back((i + ndev - 1) % ndev);
+      reduced_chunks[static_cast<size_t>(i)] = reduced;
+      starts[static_cast<size_t>(i)] = (i + ndev - 1) % ndev;
     }
   }
 
-  // reassemble: each element from the chunk that holds it (a select, so -0.0 and NaN payloads survive)
+  // reassemble: the non-empty chunks side by side, each element selected from the chunk that holds it
   auto reassemble = [&](const std::vector<UOp>& parts) {
-    UOp out;
-    for (size_t i = parts.size(); i-- > 0;) {
-      Spans where = spans({{chunks[i].first, numel - chunks[i].second}});
-      UOp padded = parts[i].pad(where);
-      if (!out.valid()) {
-        out = padded;
-        continue;
-      }
-      UOp inside = broadcast_to(const_uop(DType::bool_, 1, &buf.graph()), {chunks[i].second - chunks[i].first});
-      out = inside.pad(where).where(padded, out);
-    }
-    return out.reshape(shape);
+    std::vector<UOp> kept;
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (!empty(i)) kept.push_back(parts[i]);
+    return concat_select(kept, 0).reshape(shape);
   };
 
   // single device output: copy the reduced chunks straight to it
   if (device.single()) {
-    std::vector<UOp> parts;
-    for (const UOp& rc : reduced_chunks) parts.push_back(rc.copy_to_device(device));
+    std::vector<UOp> parts(chunks.size());
+    for (size_t i = 0; i < chunks.size(); ++i)
+      if (!empty(i)) parts[i] = reduced_chunks[i].copy_to_device(device);
     return reassemble(parts);
   }
 
   // allgather: store each chunk into an MSELECT of a scratch buffer, then copy it to the other devices
-  std::vector<UOp> gathered;
+  std::vector<UOp> gathered(chunks.size());
   for (size_t i = 0; i < chunks.size(); ++i) {
+    if (empty(i)) continue;
     int64_t start = starts[i], len = chunks[i].second - chunks[i].first;
     UOp scratch = new_buffer(device, len, dtype, &buf.graph());
     UOp state = scratch.after({scratch.mselect(start).store(reduced_chunks[i])});
@@ -220,7 +219,7 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
         state = state.after({scratch.mselect(dest).store(state.mselect(prev).copy_to_device(to(dest)))});
       }
     }
-    gathered.push_back(state);
+    gathered[i] = state;
   }
   return reassemble(gathered);
 }
@@ -271,8 +270,17 @@ std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s) {
 }
 
 PatternMatcher replace_allreduce(const AllreduceSettings& settings) {
-  UPat copy_src = UPat(OpSet::all() - OpSet{Ops::CONST}).named("x");
+  UPat copy_src = UPat::var("x");
   return PatternMatcher({
+      // a copy of a value made of constants alone is that value made on the destination
+      {UPat(Ops::COPY).src({copy_src, UPat(Ops::DEVICE).named("device")}),
+       [](const Match& m) { return const_on_device(m["x"], m["device"].device()); }},
+      // one device's value of constants on a tuple is the same constants on that device
+      {UPat(Ops::MSELECT).named("ms").src({UPat::var("x")}),
+       [](const Match& m) {
+         const UOp& ms = m["ms"];
+         return const_on_device(m["x"], ms.device());
+       }},
       // hierarchical first: it declines unless the devices form several groups
       {UPat(Ops::ALLREDUCE).named("red").src({UPat::var("buf"), UPat()}),
        [settings](const Match& m) { return handle_allreduce_multirank(m["buf"], m["red"], settings); }},

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "rewrite/errors.hpp"
 
@@ -117,9 +119,19 @@ optional<UOp> flip_multi(const UOp& root, const UOp& multi) {
   return multi.src(0).flip(root.arg_ints()).multi(multi.axis());
 }
 
-// From many devices to one: unshard (zero-pad each shard into place) and sum.
+// From many devices to one: one copy of each shard to the destination, laid side by side there
+// (a gather; reference: tinygrad's copy_multi). To another device tuple: unshard + allreduce ADD, which
+// gives every destination device the whole tensor with 2(n-1)/n of the traffic of n gathers.
 optional<UOp> copy_multi(const UOp& multi, const UOp& device) {
-  return multi.src(0).unshard_local(*multi.axis()).allreduce(Ops::ADD, device.device());
+  const UOp& shards = multi.src(0);
+  int axis = *multi.axis();
+  if (device.device().tuple()) return shards.unshard_local(axis).allreduce(Ops::ADD, device.device());
+  if (prod(shards.shape()) == 0)  // nothing to move: the empty tensor, made on the destination
+    return broadcast_to(const_uop(multi.dtype(), 0, &multi.graph()).replace({device}), multi.shape());
+  std::vector<UOp> parts;
+  for (size_t i = 0; i < shards.device().count(); ++i)
+    parts.push_back(shards.mselect(static_cast<int64_t>(i)).copy_to_device(device.device()));
+  return concat_select(parts, axis);
 }
 
 optional<UOp> assign_multi(const UOp& root) {
@@ -158,6 +170,9 @@ UPat multi_src(const char* name = "multi") { return UPat(Ops::MULTI).named(name)
 
 PatternMatcher multi_pm() {
   return PatternMatcher({
+      // a copy of a value made of constants alone is that value made on the destination
+      {UPat(Ops::COPY).src({UPat::var("x"), UPat(Ops::DEVICE).named("device")}),
+       [](const Match& x) { return const_on_device(x["x"], x["device"].device()); }},
       // ALU: bring every operand to the root's shard axis
       {UPat(group::alu()).named("root").early_reject({Ops::MULTI}),
        [](const Match& x) { return alu_multi(x["root"]); }},
@@ -229,6 +244,62 @@ UOp at_device(const UOp& v, const UOp& src, int64_t dnum) {
     b = Affine{b.at(dnum), 0};
   }
   return v.replace({src}, sp);
+}
+
+std::optional<UOp> const_on_device(const UOp& x, const DeviceSpec& device) {
+  // walk x, giving up at the first node that is not a pure function of constants
+  std::vector<UOp> stack{x}, consts;
+  std::unordered_set<const detail::Node*> seen;
+  static const OpSet kPure =
+      group::alu() | group::movement() |
+      OpSet{Ops::CONST, Ops::DEVICE, Ops::CAST, Ops::BITCAST, Ops::CONTIGUOUS, Ops::DETACH, Ops::REDUCE_AXIS};
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.node()).second) continue;
+    if (!kPure.contains(u.op()) || u.logical()) return std::nullopt;
+    if (u.op() == Ops::SHRINK || u.op() == Ops::PAD)
+      for (const auto& [a, b] : u.arg_spans())
+        if (a.k != 0 || b.k != 0) return std::nullopt;  // bounds depend on _device_num
+    if (u.op() == Ops::CONST) consts.push_back(u);
+    for (const UOp& s : u.src()) stack.push_back(s);
+  }
+  UOp dev = device_uop(device, &x.graph());
+  std::unordered_map<const detail::Node*, UOp> sub;
+  for (const UOp& c : consts) sub.emplace(c.node(), c.replace({dev}));
+  return substitute(x, sub);
+}
+
+UOp concat_select(const std::vector<UOp>& parts, int axis) {
+  std::vector<UOp> kept;
+  for (const UOp& p : parts)
+    if (p.shape().at(static_cast<size_t>(axis)) != 0) kept.push_back(p);
+  if (kept.empty()) throw ShapeError(fmt::format("concat: no part with elements along axis {}", axis));
+  Shape shape = kept[0].shape();
+  size_t ax = static_cast<size_t>(axis);
+  int64_t total = 0;
+  std::vector<int64_t> begins;
+  for (const UOp& p : kept) {
+    Shape a = p.shape(), b = shape;
+    a[ax] = b[ax] = 0;
+    if (a != b)
+      throw ShapeError(fmt::format("concat: part of shape {} does not fit parts of shape {} along axis {}",
+                                   shape_str(p.shape()), shape_str(shape), axis));
+    begins.push_back(total);
+    total += p.shape()[ax];
+  }
+  shape[ax] = total;
+  auto where = [&](size_t i) {  // the padding that puts part i into place
+    Spans sp(shape.size());
+    sp[ax] = {Affine{begins[i], 0}, Affine{total - begins[i] - kept[i].shape()[ax], 0}};
+    return sp;
+  };
+  UOp out = kept.back().pad(where(kept.size() - 1));
+  for (size_t i = kept.size() - 1; i-- > 0;) {
+    UOp inside = broadcast_to(const_uop(DType::bool_, 1, &out.graph()), kept[i].shape());
+    out = inside.pad(where(i)).where(kept[i].pad(where(i)), out);
+  }
+  return out;
 }
 
 Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& settings, const RewriteOptions& options) {

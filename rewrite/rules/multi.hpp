@@ -48,5 +48,16 @@ bool allreduce_in_place();
 UOp broadcast_to(const UOp& u, const Shape& shape);  // reshape to rank, then expand
 // The movement op v rebuilt on src with _device_num fixed to dnum in its bounds.
 UOp at_device(const UOp& v, const UOp& src, int64_t dnum);
+// x rebuilt on device when x is computed from constants alone (CONSTs under movement ops with
+// device-independent bounds, ALU, casts, reductions; no BUFFER, _device_num or multi-device op), with
+// every CONST placed on device (one name or a tuple, where each device holds the same value); nothing
+// otherwise. A copy of such a value moves no data: it is the value made on the destination.
+// Reference: tinygrad folds COPY(CONST) into a CONST on the destination device.
+std::optional<UOp> const_on_device(const UOp& x, const DeviceSpec& device);
+// The parts laid side by side along axis (all other extents equal): each element selected from the
+// part that holds it, so -0.0 and NaN payloads survive (a sum of zero-padded parts would not). Parts of
+// length 0 along axis are skipped. ShapeError when nothing is left or the extents disagree.
+// Reference: tinygrad Tensor.cat (pad each part into place), with a select instead of the sum.
+UOp concat_select(const std::vector<UOp>& parts, int axis);
 
 }  // namespace ringrt
