@@ -1,6 +1,7 @@
-// The one error family of ringrt. User errors (ConfigError, ShapeError, DeviceError) are distinct
-// from internal ones (InternalError); CompileError and TimeoutError come from the toolchain and the
-// executor. Every error is a std::runtime_error, so a caller can catch them all at once.
+// The one error family of ringrt. User errors (UserError: ConfigError, ShapeError, DeviceError,
+// IOError) say what to change in the input; InternalError is a bug in ringrt; CompileError and
+// TimeoutError come from the toolchain and the executor. Every error is a std::runtime_error, so a
+// caller can catch them all at once. The `ringrt` program exits 2 for a UserError, 3 for the rest.
 #pragma once
 
 #include <stdexcept>
@@ -11,17 +12,25 @@ namespace ringrt {
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-// A bad YAML file, flag or environment value: the message names the file, line, column and key.
-struct ConfigError : Error {
+// Bad input: a request that cannot be served as asked. Catch this to tell users from bugs.
+struct UserError : Error {
   using Error::Error;
+};
+// A bad YAML file, flag or environment value: the message names the file, line, column and key.
+struct ConfigError : UserError {
+  using UserError::UserError;
 };
 // An impossible shape, axis or shard: the message names the op, the shapes and the axis.
-struct ShapeError : Error {
-  using Error::Error;
+struct ShapeError : UserError {
+  using UserError::UserError;
 };
 // An unknown device, or a failing device call: the message names the device and the call.
-struct DeviceError : Error {
-  using Error::Error;
+struct DeviceError : UserError {
+  using UserError::UserError;
+};
+// A file or folder that cannot be read or written: the message names the path and the system's reason.
+struct IOError : UserError {
+  using UserError::UserError;
 };
 // A kernel that did not compile: the message carries the kernel name and the compiler log.
 struct CompileError : Error {

@@ -171,11 +171,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return run_command(config, sets, csv, json);
     if (sched->parsed()) return schedule_command(config, sets, count, as_json, dot, emit_dir, target);
     return config_command(config, sets, dump);
-  } catch (const ConfigError& e) {
-    std::cerr << "ringrt: " << e.what() << "\n";
-  } catch (const ShapeError& e) {
-    std::cerr << "ringrt: " << e.what() << "\n";
-  } catch (const DeviceError& e) {
+  } catch (const UserError& e) {  // ConfigError, ShapeError, DeviceError, IOError
     std::cerr << "ringrt: " << e.what() << "\n";
   } catch (const std::bad_alloc&) {
     std::cerr << "ringrt: out of host memory: the sizes asked for do not fit in this machine's memory\n";

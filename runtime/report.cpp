@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -14,13 +16,13 @@ namespace {
 
 std::ofstream open_output(const std::string& path) {
   std::ofstream out(path);
-  if (!out) throw ConfigError(fmt::format("{}: cannot write the file", path));
+  if (!out) throw IOError(fmt::format("{}: cannot write the file: {}", path, std::strerror(errno)));
   return out;
 }
 
 void close_output(std::ofstream& out, const std::string& path) {
   out.close();
-  if (!out) throw ConfigError(fmt::format("{}: writing the file failed", path));
+  if (!out) throw IOError(fmt::format("{}: writing the file failed: {}", path, std::strerror(errno)));
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

@@ -34,9 +34,9 @@ std::vector<std::string> Schedule::emit_sources(const std::string& dir, const st
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw ConfigError(fmt::format("kernel source directory '{}': cannot create it: {}", dir, ec.message()));
+  if (ec) throw IOError(fmt::format("kernel source directory '{}': cannot create it: {}", dir, ec.message()));
   if (!fs::is_directory(dir, ec))
-    throw ConfigError(fmt::format("kernel source directory '{}': exists and is not a directory", dir));
+    throw IOError(fmt::format("kernel source directory '{}': exists and is not a directory", dir));
   std::vector<std::string> paths;
   for (size_t i = 0; i < kernel_items.size(); ++i) {
     const KernelItem& ki = kernel_items[i];
@@ -46,8 +46,7 @@ std::vector<std::string> Schedule::emit_sources(const std::string& dir, const st
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     out.close();
     if (!out)
-      throw ConfigError(
-          fmt::format("kernel source file '{}': cannot write it: {}", path.string(), std::strerror(errno)));
+      throw IOError(fmt::format("kernel source file '{}': cannot write it: {}", path.string(), std::strerror(errno)));
     paths.push_back(path.string());
   }
   return paths;

@@ -55,8 +55,8 @@ struct Schedule {
   // Writes source(i, target) of every kernel item to one file per item in dir, named
   // "<item index, 3 digits>_<kernel name>.<cpp|hip>" (e.g. "004_r_1f0c2d9e8a7b6c5d.hip"); creates dir
   // and its parents, overwrites files of the same name. Returns the paths in kernel_items order.
-  // Throws ConfigError for a bad target (before writing anything) or a directory or file that cannot
-  // be created or written. Reference: tinygrad's DEBUG=4 source dump (one kernel's source per item).
+  // Throws ConfigError for a bad target (before writing anything), IOError for a directory or file that
+  // cannot be created or written. Reference: tinygrad's DEBUG=4 source dump (one kernel's source per item).
   std::vector<std::string> emit_sources(const std::string& dir, const std::string& target) const;
 };
 

@@ -1,7 +1,7 @@
 // Schedule::kernel_items, Schedule::source and Schedule::emit_sources (runtime/schedule_source.cpp):
 // one file per kernel item named by item index and kernel name, the IR realize() compiles
-// (runtime/item_kernel.hpp), the host compiler builds every emitted cpu file, bad targets and
-// unwritable directories are ConfigErrors.
+// (runtime/item_kernel.hpp), the host compiler builds every emitted cpu file, bad targets are ConfigErrors and
+// unwritable directories IOErrors.
 #define BOOST_TEST_MODULE runtime_schedule_source
 #include <fmt/format.h>
 #include <stdlib.h>
@@ -122,11 +122,11 @@ BOOST_AUTO_TEST_CASE(bad_target_and_unwritable_directory_are_config_errors) {
   std::ofstream(tmp.path / "file") << "not a directory";
   try {
     s.emit_sources((tmp.path / "file" / "sub").string(), "cpu");
-    BOOST_ERROR("no ConfigError for a directory under a regular file");
-  } catch (const ConfigError& e) {
+    BOOST_ERROR("no IOError for a directory under a regular file");
+  } catch (const IOError& e) {
     BOOST_TEST(std::string(e.what()).find("file/sub") != std::string::npos, e.what());
   }
-  BOOST_CHECK_THROW(s.emit_sources((tmp.path / "file").string(), "hip"), ConfigError);
+  BOOST_CHECK_THROW(s.emit_sources((tmp.path / "file").string(), "hip"), IOError);
 }
 
 BOOST_AUTO_TEST_CASE(a_realized_tensor_emits_nothing) {
