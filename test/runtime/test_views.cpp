@@ -204,14 +204,26 @@ std::string dname(DType dt) { return std::string(ringrt::dtype_name(dt)); }
 
 std::string axis_text(std::optional<int> a) { return a ? "axis " + std::to_string(*a) : "replicated"; }
 
-enum class Algo { naive, ring, all2all };
+enum class Algo { naive, ring, all2all, hier };
 std::ostream& operator<<(std::ostream& os, Algo a) {
-  return os << (a == Algo::naive ? "naive(RING=0)" : a == Algo::ring ? "ring(RING=2)" : "all2all(ALL2ALL=2)");
+  switch (a) {
+    case Algo::naive:
+      return os << "naive(RING=0)";
+    case Algo::ring:
+      return os << "ring(RING=2)";
+    case Algo::all2all:
+      return os << "all2all(ALL2ALL=2)";
+    case Algo::hier:
+      return os << "hierarchical(two halves; naive under 3 devices)";
+  }
+  return os << "?";
 }
-AllreduceSettings settings_for(Algo a) {
+AllreduceSettings settings_for(Algo a, int ndev) {
   AllreduceSettings s;
   s.ring = a == Algo::ring ? 2 : 0;
   s.all2all = a == Algo::all2all ? 2 : 0;
+  if (a == Algo::hier && ndev >= 3)
+    for (int i = 0; i < ndev; ++i) s.groups["CPU:" + std::to_string(i)] = i < (ndev + 1) / 2 ? 0 : 1;
   return s;
 }
 
@@ -287,8 +299,9 @@ BOOST_DATA_TEST_CASE(assign_into_shrink_of_sharded_off_axis, bdata::xrange(1, 9)
 // range too. Only the devices holding those shards change. The value replicated, or sharded over
 // all the devices (then gathered by an allreduce: every algorithm).
 BOOST_DATA_TEST_CASE(assign_into_whole_shards,
-                     bdata::xrange(1, 9) * bdata::make({Algo::naive, Algo::ring, Algo::all2all}), ndev, algo) {
-  ScopedSettings scoped(settings_for(algo));
+                     bdata::xrange(1, 9) * bdata::make({Algo::naive, Algo::ring, Algo::all2all, Algo::hier}), ndev,
+                     algo) {
+  ScopedSettings scoped(settings_for(algo, ndev));
   Layout l{ringrt::cpu_devices(ndev), 0};
   Shape shape{2 * ndev, 4};
   Arr old_v = make_arr(shape, [](int64_t f) { return static_cast<double>(f % 17); });
@@ -574,4 +587,34 @@ BOOST_DATA_TEST_CASE(buffer_view_keeps_its_value_when_the_base_is_written, bdata
     expect_layout(v, write(slice(x, rows), r, slice(fresh, r)), l);
     expect_layout(base, x, l);
   });
+}
+
+// A borrowed view as the value of a write into its own buffer: the write reads the old elements (the
+// second half of a 1-D buffer takes the first half, and a shrink of rows takes rows that overlap it).
+BOOST_DATA_TEST_CASE(buffer_view_as_the_value_of_a_write_into_its_buffer, bdata::xrange(1, 9), ndev) {
+  auto devs = ringrt::cpu_devices(ndev);
+  int64_t n = ndev;
+  DType dt = kDtypes[static_cast<size_t>(ndev + 3) % kDtypes.size()];
+  for (std::optional<int> axis : {std::optional<int>{}, std::optional<int>{1}}) {
+    guard(axis_text(axis) + ", " + dname(dt), [&] {
+      Layout l{devs, axis};
+      Arr x = make_arr({4, 2 * n}, [](int64_t f) { return static_cast<double>(f % 60); });
+      Tensor base = place(x, dt, l);
+      base.realize();
+      Tensor first = base.shrink({{0, 2}, {0, 2 * n}}).contiguous();
+      first.realize();
+      base.shrink({{2, 4}, {0, 2 * n}}).assign(first);
+      Arr half = slice(x, {{0, 2}, {0, 2 * n}});
+      Arr want = write(x, {{2, 4}, {0, 2 * n}}, half);
+      expect_layout(base, want, l);
+      expect_layout(first, half, l);
+      Tensor mid = base.shrink({{1, 3}, {0, 2 * n}}).contiguous();
+      mid.realize();
+      base.shrink({{0, 2}, {0, 2 * n}}).assign(mid + 1);  // overlaps what it reads
+      Arr plus = slice(want, {{1, 3}, {0, 2 * n}});
+      for (double& v : plus.v) v += 1;
+      expect_layout(base, write(want, {{0, 2}, {0, 2 * n}}, plus), l);
+      expect_layout(mid, slice(want, {{1, 3}, {0, 2 * n}}), l);
+    });
+  }
 }
