@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/view.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/device.hpp"
@@ -111,13 +112,56 @@ std::set<int64_t> buffers_read(const UOp& u) {
   return ids;
 }
 
+// root as a view of a buffer when it is a CONTIGUOUS of movement ops over a realized BUFFER (through
+// a MULTI) whose elements, on every device, are one contiguous range of the buffer at the same offset
+// (a reshape; a shrink on the outermost axes that are not 1; a shrink of each shard on an axis other
+// than the sharded one, when the axes before it have local size 1; chains of these): the buffer, a 1-D
+// SHRINK to that range (none for the whole buffer) and a RESHAPE to the local shape, under a MULTI on
+// the root's shard axis. Otherwise nothing. Shapes in elements; throws what lower_multi throws for
+// the movement ops (a ShapeError for a shrink on the sharded axis that is not one shard or the whole).
+// Reference: tinygrad's BUFFER_VIEW (a CONTIGUOUS of a view that is a contiguous range of a buffer is
+// that range of the buffer, no kernel); whether it aliases the buffer: see Tensor::State::borrowed.
+std::optional<UOp> as_buffer_view(const UOp& root, const AllreduceSettings& settings) {
+  if (root.op() != Ops::CONTIGUOUS) return std::nullopt;
+  UOp under = root.src(0);
+  while (group::movement().contains(under.op()) || under.op() == Ops::MULTI) under = under.src(0);
+  if (under.op() != Ops::BUFFER) return std::nullopt;
+  Lowered low = lower_multi({root}, settings);
+  const UOp& local = low.roots.at(0);
+  if (local.op() != Ops::CONTIGUOUS) return std::nullopt;
+  const UOp& chain = local.src(0);
+  int64_t numel = prod(chain.shape());
+  int64_t ndev = std::max<int64_t>(1, static_cast<int64_t>(chain.device().count()));
+  codegen::Expr gid = codegen::gid_var(numel);
+  codegen::ViewAccess access =
+      codegen::view_access(chain, {codegen::unravel(gid, chain.shape()), {}}, codegen::dnum_var(ndev - 1));
+  if (access.base.op() != Ops::BUFFER || !access.valid.always()) return std::nullopt;
+  int64_t offset = 0;
+  if (numel > 0) {  // element gid of the view is element offset + gid of the buffer, on every device
+    std::optional<int64_t> off = (access.index - gid).as_constant();
+    if (!off && numel == 1 && access.index.min() == access.index.max()) off = access.index.min();
+    if (!off) return std::nullopt;
+    offset = *off;
+  }
+  UOp view = access.base;
+  if (offset != 0 || numel != prod(view.shape())) view = view.shrink(spans({{offset, offset + numel}}));
+  view = view.reshape(local.shape());
+  return low.axes.at(0) ? view.multi(low.axes[0]) : view;
+}
+
 }  // namespace
 
 struct Tensor::State {
   UOp uop;
   std::vector<std::shared_ptr<Storage>> storages;  // every buffer the graph reads
-  std::shared_ptr<State> view_base;                // set for a shrink of a realized tensor
+  // For a shrink (of a shrink ...) of a tensor: that tensor and the region of it, in its coordinates;
+  // assign() writes through the view into it.
+  std::shared_ptr<State> view_base;
   std::vector<std::pair<int64_t, int64_t>> view_region;
+  // Realized without memory of its own: uop is a contiguous range of another tensor's buffer (a
+  // contiguous() of a view, see as_buffer_view). A value all the same: it gets its own copy before
+  // that buffer is written (Realizer::run_assign) or before it is written itself (assign).
+  bool borrowed = false;
 };
 
 namespace {
@@ -241,7 +285,13 @@ Tensor Tensor::permute(std::vector<int> order) const {
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> ba) const { return derive(uop().pad(spans(ba))); }
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> be) const {
   Tensor t = derive(uop().shrink(spans(be)));
-  if (is_buffer_view(uop())) {
+  if (s_->view_base) {  // a shrink of a view is a view of its base: the regions compose
+    t.s_->view_base = s_->view_base;
+    for (size_t i = 0; i < be.size(); ++i) {
+      int64_t begin = s_->view_region.at(i).first;
+      t.s_->view_region.push_back({begin + be[i].first, begin + be[i].second});
+    }
+  } else {
     t.s_->view_base = s_;
     t.s_->view_region = be;
   }
@@ -416,13 +466,42 @@ std::vector<UOp> reads_outside(const UOp& root, const UOp& a, int64_t id) {
 
 }  // namespace
 
-// Realizing assignments (Tensor's friend).
+// Realizing tensors and assignments (Tensor's friend).
 struct Realizer {
   using StatePtr = std::shared_ptr<Tensor::State>;
+  // Realizes the states with one program. `views`: a contiguous() of a contiguous range of a realized
+  // buffer becomes that range (borrowed, no kernel); false: every state gets memory of its own.
+  static void realize_states(const std::vector<StatePtr>& todo, bool views);
+  // Gives a borrowed state memory of its own (one copy kernel); its value is unchanged.
+  static void copy_out(const StatePtr& st);
+  // Realizes st into memory of its own (to be written in place).
+  static void own(const StatePtr& st);
   static void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& settings);
   static UOp settle_assigns(const StatePtr& st, const AllreduceSettings& settings);
   static inline thread_local std::vector<const Tensor::State*> realizing;  // owners up this thread's stack
 };
+
+namespace {
+// Realized: a buffer's memory (of its own or borrowed); realize() has nothing to run for it.
+bool is_realized(const Tensor::State& st) { return st.borrowed || is_buffer_view(st.uop); }
+}  // namespace
+
+void Realizer::copy_out(const StatePtr& st) {
+  if (!st->borrowed) return;
+  auto copy = make_state(st->uop.contiguous(), st->storages);
+  realize_states({copy}, false);
+  st->uop = copy->uop;
+  st->storages = copy->storages;
+  st->borrowed = false;
+}
+
+void Realizer::own(const StatePtr& st) {
+  if (st->borrowed) {
+    copy_out(st);
+  } else if (!is_realized(*st)) {
+    realize_states({st}, false);
+  }
+}
 
 // Runs the assignment a (its value already free of other pending assignments): first every live
 // tensor that still reads the destination's old contents is realized (write after read), then the
@@ -435,7 +514,7 @@ void Realizer::run_assign(const UOp& a, const StatePtr& owner, const AllreduceSe
     auto& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
     for (auto& w : r.live)
-      if (auto s = w.lock(); s && s != owner && !is_buffer_view(s->uop) && buffers_read(s->uop).count(id))
+      if (auto s = w.lock(); s && s != owner && !is_realized(*s) && buffers_read(s->uop).count(id))
         readers.push_back(Tensor(s));
   }
   // A reader holding this very assignment reads the new contents (it is realized after); one already
@@ -449,6 +528,15 @@ void Realizer::run_assign(const UOp& a, const StatePtr& owner, const AllreduceSe
     }
   }
   realizing.pop_back();
+  // values borrowing the destination's memory (those just realized too) get their own copy first
+  std::vector<StatePtr> borrowers;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (auto& w : r.live)
+      if (auto s = w.lock(); s && s != owner && s->borrowed && buffers_read(s->uop).count(id)) borrowers.push_back(s);
+  }
+  for (const StatePtr& b : borrowers) copy_out(b);
   auto [program, low] = program_for({a}, settings);
   program->run({{}}, find_storage);
   std::lock_guard<std::mutex> lock(assign_log().mu);
@@ -480,10 +568,10 @@ UOp Realizer::settle_assigns(const StatePtr& st, const AllreduceSettings& settin
       // old contents read elsewhere in this graph: copy them out before the destination changes
       std::unordered_map<const detail::Node*, UOp> snap{{a.node(), a}};  // a itself stays as it is
       for (const UOp& v : reads_outside(root, a, buffer_id_of(a.src(0)))) {
-        Tensor copy(make_state(v.contiguous(), st->storages));
-        copy.realize();
-        snap.emplace(v.node(), copy.uop());
-        st->storages.insert(st->storages.end(), copy.s_->storages.begin(), copy.s_->storages.end());
+        auto copy = make_state(v.contiguous(), st->storages);
+        realize_states({copy}, false);  // a copy in memory of its own, never a view of the destination
+        snap.emplace(v.node(), copy->uop);
+        st->storages.insert(st->storages.end(), copy->storages.begin(), copy->storages.end());
       }
       if (snap.size() > 1) {
         root = substitute(root, snap);
@@ -497,16 +585,30 @@ UOp Realizer::settle_assigns(const StatePtr& st, const AllreduceSettings& settin
 void Tensor::realize_all(const std::vector<Tensor>& tensors) {
   std::vector<std::shared_ptr<State>> todo;
   for (const Tensor& t : tensors)
-    if (!is_buffer_view(t.uop()) && std::find(todo.begin(), todo.end(), t.s_) == todo.end()) todo.push_back(t.s_);
+    if (std::find(todo.begin(), todo.end(), t.s_) == todo.end()) todo.push_back(t.s_);
+  Realizer::realize_states(todo, true);
+}
+
+void Realizer::realize_states(const std::vector<StatePtr>& states, bool views) {
+  std::vector<StatePtr> todo;
+  for (const StatePtr& st : states)
+    if (!is_realized(*st)) todo.push_back(st);
   if (todo.empty()) return;
   AllreduceSettings settings = current_settings();
 
   // assignments write in place, once, before anything reads their result
-  std::vector<std::shared_ptr<State>> plain;
+  std::vector<StatePtr> plain;
   for (auto& st : todo) {
     auto keep = st->storages;
     st->uop = Realizer::settle_assigns(st, settings);
-    if (!is_buffer_view(st->uop)) plain.push_back(st);
+    if (is_buffer_view(st->uop)) continue;
+    if (std::optional<UOp> view = views ? as_buffer_view(st->uop, settings) : std::nullopt) {
+      st->uop = *view;  // no kernel: the range of the buffer, which the state keeps alive
+      st->storages = {find_storage(buffer_id_of(*view))};
+      st->borrowed = true;
+      continue;
+    }
+    plain.push_back(st);
   }
   if (plain.empty()) return;
 
@@ -549,38 +651,64 @@ Tensor& Tensor::assign(const Tensor& value) {
     throw DeviceError(fmt::format("ASSIGN: value on {} into a tensor on {}", value.uop().device().to_string(),
                                   uop().device().to_string()));
   auto axis_str = [](std::optional<int> a) { return a ? std::to_string(*a) : std::string("none"); };
-  if (value.shard_axis() != shard_axis() || value.uop().logical() != uop().logical())
+  // into a view of a sharded tensor a replicated value works too: each device keeps its part
+  bool replicated_into_view = s_->view_base && shard_axis() && !value.uop().logical() && value.uop().device().tuple();
+  if (!replicated_into_view && (value.shard_axis() != shard_axis() || value.uop().logical() != uop().logical()))
     throw ShapeError(
         fmt::format("ASSIGN: value sharded on axis {} into a tensor sharded on axis {} (shape {}); "
                     "reshard the value first",
                     axis_str(value.shard_axis()), axis_str(shard_axis()), shape_str(shape())));
-  if (s_->view_base && s_->view_base->uop.logical())
-    throw ShapeError(fmt::format("ASSIGN: writing into a shrink of a sharded tensor (shape {}) is not supported",
-                                 shape_str(shape())));
-  if (!s_->view_base && !is_buffer_view(uop()) && group::movement().contains(uop().op()))
+  if (s_->view_base) return assign_view(value);
+  if (!s_->borrowed && !is_buffer_view(uop()) && group::movement().contains(uop().op()))
     throw ShapeError(
         fmt::format("ASSIGN: writing into a {} view is not supported; assign into the tensor itself or "
-                    "into one shrink of it",
+                    "into a shrink of it",
                     op_name(uop().op())));
-  if (s_->view_base) {  // a shrink of a realized tensor: write the region, keep the rest
-    Tensor base(s_->view_base);
-    std::vector<std::pair<int64_t, int64_t>> ba;
-    for (size_t i = 0; i < base.shape().size(); ++i)
-      ba.push_back({s_->view_region[i].first, base.shape()[i] - s_->view_region[i].second});
-    Tensor mask = Tensor::full(shape(), 1, DType::bool_).pad(ba);
-    Tensor inside = value.cast(dtype()).pad(ba);
-    UOp m = mask.uop(), full = m.where(inside.uop(), base.uop());
-    Tensor merged = base.derive(full);
-    merged.s_->storages.insert(merged.s_->storages.end(), value.s_->storages.begin(), value.s_->storages.end());
-    base.assign(merged);
-    base.realize();
-    s_->uop = base.uop().shrink(spans(s_->view_region));
-    return *this;
-  }
-  realize();
+  Realizer::own(s_);  // a borrowed value gets its own memory first: the write never reaches the lender
   Tensor v = value.cast(dtype());
   s_->uop = uop().assign(v.uop());
   s_->storages.insert(s_->storages.end(), v.s_->storages.begin(), v.s_->storages.end());
+  return *this;
+}
+
+// A shrink (of a shrink ...) of a tensor: the base, realized first, is assigned a select between the
+// value (padded into the region) and its own elements, so every device holding part of the region
+// writes that part and every other element keeps its value. Reference: tinygrad assigns into a shrink
+// of a buffer with a store through the view; here the write is one in-place kernel over the base.
+Tensor& Tensor::assign_view(const Tensor& value) {
+  Tensor base(s_->view_base);
+  Realizer::own(base.s_);
+  const auto& region = s_->view_region;
+  std::vector<std::pair<int64_t, int64_t>> ba;
+  for (size_t i = 0; i < region.size(); ++i) ba.push_back({region[i].first, base.shape()[i] - region[i].second});
+  Tensor v = value.cast(dtype());
+  if (std::optional<int> axis = base.shard_axis()) {
+    auto ax = static_cast<size_t>(*axis);
+    std::vector<std::string> devs = base.devices();
+    int64_t len = base.shape()[ax], ndev = static_cast<int64_t>(devs.size()), local = len / ndev;
+    auto [begin, end] = region[ax];
+    if (begin != 0 || end != len) {
+      if (begin % local != 0 || end % local != 0)
+        throw ShapeError(fmt::format(
+            "ASSIGN: writing into shrink ({}, {}) on the sharded axis {} of shape {}: not whole shards of {} "
+            "(over {} devices)",
+            begin, end, ax, shape_str(base.shape()), local, ndev));
+      // the region lies on some devices only: each needs its part of the value, so a value sharded
+      // over all of them is gathered and replicated first
+      if (v.uop().logical()) v = v.to(devs[0]).shard(devs, std::nullopt);
+    }
+  }
+  UOp on = device_uop(base.uop().device());
+  UOp mask = broadcast_to(make_uop(Ops::CONST, DType::bool_, {on}, int64_t{1}), shape()).pad(spans(ba));
+  Tensor merged = base.derive(mask.where(v.uop().pad(spans(ba)), base.uop()));
+  merged.s_->storages.insert(merged.s_->storages.end(), v.s_->storages.begin(), v.s_->storages.end());
+  base.assign(merged);
+  // holding the assignment, this view is no reader of the old contents the write must wait for
+  s_->uop = base.uop().shrink(spans(region));
+  base.realize();
+  s_->uop = base.uop().shrink(spans(region));
+  s_->storages = base.s_->storages;
+  s_->borrowed = false;
   return *this;
 }
 
@@ -624,6 +752,8 @@ std::vector<Tensor> Tensor::shards() const {
 }
 
 Schedule Tensor::schedule() const {
+  // a view of a realized buffer, or a contiguous() that will be one: nothing to run
+  if (s_->borrowed || as_buffer_view(uop(), current_settings())) return {};
   Lowered low = lower_multi({uop()}, current_settings());
   Schedule s;
   s.algorithms = low.algorithms;

@@ -91,9 +91,20 @@ class Tensor {
   Tensor prod(std::vector<int> axes = {}) const;
   Tensor reduce(Ops op, std::vector<int> axes) const;
   Tensor cast(DType dtype) const;
+  // The tensor in memory of its own layout. Of a realized buffer seen through reshapes and shrinks
+  // that leave its elements one contiguous range at one offset on every device, no kernel runs: the
+  // realized result is that range of the buffer (tinygrad's BUFFER_VIEW). Unlike tinygrad's, it does
+  // not alias the buffer for writes: it stays the value it had when realized (it gets a copy of its
+  // own before the buffer is written, or before it is written itself).
   Tensor contiguous() const;
-  // Writes value into this tensor (or one shrink of it) in place. ShapeError when the shapes or the
-  // shard layouts differ, DeviceError when the devices do.
+  // Writes value into this tensor in place, or through a shrink (of a shrink ...) of a tensor into
+  // that region of it: every device holding part of the region writes that part, no other element
+  // changes, and later reads of the tensor and the view see the write. Shapes in elements. Throws
+  // ShapeError when the shapes or the shard layouts differ (into a view of a sharded tensor a
+  // replicated value on its devices is accepted too), for a shrink on the sharded axis that is not
+  // whole shards, and for a write into another movement view; DeviceError when the devices differ.
+  // Tensors read before the write keep the old values (a contiguous() that borrowed the memory gets
+  // a copy first). Reference: tensor.py assign; multi.py assign_multi (equal axes).
   Tensor& assign(const Tensor& value);
 
   friend Tensor operator+(const Tensor& a, const Tensor& b);
@@ -131,7 +142,7 @@ class Tensor {
   std::vector<std::string> devices() const;
   std::optional<int> shard_axis() const;  // the axis a multi-device tensor is split on
   std::vector<Tensor> shards() const;     // per-device values of a multi-device tensor
-  Schedule schedule() const;              // what realize() would run
+  Schedule schedule() const;              // what realize() would run (nothing for a view of a buffer)
   const UOp& uop() const;
 
   struct State;
@@ -140,6 +151,7 @@ class Tensor {
   friend struct Realizer;
   explicit Tensor(std::shared_ptr<State> s) : s_(std::move(s)) {}
   Tensor derive(UOp u) const;
+  Tensor& assign_view(const Tensor& value);
   std::shared_ptr<State> s_;
 };
 
