@@ -95,23 +95,29 @@ optional<UOp> pad_multi(const UOp& root, const UOp& multi) {
   return multi.src(0).pad(sp).multi(multi.axis());
 }
 
-// The whole axis stays sharded; exactly one shard (other axes may shrink too) is copied to every device.
+// The whole axis stays sharded; whole shards (other axes may shrink too) are copied to every device,
+// side by side when there are several (tinygrad allows exactly one shard; several are ringrt's own).
 optional<UOp> shrink_multi(const UOp& root, const UOp& multi) {
   Spans sp = root.arg_spans();
   size_t ax = static_cast<size_t>(*multi.axis());
   for (const auto& [a, b] : sp)
     if (a.k != 0 || b.k != 0) unsupported(root, multi, "device-dependent shrink of a logical tensor");
-  std::pair<int64_t, int64_t> range{sp[ax].first.c, sp[ax].second.c};
+  auto [begin, end] = std::pair{sp[ax].first.c, sp[ax].second.c};
   int64_t local = multi.src(0).shape()[ax];
   sp[ax] = {Affine{0, 0}, Affine{local, 0}};
-  if (range == std::pair<int64_t, int64_t>{0, multi.shape()[ax]}) return multi.src(0).shrink(sp).multi(multi.axis());
-  auto bounds = multi.bounds();
-  auto it = std::find(bounds.begin(), bounds.end(), range);
-  if (it == bounds.end())
+  if (begin == 0 && end == multi.shape()[ax]) return multi.src(0).shrink(sp).multi(multi.axis());
+  if (local == 0 || begin % local != 0 || end % local != 0)
     unsupported(root, multi,
-                fmt::format("shrink ({}, {}) on the sharded axis is neither the whole axis nor one shard of {}",
-                            range.first, range.second, local));
-  return multi.src(0).shrink(sp).copy_to_device(multi.device(), it - bounds.begin());
+                fmt::format("shrink ({}, {}) on the sharded axis is neither the whole axis nor whole shards of {}",
+                            begin, end, local));
+  if (begin == end) {  // nothing left along the axis: an empty value on every device
+    sp[ax] = {Affine{0, 0}, Affine{0, 0}};
+    return multi.src(0).shrink(sp);
+  }
+  std::vector<UOp> parts;
+  for (int64_t i = begin / local; i < end / local; ++i)
+    parts.push_back(multi.src(0).shrink(sp).copy_to_device(multi.device(), i));
+  return parts.size() == 1 ? parts[0] : concat_select(parts, static_cast<int>(ax));
 }
 
 optional<UOp> flip_multi(const UOp& root, const UOp& multi) {
