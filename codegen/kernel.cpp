@@ -57,11 +57,7 @@ uint64_t identity_bits(Ops op, DType dtype) {
     acc.set(0, reduce_identity(op));
     return bits_of(acc);
   }
-  int64_t lo = is_unsigned(dtype) ? 0 : std::numeric_limits<int64_t>::min();
-  int64_t hi = std::numeric_limits<int64_t>::max();
-  if (dtype == DType::int32) lo = INT32_MIN, hi = INT32_MAX;
-  if (dtype == DType::int8) lo = INT8_MIN, hi = INT8_MAX;
-  if (dtype == DType::uint8 || dtype == DType::bool_) hi = dtype == DType::bool_ ? 1 : 255;
+  int64_t lo = int_min(dtype), hi = int_max(dtype);
   acc.set_int(0, op == Ops::MAX ? lo : op == Ops::MIN ? hi : op == Ops::MUL ? 1 : 0);
   return bits_of(acc);
 }

@@ -24,8 +24,8 @@ inline std::string render_cpp(const Kernel& k) { return render_cpp(std::span<con
 //   extern "C" __global__ void NAME(T* out, const U0* in0, ..., int dnum, long long n)
 // with one thread per element: gid = blockIdx.x * blockDim.x + threadIdx.x, threads with gid >= n
 // return. Types are plain C types (float, double, unsigned short for float16/bfloat16, int, long long,
-// signed char, unsigned char for uint8/bool); no headers are included (hipRTC provides the device
-// math functions).
+// short, signed char, unsigned int for uint32, unsigned char for uint8/bool); no headers are included (hipRTC provides
+// the device math functions).
 std::string render_hip(std::span<const Kernel> kernels);
 inline std::string render_hip(const Kernel& k) { return render_hip(std::span<const Kernel>(&k, 1)); }
 

@@ -49,6 +49,10 @@ std::string narrow(const std::string& e, DType d) {  // long long -> d, wrapping
       return fmt::format("(signed char)(unsigned char)({})", e);
     case DType::uint8:
       return fmt::format("(unsigned char)({})", e);
+    case DType::int16:
+      return fmt::format("(short)(unsigned short)({})", e);
+    case DType::uint32:
+      return fmt::format("(unsigned int)({})", e);
     case DType::bool_:
       return fmt::format("(unsigned char)(({}) != 0)", e);
     default:
@@ -165,6 +169,10 @@ std::string literal(uint64_t bits, DType d) {
       return fmt::format("(long long)0x{:016x}ull", bits);
     case DType::int8:
       return fmt::format("(signed char)(unsigned char)0x{:02x}", bits & 0xff);
+    case DType::int16:
+      return fmt::format("(short)(unsigned short)0x{:04x}", bits & 0xffff);
+    case DType::uint32:
+      return fmt::format("0x{:08x}u", bits & 0xffffffffu);
     default:
       return fmt::format("(unsigned char)0x{:02x}", bits & 0xff);
   }
@@ -260,6 +268,10 @@ std::string c_type(DType dtype) {
       return "long long";
     case DType::int8:
       return "signed char";
+    case DType::int16:
+      return "short";
+    case DType::uint32:
+      return "unsigned int";
     case DType::uint8:
     case DType::bool_:
       return "unsigned char";

@@ -21,7 +21,7 @@ struct Dialect {
 };
 
 // The storage type of a dtype: float, double, unsigned short (float16, bfloat16), int, long long,
-// signed char, unsigned char (uint8, bool).
+// short, signed char, unsigned int (uint32), unsigned char (uint8, bool).
 std::string c_type(DType dtype);
 // Helper functions the bodies call (16-bit float conversions, integer division, NaN-aware max, ...),
 // each `d.fn`-qualified.

@@ -14,21 +14,62 @@ struct DTypeInfo {
   std::string_view name;
   int itemsize;
   bool is_float, is_unsigned;
-  int rank;  // position in the promotion lattice; equal ranks meet one rank up
+  int priority;  // tinygrad's DType.priority order: the least upper bound is the lowest common ancestor
 };
 
-constexpr std::array<DTypeInfo, 10> kInfo{{
-    {"float32", 4, true, false, 5},
-    {"float16", 2, true, false, 4},
-    {"bfloat16", 2, true, false, 4},
-    {"float64", 8, true, false, 6},
-    {"int32", 4, false, false, 2},
-    {"int64", 8, false, false, 3},
+// In enum order.
+constexpr std::array<DTypeInfo, 12> kInfo{{
+    {"float32", 4, true, false, 9},
+    {"float16", 2, true, false, 7},
+    {"bfloat16", 2, true, false, 8},
+    {"float64", 8, true, false, 10},
+    {"int32", 4, false, false, 4},
+    {"int64", 8, false, false, 6},
     {"int8", 1, false, false, 1},
-    {"uint8", 1, false, true, 1},
+    {"uint8", 1, false, true, 2},
     {"bool", 1, false, true, 0},
     {"void", 0, false, false, -1},
+    {"int16", 2, false, false, 3},
+    {"uint32", 4, false, true, 5},
 }};
+
+// The types each type promotes to, itself included (the upward closure of tinygrad's promo_lattice
+// restricted to ringrt's types).
+uint32_t ancestors(DType d) {
+  auto bit = [](std::initializer_list<DType> ds) {
+    uint32_t m = 0;
+    for (DType x : ds) m |= 1u << static_cast<unsigned>(x);
+    return m;
+  };
+  const uint32_t floats = bit({DType::float16, DType::bfloat16, DType::float32, DType::float64});
+  switch (d) {
+    case DType::bool_:
+      return bit({DType::bool_, DType::int8, DType::uint8, DType::int16, DType::int32, DType::uint32, DType::int64}) |
+             floats;
+    case DType::int8:
+      return bit({DType::int8, DType::int16, DType::int32, DType::int64}) | floats;
+    case DType::uint8:
+      return bit({DType::uint8, DType::int16, DType::int32, DType::uint32, DType::int64}) | floats;
+    case DType::int16:
+      return bit({DType::int16, DType::int32, DType::int64}) | floats;
+    case DType::int32:
+      return bit({DType::int32, DType::int64}) | floats;
+    case DType::uint32:
+      return bit({DType::uint32, DType::int64}) | floats;
+    case DType::int64:
+      return bit({DType::int64}) | floats;
+    case DType::float16:
+      return bit({DType::float16, DType::float32, DType::float64});
+    case DType::bfloat16:
+      return bit({DType::bfloat16, DType::float32, DType::float64});
+    case DType::float32:
+      return bit({DType::float32, DType::float64});
+    case DType::float64:
+      return bit({DType::float64});
+    default:
+      throw InternalError("cannot promote void");
+  }
+}
 
 const DTypeInfo& info(DType d) { return kInfo[static_cast<size_t>(d)]; }
 
@@ -41,27 +82,69 @@ bool is_unsigned(DType dtype) { return info(dtype).is_unsigned; }
 
 DType promote(DType a, DType b) {
   if (a == b) return a;
-  int ra = info(a).rank, rb = info(b).rank;
-  if (ra < 0 || rb < 0) throw InternalError("cannot promote void");
-  if (ra != rb) return ra > rb ? a : b;
-  return ra == 1 ? DType::int32 : DType::float32;  // int8+uint8, float16+bfloat16
+  uint32_t common = ancestors(a) & ancestors(b);
+  DType best = DType::float64;  // every non-void type promotes to float64
+  for (size_t i = 0; i < kInfo.size(); ++i)
+    if ((common >> i & 1u) && kInfo[i].priority < info(best).priority) best = static_cast<DType>(i);
+  return best;
+}
+
+int64_t int_min(DType dtype) {
+  switch (dtype) {
+    case DType::int8:
+      return INT8_MIN;
+    case DType::int16:
+      return INT16_MIN;
+    case DType::int32:
+      return INT32_MIN;
+    case DType::int64:
+      return INT64_MIN;
+    case DType::uint8:
+    case DType::uint32:
+    case DType::bool_:
+      return 0;
+    default:
+      throw InternalError(fmt::format("int_min of {}", dtype_name(dtype)));
+  }
+}
+
+int64_t int_max(DType dtype) {
+  switch (dtype) {
+    case DType::int8:
+      return INT8_MAX;
+    case DType::int16:
+      return INT16_MAX;
+    case DType::int32:
+      return INT32_MAX;
+    case DType::int64:
+      return INT64_MAX;
+    case DType::uint8:
+      return UINT8_MAX;
+    case DType::uint32:
+      return UINT32_MAX;
+    case DType::bool_:
+      return 1;
+    default:
+      throw InternalError(fmt::format("int_max of {}", dtype_name(dtype)));
+  }
 }
 
 DType parse_dtype(std::string_view name) {
-  for (size_t i = 0; i + 1 < kInfo.size(); ++i)
-    if (kInfo[i].name == name) return static_cast<DType>(i);
+  for (size_t i = 0; i < kInfo.size(); ++i)
+    if (kInfo[i].name == name && static_cast<DType>(i) != DType::void_) return static_cast<DType>(i);
   struct Alias {
     std::string_view name;
     DType dtype;
   };
-  static constexpr Alias kAliases[] = {{"float", DType::float32}, {"half", DType::float16},
-                                       {"bf16", DType::bfloat16}, {"double", DType::float64},
-                                       {"int", DType::int32},     {"long", DType::int64},
-                                       {"char", DType::int8},     {"uchar", DType::uint8}};
+  static constexpr Alias kAliases[] = {{"float", DType::float32},  {"half", DType::float16}, {"bf16", DType::bfloat16},
+                                       {"double", DType::float64}, {"int", DType::int32},    {"long", DType::int64},
+                                       {"char", DType::int8},      {"uchar", DType::uint8},  {"short", DType::int16},
+                                       {"uint", DType::uint32}};
   for (const auto& a : kAliases)
     if (a.name == name) return a.dtype;
-  throw ConfigError("unknown dtype '" + std::string(name) +
-                    "' (expected float32, float16, bfloat16, float64, int32, int64, int8, uint8 or bool)");
+  throw ConfigError(
+      "unknown dtype '" + std::string(name) +
+      "' (expected float32, float16, bfloat16, float64, int32, int64, int16, int8, uint32, uint8 or bool)");
 }
 
 void check_dtype(DType dtype, std::string_view where, bool allow_void) {

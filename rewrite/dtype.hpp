@@ -9,17 +9,36 @@
 
 namespace ringrt {
 
-// The public element types (DESIGN.md "Public C++ API"); void_ is internal (STORE, SINK).
-enum class DType : uint8_t { float32, float16, bfloat16, float64, int32, int64, int8, uint8, bool_, void_ };
+// The public element types (DESIGN.md "Public C++ API"); void_ is internal (STORE, SINK). Types added
+// later come after void_, so the values of the others (hashed into UOps and kernel names) never change.
+enum class DType : uint8_t {
+  float32,
+  float16,
+  bfloat16,
+  float64,
+  int32,
+  int64,
+  int8,
+  uint8,
+  bool_,
+  void_,
+  int16,
+  uint32
+};
 
 std::string_view dtype_name(DType dtype);  // "float32", ..., "bool", "void"
 int itemsize(DType dtype);                 // bytes per element; 0 for void
 bool is_float(DType dtype);
-bool is_unsigned(DType dtype);  // uint8 and bool
-// The smallest type both a and b convert to without loss of kind (reference: tinygrad dtype.py
-// promo_lattice): bool < int8, uint8 < int32 < int64 < float16, bfloat16 < float32 < float64;
-// int8+uint8 -> int32, float16+bfloat16 -> float32.
+bool is_unsigned(DType dtype);  // uint8, uint32 and bool
+// The least upper bound of a and b in tinygrad's promotion lattice (reference: tinygrad dtype.py
+// promo_lattice, least_upper_dtype; numpy agrees on the integers): bool < int8 < int16 < int32 < int64,
+// bool < uint8 < int16, uint8 < uint32 < int64, int64 < float16, bfloat16 < float32 < float64; so
+// int8+uint8 -> int16, int32+uint32 -> int64, float16+bfloat16 -> float32. (tinygrad's uint16, uint64
+// and fp8 are steps of its lattice ringrt lacks; no pair of ringrt types meets at one of them.)
 DType promote(DType a, DType b);
+// The range of an integer or bool dtype, inclusive (bool: 0..1); throws InternalError for floats and void.
+int64_t int_min(DType dtype);
+int64_t int_max(DType dtype);
 // Parses a dtype name ("float32", "half", "bf16", "int", ...); throws ConfigError on anything else.
 DType parse_dtype(std::string_view name);
 // Throws ShapeError naming `where` unless dtype is an element type (void_ only when allow_void).

@@ -54,6 +54,10 @@ int64_t HostBuffer::get_int(int64_t i) const {
       return load<int8_t>(bytes, i);
     case DType::uint8:
       return load<uint8_t>(bytes, i);
+    case DType::int16:
+      return load<int16_t>(bytes, i);
+    case DType::uint32:
+      return load<uint32_t>(bytes, i);
     case DType::bool_:
       return load<uint8_t>(bytes, i) != 0;
     case DType::void_:
@@ -93,6 +97,10 @@ void HostBuffer::set_int(int64_t i, int64_t v) {
       return put<int8_t>(bytes, i, static_cast<int8_t>(static_cast<uint8_t>(v)));
     case DType::uint8:
       return put<uint8_t>(bytes, i, static_cast<uint8_t>(v));
+    case DType::int16:
+      return put<int16_t>(bytes, i, static_cast<int16_t>(static_cast<uint16_t>(v)));
+    case DType::uint32:
+      return put<uint32_t>(bytes, i, static_cast<uint32_t>(v));
     case DType::bool_:
       return put<uint8_t>(bytes, i, v != 0);
     case DType::void_:
@@ -289,11 +297,7 @@ HostBuffer reduce(const UOp& u, const HostBuffer& in) {
     if (fl) {
       acc.set(0, reduce_identity(ra.op));
     } else {
-      int64_t lo = is_unsigned(in.dtype) ? 0 : std::numeric_limits<int64_t>::min();
-      int64_t hi = std::numeric_limits<int64_t>::max();
-      if (in.dtype == DType::int32) lo = INT32_MIN, hi = INT32_MAX;
-      if (in.dtype == DType::int8) lo = INT8_MIN, hi = INT8_MAX;
-      if (in.dtype == DType::uint8 || in.dtype == DType::bool_) hi = in.dtype == DType::bool_ ? 1 : 255;
+      int64_t lo = int_min(in.dtype), hi = int_max(in.dtype);
       acc.set_int(0, ra.op == Ops::MAX ? lo : ra.op == Ops::MIN ? hi : ra.op == Ops::MUL ? 1 : 0);
     }
     std::vector<int64_t> ridx(red_shape.size(), 0);

@@ -160,7 +160,7 @@ struct Loader {
                                       : Ops::MUL;
     };
     leaves["experiment.dtype"] = [this](auto& n, auto& k) {
-      const char* expected = "one of float32, float16, bfloat16, float64, int32, int64, int8, uint8";
+      const char* expected = "one of float32, float16, bfloat16, float64, int32, int64, int16, int8, uint32, uint8";
       const std::string& s = scalar(n, k, expected);
       try {
         cfg.dtype = parse_dtype(s);

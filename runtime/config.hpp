@@ -9,7 +9,7 @@
 //   allreduce.* and debug                    see tunables()
 //   experiment.collective: allreduce
 //   experiment.op: sum | max | min | prod
-//   experiment.dtype: float32 | float16 | bfloat16 | float64 | int32 | int64 | int8 | uint8
+//   experiment.dtype: float32 | float16 | bfloat16 | float64 | int32 | int64 | int16 | int8 | uint32 | uint8
 //   experiment.sizes: {min, max, factor}     bytes per device: 4096, 512B, 1KiB, 64MiB, 1GiB
 //   experiment.counts: [N, ...]              elements per device (instead of sizes)
 //   experiment.buckets: [N, ...]             elements of each gradient bucket; one step allreduces

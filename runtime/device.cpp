@@ -155,4 +155,7 @@ Device& device(const std::string& name) {
   return *r.devices.emplace(name, std::move(dev)).first->second;
 }
 
+MemoryStats memory_stats(const std::string& name) { return device(name).memory_stats(); }
+void reset_peak_memory(const std::string& name) { device(name).reset_peak_memory(); }
+
 }  // namespace ringrt

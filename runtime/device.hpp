@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "codegen/kernel.hpp"
+#include "runtime/memory.hpp"
 
 namespace ringrt {
 
@@ -73,6 +74,10 @@ class Device {
   virtual void free(void* ptr, size_t bytes) = 0;
   virtual void copy_in(void* dst, const void* host, size_t bytes) = 0;   // synchronous
   virtual void copy_out(void* host, const void* src, size_t bytes) = 0;  // synchronous
+  // What allocate and free have handed out and cached (runtime/memory.hpp), a thread-safe snapshot.
+  // Default: all zero, for a backend that does not count.
+  virtual MemoryStats memory_stats() const { return {}; }
+  virtual void reset_peak_memory() {}
 
   // Compiles (through the on-disk cache) a kernel for this device. Throws CompileError.
   virtual std::shared_ptr<CompiledKernel> compile(const codegen::Kernel& kernel) = 0;

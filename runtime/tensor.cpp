@@ -241,6 +241,22 @@ Tensor Tensor::arange(int64_t n, DType dtype, std::string device) {
 
 Tensor Tensor::derive(UOp u) const { return Tensor(make_state(u, s_->storages)); }
 
+Tensor Tensor::derive(UOp u, const std::vector<Tensor>& also) const {
+  Tensor t = derive(u);
+  for (const Tensor& o : also)
+    t.s_->storages.insert(t.s_->storages.end(), o.s_->storages.begin(), o.s_->storages.end());
+  return t;
+}
+
+Tensor Tensor::alloc_multi(const Shape& local, DType dtype, const std::vector<std::string>& devices,
+                           std::optional<int> axis, std::vector<HostBuffer> data) {
+  UOp buf = new_buffer(DeviceSpec(DeviceTuple(devices)), ringrt::prod(local), dtype);
+  for (auto& d : data) d.shape = {d.numel()};
+  auto st = new_storage(buf, data);  // empty data: uninitialized; DeviceError when it does not fit
+  UOp view = buf.reshape(local);
+  return Tensor(make_state(axis ? view.multi(*axis) : view, {st}));
+}
+
 // ---------------------------------------------------------------------------------------------
 // multi-device
 
@@ -249,9 +265,7 @@ Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int>
   for (const auto& d : devices) ringrt::device(d);  // DeviceError naming an unknown device
   if (std::set<std::string>(devices.begin(), devices.end()).size() != devices.size())
     throw DeviceError(fmt::format("shard: devices repeat in ({})", fmt::join(devices, ", ")));
-  if (uop().device().tuple())
-    throw ShapeError(fmt::format("shard: tensor of shape {} is already on ({})", shape_str(shape()),
-                                 fmt::join(uop().device().names(), ", ")));
+  if (uop().device().tuple()) return reshard(devices, axis);  // tensor_ops.cpp
   UOp on_all = uop().copy_to_device(DeviceSpec(DeviceTuple(devices)));
   if (!axis) return derive(on_all);
   int rank = static_cast<int>(shape().size());

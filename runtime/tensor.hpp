@@ -73,7 +73,11 @@ class Tensor {
   static Tensor arange(int64_t n, DType dtype = DType::float32, std::string device = "CPU:0");
 
   // Split along axis over devices (each gets shape[axis]/n; ShapeError if uneven), or replicate
-  // (axis nullopt). Reference: tensor.py shard.
+  // (axis nullopt). Reference: tensor.py shard. A tensor already on a device tuple is resharded (tinygrad
+  // refuses): on the same tuple, replicated -> sharded takes each device's part in place (no copy),
+  // sharded -> replicated or onto another axis is an allreduce of the zero-padded shards (so -0.0
+  // becomes +0.0); onto another tuple it is gathered to the new tuple's first device and sharded from
+  // there. A lazy sharded value that is not a plain MULTI is realized first.
   Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis) const;
   // Copy to one device; a sharded tensor is gathered (reference: multi.py copy_multi).
   Tensor to(const std::string& device) const;
@@ -145,6 +149,89 @@ class Tensor {
   Schedule schedule() const;              // what realize() would run (nothing for a view of a buffer)
   const UOp& uop() const;
 
+  // ---- more ops (runtime/tensor_ops.cpp). Reference: tinygrad tensor.py, same names and semantics
+  // unless a comment says otherwise; on sharded tensors the multi rules apply (DESIGN.md "Multi rules").
+
+  // A multi-device tensor from per-device host data: data[i] (all of one dtype and shape, the local
+  // shape) goes to devices[i]; the logical tensor is their concatenation along axis, or (nullopt)
+  // replicated, when every data[i] must be equal. The inverse of shards(). ShapeError for a count,
+  // dtype, shape or axis that does not fit (or unequal replicas); DeviceError for unknown or repeated
+  // devices.
+  static Tensor from_shards(std::vector<HostBuffer> data, const std::vector<std::string>& devices,
+                            std::optional<int> axis);
+  // Uniform in [0, 1): element i (row-major) is a function of (seed, i) alone: threefry2x32-20
+  // (Random123; tinygrad's Tensor.rand uses threefry on counters too) of the counter i keyed by seed,
+  // its top bits scaled by 2^-p for the dtype's precision p (24 float32, 53 float64, 11 float16, 8
+  // bfloat16), so every value is exact and never 1. Generated on the host and uploaded (the values
+  // match tinygrad's in distribution, not bit for bit). ShapeError for a non-float dtype.
+  static Tensor rand(Shape shape, uint64_t seed, DType dtype = DType::float32, std::string device = "CPU:0");
+  // The same logical values, each device generating (on the host) and receiving only its own shard:
+  // equal bit for bit to rand(shape, seed, dtype).shard(devices, axis) for any number of devices.
+  static Tensor rand(Shape shape, uint64_t seed, const std::vector<std::string>& devices, std::optional<int> axis,
+                     DType dtype = DType::float32);
+  // Standard normal: Box-Muller over the two words of element i's threefry block, in double, rounded
+  // to dtype (reference: tensor.py randn, which draws its two uniforms from two halves of a rand).
+  static Tensor randn(Shape shape, uint64_t seed, DType dtype = DType::float32, std::string device = "CPU:0");
+
+  // Same shape, dtype, devices and shard axis as this; full_like's value is lazy (no memory until
+  // realized), empty_like allocates uninitialized memory on every device now. Reference: tensor.py
+  // full_like, empty (ringrt keeps a sharded argument's layout).
+  Tensor empty_like() const;
+  Tensor full_like(double value) const;
+  Tensor zeros_like() const { return full_like(0.0); }
+  Tensor ones_like() const { return full_like(1.0); }
+
+  // this (the condition, cast to bool) ? x : y, the three broadcast like binary(); x and y promote to one
+  // dtype (a scalar takes the tensor's dtype, as binary's scalars do). Reference: tensor.py where.
+  Tensor where(const Tensor& x, const Tensor& y) const;
+  Tensor where(const Tensor& x, double y) const;
+  Tensor where(double x, const Tensor& y) const;
+
+  // Elementwise math. neg: -x (bool: logical not); abs: x < 0 ? -x : x (integers wrap at their minimum,
+  // -0.0 stays -0.0 as in tinygrad's x * sign(x)). The rest compute in a float dtype (integers and bool
+  // are cast to float32 first, tensor.py least_upper_float): exp(x) = exp2(x * log2(e)), log(x) =
+  // log2(x) * ln(2) (tinygrad's decompositions), sqrt, reciprocal (1/x), exp2, log2, sin.
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor exp2() const;
+  Tensor log2() const;
+  Tensor sqrt() const;
+  Tensor reciprocal() const;
+  Tensor sin() const;
+  friend Tensor operator-(const Tensor& a) { return a.neg(); }
+
+  // The same bits as another dtype of the same item size (float32 <-> int32/uint32, float16 <-> int16,
+  // ...). ShapeError when the sizes differ (tinygrad also reshapes the last axis then; ringrt does not)
+  // or either side is bool. Reference: tensor.py bitcast.
+  Tensor bitcast(DType dtype) const;
+
+  // Mean over axes (empty: all), the axes dropped: sum in the accumulation dtype (tinygrad's
+  // sum_acc_dtype: float32 for 16-bit floats, int32/int64 for integers, uint32 for unsigned) divided by
+  // the count, then cast to this dtype if it is a float, else float32. Over the shard axis the sum is an
+  // allreduce. Reference: tensor.py mean.
+  Tensor mean(std::vector<int> axes = {}) const;
+
+  // Matrix product over this's last axis and w's second-to-last (its only axis when 1-D); leading axes
+  // broadcast. Built as tinygrad's dot: reshape + transpose + broadcast multiply + sum over the
+  // contracted axis (in sum_acc_dtype, then cast to the promoted dtype). With both operands sharded on
+  // the contracted axis (x on its last axis, w on axis -2: a tensor-parallel linear layer) it lowers to a
+  // local matmul and one allreduce. ShapeError for 0-D operands or contracted lengths that differ.
+  // Reference: tensor.py dot, matmul.
+  Tensor dot(const Tensor& w) const;
+  Tensor matmul(const Tensor& w) const { return dot(w); }
+
+  // Concatenation along dim (negative counts from the end): shapes equal except on dim, dtypes promote.
+  // Each piece is padded into place and selected by a mask (where), not added as tinygrad does, so -0.0
+  // and NaN payloads survive. ShapeError for no tensors, ranks or shapes that differ, or dim the shard
+  // axis of a sharded input (as tinygrad refuses to pad the shard axis; reshard first).
+  // Reference: tensor.py cat.
+  static Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
+  // A new axis at dim (in [-rank-1, rank]) holding each tensor: unsqueeze and cat. ShapeError for no
+  // tensors or shapes that differ. Reference: tensor.py stack.
+  static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
+
   struct State;
 
  private:
@@ -152,22 +239,32 @@ class Tensor {
   explicit Tensor(std::shared_ptr<State> s) : s_(std::move(s)) {}
   Tensor derive(UOp u) const;
   Tensor& assign_view(const Tensor& value);
+  // u, keeping alive the storages of this and of every tensor in also.
+  Tensor derive(UOp u, const std::vector<Tensor>& also) const;
+  // A buffer on every device of devices holding prod(local) elements each, filled from data (one per
+  // device, flat or shaped; empty: uninitialized), viewed as local and wrapped in MULTI(axis) when axis.
+  static Tensor alloc_multi(const Shape& local, DType dtype, const std::vector<std::string>& devices,
+                            std::optional<int> axis, std::vector<HostBuffer> data);
+  // shard() of a tensor already on a device tuple (tensor_ops.cpp).
+  Tensor reshard(const std::vector<std::string>& devices, std::optional<int> axis) const;
   std::shared_ptr<State> s_;
 };
 
 template <class T>
 Tensor Tensor::from_vector(std::vector<T> data, Shape shape, std::string device) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int64_t> ||
-                    std::is_same_v<T, int32_t> || std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> ||
-                    std::is_same_v<T, bool>,
-                "from_vector takes float, double, int64_t, int32_t, int8_t, uint8_t or bool");
-  DType dt = std::is_same_v<T, float>     ? DType::float32
-             : std::is_same_v<T, double>  ? DType::float64
-             : std::is_same_v<T, int64_t> ? DType::int64
-             : std::is_same_v<T, int8_t>  ? DType::int8
-             : std::is_same_v<T, uint8_t> ? DType::uint8
-             : std::is_same_v<T, bool>    ? DType::bool_
-                                          : DType::int32;
+                    std::is_same_v<T, int32_t> || std::is_same_v<T, int16_t> || std::is_same_v<T, int8_t> ||
+                    std::is_same_v<T, uint32_t> || std::is_same_v<T, uint8_t> || std::is_same_v<T, bool>,
+                "from_vector takes float, double, int64_t, int32_t, int16_t, int8_t, uint32_t, uint8_t or bool");
+  DType dt = std::is_same_v<T, float>      ? DType::float32
+             : std::is_same_v<T, double>   ? DType::float64
+             : std::is_same_v<T, int64_t>  ? DType::int64
+             : std::is_same_v<T, int16_t>  ? DType::int16
+             : std::is_same_v<T, int8_t>   ? DType::int8
+             : std::is_same_v<T, uint32_t> ? DType::uint32
+             : std::is_same_v<T, uint8_t>  ? DType::uint8
+             : std::is_same_v<T, bool>     ? DType::bool_
+                                           : DType::int32;
   if (static_cast<int64_t>(data.size()) != ringrt::prod(shape))
     throw ShapeError("from_vector: " + std::to_string(data.size()) + " values for shape " + shape_str(shape));
   return from_host(HostBuffer::from_vector(data, dt, std::move(shape)), std::move(device));

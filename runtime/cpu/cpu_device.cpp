@@ -83,12 +83,14 @@ class CpuDevice : public Device {
       if (!blocks.empty()) {
         void* p = blocks.back();
         blocks.pop_back();
+        memory_.allocated(bytes, rounded);
         return p;
       }
     }
     void* p = std::aligned_alloc(64, rounded);
     if (!p) throw DeviceError(fmt::format("{}: out of memory allocating {} bytes", name_, bytes));
     std::memset(p, 0, rounded);  // pre-fault: first touch of fresh pages is slow, pay it once here
+    memory_.allocated(bytes, 0);
     return p;
   }
 
@@ -97,7 +99,11 @@ class CpuDevice : public Device {
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
     std::lock_guard<std::mutex> lock(alloc_mu_);
     free_[rounded].push_back(ptr);
+    memory_.freed(bytes, rounded);
   }
+
+  MemoryStats memory_stats() const override { return memory_.stats(); }
+  void reset_peak_memory() override { memory_.reset_peak(); }
 
   void copy_in(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
   void copy_out(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
@@ -222,7 +228,8 @@ class CpuDevice : public Device {
   bool busy_ = false;  // a task runs (on the queue thread or inline); guarded by mu_
   bool stop_ = false;
   std::map<size_t, std::vector<void*>> free_;
-  std::thread worker_;  // last: starts after every member above exists
+  MemoryCounter memory_;  // in use, peak and cached bytes (memory_stats)
+  std::thread worker_;    // last: starts after every member above exists
 };
 
 }  // namespace

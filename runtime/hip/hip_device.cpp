@@ -296,6 +296,7 @@ class HipDevice final : public Device {
       if (it != free_blocks_.end() && !it->second.empty()) {
         void* p = it->second.back();
         it->second.pop_back();
+        memory_.allocated(bytes, rounded);
         return p;
       }
     }
@@ -313,6 +314,7 @@ class HipDevice final : public Device {
       throw DeviceError(fmt::format("{} (allocating {} bytes{})",
                                     hip_error_message(name_, "hipMalloc(&p, rounded)", rc, __FILE__, __LINE__), bytes,
                                     retried));
+    memory_.allocated(bytes, 0);
     return p;
   }
 
@@ -320,7 +322,11 @@ class HipDevice final : public Device {
     if (!ptr) return;
     std::lock_guard<std::mutex> lock(alloc_mu_);
     free_blocks_[round_up(bytes)].push_back(ptr);
+    memory_.freed(bytes, round_up(bytes));
   }
+
+  MemoryStats memory_stats() const override { return memory_.stats(); }
+  void reset_peak_memory() override { memory_.reset_peak(); }
 
   void copy_in(void* dst, const void* host, size_t bytes) override {
     if (bytes == 0) return;
@@ -668,6 +674,7 @@ class HipDevice final : public Device {
       total += bytes * blocks.size();
     }
     free_blocks_.clear();
+    memory_.released(total);
     return total;
   }
 
@@ -723,6 +730,7 @@ class HipDevice final : public Device {
 
   std::mutex alloc_mu_;  // free_blocks_
   std::map<size_t, std::vector<void*>> free_blocks_;
+  MemoryCounter memory_;  // in use, peak and cached bytes (memory_stats)
 
   std::shared_ptr<EventPool> pool_;  // hipEvents, shared with the handles of this device's Events
   std::mutex pool_mu_;               // pinned_

@@ -58,6 +58,7 @@ const std::vector<DTypeRow> kDTypes{
     {DType::int32, "int32", 4, false, false},      {DType::int64, "int64", 8, false, false},
     {DType::int8, "int8", 1, false, false},        {DType::uint8, "uint8", 1, false, true},
     {DType::bool_, "bool", 1, false, true},        {DType::void_, "void", 0, false, false},
+    {DType::int16, "int16", 2, false, false},      {DType::uint32, "uint32", 4, false, true},
 };
 
 struct PromoteRow {
@@ -67,32 +68,77 @@ std::ostream& operator<<(std::ostream& os, const PromoteRow& r) {
   return os << ringrt::dtype_name(r.a) << "+" << ringrt::dtype_name(r.b) << "->" << ringrt::dtype_name(r.want);
 }
 
-// The least upper bound in bool < {int8, uint8} < int32 < int64 < {float16, bfloat16} < float32 < float64,
+// The least upper bound in tinygrad's lattice: bool < int8 < int16 < int32 < int64, bool < uint8 < int16,
+// uint8 < uint32 < int64, int64 < {float16, bfloat16} < float32 < float64 (as numpy on the integers),
 // written out pair by pair (the upper triangle; the test checks both orders).
 const std::vector<PromoteRow> kPromotions{
-    {DType::bool_, DType::bool_, DType::bool_},        {DType::bool_, DType::int8, DType::int8},
-    {DType::bool_, DType::uint8, DType::uint8},        {DType::bool_, DType::int32, DType::int32},
-    {DType::bool_, DType::int64, DType::int64},        {DType::bool_, DType::float16, DType::float16},
-    {DType::bool_, DType::bfloat16, DType::bfloat16},  {DType::bool_, DType::float32, DType::float32},
-    {DType::bool_, DType::float64, DType::float64},    {DType::int8, DType::int8, DType::int8},
-    {DType::int8, DType::uint8, DType::int32},         {DType::int8, DType::int32, DType::int32},
-    {DType::int8, DType::int64, DType::int64},         {DType::int8, DType::float16, DType::float16},
-    {DType::int8, DType::bfloat16, DType::bfloat16},   {DType::int8, DType::float32, DType::float32},
-    {DType::int8, DType::float64, DType::float64},     {DType::uint8, DType::uint8, DType::uint8},
-    {DType::uint8, DType::int32, DType::int32},        {DType::uint8, DType::int64, DType::int64},
-    {DType::uint8, DType::float16, DType::float16},    {DType::uint8, DType::bfloat16, DType::bfloat16},
-    {DType::uint8, DType::float32, DType::float32},    {DType::uint8, DType::float64, DType::float64},
-    {DType::int32, DType::int32, DType::int32},        {DType::int32, DType::int64, DType::int64},
-    {DType::int32, DType::float16, DType::float16},    {DType::int32, DType::bfloat16, DType::bfloat16},
-    {DType::int32, DType::float32, DType::float32},    {DType::int32, DType::float64, DType::float64},
-    {DType::int64, DType::int64, DType::int64},        {DType::int64, DType::float16, DType::float16},
-    {DType::int64, DType::bfloat16, DType::bfloat16},  {DType::int64, DType::float32, DType::float32},
-    {DType::int64, DType::float64, DType::float64},    {DType::float16, DType::float16, DType::float16},
-    {DType::float16, DType::bfloat16, DType::float32}, {DType::float16, DType::float32, DType::float32},
-    {DType::float16, DType::float64, DType::float64},  {DType::bfloat16, DType::bfloat16, DType::bfloat16},
-    {DType::bfloat16, DType::float32, DType::float32}, {DType::bfloat16, DType::float64, DType::float64},
-    {DType::float32, DType::float32, DType::float32},  {DType::float32, DType::float64, DType::float64},
+    {DType::bool_, DType::bool_, DType::bool_},
+    {DType::bool_, DType::int8, DType::int8},
+    {DType::bool_, DType::uint8, DType::uint8},
+    {DType::bool_, DType::int32, DType::int32},
+    {DType::bool_, DType::int64, DType::int64},
+    {DType::bool_, DType::float16, DType::float16},
+    {DType::bool_, DType::bfloat16, DType::bfloat16},
+    {DType::bool_, DType::float32, DType::float32},
+    {DType::bool_, DType::float64, DType::float64},
+    {DType::int8, DType::int8, DType::int8},
+    {DType::int8, DType::uint8, DType::int16},
+    {DType::int8, DType::int32, DType::int32},
+    {DType::int8, DType::int64, DType::int64},
+    {DType::int8, DType::float16, DType::float16},
+    {DType::int8, DType::bfloat16, DType::bfloat16},
+    {DType::int8, DType::float32, DType::float32},
+    {DType::int8, DType::float64, DType::float64},
+    {DType::uint8, DType::uint8, DType::uint8},
+    {DType::uint8, DType::int32, DType::int32},
+    {DType::uint8, DType::int64, DType::int64},
+    {DType::uint8, DType::float16, DType::float16},
+    {DType::uint8, DType::bfloat16, DType::bfloat16},
+    {DType::uint8, DType::float32, DType::float32},
+    {DType::uint8, DType::float64, DType::float64},
+    {DType::int32, DType::int32, DType::int32},
+    {DType::int32, DType::int64, DType::int64},
+    {DType::int32, DType::float16, DType::float16},
+    {DType::int32, DType::bfloat16, DType::bfloat16},
+    {DType::int32, DType::float32, DType::float32},
+    {DType::int32, DType::float64, DType::float64},
+    {DType::int64, DType::int64, DType::int64},
+    {DType::int64, DType::float16, DType::float16},
+    {DType::int64, DType::bfloat16, DType::bfloat16},
+    {DType::int64, DType::float32, DType::float32},
+    {DType::int64, DType::float64, DType::float64},
+    {DType::float16, DType::float16, DType::float16},
+    {DType::float16, DType::bfloat16, DType::float32},
+    {DType::float16, DType::float32, DType::float32},
+    {DType::float16, DType::float64, DType::float64},
+    {DType::bfloat16, DType::bfloat16, DType::bfloat16},
+    {DType::bfloat16, DType::float32, DType::float32},
+    {DType::bfloat16, DType::float64, DType::float64},
+    {DType::float32, DType::float32, DType::float32},
+    {DType::float32, DType::float64, DType::float64},
     {DType::float64, DType::float64, DType::float64},
+    // int16 and uint32
+    {DType::int16, DType::bool_, DType::int16},
+    {DType::int16, DType::int8, DType::int16},
+    {DType::int16, DType::uint8, DType::int16},
+    {DType::int16, DType::int16, DType::int16},
+    {DType::int16, DType::int32, DType::int32},
+    {DType::int16, DType::int64, DType::int64},
+    {DType::int16, DType::uint32, DType::int64},
+    {DType::int16, DType::float16, DType::float16},
+    {DType::int16, DType::bfloat16, DType::bfloat16},
+    {DType::int16, DType::float32, DType::float32},
+    {DType::int16, DType::float64, DType::float64},
+    {DType::uint32, DType::bool_, DType::uint32},
+    {DType::uint32, DType::int8, DType::int64},
+    {DType::uint32, DType::uint8, DType::uint32},
+    {DType::uint32, DType::uint32, DType::uint32},
+    {DType::uint32, DType::int32, DType::int64},
+    {DType::uint32, DType::int64, DType::int64},
+    {DType::uint32, DType::float16, DType::float16},
+    {DType::uint32, DType::bfloat16, DType::bfloat16},
+    {DType::uint32, DType::float32, DType::float32},
+    {DType::uint32, DType::float64, DType::float64},
 };
 
 struct ParseRow {
@@ -107,10 +153,11 @@ const std::vector<ParseRow> kParses{
     {"int8", DType::int8},       {"uint8", DType::uint8},     {"bool", DType::bool_},
     {"float", DType::float32},   {"half", DType::float16},    {"bf16", DType::bfloat16},
     {"double", DType::float64},  {"int", DType::int32},       {"long", DType::int64},
-    {"char", DType::int8},       {"uchar", DType::uint8},
+    {"char", DType::int8},       {"uchar", DType::uint8},     {"int16", DType::int16},
+    {"uint32", DType::uint32},   {"short", DType::int16},     {"uint", DType::uint32},
 };
 
-const std::vector<std::string> kJunk{"",    "float33", "flaot32", "int16", "uint32",   "float32 ", " float32",
+const std::vector<std::string> kJunk{"",    "float33", "flaot32", "int17", "uint31",   "float32 ", " float32",
                                      "f32", "void",    "bfloat",  "floa",  "float32x", "int8_t",   "boolean"};
 
 // A float to round and the binary16 bit pattern it must round to (hand-computed).
@@ -212,8 +259,8 @@ BOOST_DATA_TEST_CASE(lattice, bdata::make(kPromotions), row) {
 }
 
 BOOST_AUTO_TEST_CASE(table_covers_every_pair) {
-  // 9 public dtypes: 45 unordered pairs including a dtype with itself.
-  BOOST_TEST(kPromotions.size() == 45u);
+  // 11 public dtypes: 66 unordered pairs including a dtype with itself.
+  BOOST_TEST(kPromotions.size() == 66u);
 }
 
 BOOST_AUTO_TEST_CASE(is_an_upper_bound_and_associative) {
