@@ -387,22 +387,11 @@ Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
     total += s[static_cast<size_t>(d)];
   }
   if (tensors.size() == 1) return tensors[0];
-  // each piece padded into place; piece i wins where its mask (a padded constant true) holds
-  auto place = [&](int64_t before, int64_t len) {
-    std::vector<std::pair<int64_t, int64_t>> ba(s0.size(), {0, 0});
-    ba[static_cast<size_t>(d)] = {before, total - before - len};
-    return ba;
-  };
-  int64_t off = tensors[0].shape()[static_cast<size_t>(d)];
-  Tensor out = tensors[0].cast(dtype).pad(place(0, off));
-  for (size_t i = 1; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    int64_t len = t.shape()[static_cast<size_t>(d)];
-    Tensor mask = t.derive(const_on(t.uop(), DType::bool_, 1, t.shape())).pad(place(off, len));
-    out = mask.where(t.cast(dtype).pad(place(off, len)), out);
-    off += len;
-  }
-  return out;
+  if (total == 0) return tensors[0].cast(dtype);
+  // each piece padded into place and selected by a mask there (multi.hpp concat_select)
+  std::vector<UOp> parts;
+  for (const Tensor& t : tensors) parts.push_back(t.cast(dtype).uop());
+  return tensors[0].derive(concat_select(parts, d), tensors);
 }
 
 Tensor Tensor::stack(const std::vector<Tensor>& tensors, int dim) {

@@ -33,15 +33,19 @@ optional<UOp> alu_multi(const UOp& root) {
       srcs.push_back(m.src(0));
     } else if (!m.axis()) {
       if (m.op() == Ops::MULTI) unsupported(root, m, "replicated MULTI operand");
-      if (m.device().none()) {
-        // a device-less operand must be a broadcast constant, uniform along every axis: take any shard
-        UOp c = m;
-        while (c.op() == Ops::RESHAPE || c.op() == Ops::EXPAND) c = c.src(0);
-        if (c.op() != Ops::CONST) unsupported(root, m, "a device-less operand that is not a broadcast constant");
+      UOp c = m;
+      while (c.op() == Ops::RESHAPE || c.op() == Ops::EXPAND) c = c.src(0);
+      if (m.device().none() && c.op() == Ops::CONST) {
+        // a broadcast constant is uniform along every axis: any shard of it will do
         Spans sp = spans({});
         for (int64_t s : m.shape()) sp.push_back({Affine{0, 0}, Affine{s, 0}});
         sp[static_cast<size_t>(*axis)].second.c /= static_cast<int64_t>(root.device().count());
         srcs.push_back(m.shrink(sp));
+      } else if (m.device().none()) {
+        // other values made of constants (a padded mask): made on the devices, then sharded
+        auto placed = const_on_device(m, root.device());
+        if (!placed) unsupported(root, m, "a device-less operand that is not made of constants");
+        srcs.push_back(placed->shard_local(*axis));
       } else {
         srcs.push_back(m.shard_local(*axis));
       }
