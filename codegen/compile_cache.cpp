@@ -10,26 +10,18 @@
 #include <random>
 #include <sstream>
 
+#include "rewrite/hash.hpp"
+
 namespace ringrt::codegen {
 
 namespace {
 
 std::atomic<uint64_t> g_compiles{0}, g_hits{0};
 
-uint64_t fnv1a(std::string_view s, uint64_t h) {
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-uint64_t mix64(std::string_view s) {  // a second, independent 64-bit hash (splitmix-style finalizer)
+uint64_t mix64(std::string_view s) {  // a second 64-bit hash, independent of FNV-1a: splitmix64 per byte
   uint64_t h = 0x9e3779b97f4a7c15ull ^ s.size();
-  for (unsigned char c : s) {
-    h = (h ^ c) * 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 31;
-  }
-  h ^= h >> 30;
-  h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
+  for (unsigned char c : s) h = splitmix64(h ^ c);
+  return h;
 }
 
 std::string env(const char* name) {
@@ -53,7 +45,7 @@ std::filesystem::path cache_dir() {
 std::string cache_key(std::string_view source, std::string_view identity) {
   std::string all = fmt::format("{}\n{}\n", identity.size(), identity);
   all += source;
-  return fmt::format("{:016x}{:016x}", fnv1a(all, 0xcbf29ce484222325ull), mix64(all));
+  return fmt::format("{:016x}{:016x}", fnv1a(all), mix64(all));
 }
 
 std::filesystem::path CompileCache::path(const std::string& key, std::string_view suffix) const {

@@ -192,10 +192,4 @@ std::shared_ptr<HostLibrary> HostCompiler::load(const std::string& source, const
   }
 }
 
-HostKernel HostCompiler::load_kernel(const Kernel& k) const {
-  auto lib = load(render_cpp(k), k.name);
-  CpuKernelFn fn = lib->function(k.name);
-  return {std::move(lib), fn};
-}
-
 }  // namespace ringrt::codegen

@@ -80,8 +80,6 @@ class HostCompiler : public Compiler {
   const std::string& identity() const override { return identity_; }
   // Compiles (or finds in the cache) and dlopens the shared object built from `source`.
   std::shared_ptr<HostLibrary> load(const std::string& source, const std::string& name) const;
-  // render_cpp(k), compiled and loaded, and its entry point.
-  HostKernel load_kernel(const Kernel& k) const;
 
  protected:
   std::string compile_uncached(const std::string& source, const std::string& name) const override;

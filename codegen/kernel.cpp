@@ -14,15 +14,12 @@
 
 #include "codegen/view.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/hash.hpp"
 #include "rewrite/interpreter.hpp"
 
 namespace ringrt::codegen {
 
-std::string stable_hash_hex(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  return fmt::format("{:016x}", h);
-}
+std::string stable_hash_hex(std::string_view text) { return fmt::format("{:016x}", fnv1a(text)); }
 
 namespace {
 

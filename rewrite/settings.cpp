@@ -34,17 +34,34 @@ int64_t parse_int(std::string_view v, std::string_view key, std::string_view whe
   return out;
 }
 
-bool parse_bool(std::string_view v, std::string_view key, std::string_view where) {
-  std::string l(v);
-  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "1" || l == "true" || l == "yes" || l == "on") return true;
-  if (l == "0" || l == "false" || l == "no" || l == "off") return false;
+bool parse_bool_or_throw(std::string_view v, std::string_view key, std::string_view where) {
+  if (auto b = parse_bool(v)) return *b;
   throw ConfigError(fmt::format("{}: {} must be true or false (1 or 0), got '{}'", where, key, v));
 }
 
 thread_local std::vector<AllreduceSettings> scoped;
 
 }  // namespace
+
+std::optional<bool> parse_bool(std::string_view text) {
+  std::string l(text);
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "1" || l == "true" || l == "yes" || l == "on") return true;
+  if (l == "0" || l == "false" || l == "no" || l == "off") return false;
+  return std::nullopt;
+}
+
+std::optional<std::pair<std::string, int>> parse_device_name(std::string_view name) {
+  size_t colon = name.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= name.size() || name.size() - colon > 6)
+    return std::nullopt;
+  int index = 0;
+  for (size_t i = colon + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    index = index * 10 + (name[i] - '0');
+  }
+  return std::pair{std::string(name.substr(0, colon)), index};
+}
 
 bool env_switch(const char* name, bool fallback) {
   const char* v = std::getenv(name);
@@ -71,11 +88,7 @@ void set_tunable(AllreduceSettings& s, std::string_view key, std::string_view va
       while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
       while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
       if (!item.empty()) {
-        // a device name: KIND:index
-        size_t colon = item.find(':');
-        bool ok = colon != std::string_view::npos && colon > 0 && colon + 1 < item.size();
-        for (size_t i = colon + 1; ok && i < item.size(); ++i) ok = item[i] >= '0' && item[i] <= '9';
-        if (!ok)
+        if (!parse_device_name(item))
           throw ConfigError(
               fmt::format("{}: {} must list device names like CPU:0 or HIP:2, got '{}'", where, key, item));
         s.reduce_leaders.emplace_back(item);
@@ -84,7 +97,7 @@ void set_tunable(AllreduceSettings& s, std::string_view key, std::string_view va
       start = comma + 1;
     }
   } else if (key == "allreduce.cast") {
-    s.cast = parse_bool(value, key, where);
+    s.cast = parse_bool_or_throw(value, key, where);
   } else if (key == "debug") {
     s.debug = static_cast<int>(parse_int(value, key, where, 0, 10));
   } else {

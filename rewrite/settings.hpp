@@ -5,11 +5,20 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ringrt {
+
+// "true", "yes", "on", "1" -> true; "false", "no", "off", "0" -> false (any case); nothing otherwise.
+// The one boolean syntax of settings, YAML values and --set.
+std::optional<bool> parse_bool(std::string_view text);
+// A device name "KIND:index" (CPU:0, HIP:12; index at most 5 digits) split into its kind and index;
+// nothing for any other form. The one device-name syntax of settings and the device registry.
+std::optional<std::pair<std::string, int>> parse_device_name(std::string_view name);
 
 // An on/off switch from the environment variable `name`: unset -> fallback, "1" on, "0" off; any
 // other value (also empty or padded) is a ConfigError naming the variable and the value.

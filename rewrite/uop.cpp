@@ -758,6 +758,10 @@ UOp const_uop(DType dtype, double value, UOpGraph* graph) {
   Arg arg = is_float(dtype) ? Arg(value) : Arg(dtype == DType::bool_ ? int64_t{value != 0.0} : to_int64(value));
   return make_uop(Ops::CONST, dtype, {}, arg, graph);
 }
+UOp const_uop(DType dtype, double value, const DeviceSpec& device, UOpGraph* graph) {
+  UOp c = const_uop(dtype, value, graph);
+  return device.none() ? c : c.replace({device_uop(device, &c.graph())});
+}
 UOp new_buffer(const DeviceSpec& device, int64_t numel, DType dtype, UOpGraph* graph) {
   UOpGraph& g = graph ? *graph : UOpGraph::global();
   return g.make(Ops::BUFFER, dtype, {device_uop(device, &g)}, BufferArg{g.new_buffer_id(), numel});

@@ -169,7 +169,10 @@ struct UOpHash {
 // Free builders for nodes without a natural receiver.
 UOp make_uop(Ops op, DType dtype, std::vector<UOp> src = {}, Arg arg = {}, UOpGraph* graph = nullptr);
 UOp device_uop(const DeviceSpec& device, UOpGraph* graph = nullptr);
-UOp const_uop(DType dtype, double value, UOpGraph* graph = nullptr);  // shape ()
+UOp const_uop(DType dtype, double value, UOpGraph* graph = nullptr);  // shape (), on no device
+// A constant of shape () placed on device (one name or a tuple: the same value on each); on no device
+// when device is none. Its arg as const_uop's: the value rounded to dtype's kind.
+UOp const_uop(DType dtype, double value, const DeviceSpec& device, UOpGraph* graph = nullptr);
 UOp new_buffer(const DeviceSpec& device, int64_t numel, DType dtype, UOpGraph* graph = nullptr);
 UOp device_num(int64_t ndev, UOpGraph* graph = nullptr);  // DEFINE_VAR _device_num in [0, ndev-1], int32
 UOp mstack(const std::vector<UOp>& shards);

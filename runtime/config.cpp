@@ -97,11 +97,9 @@ struct Loader {
     return *v;
   }
   bool boolean(const YAML::Node& n, const std::string& key) const {
-    static const std::set<std::string> yes{"true", "yes", "on", "1"}, no{"false", "no", "off", "0"};
-    std::string s = scalar(n, key, "true or false");
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!yes.count(s) && !no.count(s)) fail(where(n), key, "true or false", describe(n));
-    return yes.count(s) > 0;
+    auto b = parse_bool(scalar(n, key, "true or false"));
+    if (!b) fail(where(n), key, "true or false", describe(n));
+    return *b;
   }
   std::string choice(const YAML::Node& n, const std::string& key, const std::vector<std::string>& options) const {
     std::string expected = fmt::format("one of {}", fmt::join(options, ", "));

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/settings.hpp"
 #include "runtime/cpu/cpu_device.hpp"
 #if defined(RINGRT_HAVE_HIP) && __has_include("runtime/hip/hip_device.hpp")
 #define RINGRT_HIP_DEVICES 1
@@ -110,18 +111,6 @@ std::vector<std::string> existing(int cpu_count) {
   return names;
 }
 
-// "KIND:i" -> (KIND, i); false when the name is not of that form.
-bool parse_name(const std::string& name, std::string& kind, int& index) {
-  auto colon = name.find(':');
-  if (colon == std::string::npos || colon + 1 >= name.size() || name.size() - colon > 6) return false;
-  kind = name.substr(0, colon);
-  index = 0;
-  for (size_t i = colon + 1; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return false;
-    index = index * 10 + (name[i] - '0');
-  }
-  return true;
-}
 }  // namespace
 
 void set_cpu_device_count(int n) {
@@ -131,23 +120,16 @@ void set_cpu_device_count(int n) {
   r.cpu_count = std::max(r.cpu_count, n);
 }
 
-int cpu_device_count() {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  return r.cpu_count;
-}
-
 Device& device(const std::string& name) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (auto it = r.devices.find(name); it != r.devices.end()) return *it->second;
-  std::string kind;
-  int index = 0;
-  bool ok = parse_name(name, kind, index);
+  auto parsed = parse_device_name(name);  // (kind, index)
   std::unique_ptr<Device> dev;
-  if (ok && kind == "CPU" && index < r.cpu_count) dev = make_cpu_device(name);
+  if (parsed && parsed->first == "CPU" && parsed->second < r.cpu_count) dev = make_cpu_device(name);
 #ifdef RINGRT_HIP_DEVICES
-  if (ok && kind == "HIP" && index < static_cast<int>(hip_device_names().size())) dev = make_hip_device(index);
+  if (parsed && parsed->first == "HIP" && parsed->second < static_cast<int>(hip_device_names().size()))
+    dev = make_hip_device(parsed->second);
 #endif
   if (!dev)
     throw DeviceError(

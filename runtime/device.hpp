@@ -129,6 +129,5 @@ void set_perf_options(const PerfOptions& options);  // for benchmarks and tests
 Device& device(const std::string& name);
 // The number of virtual cpu devices (default 4; raised on demand by cpu_devices(n)).
 void set_cpu_device_count(int n);
-int cpu_device_count();
 
 }  // namespace ringrt

@@ -75,7 +75,6 @@ class Program {
   void run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
            const ExecOptions& options = {}) const;
   const ItemPlan& plan() const { return plan_; }
-  size_t kernels_compiled() const { return kernels_.size(); }
 
  private:
   struct PreparedKernel;

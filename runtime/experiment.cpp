@@ -13,25 +13,20 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "rewrite/hash.hpp"
+#include "rewrite/rules/multi.hpp"
+
 namespace ringrt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t mix(uint64_t x) {  // splitmix64's finalizer: a cheap, well-spread hash
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // Small integers keep every partial result exact in the type: integers and 16-bit floats.
 bool small_integer_data(DType dt) { return !is_float(dt) || itemsize(dt) == 2; }
 
 // Device d's element i. Products stay bounded: factors 1, -1, 2 (unsigned: 1, 2) or in [0.75, 1.25].
 double input_value(DType dt, Ops op, int64_t d, int64_t i) {
-  uint64_t h = mix(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(d) + 1);
+  uint64_t h = splitmix64(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(d) + 1);
   if (op == Ops::MUL) {
     if (!small_integer_data(dt)) return 0.75 + static_cast<double>(h % 1001) / 2000.0;
     if (is_unsigned(dt)) return h % 2 ? 2 : 1;
@@ -159,7 +154,7 @@ ResultRow make_row(const ExperimentConfig& cfg, int64_t count, const Tensor& laz
   row.bytes = count * itemsize(cfg.dtype);
   row.type = std::string(dtype_name(cfg.dtype));
   row.redop = cfg.op_name;
-  std::vector<std::string> algos = lazy.schedule().algorithms;
+  std::vector<std::string> algos = lower_multi({lazy.uop()}, current_settings()).algorithms;  // no planning
   row.algo = algos.empty() ? "-" : fmt::format("{}", fmt::join(algos, "+"));
   row.time_us = total_us / cfg.iters;
   row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / row.time_us / 1e3 : 0.0;

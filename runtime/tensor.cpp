@@ -224,9 +224,7 @@ Tensor Tensor::full(Shape shape, double value, DType dtype, std::string device) 
   check_dtype(dtype, "full");
   ringrt::prod(shape);  // ShapeError for negative or huge shapes
   ringrt::device(device);
-  Arg arg = is_float(dtype) ? Arg(value) : Arg(dtype == DType::bool_ ? int64_t{value != 0.0} : to_int64(value));
-  UOp c = make_uop(Ops::CONST, dtype, {device_uop(DeviceSpec(device))}, arg);
-  return Tensor(make_state(broadcast_to(c, shape), {}));
+  return Tensor(make_state(broadcast_to(const_uop(dtype, value, DeviceSpec(device)), shape), {}));
 }
 
 Tensor Tensor::constant(double value, DType dtype) { return Tensor(make_state(const_uop(dtype, value), {})); }

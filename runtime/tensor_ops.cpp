@@ -76,10 +76,7 @@ DType scalar_dtype(DType d, double v) {
 
 // A constant of value on the devices of like (none, one, or the tuple), broadcast to shape.
 UOp const_on(const UOp& like, DType dtype, double value, const Shape& shape) {
-  UOp c = like.device().none() ? const_uop(dtype, value, &like.graph())
-                               : make_uop(Ops::CONST, dtype, {device_uop(like.device(), &like.graph())},
-                                          const_uop(dtype, value, &like.graph()).arg(), &like.graph());
-  return broadcast_to(c, shape);
+  return broadcast_to(const_uop(dtype, value, like.device(), &like.graph()), shape);
 }
 
 // ---- threefry2x32-20 (Random123, Salmon et al. 2011), the counter-based generator tinygrad uses

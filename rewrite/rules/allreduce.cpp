@@ -130,7 +130,7 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
 
   if (ndev == 1) return device.single() ? buf.mselect(0).copy_to_device(device) : buf;
   if (numel == 0)  // nothing to reduce or move: the empty result, made on the destination
-    return broadcast_to(const_uop(dtype, 0, &buf.graph()).replace({red.src(1)}), shape);
+    return broadcast_to(const_uop(dtype, 0, device, &buf.graph()), shape);
 
   if (algo == "naive") {
     if (device.single()) {

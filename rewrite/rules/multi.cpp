@@ -137,7 +137,7 @@ optional<UOp> copy_multi(const UOp& multi, const UOp& device) {
   int axis = *multi.axis();
   if (device.device().tuple()) return shards.unshard_local(axis).allreduce(Ops::ADD, device.device());
   if (prod(shards.shape()) == 0)  // nothing to move: the empty tensor, made on the destination
-    return broadcast_to(const_uop(multi.dtype(), 0, &multi.graph()).replace({device}), multi.shape());
+    return broadcast_to(const_uop(multi.dtype(), 0, device.device(), &multi.graph()), multi.shape());
   std::vector<UOp> parts;
   for (size_t i = 0; i < shards.device().count(); ++i)
     parts.push_back(shards.mselect(static_cast<int64_t>(i)).copy_to_device(device.device()));
