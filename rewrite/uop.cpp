@@ -847,9 +847,9 @@ UOp call(const std::string& name, const std::vector<UOp>& args, DType dtype) {
   if (args.empty()) throw ShapeError(fmt::format("CALL of '{}': needs at least one argument", name));
   return args[0].graph().make(Ops::CALL, dtype, args, name);
 }
-UOp usum(const std::vector<UOp>& terms) {
+UOp fold(Ops op, const std::vector<UOp>& terms) {
   UOp acc = terms.at(0);
-  for (size_t i = 1; i < terms.size(); ++i) acc = acc + terms[i];
+  for (size_t i = 1; i < terms.size(); ++i) acc = acc.alu(op, {terms[i]});
   return acc;
 }
 
