@@ -398,140 +398,180 @@ UOp base_of(UOp u) {
   return u;
 }
 
-}  // namespace
+// One evaluation: the value of every node evaluated so far, each computed from its sources' values.
+class Evaluator {
+ public:
+  explicit Evaluator(const BufferLookup& lookup) : lookup_(lookup) {}
 
-Interpreter::Interpreter(BufferLookup lookup) : lookup_(std::move(lookup)) {}
+  // Evaluates u, whose sources are evaluated already, and keeps its value.
+  void evaluate(const UOp& u) { vals_[u.node()] = value(u); }
+  const Value& at(const UOp& u) const { return vals_.at(u.node()); }
 
-std::vector<HostBuffer> Interpreter::evaluate(const UOp& root) {
-  std::unordered_map<const detail::Node*, Value> vals;
-  auto width_of = [&](const UOp& u) -> size_t {
+ private:
+  // The number of per-device values u has: one when logical or on one device, else one per device.
+  size_t width_of(const UOp& u) const {
     if (u.logical()) return 1;
     if (u.device().tuple()) return u.device().count();
     if (u.device().single()) return 1;
     size_t w = 1;
-    for (const auto& s : u.src()) w = std::max(w, vals.at(s.node()).size());
+    for (const auto& s : u.src()) w = std::max(w, at(s).size());
     return w;
-  };
-  for (const UOp& u : root.graph().toposort({root})) {
+  }
+
+  // Source k's value on device d (its only value when it has one).
+  const HostBuffer& in(const UOp& u, size_t k, size_t d) const {
+    const Value& v = at(u.src(k));
+    if (v.empty()) throw InternalError(fmt::format("{}: source {} has no value", op_name(u.op()), k));
+    return v[v.size() == 1 ? 0 : d];
+  }
+
+  // The values fn(0) .. fn(w-1).
+  template <class F>
+  static Value each(size_t w, F fn) {
     Value out;
+    for (size_t d = 0; d < w; ++d) out.push_back(fn(d));
+    return out;
+  }
+
+  // The value of u by the semantics of its op.
+  Value value(const UOp& u) const {
     size_t w = u.op() == Ops::DEFINE_VAR ? static_cast<size_t>(std::get<VarArg>(u.arg()).max + 1) : width_of(u);
-    auto in = [&](size_t k, size_t d) -> const HostBuffer& {
-      const Value& v = vals.at(u.src(k).node());
-      if (v.empty()) throw InternalError(fmt::format("{}: source {} has no value", op_name(u.op()), k));
-      return v[v.size() == 1 ? 0 : d];
-    };
     switch (u.op()) {
       case Ops::DEVICE:
       case Ops::SINK:
       case Ops::STORE:
-        break;
-      case Ops::CONST: {  // on a device tuple: the same value on every device
-        HostBuffer b(u.dtype(), {});
-        std::holds_alternative<double>(u.arg()) ? b.set(0, u.arg_float()) : b.set_int(0, u.arg_int());
-        out.assign(w, b);
-        break;
-      }
+        return {};
+      case Ops::CONST:
       case Ops::DEFINE_VAR:
-        for (size_t d = 0; d < w; ++d) {
-          out.emplace_back(u.dtype(), Shape{});
-          out.back().set_int(0, static_cast<int64_t>(d));
-        }
-        break;
-      case Ops::BUFFER: {
-        const auto& ba = std::get<BufferArg>(u.arg());
-        const Value* data = lookup_ ? lookup_(ba.id) : nullptr;
-        for (size_t d = 0; d < w; ++d) {
-          if (data && d < data->size()) {
-            out.push_back((*data)[d]);
-            out.back().shape = u.shape();
-          } else {
-            out.emplace_back(u.dtype(), u.shape());
-          }
-        }
-        break;
-      }
+      case Ops::BUFFER:
+        return leaf(u, w);
       case Ops::CONTIGUOUS:
       case Ops::DETACH:
-        for (size_t d = 0; d < w; ++d) out.push_back(in(0, d));
-        break;
+        return each(w, [&](size_t d) { return in(u, 0, d); });
       case Ops::CAST:
       case Ops::BITCAST:
-        for (size_t d = 0; d < w; ++d) out.push_back(cast(in(0, d), u.dtype(), u.op() == Ops::BITCAST));
-        break;
+        return each(w, [&](size_t d) { return cast(in(u, 0, d), u.dtype(), u.op() == Ops::BITCAST); });
       case Ops::REDUCE_AXIS:
-        for (size_t d = 0; d < w; ++d) out.push_back(reduce(u, in(0, d)));
-        break;
-      case Ops::MULTI: {
-        const Value& shards = vals.at(u.src(0).node());
-        out.push_back(u.axis() ? concat(shards, *u.axis()) : shards.at(0));
-        break;
-      }
+        return each(w, [&](size_t d) { return reduce(u, in(u, 0, d)); });
+      case Ops::MULTI:
       case Ops::MSELECT:
-        out.push_back(vals.at(u.src(0).node()).at(static_cast<size_t>(u.arg_int())));
-        break;
       case Ops::MSTACK:
-        for (size_t d = 0; d < u.src().size(); ++d) out.push_back(in(d, 0));
-        break;
-      case Ops::COPY: {
-        const Value& v = vals.at(u.src(0).node());
-        // tuple -> anything: one shard (the arg's, else shard 0); one -> tuple: broadcast
-        const UOp& s = u.src(0);
-        bool pick =
-            !s.logical() && s.device().tuple() && (std::holds_alternative<int64_t>(u.arg()) || !u.device().tuple());
-        size_t k = std::holds_alternative<int64_t>(u.arg()) ? static_cast<size_t>(u.arg_int()) : 0;
-        for (size_t d = 0; d < w; ++d) out.push_back(pick ? v.at(k) : v[v.size() == 1 ? 0 : d]);
-        break;
-      }
-      case Ops::ALLREDUCE: {
-        const Value& v = vals.at(u.src(0).node());
-        Ops op = static_cast<Ops>(u.arg_int());
-        HostBuffer acc = v.at(0);
-        for (size_t j = 1; j < v.size(); ++j) acc = combine(op, acc, v[j]);
-        for (size_t d = 0; d < w; ++d) out.push_back(acc);
-        break;
-      }
-      case Ops::AFTER: {
-        for (size_t d = 0; d < w; ++d) out.push_back(in(0, d));
-        UOp base = base_of(u.src(0));
-        for (size_t k = 1; k < u.src().size(); ++k) {
-          const UOp& st = u.src(k);
-          if (st.op() != Ops::STORE) continue;
-          if (base_of(st.src(0)) != base)
-            throw InternalError("AFTER: a store into another buffer than the one it orders");
-          const Value& val = vals.at(st.src(1).node());
-          if (st.src(0).op() == Ops::MSELECT) {
-            size_t j = static_cast<size_t>(st.src(0).arg_int());
-            out.at(j).bytes = val.at(0).bytes;
-          } else {
-            for (size_t d = 0; d < w; ++d) out[d].bytes = val[val.size() == 1 ? 0 : d].bytes;
-          }
-        }
-        break;
-      }
+      case Ops::COPY:
+      case Ops::ALLREDUCE:
+        return across_devices(u, w);
+      case Ops::AFTER:
+        return after(u, w);
       case Ops::ASSIGN:
-        for (size_t d = 0; d < w; ++d) out.push_back(in(1, d));
-        break;
+        return each(w, [&](size_t d) { return in(u, 1, d); });
       case Ops::CALL:
         throw CompileError(
             fmt::format("CALL of custom kernel '{}': ringrt has no implementation of custom kernels; "
                         "the multi-device rules carry CALLs through for a backend that supplies them",
                         std::get<std::string>(u.arg())));
       default:
-        if (group::movement().contains(u.op())) {
-          for (size_t d = 0; d < w; ++d) out.push_back(movement(u, in(0, d), static_cast<int64_t>(d)));
-        } else if (group::alu().contains(u.op())) {
-          for (size_t d = 0; d < w; ++d) {
-            std::vector<const HostBuffer*> args;
-            for (size_t k = 0; k < u.src().size(); ++k) args.push_back(&in(k, d));
-            out.push_back(elementwise(u, args));
-          }
-        } else {
-          throw InternalError(fmt::format("the interpreter has no semantics for {}", op_name(u.op())));
-        }
+        return computed(u, w);
     }
-    vals[u.node()] = std::move(out);
   }
-  return vals.at(root.node());
+
+  // CONST (on a device tuple: the same value on every device), DEFINE_VAR (the device's number),
+  // BUFFER (the looked-up data, else zeros).
+  Value leaf(const UOp& u, size_t w) const {
+    Value out;
+    if (u.op() == Ops::CONST) {
+      HostBuffer b(u.dtype(), {});
+      std::holds_alternative<double>(u.arg()) ? b.set(0, u.arg_float()) : b.set_int(0, u.arg_int());
+      out.assign(w, b);
+    } else if (u.op() == Ops::DEFINE_VAR) {
+      for (size_t d = 0; d < w; ++d) {
+        out.emplace_back(u.dtype(), Shape{});
+        out.back().set_int(0, static_cast<int64_t>(d));
+      }
+    } else {
+      const auto& ba = std::get<BufferArg>(u.arg());
+      const Value* data = lookup_ ? lookup_(ba.id) : nullptr;
+      for (size_t d = 0; d < w; ++d) {
+        if (data && d < data->size()) {
+          out.push_back((*data)[d]);
+          out.back().shape = u.shape();
+        } else {
+          out.emplace_back(u.dtype(), u.shape());
+        }
+      }
+    }
+    return out;
+  }
+
+  // MULTI, MSELECT, MSTACK, COPY, ALLREDUCE: values moved between the devices of a tuple.
+  Value across_devices(const UOp& u, size_t w) const {
+    const Value& v = at(u.src(0));
+    switch (u.op()) {
+      case Ops::MULTI:
+        return {u.axis() ? concat(v, *u.axis()) : v.at(0)};
+      case Ops::MSELECT:
+        return {v.at(static_cast<size_t>(u.arg_int()))};
+      case Ops::MSTACK:
+        return each(u.src().size(), [&](size_t d) { return in(u, d, 0); });
+      case Ops::COPY: {
+        // tuple -> anything: one shard (the arg's, else shard 0); one -> tuple: broadcast
+        const UOp& s = u.src(0);
+        bool pick =
+            !s.logical() && s.device().tuple() && (std::holds_alternative<int64_t>(u.arg()) || !u.device().tuple());
+        size_t k = std::holds_alternative<int64_t>(u.arg()) ? static_cast<size_t>(u.arg_int()) : 0;
+        return each(w, [&](size_t d) { return pick ? v.at(k) : v[v.size() == 1 ? 0 : d]; });
+      }
+      default: {  // ALLREDUCE
+        Ops op = static_cast<Ops>(u.arg_int());
+        HostBuffer acc = v.at(0);
+        for (size_t j = 1; j < v.size(); ++j) acc = combine(op, acc, v[j]);
+        return Value(w, acc);
+      }
+    }
+  }
+
+  // AFTER: its first source's value with the stores it orders applied.
+  Value after(const UOp& u, size_t w) const {
+    Value out = each(w, [&](size_t d) { return in(u, 0, d); });
+    UOp base = base_of(u.src(0));
+    for (size_t k = 1; k < u.src().size(); ++k) {
+      const UOp& st = u.src(k);
+      if (st.op() != Ops::STORE) continue;
+      if (base_of(st.src(0)) != base) throw InternalError("AFTER: a store into another buffer than the one it orders");
+      const Value& val = at(st.src(1));
+      if (st.src(0).op() == Ops::MSELECT) {
+        size_t j = static_cast<size_t>(st.src(0).arg_int());
+        out.at(j).bytes = val.at(0).bytes;
+      } else {
+        for (size_t d = 0; d < w; ++d) out[d].bytes = val[val.size() == 1 ? 0 : d].bytes;
+      }
+    }
+    return out;
+  }
+
+  // Movement and ALU ops, per device; any other op has no semantics here.
+  Value computed(const UOp& u, size_t w) const {
+    if (group::movement().contains(u.op()))
+      return each(w, [&](size_t d) { return movement(u, in(u, 0, d), static_cast<int64_t>(d)); });
+    if (!group::alu().contains(u.op()))
+      throw InternalError(fmt::format("the interpreter has no semantics for {}", op_name(u.op())));
+    return each(w, [&](size_t d) {
+      std::vector<const HostBuffer*> args;
+      for (size_t k = 0; k < u.src().size(); ++k) args.push_back(&in(u, k, d));
+      return elementwise(u, args);
+    });
+  }
+
+  const BufferLookup& lookup_;
+  std::unordered_map<const detail::Node*, Value> vals_;
+};
+
+}  // namespace
+
+Interpreter::Interpreter(BufferLookup lookup) : lookup_(std::move(lookup)) {}
+
+std::vector<HostBuffer> Interpreter::evaluate(const UOp& root) {
+  Evaluator ev(lookup_);
+  for (const UOp& u : root.graph().toposort({root})) ev.evaluate(u);
+  return ev.at(root);
 }
 
 }  // namespace ringrt

@@ -129,6 +129,13 @@ struct Loader {
   Loader(const Loader&) = delete;  // the setters capture `this`
   Loader& operator=(const Loader&) = delete;
   Loader() {
+    add_device_keys();
+    add_experiment_keys();
+    add_tunable_keys();
+  }
+
+  // The setters of backend and devices.*.
+  void add_device_keys() {
     leaves["backend"] = [this](auto& n, auto& k) { backend = choice(n, k, {"auto", "cpu", "hip"}); };
     leaves["devices.count"] = [this](const YAML::Node& n, const std::string& k) {
       const char* expected = "a device count >= 1 or a list of device names";
@@ -147,6 +154,10 @@ struct Loader {
       cfg.groups.clear();
       for (int64_t g : int_list(n, k, 0, INT32_MAX)) cfg.groups.push_back(static_cast<int>(g));
     };
+  }
+
+  // The setters of experiment.*.
+  void add_experiment_keys() {
     leaves["experiment.collective"] = [this](auto& n, auto& k) {
       cfg.collective = choice(n, k, {"allreduce"});  // later: reduce_scatter, allgather, broadcast
     };
@@ -192,6 +203,10 @@ struct Loader {
     };
     leaves["experiment.iters"] = [this](auto& n, auto& k) { cfg.iters = static_cast<int>(integer(n, k, 1, 1000000)); };
     leaves["experiment.check"] = [this](auto& n, auto& k) { cfg.check = boolean(n, k); };
+  }
+
+  // The setters of every tunable (rewrite/settings.hpp), parsed by set_tunable.
+  void add_tunable_keys() {
     for (const Tunable& t : tunables()) {
       leaves[std::string(t.key)] = [this](const YAML::Node& n, const std::string& k) {
         std::string text;
@@ -290,9 +305,20 @@ struct Loader {
     cfg.backend = backend == "auto" ? (hip_devices().empty() ? "cpu" : "hip") : backend;
     bool cpu = cfg.backend == "cpu";
     int64_t available = cpu ? 1024 : static_cast<int64_t>(hip_devices().size());
-    std::string prefix = cpu ? "CPU:" : "HIP:";
     if (!cpu && available == 0)
       fail(origin("backend"), "backend", "a backend with devices (no HIP GPU is present; use cpu)", "'hip'");
+    resolve_devices(cpu, available);
+    size_t ndev = cfg.devices.size();
+    if (cpu) set_cpu_device_count(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
+    check_groups();
+    check_leaders();
+    check_sizes();
+  }
+
+  // cfg.devices from devices.count: the listed names (each a device of the backend, once), or the
+  // first n devices (default: 4 CPUs, or every GPU present).
+  void resolve_devices(bool cpu, int64_t available) {
+    std::string prefix = cpu ? "CPU:" : "HIP:";
     if (!device_list.empty()) {
       int64_t n = static_cast<int64_t>(device_list.size());
       std::string expected = cpu ? fmt::format("a device CPU:i with 0 <= i < {} (the number of devices)", n)
@@ -313,14 +339,21 @@ struct Loader {
              std::to_string(n));
       for (int64_t i = 0; i < n; ++i) cfg.devices.push_back(prefix + std::to_string(i));
     }
+  }
+
+  // devices.groups: one group id per device; they become the allreduce settings' groups.
+  void check_groups() {
     size_t ndev = cfg.devices.size();
-    if (cpu) set_cpu_device_count(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
     if (!cfg.groups.empty() && cfg.groups.size() != ndev)
       fail(origin("devices.groups"), "devices.groups",
            fmt::format("{} group ids, one per device of ({})", ndev, fmt::join(cfg.devices, ", ")),
            fmt::format("{} ([{}])", cfg.groups.size(), fmt::join(cfg.groups, ", ")));
     cfg.settings.groups.clear();
     for (size_t i = 0; i < cfg.groups.size(); ++i) cfg.settings.groups[cfg.devices[i]] = cfg.groups[i];
+  }
+
+  // allreduce.reduce_leaders: devices of the run, at most one per group.
+  void check_leaders() {
     std::map<int, std::string> leader_of;
     for (const std::string& l : cfg.settings.reduce_leaders) {
       auto it = std::find(cfg.devices.begin(), cfg.devices.end(), l);
@@ -334,6 +367,10 @@ struct Loader {
              fmt::format("'{}' and '{}' in group {}", leader_of[g], l, g));
       leader_of[g] = l;
     }
+  }
+
+  // experiment.sizes: min holds at least one element and is at most max.
+  void check_sizes() {
     if (cfg.form == SweepForm::sizes) {
       int64_t item = itemsize(cfg.dtype);
       if (cfg.size_min < item)

@@ -166,34 +166,94 @@ struct Leftovers {
 };
 }  // namespace
 
-void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
-                  const ExecOptions& options) const {
-  std::unordered_map<const detail::Node*, std::vector<Block>> mem;
-  std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out;  // alias roots' outputs
-  std::vector<std::vector<Block>> temps;  // intermediates and scratch buffers of this run
-  std::vector<std::shared_ptr<DeviceStorage>> held;
-  for (size_t r = 0; r < roots_.size(); ++r) {
-    const UOp& root = roots_[r];
-    if (root.op() == Ops::AFTER || root.op() == Ops::MSELECT || root.op() == Ops::MSTACK) {
-      alias_out[root.node()] = &outs.at(r);
-    } else if (root.op() != Ops::ASSIGN) {
-      mem[root.node()] = outs.at(r);
+// One call of Program::run: the memory it binds (resolved lazily, value by value), the peer reads it
+// patches in, the items it submits and the watchdog's wait for them.
+class Program::Run {
+ public:
+  Run(const Program& p, const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
+      const ExecOptions& options)
+      : p_(p), inputs_(inputs), options_(options), elided_(p.plan_.items.size(), 0), events_(p.plan_.items.size()) {
+    bind_roots(outs);
+  }
+
+  // Peer reads: an elidable copy's destination block becomes an alias of its source range, so the
+  // items reading it read the source in place; it waits for what the copy would have waited for.
+  // Resolved values derived from a patched block are dropped after each patch and resolved again.
+  void patch_peer_reads() {
+    std::unordered_set<const detail::Node*> fixed;
+    std::unordered_map<const detail::Node*, std::vector<void*>> patched;  // base -> its patched blocks' sources
+    for (const auto& [node, blocks] : mem_) fixed.insert(node);
+    for (size_t i = 0; i < p_.plan_.items.size(); ++i)
+      if (p_.peer_reads_[i]) patch_peer_read(i, fixed, patched);
+    fill_unwritten_blocks(patched);
+    drop_derived(fixed, nullptr);
+  }
+
+  // Submits every item to its device's queue after the events of the items it waits for.
+  void submit() {
+    for (size_t i = 0; i < p_.plan_.items.size(); ++i) {
+      std::vector<Event> after = wait_list(i);
+      if (elided_[i]) {
+        events_[i] = std::move(after);
+      } else if (p_.plan_.items[i].kind == ScheduleItem::Kind::copy) {
+        submit_copy(i, after);
+      } else {
+        submit_kernel(i, after);
+      }
     }
   }
 
-  // The memory of a realized value (iterative over alias chains).
-  std::function<const std::vector<Block>&(const UOp&)> resolve = [&](const UOp& u) -> const std::vector<Block>& {
-    if (auto it = mem.find(u.node()); it != mem.end()) return it->second;
+  // The watchdog: every item must finish by the deadline. Frees this run's memory when all did.
+  void wait() {
+    auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    for (size_t i = 0; i < events_.size(); ++i) {
+      for (const Event& e : events_[i]) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        bool done = false;
+        try {
+          done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
+        } catch (...) {  // the item's error
+          free_when_all_done();
+          throw;
+        }
+        if (!done) {
+          free_when_all_done();
+          const ScheduleItem& item = p_.plan_.items[i];
+          throw TimeoutError(fmt::format("{} on {} did not complete within {} ms", describe(item, i),
+                                         item.device.to_string(), options_.timeout.count()));
+        }
+      }
+    }
+    for (const auto& t : temps_)
+      for (const Block& b : t) b.device->free(b.ptr, b.bytes);
+  }
+
+ private:
+  // The caller's output blocks: a root's memory, or what an alias root (AFTER, MSELECT, MSTACK)
+  // writes when its item writes the root itself; an ASSIGN root lives in its destination.
+  void bind_roots(const std::vector<std::vector<Block>>& outs) {
+    for (size_t r = 0; r < p_.roots_.size(); ++r) {
+      const UOp& root = p_.roots_[r];
+      if (root.op() == Ops::AFTER || root.op() == Ops::MSELECT || root.op() == Ops::MSTACK) {
+        alias_out_[root.node()] = &outs.at(r);
+      } else if (root.op() != Ops::ASSIGN) {
+        mem_[root.node()] = outs.at(r);
+      }
+    }
+  }
+
+  // The memory of a realized value (recursing through alias chains).
+  const std::vector<Block>& resolve(const UOp& u) {
+    if (auto it = mem_.find(u.node()); it != mem_.end()) return it->second;
     std::vector<Block> blocks;
     switch (u.op()) {
       case Ops::BUFFER: {
         int64_t id = std::get<BufferArg>(u.arg()).id;
-        if (auto st = inputs ? inputs(id) : nullptr) {
-          held.push_back(st);
+        if (auto st = inputs_ ? inputs_(id) : nullptr) {
+          held_.push_back(st);
           blocks = st->blocks();
         } else {  // a scratch buffer
-          temps.push_back(allocate(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()))));
-          blocks = temps.back();
+          blocks = allocate_temp(u);
         }
         break;
       }
@@ -209,85 +269,96 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
         for (const UOp& s : u.src()) blocks.push_back(resolve(s).at(0));
         break;
       default:
-        temps.push_back(allocate(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()))));
-        blocks = temps.back();
+        blocks = allocate_temp(u);
     }
-    return mem.emplace(u.node(), std::move(blocks)).first->second;
-  };
-  auto target_of = [&](const ScheduleItem& item) -> std::vector<Block> {
-    if (auto it = alias_out.find(item.target.node());
-        it != alias_out.end() && item.reads == std::vector<UOp>{item.target})
+    return mem_.emplace(u.node(), std::move(blocks)).first->second;
+  }
+
+  // Fresh memory for u, freed at the end of the run.
+  std::vector<Block> allocate_temp(const UOp& u) {
+    temps_.push_back(allocate(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()))));
+    return temps_.back();
+  }
+
+  // The blocks item writes: the caller's output blocks of an alias root it writes as a whole.
+  std::vector<Block> target_of(const ScheduleItem& item) {
+    if (auto it = alias_out_.find(item.target.node());
+        it != alias_out_.end() && item.reads == std::vector<UOp>{item.target})
       return *it->second;
     return resolve(item.target);
-  };
+  }
 
-  // Peer reads: an elidable copy's destination block becomes an alias of its source range, so the
-  // items reading it read the source in place; it waits for what the copy would have waited for.
-  // Resolved values derived from a patched block are dropped after each patch and resolved again.
-  std::vector<char> elided(plan_.items.size(), 0);
-  if (perf_options().peer_reads) {
-    std::unordered_set<const detail::Node*> fixed;
-    std::unordered_map<const detail::Node*, std::vector<void*>> patched;  // base -> its patched blocks' sources
-    for (const auto& [node, blocks] : mem) fixed.insert(node);
-    for (size_t i = 0; i < plan_.items.size(); ++i) {
-      if (!peer_reads_[i]) continue;
-      const ScheduleItem& item = plan_.items[i];
-      const WriteSite& site = sites_[i];
-      UOp base = item.target;
-      while (base.node() != site.base) base = base.src(0);
-      if (base.op() == Ops::BUFFER && inputs && inputs(std::get<BufferArg>(base.arg()).id)) continue;
-      auto [src, offset] = copy_source(item.ast, item.reads);
-      Block from = resolve(src).at(0);
-      resolve(base);
-      Block& to = mem.at(site.base).at(static_cast<size_t>(site.block));
-      if (!to.device->can_read_peer(*from.device)) continue;
-      to.ptr = static_cast<char*>(from.ptr) + offset * itemsize(item.ast.dtype());
-      for (auto it = mem.begin(); it != mem.end();)
-        it = it->first != site.base && !fixed.count(it->first) && is_derived_alias(UOp(it->first)) ? mem.erase(it)
-                                                                                                   : std::next(it);
-      elided[i] = 1;
-      patched[site.base].push_back(to.ptr);
-    }
-    // a block nothing writes holds garbage: when every written block of its buffer reads the same
-    // source, point it there too (naive: a device's own slot), so a kernel reading it reads cached memory
+  // Patches copy item i into a peer read when its destination is not an input and its device can
+  // read the source's memory.
+  void patch_peer_read(size_t i, const std::unordered_set<const detail::Node*>& fixed,
+                       std::unordered_map<const detail::Node*, std::vector<void*>>& patched) {
+    const ScheduleItem& item = p_.plan_.items[i];
+    const WriteSite& site = p_.sites_[i];
+    UOp base = item.target;
+    while (base.node() != site.base) base = base.src(0);
+    if (base.op() == Ops::BUFFER && inputs_ && inputs_(std::get<BufferArg>(base.arg()).id)) return;
+    auto [src, offset] = copy_source(item.ast, item.reads);
+    Block from = resolve(src).at(0);
+    resolve(base);
+    Block& to = mem_.at(site.base).at(static_cast<size_t>(site.block));
+    if (!to.device->can_read_peer(*from.device)) return;
+    to.ptr = static_cast<char*>(from.ptr) + offset * itemsize(item.ast.dtype());
+    drop_derived(fixed, site.base);
+    elided_[i] = 1;
+    patched[site.base].push_back(to.ptr);
+  }
+
+  // A block nothing writes holds garbage: when every written block of its buffer reads the same
+  // source, point it there too (naive: a device's own slot), so a kernel reading it reads cached memory.
+  void fill_unwritten_blocks(const std::unordered_map<const detail::Node*, std::vector<void*>>& patched) {
     for (const auto& [base, ptrs] : patched) {
-      const std::vector<int64_t>& written = written_.at(base);
-      std::vector<Block>& blocks = mem.at(base);
+      const std::vector<int64_t>& written = p_.written_.at(base);
+      std::vector<Block>& blocks = mem_.at(base);
       if (written.front() < 0 || written.size() != ptrs.size() ||
           std::any_of(ptrs.begin(), ptrs.end(), [&](void* p) { return p != ptrs[0]; }))
         continue;
       for (size_t b = 0; b < blocks.size(); ++b)
         if (!std::binary_search(written.begin(), written.end(), static_cast<int64_t>(b))) blocks[b].ptr = ptrs[0];
     }
-    for (auto it = mem.begin(); it != mem.end();)
-      it = !fixed.count(it->first) && is_derived_alias(UOp(it->first)) ? mem.erase(it) : std::next(it);
   }
 
-  std::vector<std::vector<Event>> events(plan_.items.size());
-  for (size_t i = 0; i < plan_.items.size(); ++i) {
-    const ScheduleItem& item = plan_.items[i];
-    // each event once: an elided copy passes on what it waited for, so without this the lists of a
-    // chain of elided copies that depend on each other (a ring's allgather) grow exponentially
+  // Drops the resolved values derived from others (to be resolved again), but for the fixed ones
+  // and keep.
+  void drop_derived(const std::unordered_set<const detail::Node*>& fixed, const detail::Node* keep) {
+    for (auto it = mem_.begin(); it != mem_.end();)
+      it = it->first != keep && !fixed.count(it->first) && is_derived_alias(UOp(it->first)) ? mem_.erase(it)
+                                                                                            : std::next(it);
+  }
+
+  // The events item i waits for, each once: an elided copy passes on what it waited for, so without
+  // this the lists of a chain of elided copies that depend on each other (a ring's allgather) grow
+  // exponentially.
+  std::vector<Event> wait_list(size_t i) const {
     std::vector<Event> after;
     std::unordered_set<const void*> seen;
-    for (size_t d : item.deps)
-      for (const Event& e : events[d])
+    for (size_t d : p_.plan_.items[i].deps)
+      for (const Event& e : events_[d])
         if (seen.insert(e.identity()).second) after.push_back(e);
-    if (elided[i]) {
-      events[i] = std::move(after);
-      continue;
-    }
+    return after;
+  }
+
+  // Submits copy item i (nothing for an empty one) to the destination device's queue.
+  void submit_copy(size_t i, const std::vector<Event>& after) {
+    const ScheduleItem& item = p_.plan_.items[i];
     std::vector<Block> target = target_of(item);
-    if (item.kind == ScheduleItem::Kind::copy) {
-      auto [src, offset] = copy_source(item.ast, item.reads);
-      const Block& from = resolve(src).at(0);
-      size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
-      if (bytes == 0) continue;
-      const char* src_ptr = static_cast<const char*>(from.ptr) + offset * itemsize(item.ast.dtype());
-      events[i].push_back(target.at(0).device->copy_from(*from.device, src_ptr, target[0].ptr, bytes, after));
-      continue;
-    }
-    const PreparedKernel& pk = *kernels_[i];
+    auto [src, offset] = copy_source(item.ast, item.reads);
+    const Block& from = resolve(src).at(0);
+    size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
+    if (bytes == 0) return;
+    const char* src_ptr = static_cast<const char*>(from.ptr) + offset * itemsize(item.ast.dtype());
+    events_[i].push_back(target.at(0).device->copy_from(*from.device, src_ptr, target[0].ptr, bytes, after));
+  }
+
+  // Launches kernel item i on each device it writes.
+  void submit_kernel(size_t i, const std::vector<Event>& after) {
+    const ScheduleItem& item = p_.plan_.items[i];
+    std::vector<Block> target = target_of(item);
+    const PreparedKernel& pk = *p_.kernels_[i];
     for (size_t d = 0; d < target.size(); ++d) {
       std::vector<void*> bufs{target[d].ptr};
       for (size_t r : pk.input_reads) {
@@ -295,42 +366,38 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
         bufs.push_back(b.at(b.size() == 1 ? 0 : d).ptr);
       }
       Device* dev = target[d].device;
-      events[i].push_back(dev->launch(*pk.compiled.at(dev), std::move(bufs), static_cast<int32_t>(d), after));
+      events_[i].push_back(dev->launch(*pk.compiled.at(dev), std::move(bufs), static_cast<int32_t>(d), after));
     }
   }
 
   // Ending early (a timeout, an item's error) while items may still run: this run's memory is not
   // freed under them but by the last of them to complete (never, if one never does).
-  auto free_when_all_done = [&] {
+  void free_when_all_done() {
     auto left = std::make_shared<Leftovers>();
-    left->temps = std::move(temps);
-    left->held = std::move(held);
-    left->outputs = options.keep_alive;
-    for (const auto& evs : events)
+    left->temps = std::move(temps_);
+    left->held = std::move(held_);
+    left->outputs = options_.keep_alive;
+    for (const auto& evs : events_)
       for (const Event& e : evs) e.on_done([left] {});
-  };
-
-  // the watchdog: every item must finish by the deadline
-  auto deadline = std::chrono::steady_clock::now() + options.timeout;
-  for (size_t i = 0; i < events.size(); ++i) {
-    for (const Event& e : events[i]) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      bool done = false;
-      try {
-        done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
-      } catch (...) {  // the item's error
-        free_when_all_done();
-        throw;
-      }
-      if (!done) {
-        free_when_all_done();
-        throw TimeoutError(fmt::format("{} on {} did not complete within {} ms", describe(plan_.items[i], i),
-                                       plan_.items[i].device.to_string(), options.timeout.count()));
-      }
-    }
   }
-  for (const auto& t : temps)
-    for (const Block& b : t) b.device->free(b.ptr, b.bytes);
+
+  const Program& p_;
+  const StorageLookup& inputs_;
+  const ExecOptions& options_;
+  std::unordered_map<const detail::Node*, std::vector<Block>> mem_;
+  std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out_;  // alias roots' outputs
+  std::vector<std::vector<Block>> temps_;  // intermediates and scratch buffers of this run
+  std::vector<std::shared_ptr<DeviceStorage>> held_;
+  std::vector<char> elided_;  // per item: a copy turned into a peer read
+  std::vector<std::vector<Event>> events_;
+};
+
+void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
+                  const ExecOptions& options) const {
+  Run run(*this, outs, inputs, options);
+  if (perf_options().peer_reads) run.patch_peer_reads();
+  run.submit();
+  run.wait();
 }
 
 }  // namespace ringrt

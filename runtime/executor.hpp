@@ -78,6 +78,7 @@ class Program {
 
  private:
   struct PreparedKernel;
+  class Run;  // one call of run(): its memory, peer reads, submission and wait
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)

@@ -63,12 +63,6 @@ bool is_hierarchical(const DeviceTuple& devs, const AllreduceSettings& s) {
          std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.size() > 1; });
 }
 
-UOp fold(Ops op, const std::vector<UOp>& terms) {
-  UOp acc = terms.at(0);
-  for (size_t i = 1; i < terms.size(); ++i) acc = acc.alu(op, {terms[i]});
-  return acc;
-}
-
 optional<UOp> handle_allreduce_multirank(const UOp& buf, const UOp& red, const AllreduceSettings& s) {
   if (!buf.device().tuple() || !is_hierarchical(buf.device().names(), s)) return std::nullopt;
   Ops op = static_cast<Ops>(red.arg_int());
@@ -100,15 +94,12 @@ optional<UOp> handle_allreduce_multirank(const UOp& buf, const UOp& red, const A
   return mstack(out);
 }
 
-optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings& s) {
-  if (!buf.device().tuple()) return std::nullopt;
-  Ops op = static_cast<Ops>(red.arg_int());
-  DeviceSpec device = red.src(1).device();
+// An allreduce served by other allreduces: 16-bit floats widened to float32 when the cast setting is
+// off, a one-device destination tuple as that device's allreduce stacked, a destination tuple other
+// than buf's as one allreduce per destination device; nothing otherwise.
+optional<UOp> reroute_allreduce(const UOp& buf, Ops op, const DeviceSpec& device, const AllreduceSettings& s) {
   const DeviceTuple& devs = buf.device().names();
-  int64_t ndev = static_cast<int64_t>(devs.size()), numel = prod(buf.shape());
-  Shape shape = buf.shape();
   DType dtype = buf.dtype();
-
   // 16-bit floats travel as float32 when the cast setting is off
   if (!s.cast && (dtype == DType::float16 || dtype == DType::bfloat16)) {
     UOp wide = buf.cast(DType::float32).allreduce(op, device);
@@ -121,8 +112,141 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
     for (const auto& d : device.names()) out.push_back(buf.allreduce(op, DeviceSpec(d)));
     return mstack(out);
   }
+  return std::nullopt;
+}
 
-  std::string algo = allreduce_algorithm(red, s);
+// One allreduce being lowered: buf (contiguous, on the tuple devs) reduced with op onto device (one
+// device, or buf's tuple). Chunks may be empty (fewer elements than devices): an empty chunk moves
+// nothing and is never built.
+struct Allreduce {
+  UOp buf;
+  Ops op;
+  DeviceSpec device;
+  DeviceTuple devs;
+  int64_t ndev, numel;
+  Shape shape;
+  DType dtype;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+
+  DeviceSpec to(int64_t d) const { return DeviceSpec(devs[static_cast<size_t>(d)]); }  // device d of the tuple
+  bool empty(size_t i) const { return chunks[i].first == chunks[i].second; }           // chunk i has no elements
+  UOp piece(const UOp& x, size_t i) const { return x.shrink(spans({chunks[i]})); }     // chunk i of flat x
+};
+
+// naive: every device's buffer copied to every other device and combined there.
+UOp naive_allreduce(const Allreduce& a) {
+  const UOp& buf = a.buf;
+  if (a.device.single()) {
+    std::vector<UOp> copies;
+    for (int64_t i = 0; i < a.ndev; ++i) copies.push_back(buf.mselect(i).copy_to_device(a.device));
+    return fold(a.op, copies);
+  }
+  // copies gather into per-source scratch buffers by MSELECT stores; a device reads its own shard in place
+  UOp dnum = device_num(a.ndev, &buf.graph());
+  std::vector<UOp> terms;
+  for (int64_t i = 0; i < a.ndev; ++i) {
+    UOp scratch = new_buffer(a.device, a.numel, a.dtype, &buf.graph());
+    std::vector<UOp> stores;
+    for (int64_t j = 0; j < a.ndev; ++j)
+      if (j != i) stores.push_back(scratch.mselect(j).store(buf.mselect(i).reshape({a.numel}).copy_to_device(a.to(j))));
+    UOp mine = broadcast_to(dnum.eq(const_uop(DType::int32, static_cast<double>(i), &buf.graph())), a.shape);
+    terms.push_back(mine.where(buf, scratch.after(stores).reshape(a.shape)));
+  }
+  return fold(a.op, terms);
+}
+
+// A chunk reduced by the reduce-scatter, and the device it ends on.
+struct ReducedChunk {
+  UOp value;
+  int64_t start = 0;
+};
+
+// all2all reduce-scatter: device i pulls chunk i from every device and reduces it.
+std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
+  UOp flat = a.buf.reshape({a.numel});
+  std::vector<ReducedChunk> out(a.chunks.size());
+  for (int64_t i = 0; i < a.ndev; ++i) {
+    size_t c = static_cast<size_t>(i);
+    if (a.empty(c)) continue;
+    std::vector<UOp> on_i;
+    for (int64_t j = 0; j < a.ndev; ++j) on_i.push_back(a.piece(flat.mselect(j), c).copy_to_device(a.to(i)));
+    out[c] = {fold(a.op, on_i), i};
+  }
+  return out;
+}
+
+// ring reduce-scatter: in n-1 steps chunk i travels (i+step) -> (i+step+1), combined on arrival, and
+// ends on device (i-1) mod n.
+std::vector<ReducedChunk> reduce_scatter_ring(const Allreduce& a) {
+  UOp flat = a.buf.reshape({a.numel});
+  std::vector<ReducedChunk> out(a.chunks.size());
+  for (int64_t i = 0; i < a.ndev; ++i) {
+    size_t c = static_cast<size_t>(i);
+    if (a.empty(c)) continue;
+    UOp chunk = a.piece(flat, c), reduced = chunk;
+    for (int64_t step = 0; step < a.ndev - 1; ++step) {
+      int64_t src = (i + step) % a.ndev, dest = (i + step + 1) % a.ndev;
+      UOp cp = reduced.device().tuple() ? reduced.copy_to_device(a.to(dest), src) : reduced.copy_to_device(a.to(dest));
+      reduced = cp.alu(a.op, {chunk.copy_to_device(a.to(dest), dest)});
+    }
+    out[c] = {reduced, (i + a.ndev - 1) % a.ndev};
+  }
+  return out;
+}
+
+// allgather of one reduced chunk: stored into an MSELECT of a scratch buffer on its device, then
+// copied to the others (all2all: from its device to each; ring: forwarded around the ring).
+UOp allgather_chunk(const Allreduce& a, size_t i, const ReducedChunk& r, bool all2all) {
+  int64_t start = r.start, len = a.chunks[i].second - a.chunks[i].first;
+  UOp scratch = new_buffer(a.device, len, a.dtype, &a.buf.graph());
+  UOp state = scratch.after({scratch.mselect(start).store(r.value)});
+  if (all2all) {
+    std::vector<UOp> stores;
+    for (int64_t j = 0; j < a.ndev; ++j)
+      if (j != start) stores.push_back(scratch.mselect(j).store(state.mselect(start).copy_to_device(a.to(j))));
+    return state.after(stores);
+  }
+  for (int64_t step = 1; step < a.ndev; ++step) {  // forward the chunk around the ring
+    int64_t prev = (start + step - 1) % a.ndev, dest = (start + step) % a.ndev;
+    state = state.after({scratch.mselect(dest).store(state.mselect(prev).copy_to_device(a.to(dest)))});
+  }
+  return state;
+}
+
+// reassemble: the non-empty chunks side by side, each element selected from the chunk that holds it.
+UOp reassemble(const Allreduce& a, const std::vector<UOp>& parts) {
+  std::vector<UOp> kept;
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (!a.empty(i)) kept.push_back(parts[i]);
+  return concat_select(kept, 0).reshape(a.shape);
+}
+
+// ring and all2all: reduce-scatter the chunks, then copy them to the one destination device or
+// allgather them on every device, and reassemble.
+UOp chunked_allreduce(const Allreduce& a, bool all2all) {
+  std::vector<ReducedChunk> reduced = all2all ? reduce_scatter_all2all(a) : reduce_scatter_ring(a);
+  std::vector<UOp> parts(a.chunks.size());
+  for (size_t i = 0; i < a.chunks.size(); ++i) {
+    if (a.empty(i)) continue;
+    // single device output: copy the reduced chunks straight to it
+    parts[i] =
+        a.device.single() ? reduced[i].value.copy_to_device(a.device) : allgather_chunk(a, i, reduced[i], all2all);
+  }
+  return reassemble(a, parts);
+}
+
+// The allreduce of buf onto red's destination with the chosen algorithm (naive, ring or all2all).
+optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings& s, const AllreduceChoices& choices) {
+  if (!buf.device().tuple()) return std::nullopt;
+  Ops op = static_cast<Ops>(red.arg_int());
+  DeviceSpec device = red.src(1).device();
+  if (auto rerouted = reroute_allreduce(buf, op, device, s)) return rerouted;
+  // the choice lower_multi made and reported; an allreduce it did not see (one this lowering made, or
+  // one rebuilt on rewritten sources) chooses by the same function
+  auto chosen = choices.find(red.node());
+  std::string algo = chosen != choices.end() ? chosen->second : allreduce_algorithm(red, s);
+  const DeviceTuple& devs = buf.device().names();
+  int64_t ndev = static_cast<int64_t>(devs.size()), numel = prod(buf.shape());
   // contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place)
   UOp under = buf;
   while (under.op() == Ops::RESHAPE) under = under.src(0);
@@ -130,98 +254,11 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
 
   if (ndev == 1) return device.single() ? buf.mselect(0).copy_to_device(device) : buf;
   if (numel == 0)  // nothing to reduce or move: the empty result, made on the destination
-    return broadcast_to(const_uop(dtype, 0, device, &buf.graph()), shape);
-
-  if (algo == "naive") {
-    if (device.single()) {
-      std::vector<UOp> copies;
-      for (int64_t i = 0; i < ndev; ++i) copies.push_back(buf.mselect(i).copy_to_device(device));
-      return fold(op, copies);
-    }
-    // copies gather into per-source scratch buffers by MSELECT stores; a device reads its own shard in place
-    UOp dnum = device_num(ndev, &buf.graph());
-    std::vector<UOp> terms;
-    for (int64_t i = 0; i < ndev; ++i) {
-      UOp scratch = new_buffer(device, numel, dtype, &buf.graph());
-      std::vector<UOp> stores;
-      for (int64_t j = 0; j < ndev; ++j)
-        if (j != i)
-          stores.push_back(scratch.mselect(j).store(
-              buf.mselect(i).reshape({numel}).copy_to_device(DeviceSpec(devs[static_cast<size_t>(j)]))));
-      UOp mine = broadcast_to(dnum.eq(const_uop(DType::int32, static_cast<double>(i), &buf.graph())), shape);
-      terms.push_back(mine.where(buf, scratch.after(stores).reshape(shape)));
-    }
-    return fold(op, terms);
-  }
-
-  auto chunks = allreduce_chunks(numel, ndev);
-  bool all2all = algo == "all2all";
-  UOp flat = buf.reshape({numel});
-  auto piece = [&](const UOp& x, std::pair<int64_t, int64_t> c) { return x.shrink(spans({c})); };
-  auto to = [&](int64_t d) { return DeviceSpec(devs[static_cast<size_t>(d)]); };
-  // chunks may be empty (fewer elements than devices): an empty chunk moves nothing and is never built
-  auto empty = [&](size_t i) { return chunks[i].first == chunks[i].second; };
-
-  // reduce-scatter: with all2all chunk i is reduced on device i, with ring it ends on device (i-1) mod n
-  std::vector<UOp> reduced_chunks(chunks.size());
-  std::vector<int64_t> starts(chunks.size());
-  for (int64_t i = 0; i < ndev; ++i) {
-    auto c = chunks[static_cast<size_t>(i)];
-    if (empty(static_cast<size_t>(i))) continue;
-    if (all2all) {
-      std::vector<UOp> on_i;
-      for (int64_t j = 0; j < ndev; ++j) on_i.push_back(piece(flat.mselect(j), c).copy_to_device(to(i)));
-      reduced_chunks[static_cast<size_t>(i)] = fold(op, on_i);
-      starts[static_cast<size_t>(i)] = i;
-    } else {
-      UOp chunk = piece(flat, c), reduced = chunk;
-      for (int64_t step = 0; step < ndev - 1; ++step) {
-        int64_t src = (i + step) % ndev, dest = (i + step + 1) % ndev;
-        UOp cp = reduced.device().tuple() ? reduced.copy_to_device(to(dest), src) : reduced.copy_to_device(to(dest));
-        reduced = cp.alu(op, {chunk.copy_to_device(to(dest), dest)});
-      }
-      reduced_chunks[static_cast<size_t>(i)] = reduced;
-      starts[static_cast<size_t>(i)] = (i + ndev - 1) % ndev;
-    }
-  }
-
-  // reassemble: the non-empty chunks side by side, each element selected from the chunk that holds it
-  auto reassemble = [&](const std::vector<UOp>& parts) {
-    std::vector<UOp> kept;
-    for (size_t i = 0; i < parts.size(); ++i)
-      if (!empty(i)) kept.push_back(parts[i]);
-    return concat_select(kept, 0).reshape(shape);
-  };
-
-  // single device output: copy the reduced chunks straight to it
-  if (device.single()) {
-    std::vector<UOp> parts(chunks.size());
-    for (size_t i = 0; i < chunks.size(); ++i)
-      if (!empty(i)) parts[i] = reduced_chunks[i].copy_to_device(device);
-    return reassemble(parts);
-  }
-
-  // allgather: store each chunk into an MSELECT of a scratch buffer, then copy it to the other devices
-  std::vector<UOp> gathered(chunks.size());
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    if (empty(i)) continue;
-    int64_t start = starts[i], len = chunks[i].second - chunks[i].first;
-    UOp scratch = new_buffer(device, len, dtype, &buf.graph());
-    UOp state = scratch.after({scratch.mselect(start).store(reduced_chunks[i])});
-    if (all2all) {
-      std::vector<UOp> stores;
-      for (int64_t j = 0; j < ndev; ++j)
-        if (j != start) stores.push_back(scratch.mselect(j).store(state.mselect(start).copy_to_device(to(j))));
-      state = state.after(stores);
-    } else {
-      for (int64_t step = 1; step < ndev; ++step) {  // forward the chunk around the ring
-        int64_t prev = (start + step - 1) % ndev, dest = (start + step) % ndev;
-        state = state.after({scratch.mselect(dest).store(state.mselect(prev).copy_to_device(to(dest)))});
-      }
-    }
-    gathered[i] = state;
-  }
-  return reassemble(gathered);
+    return broadcast_to(const_uop(buf.dtype(), 0, device, &buf.graph()), buf.shape());
+  Allreduce a{buf, op, device, devs, ndev, numel, buf.shape(), buf.dtype(), {}};
+  if (algo == "naive") return naive_allreduce(a);
+  a.chunks = allreduce_chunks(numel, ndev);
+  return chunked_allreduce(a, algo == "all2all");
 }
 
 // SHRINK pushed into an MSTACK: each device's shrink has _device_num substituted.
@@ -269,7 +306,7 @@ std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s) {
   return "naive";
 }
 
-PatternMatcher replace_allreduce(const AllreduceSettings& settings) {
+PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceChoices choices) {
   UPat copy_src = UPat::var("x");
   return PatternMatcher({
       // a copy of a value made of constants alone is that value made on the destination
@@ -285,7 +322,7 @@ PatternMatcher replace_allreduce(const AllreduceSettings& settings) {
       {UPat(Ops::ALLREDUCE).named("red").src({UPat::var("buf"), UPat()}),
        [settings](const Match& m) { return handle_allreduce_multirank(m["buf"], m["red"], settings); }},
       {UPat(Ops::ALLREDUCE).named("red").src({UPat::var("buf"), UPat()}),
-       [settings](const Match& m) { return handle_allreduce(m["buf"], m["red"], settings); }},
+       [settings, choices](const Match& m) { return handle_allreduce(m["buf"], m["red"], settings, choices); }},
       // a copy to the device a value already lives on is the value
       {UPat(Ops::COPY).named("c").src({copy_src, UPat(Ops::DEVICE)}),
        [](const Match& m) -> optional<UOp> {

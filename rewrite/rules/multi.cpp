@@ -316,10 +316,12 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
   Lowered out;
   UOp big = sink(roots);
   UOp sharded = graph_rewrite(big, multi_pm(), options);
+  AllreduceChoices choices;  // made once here for Lowered::algorithms, the DEBUG line and the lowering
   for (const UOp& u : sharded.graph().toposort({sharded})) {
     if (u.op() == Ops::ALLREDUCE && u.src(0).device().tuple()) {
       std::string algo = allreduce_algorithm(u, settings);
       out.algorithms.push_back(algo);
+      choices.emplace(u.node(), algo);
       if (settings.debug >= 2) {
         std::string name = algo;
         for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -328,7 +330,7 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
       }
     }
   }
-  UOp lowered = graph_rewrite(sharded, replace_allreduce(settings), options);
+  UOp lowered = graph_rewrite(sharded, replace_allreduce(settings, std::move(choices)), options);
   for (const UOp& r : lowered.src()) {
     bool is_multi = r.op() == Ops::MULTI;
     out.roots.push_back(is_multi ? r.src(0) : r);

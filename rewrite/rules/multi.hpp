@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "rewrite/pattern.hpp"
@@ -17,8 +18,12 @@ namespace ringrt {
 // A request no rule can serve throws ShapeError naming the op, the shapes and the axis.
 PatternMatcher multi_pm();
 
-// Allreduce lowering (naive | ring | all2all | hierarchical) and the copy/MSELECT/MSTACK clean-up.
-PatternMatcher replace_allreduce(const AllreduceSettings& settings);
+// The lowering chosen for each ALLREDUCE node, by node (lower_multi's choices).
+using AllreduceChoices = std::unordered_map<const detail::Node*, std::string>;
+
+// Allreduce lowering (naive | ring | all2all | hierarchical) and the copy/MSELECT/MSTACK clean-up. An
+// ALLREDUCE found in choices gets the lowering chosen there; any other chooses by allreduce_algorithm.
+PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceChoices choices = {});
 
 // Which lowering an ALLREDUCE of buf (on a device tuple) gets: "naive", "ring", "all2all" or
 // "hierarchical" (reference: handle_allreduce's use_ring/use_all2all, handle_allreduce_multirank).

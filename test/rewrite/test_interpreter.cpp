@@ -655,7 +655,7 @@ BOOST_AUTO_TEST_CASE(naive_allreduce_by_hand) {
     UOp mine = dnum.eq(cst(static_cast<double>(i), DType::int32)).reshape({1}).expand({2});
     terms.push_back(mine.where(buf, state.reshape({2})));
   }
-  auto v = per_device_ints(usum(terms));
+  auto v = per_device_ints(fold(Ops::ADD, terms));
   BOOST_REQUIRE(v.size() == 2u);
   CHECK_VALUES(v[0], I{11, 22});
   CHECK_VALUES(v[1], I{11, 22});
