@@ -177,8 +177,8 @@ UOp new_buffer(const DeviceSpec& device, int64_t numel, DType dtype, UOpGraph* g
 UOp device_num(int64_t ndev, UOpGraph* graph = nullptr);  // DEFINE_VAR _device_num in [0, ndev-1], int32
 UOp mstack(const std::vector<UOp>& shards);
 UOp sink(const std::vector<UOp>& roots);
-UOp fold(Ops op, const std::vector<UOp>& terms);
-inline UOp usum(const std::vector<UOp>& terms) { return fold(Ops::ADD, terms); }  // the API's left fold of ADD  // left fold of the binary op over terms (at least one)
+UOp fold(Ops op, const std::vector<UOp>& terms);  // left fold of the binary op over terms (at least one)
+inline UOp usum(const std::vector<UOp>& terms) { return fold(Ops::ADD, terms); }  // fold of ADD
 // CALL of the custom kernel `name` on args (at least one; the result has args[0]'s shape and devices);
 // dtype void for a call run for its effect on its arguments. Reference: tinygrad Ops.CALL.
 UOp call(const std::string& name, const std::vector<UOp>& args, DType dtype);
