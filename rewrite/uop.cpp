@@ -772,7 +772,9 @@ UOp UOp::after(const std::vector<UOp>& deps) const {
   src.insert(src.end(), deps.begin(), deps.end());
   return graph().make(Ops::AFTER, dtype(), std::move(src), {});
 }
-UOp UOp::assign(const UOp& value) const { return graph().make(Ops::ASSIGN, dtype(), {*this, value}, {}); }
+UOp UOp::assign(const UOp& value, std::optional<int64_t> call) const {
+  return graph().make(Ops::ASSIGN, dtype(), {*this, value}, call ? Arg(*call) : Arg());
+}
 UOp UOp::replace(std::vector<UOp> src) const { return graph().make(op(), dtype(), std::move(src), arg()); }
 UOp UOp::replace(std::vector<UOp> src, Arg a) const {
   return graph().make(op(), dtype(), std::move(src), std::move(a));

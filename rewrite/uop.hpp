@@ -144,7 +144,10 @@ class UOp {
   UOp mselect(int64_t index) const;
   UOp store(const UOp& value) const;
   UOp after(const std::vector<UOp>& deps) const;
-  UOp assign(const UOp& value) const;
+  // ASSIGN of value into this view. `call`, when given, tells separate assignments of the same structure
+  // apart (Tensor::assign numbers each call): an assignment runs once per call, never folded into an
+  // earlier one that hash-conses to the same node. The lowering ignores it.
+  UOp assign(const UOp& value, std::optional<int64_t> call = std::nullopt) const;
   // The same node with other sources (and optionally another arg).
   UOp replace(std::vector<UOp> src) const;
   UOp replace(std::vector<UOp> src, Arg arg) const;

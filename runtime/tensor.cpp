@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -337,7 +338,10 @@ Tensor Tensor::reduce(Ops op, std::vector<int> axes) const {
     if (std::find(axes.begin(), axes.end(), i) == axes.end()) out.push_back(shape()[static_cast<size_t>(i)]);
   return derive(r.reshape(out));
 }
-Tensor Tensor::sum(std::vector<int> axes) const { return reduce(Ops::ADD, std::move(axes)); }
+Tensor Tensor::sum(std::vector<int> axes) const {
+  if (dtype() == DType::bool_) return cast(DType::int32).sum(std::move(axes));  // a count, as tinygrad's
+  return reduce(Ops::ADD, std::move(axes));
+}
 Tensor Tensor::max(std::vector<int> axes) const { return reduce(Ops::MAX, std::move(axes)); }
 Tensor Tensor::min(std::vector<int> axes) const { return reduce(Ops::MIN, std::move(axes)); }
 Tensor Tensor::prod(std::vector<int> axes) const { return reduce(Ops::MUL, std::move(axes)); }
@@ -549,7 +553,7 @@ void Realizer::run_assign(const UOp& a, const StatePtr& owner, const AllreduceSe
       if (auto s = w.lock(); s && s != owner && s->borrowed && buffers_read(s->uop).count(id)) borrowers.push_back(s);
   }
   for (const StatePtr& b : borrowers) copy_out(b);
-  auto [program, low] = program_for({a}, settings);
+  auto [program, low] = program_for({a.replace(a.src(), Arg())}, settings);  // one program for every call
   program->run({{}}, find_storage);
   std::lock_guard<std::mutex> lock(assign_log().mu);
   assign_log().dest.emplace(a.node(), dest);
@@ -673,12 +677,13 @@ Tensor& Tensor::assign(const Tensor& value) {
   if (s_->view_base) return assign_view(value);
   if (!s_->borrowed && !is_buffer_view(uop()) && group::movement().contains(uop().op()))
     throw ShapeError(
-        fmt::format("ASSIGN: writing into a {} view is not supported; assign into the tensor itself or "
-                    "into a shrink of it",
-                    op_name(uop().op())));
+        fmt::format("ASSIGN: the tensor (shape {}) is a lazy {} view with no memory of its own (e.g. from full "
+                    "or expand); realize a contiguous() copy of it first, or assign into a shrink of it",
+                    shape_str(shape()), op_name(uop().op())));
   Realizer::own(s_);  // a borrowed value gets its own memory first: the write never reaches the lender
   Tensor v = value.cast(dtype());
-  s_->uop = uop().assign(v.uop());
+  static std::atomic<int64_t> calls{0};  // each call its own ASSIGN: X.assign(X + 1) runs every time
+  s_->uop = uop().assign(v.uop(), calls++);
   s_->storages.insert(s_->storages.end(), v.s_->storages.begin(), v.s_->storages.end());
   return *this;
 }

@@ -88,7 +88,8 @@ class Tensor {
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> before_after) const;
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> begin_end) const;
   Tensor flip(std::vector<int> axes) const;
-  // Reductions drop the reduced axes; an empty list reduces over every axis.
+  // Reductions drop the reduced axes; an empty list reduces over every axis. sum of a bool tensor counts
+  // (int32, as tinygrad's sum_acc_dtype); other dtypes keep their own.
   Tensor sum(std::vector<int> axes = {}) const;
   Tensor max(std::vector<int> axes = {}) const;
   Tensor min(std::vector<int> axes = {}) const;

@@ -365,6 +365,13 @@ Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
   const Shape& s0 = tensors[0].shape();
   int d = norm_axis("cat", dim, s0.size(), s0);
   DType dtype = tensors[0].dtype();
+  for (size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i].devices() != tensors[0].devices())
+      throw DeviceError(
+          fmt::format("cat: tensor {} (shape {}) is on {}, tensor 0 (shape {}) on {}; move them to "
+                      "the same devices first",
+                      i, shape_str(tensors[i].shape()), tensors[i].uop().device().to_string(), shape_str(s0),
+                      tensors[0].uop().device().to_string()));
   int64_t total = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];

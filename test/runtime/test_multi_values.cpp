@@ -316,3 +316,83 @@ BOOST_DATA_TEST_CASE(tensors_without_elements, bdata::make(kAlgos) * bdata::make
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(assign_in_a_loop)
+
+// An assignment whose value reads its own destination runs on every call, even when the graph of a
+// later call has the same structure as an earlier one (X.assign(X + 1) built again each step): single
+// device, replicated and sharded, every algorithm, against the host's running value.
+BOOST_DATA_TEST_CASE(value_reading_its_destination, bdata::make(kAlgos) * bdata::make({1, 3, 7}), algo, ndev) {
+  ScopedSettings scoped(forced(algo));
+  auto devs = ringrt::cpu_devices(ndev);
+  for (int layout = 0; layout < 3; ++layout) {
+    BOOST_TEST_CONTEXT((layout == 0 ? "one device" : layout == 1 ? "replicated" : "sharded") << " on " << ndev) {
+      Tensor x = Tensor::arange(2 * ndev);
+      if (layout == 1) x = x.shard(devs, std::nullopt);
+      if (layout == 2) x = x.shard(devs, 0);
+      x.realize();
+      std::vector<double> want;
+      for (int64_t i = 0; i < 2 * ndev; ++i) want.push_back(static_cast<double>(i));
+      for (int step = 0; step < 4; ++step) {
+        x.assign(step % 2 ? x * 2.0 : x + 1.0);
+        if (step != 2) x.realize();  // once left lazy: the next assign settles it first
+        for (double& w : want) w = step % 2 ? w * 2 : w + 1;
+      }
+      BOOST_TEST(values(x.host()) == want, boost::test_tools::per_element());
+    }
+  }
+}
+
+// The same through a shrink: each step writes the running value of two rows into them.
+BOOST_DATA_TEST_CASE(into_a_shrink, bdata::make({1, 4}), ndev) {
+  auto devs = ringrt::cpu_devices(ndev);
+  Tensor x = Tensor::arange(8).shard(devs, std::nullopt);
+  x.realize();
+  for (int step = 0; step < 5; ++step) {
+    Tensor rows = x.shrink({{2, 4}});
+    rows.assign(rows + 10.0);
+  }
+  std::vector<double> want = {0, 1, 52, 53, 4, 5, 6, 7};
+  BOOST_TEST(values(x.host()) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(small_classes)
+
+// sum of bools counts (int32), on one device and sharded under every algorithm.
+BOOST_DATA_TEST_CASE(sum_of_bools_counts, bdata::make(kAlgos) * bdata::make({1, 3, 5}), algo, ndev) {
+  ScopedSettings scoped(forced(algo));
+  auto devs = ringrt::cpu_devices(ndev);
+  std::vector<bool> v;
+  for (int64_t i = 0; i < 4 * ndev; ++i) v.push_back(i % 3 != 0);
+  int64_t want = 0;
+  for (bool b : v) want += b;
+  Tensor one = Tensor::from_vector(v, {4 * ndev});
+  BOOST_TEST(one.sum().dtype() == DType::int32);
+  BOOST_TEST(one.sum().host().get(0) == static_cast<double>(want));
+  BOOST_TEST(one.shard(devs, 0).sum().host().get(0) == static_cast<double>(want));
+}
+
+BOOST_AUTO_TEST_CASE(cat_across_devices_is_a_device_error) {
+  auto devs = ringrt::cpu_devices(3);
+  BOOST_CHECK_EXCEPTION(Tensor::cat({Tensor::arange(3).shard(devs, std::nullopt), Tensor::arange(3)}, 0),
+                        ringrt::DeviceError, [](const std::exception& e) {
+                          std::string w = e.what();
+                          return w.find("cat") != std::string::npos && w.find("(3,)") != std::string::npos;
+                        });
+}
+
+BOOST_AUTO_TEST_CASE(assign_into_a_lazy_full_says_what_to_do) {
+  Tensor x = Tensor::full({4}, 0);
+  BOOST_CHECK_EXCEPTION(x.assign(Tensor::arange(4)), ringrt::ShapeError, [](const std::exception& e) {
+    std::string w = e.what();
+    return w.find("contiguous()") != std::string::npos && w.find("(4,)") != std::string::npos;
+  });
+  Tensor y = Tensor::full({4}, 0).contiguous();
+  y.realize();
+  y.assign(Tensor::arange(4));
+  BOOST_TEST(values(y.host()) == (std::vector<double>{0, 1, 2, 3}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
