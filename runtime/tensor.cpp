@@ -715,8 +715,7 @@ Tensor& Tensor::assign_view(const Tensor& value) {
       if (v.uop().logical()) v = v.to(devs[0]).shard(devs, std::nullopt);
     }
   }
-  UOp on = device_uop(base.uop().device());
-  UOp mask = broadcast_to(make_uop(Ops::CONST, DType::bool_, {on}, int64_t{1}), shape()).pad(spans(ba));
+  UOp mask = broadcast_to(const_uop(DType::bool_, 1, base.uop().device()), shape()).pad(spans(ba));
   Tensor merged = base.derive(mask.where(v.uop().pad(spans(ba)), base.uop()));
   merged.s_->storages.insert(merged.s_->storages.end(), v.s_->storages.begin(), v.s_->storages.end());
   base.assign(merged);

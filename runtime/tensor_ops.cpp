@@ -240,8 +240,7 @@ Tensor Tensor::full_like(double value) const {
   const DeviceSpec& dev = uop().device();
   if (!dev.tuple() || !shard_axis()) return derive(const_on(uop(), dtype(), value, shape()));
   Shape local = local_shape("full_like", shape(), shard_axis(), dev.count());
-  UOp c = make_uop(Ops::CONST, dtype(), {device_uop(dev)}, const_uop(dtype(), value).arg());
-  return derive(broadcast_to(c, local).multi(shard_axis()));
+  return derive(const_on(uop(), dtype(), value, local).multi(shard_axis()));
 }
 
 // ---------------------------------------------------------------------------------------------
