@@ -53,10 +53,10 @@ foreach(src IN LISTS RINGRT_TEST_SOURCES)
   target_link_libraries(${target} PRIVATE ringrt_test_options $<TARGET_NAME_IF_EXISTS:ringrt_test_support>)
   set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}")
   ringrt_warnings(${target})
-  if(label STREQUAL "integration" AND TARGET ringrt_cli)
+  if(label STREQUAL "integration")
     # Integration tests run the `ringrt` program as a subprocess and parse its JSON output.
     target_compile_definitions(${target} PRIVATE RINGRT_CLI_PATH="$<TARGET_FILE:ringrt_cli>")
-    target_link_libraries(${target} PRIVATE nlohmann_json::nlohmann_json)
+    target_link_libraries(${target} PRIVATE ringrt_tools nlohmann_json::nlohmann_json)
     add_dependencies(${target} ringrt_cli)
   endif()
   # XDG_CACHE_HOME: the compile cache of test runs stays inside this build tree.

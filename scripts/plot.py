@@ -5,7 +5,7 @@
     build/release/ringrt run configs/naive.yaml --csv naive.csv
     scripts/plot.py -o busbw.png ring.csv naive.csv
 
-Each CSV row is one size (columns of runtime/report.hpp write_csv: size_bytes, ..., algo, ...,
+Each CSV row is one size (columns of runtime/cli/report.hpp write_csv: size_bytes, ..., algo, ...,
 busbw_gbs, ..., ndev, backend). Rows are grouped by algorithm; when one algorithm appears in several
 files, the file name tells its lines apart. Needs Debian's python3-matplotlib (scripts/install-deps.sh),
 hence /usr/bin/python3 rather than whatever python3 comes first on PATH.

@@ -1,6 +1,6 @@
-// Multi-device lowering: the sharding rules (multi.cpp) and the allreduce lowering with its clean-up
-// rules (allreduce.cpp). Reference: tinygrad schedule/multi.py multi_pm, replace_allreduce,
-// handle_allreduce, handle_allreduce_multirank, with the allreduce-without-MSTACK change.
+// The multi-device rules: the sharding rules (multi.cpp) and the allreduce lowering with its clean-up
+// rules (allreduce.cpp); rewrite/lower/lower.hpp runs them as one pass. Reference: tinygrad schedule/multi.py multi_pm,
+// replace_allreduce, handle_allreduce, handle_allreduce_multirank, with the allreduce-without-MSTACK change.
 #pragma once
 
 #include <optional>
@@ -32,17 +32,6 @@ std::string allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& s
 // Chunk bounds of a flat buffer of numel elements cut into ndev pieces: multiples of the first of
 // 32, 16, 8, 4, 2 dividing numel (else 1), the first `left` chunks one factor larger.
 std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t ndev);
-
-struct Lowered {
-  std::vector<UOp> roots;                // per logical root: the per-device node (a MULTI's shards)
-  std::vector<std::optional<int>> axes;  // per root: the shard axis when the root was a sharded MULTI
-  std::vector<std::string> algorithms;   // per allreduce, in topological order
-};
-
-// Lowers logical roots to per-device graphs: multi_pm, then replace_allreduce. With settings.debug >= 2
-// prints one line per allreduce to stderr. Throws ShapeError for impossible sharding.
-Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& settings,
-                    const RewriteOptions& options = {});
 
 // Helpers shared by the rule files.
 // The in-place input switch (environment RINGRT_ALLREDUCE_IN_PLACE, read once; default on, 0 turns it

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -235,5 +236,21 @@ class CpuDevice : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_cpu_device(const std::string& name) { return std::make_unique<CpuDevice>(name); }
+
+namespace {
+std::atomic<int> g_cpu_count{4};  // CPU:0 .. CPU:g_cpu_count-1 exist
+}  // namespace
+
+void set_cpu_device_count(int n) {
+  if (n < 1) throw DeviceError(fmt::format("the cpu backend needs at least one device, got {}", n));
+  int now = g_cpu_count.load();
+  while (n > now && !g_cpu_count.compare_exchange_weak(now, n)) {
+  }
+}
+
+void register_cpu_backend() {
+  register_backend({"CPU", [] { return g_cpu_count.load(); },
+                    [](int index) { return make_cpu_device(fmt::format("CPU:{}", index)); }});
+}
 
 }  // namespace ringrt

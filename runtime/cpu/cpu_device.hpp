@@ -6,10 +6,12 @@
 #include <memory>
 #include <string>
 
-#include "runtime/device.hpp"
+#include "runtime/device/device.hpp"
 
 namespace ringrt {
 
 std::unique_ptr<Device> make_cpu_device(const std::string& name);
+// Registers the "CPU" backend with the device registry (called by register_builtin_backends).
+void register_cpu_backend();
 
 }  // namespace ringrt

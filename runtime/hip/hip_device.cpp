@@ -774,4 +774,8 @@ std::unique_ptr<Device> make_hip_device(int index) {
   return std::make_unique<HipDevice>(index);
 }
 
+void register_hip_backend() {
+  register_backend({"HIP", [] { return static_cast<int>(hip_device_names().size()); }, make_hip_device});
+}
+
 }  // namespace ringrt

@@ -1,7 +1,7 @@
 // The hip backend: one Device "HIP:i" per GPU that the HIP runtime reports (DESIGN.md "Runtime").
 // Reference: rocm-examples (HIP_CHECK, the peer-access sequence), tinygrad runtime/ops_hip.py (modules
 // from hipRTC code objects, arguments packed into one buffer), ggml-cuda (a queue per device).
-// Compiled only when HIP is built (RINGRT_HAVE_HIP); the registry (runtime/device.cpp) calls the two
+// Compiled only when HIP is built (RINGRT_HAVE_HIP); the registry (runtime/device/device.cpp) calls the two
 // functions below. This header includes no HIP header; the check macros are in hip_check.hpp.
 //
 // Streams and threads. Each device owns a compute stream (kernels) and a copy stream (copy_from), both
@@ -60,7 +60,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.hpp"
+#include "runtime/device/device.hpp"
 
 namespace ringrt {
 
@@ -73,6 +73,8 @@ std::vector<std::string> hip_device_names();
 // The device HIP:index: its streams and threads are created here. Throws DeviceError naming "HIP:index"
 // and the GPUs that exist when index is out of range, or the failing HIP call.
 std::unique_ptr<Device> make_hip_device(int index);
+// Registers the "HIP" backend with the device registry (called by register_builtin_backends).
+void register_hip_backend();
 
 namespace hip_launch {
 

@@ -12,8 +12,9 @@
 #include <optional>
 #include <ringrt/ringrt.hpp>
 
+#include "rewrite/lower/lower.hpp"
+#include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/schedule.hpp"
 
 using namespace ringrt;
 

@@ -37,7 +37,7 @@
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/interpreter.hpp"
-#include "runtime/device.hpp"
+#include "runtime/device/device.hpp"
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_device.hpp"
 #include "test/codegen/random_kernel.hpp"

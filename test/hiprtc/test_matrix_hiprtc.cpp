@@ -1,6 +1,6 @@
 // hipRTC (no GPU needed): every kernel of the multi-device allreduce test matrix (test/support/
 // allreduce_matrix.hpp: ndev x algorithm x dtype x op x numel) compiles for gfx90a. The kernels are
-// the ones realize() compiles (runtime/item_kernel.hpp lower_item), rendered by render_hip and
+// the ones realize() compiles (codegen/item_kernel.hpp lower_item), rendered by render_hip and
 // deduplicated by source over the whole matrix; 40 kernels share one hipRTC program, which costs
 // ~14x less than a program each (hipRTC's fixed cost per program dominates these small kernels). Six
 // test cases each compile a sixth, so `ctest -j` spreads them. Without HIP the case is skipped (a false

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "codegen/compiler.hpp"
-#include "runtime/config.hpp"
+#include "runtime/cli/config.hpp"
 #include "test/integration/cli_run.hpp"
 
 namespace bdata = boost::unit_test::data;

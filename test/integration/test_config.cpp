@@ -1,16 +1,16 @@
 // The YAML experiment config: every class of bad input stops `ringrt` with exit status 2 and a message
 // naming the file, the 1-based line and column, the key and what was expected; good input parses to
 // the right values with the precedence --set > environment > YAML > default.
-// Reference: DESIGN.md "The ringrt program and YAML", runtime/config.hpp.
+// Reference: DESIGN.md "The ringrt program and YAML", runtime/cli/config.hpp.
 #define BOOST_TEST_MODULE config
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 
 #include "rewrite/errors.hpp"
-#include "runtime/config.hpp"
-#include "runtime/report.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/cli/config.hpp"
+#include "runtime/cli/report.hpp"
 #include "test/integration/cli_run.hpp"
 
 namespace bdata = boost::unit_test::data;

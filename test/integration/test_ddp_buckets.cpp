@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config.hpp"
+#include "runtime/cli/config.hpp"
 
 using namespace ringrt;
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "rewrite/settings.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
 
 namespace bdata = boost::unit_test::data;
 

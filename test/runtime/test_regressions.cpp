@@ -30,7 +30,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/settings.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
 
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;

@@ -1,6 +1,6 @@
-// Schedule::kernel_items, Schedule::source and Schedule::emit_sources (runtime/schedule_source.cpp):
+// Schedule::kernel_items, Schedule::source and Schedule::emit_sources (runtime/api/schedule_source.cpp):
 // one file per kernel item named by item index and kernel name, the IR realize() compiles
-// (runtime/item_kernel.hpp), the host compiler builds every emitted cpu file, bad targets are ConfigErrors and
+// (codegen/item_kernel.hpp), the host compiler builds every emitted cpu file, bad targets are ConfigErrors and
 // unwritable directories IOErrors.
 #define BOOST_TEST_MODULE runtime_schedule_source
 #include <fmt/format.h>
@@ -13,10 +13,11 @@
 #include <sstream>
 
 #include "codegen/compiler.hpp"
+#include "codegen/item_kernel.hpp"
 #include "codegen/render.hpp"
+#include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/item_kernel.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
 
 namespace fs = std::filesystem;
 using namespace ringrt;

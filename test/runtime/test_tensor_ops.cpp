@@ -1,4 +1,4 @@
-// The Tensor ops of runtime/tensor_ops.cpp and the dtypes int16/uint32, each on 1 to 8 cpu devices,
+// The Tensor ops of runtime/api/tensor_ops.cpp and the dtypes int16/uint32, each on 1 to 8 cpu devices,
 // replicated and sharded, under every allreduce algorithm where a reduction crosses the shard axis.
 //
 // Every expected value is computed here by host loops over the unsharded data (C++ arithmetic in the
@@ -26,9 +26,9 @@
 #include "rewrite/dtype.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
-#include "runtime/device.hpp"
-#include "runtime/memory.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/device/device.hpp"
+#include "runtime/device/memory.hpp"
 
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;

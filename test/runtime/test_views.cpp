@@ -28,7 +28,7 @@
 #include "rewrite/dtype.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
 
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;

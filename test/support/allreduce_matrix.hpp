@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "codegen/item_kernel.hpp"
 #include "codegen/render.hpp"
+#include "rewrite/lower/lower.hpp"
+#include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/item_kernel.hpp"
-#include "runtime/schedule.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
 
 namespace ringrt::test {
 
@@ -40,7 +41,7 @@ inline AllreduceSettings matrix_settings(const std::string& algo, int ndev) {
 }
 
 // The allreduce of one matrix point, x.sum({0}) (op ADD) or x.max({0}) (op MAX) of a realized
-// (ndev, numel) tensor sharded on axis 0, as the Tensor front end builds it (runtime/tensor.cpp shard
+// (ndev, numel) tensor sharded on axis 0, as the Tensor front end builds it (runtime/api/tensor.cpp shard
 // and reduce): a MULTI (axis 0) over a BUFFER of numel elements on the device tuple reshaped to
 // (1, numel), a REDUCE_AXIS over axis 0 and a reshape to (numel). Built straight from UOps: realizing x
 // would first compile and run its shard kernels, which the kernel tests do not need.
@@ -50,7 +51,7 @@ inline UOp matrix_allreduce(int ndev, DType dtype, Ops op, int64_t numel) {
   return x.r(op, {0}).reshape({numel});
 }
 
-// One kernel of the matrix's schedules: its IR (runtime/item_kernel.hpp lower_item), the ast it was
+// One kernel of the matrix's schedules: its IR (codegen/item_kernel.hpp lower_item), the ast it was
 // lowered from (placeholder buffer -1-k reads the item's realized value k) and those values.
 struct MatrixKernel {
   codegen::Kernel kernel;

@@ -8,8 +8,9 @@
 #include "codegen/kernel.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/interpreter.hpp"
+#include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;

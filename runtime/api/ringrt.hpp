@@ -9,5 +9,5 @@
 #include "rewrite/rewrite.hpp"
 #include "rewrite/settings.hpp"
 #include "rewrite/uop.hpp"
-#include "runtime/memory.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/device/memory.hpp"

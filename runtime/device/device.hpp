@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "codegen/kernel.hpp"
-#include "runtime/memory.hpp"
+#include "runtime/device/memory.hpp"
 
 namespace ringrt {
 
@@ -74,7 +74,7 @@ class Device {
   virtual void free(void* ptr, size_t bytes) = 0;
   virtual void copy_in(void* dst, const void* host, size_t bytes) = 0;   // synchronous
   virtual void copy_out(void* host, const void* src, size_t bytes) = 0;  // synchronous
-  // What allocate and free have handed out and cached (runtime/memory.hpp), a thread-safe snapshot.
+  // What allocate and free have handed out and cached (runtime/device/memory.hpp), a thread-safe snapshot.
   // Default: all zero, for a backend that does not count.
   virtual MemoryStats memory_stats() const { return {}; }
   virtual void reset_peak_memory() {}
@@ -123,11 +123,24 @@ inline constexpr size_t kInlineBytes = size_t{1} << 20;
 const PerfOptions& perf_options();
 void set_perf_options(const PerfOptions& options);  // for benchmarks and tests
 
-// The device named `name`, created on first use: "CPU:i" (i < the cpu device count, default 4, see
-// set_cpu_device_count) or "HIP:i" (i < the number of GPUs). Throws DeviceError naming it and the
-// devices that exist.
+// ---- the registry: resolves device names; backends register with it (it includes none of them).
+
+// A backend: the devices of one kind ("CPU", "HIP"), named "KIND:0" .. "KIND:count()-1".
+struct Backend {
+  std::string kind;
+  std::function<int()> count;                              // how many devices exist now
+  std::function<std::unique_ptr<Device>(int index)> make;  // device `index`, on first use
+};
+// Adds a backend (at start-up; tests add their own). Throws DeviceError for a kind registered
+// already. The built-in backends (cpu; hip when built) are registered before the first lookup.
+void register_backend(Backend backend);
+// The device named `name` ("CPU:3", "HIP:0"), created on first use. Throws DeviceError naming it and
+// the devices that exist.
 Device& device(const std::string& name);
-// The number of virtual cpu devices (default 4; raised on demand by cpu_devices(n)).
+// The names of every device of `kind` that exists now ("CPU:0", ...); empty for an unknown kind.
+std::vector<std::string> device_names(const std::string& kind);
+// The number of virtual cpu devices (default 4; raised on demand by cpu_devices(n); never lowered).
+// Throws DeviceError for n < 1. Implemented by the cpu backend (runtime/cpu/).
 void set_cpu_device_count(int n);
 
 }  // namespace ringrt

@@ -17,8 +17,8 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/device.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/device/device.hpp"
 
 namespace ringrt {
 

@@ -1,4 +1,4 @@
-#include "runtime/schedule.hpp"
+#include "rewrite/plan/schedule.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "runtime/item_kernel.hpp"
+#include "codegen/item_kernel.hpp"
 
 #include <unordered_map>
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/cli/config.hpp"
 
 namespace ringrt {
 

@@ -1,5 +1,5 @@
-// Schedule::source and Schedule::emit_sources (runtime/tensor.hpp): the kernel sources of a schedule,
-// rendered from the same kernel IR the executor compiles (runtime/item_kernel.hpp).
+// Schedule::source and Schedule::emit_sources (runtime/api/tensor.hpp): the kernel sources of a schedule,
+// rendered from the same kernel IR the executor compiles (codegen/item_kernel.hpp).
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "codegen/render.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
 
 namespace ringrt {
 

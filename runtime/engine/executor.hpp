@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "rewrite/interpreter.hpp"
-#include "runtime/device.hpp"
-#include "runtime/perf.hpp"
-#include "runtime/schedule.hpp"
+#include "rewrite/plan/memory_plan.hpp"
+#include "rewrite/plan/schedule.hpp"
+#include "runtime/device/device.hpp"
 
 namespace ringrt {
 
@@ -82,7 +82,7 @@ class Program {
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
-  // Peer reads (runtime/perf.hpp), planned once: per item, a copy that may become a peer read and
+  // Peer reads (rewrite/plan/memory_plan.hpp), planned once: per item, a copy that may become a peer read and
   // the site it writes; per base such a copy writes, the blocks the plan writes.
   std::vector<char> peer_reads_;
   std::vector<WriteSite> sites_;

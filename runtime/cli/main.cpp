@@ -14,11 +14,11 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/config.hpp"
-#include "runtime/device.hpp"
-#include "runtime/executor.hpp"
-#include "runtime/experiment.hpp"
-#include "runtime/report.hpp"
+#include "runtime/cli/config.hpp"
+#include "runtime/cli/experiment.hpp"
+#include "runtime/cli/report.hpp"
+#include "runtime/device/device.hpp"
+#include "runtime/engine/executor.hpp"
 
 namespace {
 

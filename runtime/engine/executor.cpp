@@ -1,4 +1,4 @@
-#include "runtime/executor.hpp"
+#include "runtime/engine/executor.hpp"
 
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/item_kernel.hpp"
 #include "rewrite/errors.hpp"
-#include "runtime/item_kernel.hpp"
-#include "runtime/perf.hpp"
+#include "rewrite/plan/memory_plan.hpp"
 
 namespace ringrt {
 

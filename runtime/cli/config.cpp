@@ -4,7 +4,7 @@
 // The same walker serves the file and each `--set key=value` (the value is parsed as YAML), so an
 // override can set any key, and both report errors the same way. Checks that join several keys
 // (groups vs devices, leaders vs devices, sizes vs dtype) run once at the end, at the key's origin.
-#include "runtime/config.hpp"
+#include "runtime/cli/config.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,8 +23,8 @@
 #include <set>
 
 #include "rewrite/errors.hpp"
-#include "runtime/device.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/device/device.hpp"
 
 namespace ringrt {
 namespace {

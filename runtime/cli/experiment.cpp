@@ -3,7 +3,7 @@
 // lazy allreduce and realizes it, timed with steady_clock around realize(); the last iteration's
 // result is checked on every device against a reference the host computes in double (int64 for
 // integers, wrapped to the type's width like the devices do).
-#include "runtime/experiment.hpp"
+#include "runtime/cli/experiment.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "rewrite/hash.hpp"
+#include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
 
 namespace ringrt {

@@ -17,13 +17,9 @@
 #include "rewrite/interpreter.hpp"
 #include "rewrite/settings.hpp"
 #include "rewrite/uop.hpp"
+#include "runtime/device/devices.hpp"
 
 namespace ringrt {
-
-// {"CPU:0", ..., "CPU:n-1"}: the cpu backend's virtual devices. Throws DeviceError for n < 1.
-std::vector<std::string> cpu_devices(int n);
-// Every HIP GPU ("HIP:0", ...); empty when none is present or HIP is not built.
-std::vector<std::string> hip_devices();
 
 struct CopyItem {
   std::string src, dst;
@@ -31,7 +27,7 @@ struct CopyItem {
   bool operator==(const CopyItem&) const = default;
 };
 
-// One kernel item of a schedule and the kernel IR the executor compiles for it (runtime/item_kernel.hpp).
+// One kernel item of a schedule and the kernel IR the executor compiles for it (codegen/item_kernel.hpp).
 struct KernelItem {
   size_t item = 0;         // its index among all items (copies included), as in Schedule::to_string()
   std::string device;      // the device or device tuple it is launched on, e.g. "(CPU:0, CPU:1)"
@@ -150,7 +146,7 @@ class Tensor {
   Schedule schedule() const;              // what realize() would run (nothing for a view of a buffer)
   const UOp& uop() const;
 
-  // ---- more ops (runtime/tensor_ops.cpp). Reference: tinygrad tensor.py, same names and semantics
+  // ---- more ops (runtime/api/tensor_ops.cpp). Reference: tinygrad tensor.py, same names and semantics
   // unless a comment says otherwise; on sharded tensors the multi rules apply (DESIGN.md "Multi rules").
 
   // A multi-device tensor from per-device host data: data[i] (all of one dtype and shape, the local

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/config.hpp"
-#include "runtime/experiment.hpp"
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/cli/config.hpp"
+#include "runtime/cli/experiment.hpp"
 
 namespace ringrt {
 

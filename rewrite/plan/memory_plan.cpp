@@ -1,4 +1,4 @@
-#include "runtime/perf.hpp"
+#include "rewrite/plan/memory_plan.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
-#include "runtime/device.hpp"
+#include "runtime/device/device.hpp"
 
 namespace ringrt {
 

@@ -1,4 +1,4 @@
-#include "runtime/report.hpp"
+#include "runtime/cli/report.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
 
 namespace ringrt {

@@ -1,11 +1,11 @@
 // Performance helpers of the executor (internal): which copies of a plan may become peer reads.
-// The switches themselves (PerfOptions) are declared in runtime/device.hpp.
+// The switches themselves (PerfOptions) are declared in runtime/device/device.hpp.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "runtime/schedule.hpp"
+#include "rewrite/plan/schedule.hpp"
 
 namespace ringrt {
 

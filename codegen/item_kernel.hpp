@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codegen/kernel.hpp"
-#include "runtime/schedule.hpp"
+#include "rewrite/plan/schedule.hpp"
 
 namespace ringrt {
 

@@ -1,4 +1,4 @@
-#include "runtime/tensor.hpp"
+#include "runtime/api/tensor.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,14 +12,14 @@
 
 #include "codegen/view.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/device.hpp"
-#include "runtime/executor.hpp"
+#include "runtime/device/device.hpp"
+#include "runtime/engine/executor.hpp"
 #ifdef RINGRT_HAVE_HIP
-#include "runtime/hip/hip_device.hpp"
 #endif
-#include "runtime/item_kernel.hpp"
-#include "runtime/schedule.hpp"
+#include "codegen/item_kernel.hpp"
+#include "rewrite/plan/schedule.hpp"
 
 namespace ringrt {
 
@@ -179,23 +179,6 @@ std::shared_ptr<Tensor::State> make_state(UOp u, std::vector<std::shared_ptr<Sto
   return s;
 }
 }  // namespace
-
-std::vector<std::string> cpu_devices(int n) {
-  if (n < 1) throw DeviceError(fmt::format("cpu_devices: need at least one device, got {}", n));
-  set_cpu_device_count(n);
-  if (n > 1024) throw DeviceError(fmt::format("cpu_devices: at most 1024 virtual devices, got {}", n));
-  std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) out.push_back(fmt::format("CPU:{}", i));
-  return out;
-}
-
-std::vector<std::string> hip_devices() {
-#ifdef RINGRT_HAVE_HIP
-  return hip_device_names();  // the HIP runtime's GPUs, queried once; empty without one
-#else
-  return {};
-#endif
-}
 
 // ---------------------------------------------------------------------------------------------
 // construction

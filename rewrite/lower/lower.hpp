@@ -1,0 +1,28 @@
+// Lowering: from a logical multi-device graph to per-device graphs (the first stage after the Tensor
+// front end; planning, rewrite/plan/, comes next). Runs the sharding rules, chooses each allreduce's
+// algorithm once, then lowers the allreduces. Reference: tinygrad schedule/multi.py (multi_pm, then
+// replace_allreduce) as run by tinygrad's get_kernelize_map.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rewrite/rewrite.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "rewrite/settings.hpp"
+
+namespace ringrt {
+
+struct Lowered {
+  std::vector<UOp> roots;                // per logical root: the per-device node (a MULTI's shards)
+  std::vector<std::optional<int>> axes;  // per root: the shard axis when the root was a sharded MULTI
+  std::vector<std::string> algorithms;   // per allreduce, in topological order
+};
+
+// Lowers logical roots to per-device graphs: multi_pm, then replace_allreduce. With settings.debug >= 2
+// prints one line per allreduce to stderr. Throws ShapeError for impossible sharding.
+Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& settings,
+                    const RewriteOptions& options = {});
+
+}  // namespace ringrt

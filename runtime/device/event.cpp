@@ -1,0 +1,77 @@
+// Event: completion of submitted device work (runtime/device/device.hpp).
+#include <condition_variable>
+#include <mutex>
+
+#include "runtime/device/device.hpp"
+
+namespace ringrt {
+
+struct Event::State {
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+  std::shared_ptr<const Native> native;
+  std::vector<std::function<void()>> on_done;  // run by set_done
+};
+
+Event::Event() : s_(std::make_shared<State>()) {}
+
+namespace {
+void run_noexcept(const std::function<void()>& fn) noexcept { fn(); }  // a throw ends the process
+}  // namespace
+
+bool Event::done() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->done;
+}
+
+bool Event::wait_for(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(s_->mu);
+  if (!s_->cv.wait_for(lock, timeout, [&] { return s_->done; })) return false;
+  if (s_->error) std::rethrow_exception(s_->error);
+  return true;
+}
+
+void Event::set_done(std::exception_ptr error) const {
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    s_->done = true;
+    s_->error = error;
+    callbacks.swap(s_->on_done);
+  }
+  s_->cv.notify_all();
+  for (auto& fn : callbacks) run_noexcept(fn);
+}
+
+void Event::on_done(std::function<void()> fn) const {
+  {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    if (!s_->done) {
+      s_->on_done.push_back(std::move(fn));
+      return;
+    }
+  }
+  run_noexcept(fn);
+}
+
+void Event::set_native(std::shared_ptr<const Native> native) const {
+  {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    s_->native = std::move(native);
+  }
+  s_->cv.notify_all();
+}
+
+std::shared_ptr<const Event::Native> Event::native() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->native;
+}
+
+bool Event::wait_ready(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(s_->mu);
+  return s_->cv.wait_for(lock, timeout, [&] { return s_->done || s_->native; });
+}
+
+}  // namespace ringrt
