@@ -14,7 +14,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -23,216 +22,14 @@
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
 #include "runtime/hip/hip_check.hpp"
+#include "runtime/hip/hip_support.hpp"
 
 namespace ringrt {
-
-// ---------------------------------------------------------------------------------------------
-// checked calls (hip_check.hpp)
-
-namespace {
-
-// `file` relative to the repository root, which is where this file's own path ends in
-// "runtime/hip/hip_device.cpp"; unchanged when it lies elsewhere.
-std::string_view short_file(std::string_view file) {
-  constexpr std::string_view self = __FILE__, tail = "runtime/hip/hip_device.cpp";
-  constexpr std::string_view root =
-      self.ends_with(tail) ? self.substr(0, self.size() - tail.size()) : std::string_view{};
-  if (!root.empty() && file.starts_with(root)) return file.substr(root.size());
-  return file;
-}
-
-}  // namespace
-
-std::string hip_error_message(std::string_view device, std::string_view call, hipError_t rc, const char* file,
-                              int line) {
-  auto or_unknown = [](const char* s) { return std::string_view(s ? s : "unknown HIP error"); };
-  // ROCm 5.2's hipGetErrorString often returns the name itself: say it once then.
-  std::string_view name = or_unknown(hipGetErrorName(rc)), text = or_unknown(hipGetErrorString(rc));
-  std::string error = text == name ? std::string(name) : fmt::format("{} ({})", name, text);
-  return fmt::format("{}: {} failed at {}:{}: {}", device, call, short_file(file), line, error);
-}
-
-void log_hip_error(std::string_view device, std::string_view call, hipError_t rc, const char* file, int line) noexcept {
-  try {
-    std::string msg = "ringrt: " + hip_error_message(device, call, rc, file, line) + "; continuing\n";
-    std::fputs(msg.c_str(), stderr);
-  } catch (...) {
-    std::fputs("ringrt: a HIP call failed during teardown (and formatting its message failed too)\n", stderr);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// launch geometry and arguments
-
-namespace hip_launch {
-
-int64_t launch_blocks(int64_t numel) { return numel <= 0 ? 0 : (numel + kBlockSize - 1) / kBlockSize; }
-
-std::vector<std::byte> pack_kernel_args(const std::vector<void*>& bufs, int32_t dnum, int64_t n) {
-  auto align8 = [](size_t x) { return (x + 7) / 8 * 8; };
-  size_t dnum_at = bufs.size() * sizeof(void*);
-  size_t n_at = align8(dnum_at + sizeof(int32_t));
-  std::vector<std::byte> args(align8(n_at + sizeof(long long)), std::byte{0});
-  for (size_t i = 0; i < bufs.size(); ++i) std::memcpy(args.data() + i * sizeof(void*), &bufs[i], sizeof(void*));
-  std::memcpy(args.data() + dnum_at, &dnum, sizeof(dnum));
-  long long nn = n;
-  std::memcpy(args.data() + n_at, &nn, sizeof(nn));
-  return args;
-}
-
-}  // namespace hip_launch
-
-// ---------------------------------------------------------------------------------------------
-// device enumeration
-
-std::vector<std::string> hip_device_names() {
-  // A static initialized by a lambda: if the lambda throws, the next call tries again.
-  static const std::vector<std::string> names = [] {
-    int count = 0;
-    hipError_t rc = hipGetDeviceCount(&count);
-    if (rc == hipErrorNoDevice || rc == hipErrorInsufficientDriver) {
-      (void)hipGetLastError();  // leave no sticky error behind for later callers
-      return std::vector<std::string>{};
-    }
-    if (rc != hipSuccess)
-      throw DeviceError(hip_error_message("HIP", "hipGetDeviceCount(&count)", rc, __FILE__, __LINE__));
-    std::vector<std::string> v;
-    for (int i = 0; i < count; ++i) v.push_back(fmt::format("HIP:{}", i));
-    return v;
-  }();
-  return names;
-}
 
 namespace {
 
 using namespace std::chrono_literals;
-
-// Makes `index` the calling thread's current device for the guard's lifetime (hipSetDevice is
-// per-thread state); restores the previous device afterwards, logging a failure.
-class DeviceGuard {
- public:
-  DeviceGuard(int index, std::string name) : name_(std::move(name)) {
-    if (hipGetDevice(&prev_) != hipSuccess) prev_ = -1;
-    if (prev_ != index) RINGRT_HIP_CHECK(name_, hipSetDevice(index));
-    restore_ = prev_ >= 0 && prev_ != index;
-  }
-  ~DeviceGuard() {
-    if (restore_) RINGRT_HIP_LOG(name_, hipSetDevice(prev_));
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  std::string name_;
-  int prev_ = -1;
-  bool restore_ = false;
-};
-
-// Waits for e, forever; true when e completed without an error. `rethrow`: rethrow e's error.
-bool wait_event(const Event& e, bool rethrow) {
-  try {
-    while (!e.wait_for(100ms)) {
-    }
-    return true;
-  } catch (...) {
-    if (rethrow) throw;
-    return false;
-  }
-}
-
-// Exit-time teardown (see hip_device.hpp "Teardown"). True once the exit handler has shut every
-// device down: from then on no destructor makes a HIP call (the HIP runtime may be gone), it leaks.
-std::atomic<bool> g_hip_gone{false};
-
-// The hipEvents of one device, reused: an event returns here when the last holder of its handle
-// (HipNative) lets go, so an event is never recorded again while another queue may still wait on it.
-struct EventPool {
-  std::string device;
-  std::mutex mu;
-  std::vector<hipEvent_t> free;
-  explicit EventPool(std::string d) : device(std::move(d)) {}
-  ~EventPool() {
-    if (g_hip_gone) return;
-    for (hipEvent_t e : free) RINGRT_HIP_LOG(device, hipEventDestroy(e));
-  }
-};
-
-// The Event::Native of GPU work on HIP:index: the hipEvent recorded after it on its stream.
-struct HipNative final : Event::Native {
-  int index;
-  hipEvent_t event;
-  std::shared_ptr<EventPool> pool;
-  HipNative(int i, hipEvent_t e, std::shared_ptr<EventPool> p) : index(i), event(e), pool(std::move(p)) {}
-  ~HipNative() override {
-    std::lock_guard<std::mutex> lock(pool->mu);
-    pool->free.push_back(event);
-  }
-};
-
-// Peer access enabled from device `dst` to device `src` memory, process-wide (it is context state of
-// the HIP runtime, not of one Device object): (dst, src) -> whether dst can access src.
-struct PeerTable {
-  std::mutex mu;
-  std::map<std::pair<int, int>, bool> access;
-};
-PeerTable& peer_table() {
-  static PeerTable t;
-  return t;
-}
-
-// A module loaded on one device; unloaded (on that device) with the last kernel that uses it.
-struct Module {
-  int index;
-  std::string device;
-  hipModule_t handle = nullptr;
-  Module(int i, std::string d) : index(i), device(std::move(d)) {}
-  ~Module() {
-    if (!handle || g_hip_gone) return;
-    try {
-      DeviceGuard guard(index, device);
-      RINGRT_HIP_LOG(device, hipModuleUnload(handle));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ringrt: %s; module not unloaded\n", e.what());
-    }
-  }
-  Module(const Module&) = delete;
-  Module& operator=(const Module&) = delete;
-};
-
-struct HipKernel : CompiledKernel {
-  codegen::Kernel k;
-  int index = -1;  // the device the module is loaded on
-  std::shared_ptr<Module> module;
-  hipFunction_t fn = nullptr;
-  const codegen::Kernel& kernel() const override { return k; }
-};
-
-// The HIP devices alive in this process, for the exit handler. Never destroyed (exit handlers use it).
-class HipDevice;
-struct LiveDevices {
-  std::mutex mu;
-  std::set<HipDevice*> devices;
-  bool handler = false;  // shut_down_at_exit is registered
-};
-LiveDevices& live_devices() {
-  static auto* live = new LiveDevices;
-  return *live;
-}
-void shut_down_at_exit();
-
-// Called at the end of a device's constructor, so after the HIP runtime initialized itself: an exit
-// handler registered now runs before the ones the runtime registered while initializing.
-void register_live(HipDevice* d) {
-  auto& live = live_devices();
-  std::lock_guard<std::mutex> lock(live.mu);
-  live.devices.insert(d);
-  if (!live.handler) live.handler = std::atexit(shut_down_at_exit) == 0;
-}
-void unregister_live(HipDevice* d) {
-  auto& live = live_devices();
-  std::lock_guard<std::mutex> lock(live.mu);
-  live.devices.erase(d);
-}
+using namespace hip_detail;
 
 class HipDevice final : public Device {
  public:
@@ -251,7 +48,7 @@ class HipDevice final : public Device {
     }
     issuer_ = std::thread([this] { issue_loop(); });
     completer_ = std::thread([this] { complete_loop(); });
-    register_live(this);  // after HIP is initialized: see shut_down_at_exit
+    register_live(this, [this] { shutdown(); });  // after HIP is initialized: see register_live
   }
 
   ~HipDevice() override {
@@ -261,7 +58,7 @@ class HipDevice final : public Device {
 
   // Runs everything queued so far, stops the helper threads and frees what the device holds; later
   // work is refused with a DeviceError. Idempotent; never throws. Called by the destructor and by the
-  // exit handler (shut_down_at_exit). Must not be called from work submitted to this device.
+  // exit handler (register_live). Must not be called from work submitted to this device.
   void shutdown() noexcept {
     std::call_once(shutdown_once_, [this] {
       {
@@ -748,21 +545,6 @@ class HipDevice final : public Device {
   std::once_flag shutdown_once_;
   std::thread issuer_, completer_;  // started last, in the constructor body
 };
-
-// The exit handler: shuts every live device down while the HIP runtime is still up (the registry's
-// devices are function-local statics, destroyed after exit handlers registered later than the
-// registry was built, such as the HIP runtime's own), then tells later destructors (of the devices,
-// of modules held by cached programs, of event pools) to make no HIP call and leak instead.
-void shut_down_at_exit() {
-  std::set<HipDevice*> devices;
-  {
-    auto& live = live_devices();
-    std::lock_guard<std::mutex> lock(live.mu);
-    devices = live.devices;
-  }
-  for (HipDevice* d : devices) d->shutdown();
-  g_hip_gone = true;
-}
 
 }  // namespace
 

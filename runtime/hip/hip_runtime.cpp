@@ -1,0 +1,142 @@
+// The hip backend's free functions: checked HIP calls (hip_check.hpp), launch geometry and kernel
+// arguments, and device enumeration (hip_device.hpp).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rewrite/errors.hpp"
+#include "runtime/hip/hip_check.hpp"
+#include "runtime/hip/hip_device.hpp"
+#include "runtime/hip/hip_support.hpp"
+
+namespace ringrt {
+
+// ---------------------------------------------------------------------------------------------
+// checked calls (hip_check.hpp)
+
+namespace {
+
+// `file` relative to the repository root, which is where this file's own path ends in
+// "runtime/hip/hip_device.cpp"; unchanged when it lies elsewhere.
+std::string_view short_file(std::string_view file) {
+  constexpr std::string_view self = __FILE__, tail = "runtime/hip/hip_device.cpp";
+  constexpr std::string_view root =
+      self.ends_with(tail) ? self.substr(0, self.size() - tail.size()) : std::string_view{};
+  if (!root.empty() && file.starts_with(root)) return file.substr(root.size());
+  return file;
+}
+
+}  // namespace
+
+std::string hip_error_message(std::string_view device, std::string_view call, hipError_t rc, const char* file,
+                              int line) {
+  auto or_unknown = [](const char* s) { return std::string_view(s ? s : "unknown HIP error"); };
+  // ROCm 5.2's hipGetErrorString often returns the name itself: say it once then.
+  std::string_view name = or_unknown(hipGetErrorName(rc)), text = or_unknown(hipGetErrorString(rc));
+  std::string error = text == name ? std::string(name) : fmt::format("{} ({})", name, text);
+  return fmt::format("{}: {} failed at {}:{}: {}", device, call, short_file(file), line, error);
+}
+
+void log_hip_error(std::string_view device, std::string_view call, hipError_t rc, const char* file, int line) noexcept {
+  try {
+    std::string msg = "ringrt: " + hip_error_message(device, call, rc, file, line) + "; continuing\n";
+    std::fputs(msg.c_str(), stderr);
+  } catch (...) {
+    std::fputs("ringrt: a HIP call failed during teardown (and formatting its message failed too)\n", stderr);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// launch geometry and arguments
+
+namespace hip_launch {
+
+int64_t launch_blocks(int64_t numel) { return numel <= 0 ? 0 : (numel + kBlockSize - 1) / kBlockSize; }
+
+std::vector<std::byte> pack_kernel_args(const std::vector<void*>& bufs, int32_t dnum, int64_t n) {
+  auto align8 = [](size_t x) { return (x + 7) / 8 * 8; };
+  size_t dnum_at = bufs.size() * sizeof(void*);
+  size_t n_at = align8(dnum_at + sizeof(int32_t));
+  std::vector<std::byte> args(align8(n_at + sizeof(long long)), std::byte{0});
+  for (size_t i = 0; i < bufs.size(); ++i) std::memcpy(args.data() + i * sizeof(void*), &bufs[i], sizeof(void*));
+  std::memcpy(args.data() + dnum_at, &dnum, sizeof(dnum));
+  long long nn = n;
+  std::memcpy(args.data() + n_at, &nn, sizeof(nn));
+  return args;
+}
+
+}  // namespace hip_launch
+
+// ---------------------------------------------------------------------------------------------
+// device enumeration
+
+std::vector<std::string> hip_device_names() {
+  // A static initialized by a lambda: if the lambda throws, the next call tries again.
+  static const std::vector<std::string> names = [] {
+    int count = 0;
+    hipError_t rc = hipGetDeviceCount(&count);
+    if (rc == hipErrorNoDevice || rc == hipErrorInsufficientDriver) {
+      (void)hipGetLastError();  // leave no sticky error behind for later callers
+      return std::vector<std::string>{};
+    }
+    if (rc != hipSuccess)
+      throw DeviceError(hip_error_message("HIP", "hipGetDeviceCount(&count)", rc, __FILE__, __LINE__));
+    std::vector<std::string> v;
+    for (int i = 0; i < count; ++i) v.push_back(fmt::format("HIP:{}", i));
+    return v;
+  }();
+  return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+// exit-time teardown (hip_support.hpp register_live)
+
+namespace hip_detail {
+namespace {
+
+struct LiveDevices {
+  std::mutex mu;
+  std::map<const void*, std::function<void()>> shutdown;  // per live device
+  bool handler = false;                                   // shut_down_at_exit is registered
+};
+LiveDevices& live_devices() {
+  static auto* live = new LiveDevices;  // never destroyed: the exit handler uses it
+  return *live;
+}
+
+void shut_down_at_exit() {
+  std::vector<std::function<void()>> shutdowns;
+  {
+    auto& live = live_devices();
+    std::lock_guard<std::mutex> lock(live.mu);
+    for (auto& [device, fn] : live.shutdown) shutdowns.push_back(fn);
+  }
+  for (auto& fn : shutdowns) fn();
+  g_hip_gone = true;
+}
+
+}  // namespace
+
+void register_live(const void* device, std::function<void()> shutdown) {
+  auto& live = live_devices();
+  std::lock_guard<std::mutex> lock(live.mu);
+  live.shutdown[device] = std::move(shutdown);
+  if (!live.handler) live.handler = std::atexit(shut_down_at_exit) == 0;
+}
+
+void unregister_live(const void* device) {
+  auto& live = live_devices();
+  std::lock_guard<std::mutex> lock(live.mu);
+  live.shutdown.erase(device);
+}
+
+}  // namespace hip_detail
+
+}  // namespace ringrt
