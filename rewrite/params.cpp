@@ -8,7 +8,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cctype>
 #include <charconv>
