@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "rewrite/hash.hpp"
+#include "rewrite/params.hpp"
 
 namespace ringrt::codegen {
 
@@ -35,8 +36,9 @@ CompileStats compile_stats() { return {g_compiles.load(), g_hits.load()}; }
 void count_compile() { ++g_compiles; }
 void count_cache_hit() { ++g_hits; }
 
+// The tunable runtime.cache_dir (rewrite/params.hpp), else the XDG fallbacks.
 std::filesystem::path cache_dir() {
-  if (std::string d = env("RINGRT_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = current_runtime_params().cache_dir; !d.empty()) return d;
   if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return std::filesystem::path(d) / "ringrt";
   if (std::string d = env("HOME"); !d.empty()) return std::filesystem::path(d) / ".cache" / "ringrt";
   return std::filesystem::temp_directory_path() / "ringrt-cache";

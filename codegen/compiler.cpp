@@ -16,6 +16,7 @@
 
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/params.hpp"
 
 namespace ringrt::codegen {
 
@@ -147,10 +148,7 @@ std::vector<std::string> HostCompiler::default_flags() {
 }
 
 namespace {
-std::string default_cxx() {
-  const char* cxx = std::getenv("CXX");
-  return cxx && *cxx ? cxx : "g++";
-}
+std::string default_cxx() { return current_runtime_params().cxx; }  // the tunable runtime.cxx
 }  // namespace
 
 HostCompiler::HostCompiler() : HostCompiler(default_cxx(), default_flags()) {}

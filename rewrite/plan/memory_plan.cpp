@@ -3,31 +3,55 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <string_view>
 #include <unordered_set>
 
 #include "rewrite/errors.hpp"
-#include "rewrite/settings.hpp"
+#include "rewrite/params.hpp"
 #include "runtime/device/device.hpp"
 
 namespace ringrt {
 
-// Read once (thread-safe static initialisation); set_perf_options writes it in place, so it is for
-// benchmarks and tests that call it before running anything.
+namespace {
+PerfOptions perf_options_of(const RuntimeParams& r) { return {r.peer_reads, r.kernel_split, r.inline_small}; }
+}  // namespace
+
+// Read at the first call and again only after the runtime tunables change (set_runtime_params,
+// runtime_params_generation), so device threads pay one atomic load per call. The struct is
+// written only when a value changes, so set_perf_options is for benchmarks and tests that call it
+// before running anything.
 const PerfOptions& perf_options() {
+  static std::atomic<uint64_t> seen{UINT64_MAX};
+  static std::mutex mutex;
+  // never freed: device threads read it until the process ends
   static PerfOptions* options = [] {
-    auto* o = new PerfOptions();  // never freed: device threads read it until the process ends
-    o->peer_reads = env_switch("RINGRT_PEER_READS", true);
-    o->kernel_split = env_switch("RINGRT_KERNEL_SPLIT", true);
-    o->inline_small = env_switch("RINGRT_INLINE_SMALL", true);
+    uint64_t generation = runtime_params_generation();  // before the read: a later change reads again
+    auto* o = new PerfOptions(perf_options_of(current_runtime_params()));
+    seen.store(generation, std::memory_order_release);
     return o;
   }();
+  uint64_t generation = runtime_params_generation();
+  if (seen.load(std::memory_order_acquire) != generation) {
+    std::lock_guard lock(mutex);
+    PerfOptions now = perf_options_of(current_runtime_params());
+    if (!(now == *options)) *options = now;
+    seen.store(generation, std::memory_order_release);
+  }
   return *options;
 }
 
-void set_perf_options(const PerfOptions& options) { const_cast<PerfOptions&>(perf_options()) = options; }
+void set_perf_options(const PerfOptions& options) {
+  RuntimeParams r;
+  r.peer_reads = options.peer_reads;
+  r.kernel_split = options.kernel_split;
+  r.inline_small = options.inline_small;
+  set_runtime_params(r, {"runtime.peer_reads", "runtime.kernel_split", "runtime.inline_small"});
+  (void)perf_options();
+}
 
 WriteSite write_site(const UOp& target) {
   UOp u = target;

@@ -20,11 +20,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <string_view>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/params.hpp"
 #include "rewrite/rules/multi.hpp"
 
 namespace ringrt {
@@ -274,9 +276,17 @@ optional<UOp> mstack_early_shrink(const UOp& ms, const UOp& shrink) {
 
 }  // namespace
 
+// The tunable runtime.allreduce_in_place (rewrite/params.hpp), cached until the runtime tunables
+// change: rules call it per match.
 bool allreduce_in_place() {
-  static const bool on = env_switch("RINGRT_ALLREDUCE_IN_PLACE", true);
-  return on;
+  static std::atomic<uint64_t> seen{UINT64_MAX};
+  static std::atomic<bool> on{true};
+  uint64_t generation = runtime_params_generation();
+  if (seen.load(std::memory_order_acquire) != generation) {
+    on.store(current_runtime_params().allreduce_in_place, std::memory_order_relaxed);
+    seen.store(generation, std::memory_order_release);
+  }
+  return on.load(std::memory_order_relaxed);
 }
 
 std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t ndev) {

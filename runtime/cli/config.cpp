@@ -1,5 +1,5 @@
 // The YAML loader of ExperimentConfig. Design: one table of leaf keys (the experiment's own keys
-// plus every tunable of rewrite/settings.hpp); sections are the prefixes of leaf keys. A walker takes
+// plus every tunable of rewrite/params.hpp); sections are the prefixes of leaf keys. A walker takes
 // a YAML node at a key path: a leaf goes to its setter, a section must be a map whose keys are known.
 // The same walker serves the file and each `--set key=value` (the value is parsed as YAML), so an
 // override can set any key, and both report errors the same way. Checks that join several keys
@@ -205,10 +205,19 @@ struct Loader {
     leaves["experiment.check"] = [this](auto& n, auto& k) { cfg.check = boolean(n, k); };
   }
 
-  // The setters of every tunable (rewrite/settings.hpp), parsed by set_tunable.
+  // The setters of every tunable (rewrite/params.hpp), parsed by set_param. A file may not set a
+  // command or a folder (Tunable::from_files): the environment and --set may.
   void add_tunable_keys() {
     for (const Tunable& t : tunables()) {
-      leaves[std::string(t.key)] = [this](const YAML::Node& n, const std::string& k) {
+      if (leaves.count(std::string(t.key)))
+        throw InternalError(fmt::format("tunable '{}': a key of the config", t.key));
+      leaves[std::string(t.key)] = [this, &t](const YAML::Node& n, const std::string& k) {
+        if (level == kYaml && !t.from_files())
+          fail(where(n), k,
+               fmt::format("it from the environment variable {} or --set {}=... (a config file may not choose a "
+                           "program to run or a folder of code to load)",
+                           t.env, k),
+               "it in a config file");
         std::string text;
         if (n.IsSequence()) {  // reduce_leaders as a YAML list
           std::vector<std::string> items;
@@ -217,7 +226,7 @@ struct Loader {
         } else if (!n.IsNull()) {
           text = scalar(n, k, "a value");
         }
-        set_tunable(cfg.settings, k, text, where(n));
+        set_param({cfg.settings, cfg.runtime}, k, text, level == kSet ? ParamSource::set : ParamSource::file, where(n));
       };
     }
   }
@@ -289,10 +298,11 @@ struct Loader {
 
   void apply_environment() {
     level = kEnv;
-    apply_env(cfg.settings);
-    for (const Tunable& t : tunables())
-      if (!t.env.empty() && std::getenv(std::string(t.env).c_str()))
-        cfg.origins[std::string(t.key)] = fmt::format("environment variable {}", t.env);
+    for_each_env_param([this](const Tunable& t, std::string_view value) {
+      std::string at = fmt::format("environment variable {}", t.env);
+      set_param({cfg.settings, cfg.runtime}, t.key, value, ParamSource::env, at);
+      cfg.origins[std::string(t.key)] = at;
+    });
   }
 
   std::string origin(const std::string& key) const {

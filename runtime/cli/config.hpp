@@ -1,12 +1,13 @@
 // Experiment configuration: the YAML file of `ringrt run`, validated into an ExperimentConfig.
-// Reference: DESIGN.md "The ringrt program and YAML"; the allreduce tunables are the ones declared in
-// rewrite/settings.hpp (tunables(), set_tunable()), never repeated here.
+// Reference: DESIGN.md "The ringrt program and YAML"; the tunables are the ones declared in
+// rewrite/params.hpp (tunables(), set_param()), never repeated here.
 //
 // Keys (every other key is an error):
 //   backend: auto | cpu | hip
 //   devices.count: N, or a list of device names ([CPU:0, CPU:1] / [HIP:0, ...])
 //   devices.groups: [g0, g1, ...]            one group id per device (hierarchical allreduce)
-//   allreduce.* and debug                    see tunables()
+//   allreduce.*, debug and runtime.*         see tunables(); runtime.cxx and runtime.cache_dir come from
+//                                            the environment or --set only, never from a file
 //   experiment.collective: allreduce
 //   experiment.op: sum | max | min | prod
 //   experiment.dtype: float32 | float16 | bfloat16 | float64 | int32 | int64 | int16 | int8 | uint32 | uint8
@@ -17,7 +18,8 @@
 //   experiment.warmup, experiment.iters      untimed and timed iterations (steps with buckets)
 //   experiment.check: true | false           compare every result with a host reference
 //
-// Precedence: --set > environment (the tunables' variables) > YAML > default. Only this header's
+// Precedence: --set > environment (the tunables' variables) > YAML > default. The ringrt program
+// installs `runtime` for the process (set_runtime_params) before it runs anything. Only this header's
 // users see ExperimentConfig; yaml-cpp stays inside config.cpp.
 #pragma once
 
@@ -41,7 +43,8 @@ struct ExperimentConfig {
   std::string backend = "cpu";       // resolved: "cpu" or "hip" ("auto" picks hip when a GPU is present)
   std::vector<std::string> devices;  // resolved device names, in ring order
   std::vector<int> groups;           // group id per device; empty: no groups
-  AllreduceSettings settings;        // the tunables, with settings.groups filled from `groups`
+  AllreduceSettings settings;        // the allreduce tunables, with settings.groups filled from `groups`
+  RuntimeParams runtime;             // the process-wide tunables (runtime.*)
   std::string collective = "allreduce";
   std::string op_name = "sum";  // sum | max | min | prod
   Ops op = Ops::ADD;            // ADD | MAX | MIN | MUL
@@ -52,7 +55,7 @@ struct ExperimentConfig {
   int warmup = 2, iters = 10;   // with buckets: steps
   bool check = true;
   // Where each key that was set got its value: "FILE:LINE:COL", "environment variable RING" or
-  // "--set k=v". Keys left at their default are absent.
+  // "--set k=v". Keys left at their default are absent (dumps print "default").
   std::map<std::string, std::string> origins;
 
   // The element counts to run, in order: min, min*factor, ... <= max (bytes / itemsize) for sizes;
@@ -64,10 +67,10 @@ struct ExperimentConfig {
 // ("key=value", value in YAML syntax: `allreduce.ring=2`, `experiment.counts=[64,256]`).
 // Throws ConfigError "FILE:LINE:COL: key 'a.b': expected ..., got ..." (1-based line and column) for
 // a missing file, a YAML syntax error, an unknown or duplicate key, a wrong type or a value out of
-// range, groups of the wrong length, a reduce leader that is not a device; "environment variable X:
-// ..." for a bad environment value; "--set k=v: ..." for a bad override. A device that does not
-// exist on the backend (cpu: CPU:i with i < the number of devices; hip: HIP:i with i < the GPUs
-// present) is a ConfigError at the key that names it.
+// range, groups of the wrong length, a reduce leader that is not a device, runtime.cxx or
+// runtime.cache_dir in a file; "environment variable X: ..." for a bad environment value; "--set k=v: ..." for a bad
+// override. A device that does not exist on the backend (cpu: CPU:i with i < the number of devices; hip: HIP:i with i <
+// the GPUs present) is a ConfigError at the key that names it.
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // The same from YAML text; `name` stands for the file name in messages.

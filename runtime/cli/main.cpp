@@ -53,9 +53,16 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// Loads the config and installs its runtime tunables (runtime.*) for this process, before anything runs.
+ExperimentConfig load_and_install(const std::string& config, const std::vector<std::string>& sets) {
+  ExperimentConfig cfg = load_config(config, sets);
+  set_runtime_params(cfg.runtime);
+  return cfg;
+}
+
 int run_command(const std::string& config, const std::vector<std::string>& sets, const std::string& csv,
                 const std::string& json) {
-  ExperimentConfig cfg = load_config(config, sets);
+  ExperimentConfig cfg = load_and_install(config, sets);
   std::fputs(format_header(cfg).c_str(), stdout);
   std::fflush(stdout);
   ProgressBar bar;
@@ -77,7 +84,7 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
 
 int schedule_command(const std::string& config, const std::vector<std::string>& sets, int64_t count, bool as_json,
                      const std::string& dot, const std::string& emit_dir, const std::string& target) {
-  ExperimentConfig cfg = load_config(config, sets);
+  ExperimentConfig cfg = load_and_install(config, sets);
   ScopedSettings scope(cfg.settings);
   Tensor lazy = allreduce_of(cfg, make_allreduce_input(cfg, count));
   Schedule schedule = lazy.schedule();
@@ -96,11 +103,7 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
 }
 
 int config_command(const std::string& config, const std::vector<std::string>& sets, bool dump) {
-  ExperimentConfig cfg = load_config(config, sets);
-  // what a run reads from the environment besides the settings, so that a bad value fails here too
-  (void)perf_options();
-  (void)allreduce_in_place();
-  (void)watchdog_timeout();
+  ExperimentConfig cfg = load_and_install(config, sets);
   if (dump)
     std::fputs(describe_config(cfg).c_str(), stdout);
   else
@@ -160,7 +163,7 @@ int main(int argc, char** argv) {
   CLI::App* conf = app.add_subcommand("config", "validate a YAML experiment; --dump prints the effective settings");
   conf->add_option("config", config, "YAML experiment file")->required();
   add_set_option(conf, sets);
-  conf->add_flag("--dump", dump, "print every effective setting and where it was set");
+  conf->add_flag("--dump", dump, "print every effective setting (every tunable included) and where it was set");
 
   try {
     app.parse(argc, argv);

@@ -40,6 +40,13 @@ std::string groups_text(const ExperimentConfig& cfg) {
   return cfg.groups.empty() ? "none" : fmt::format("[{}]", fmt::join(cfg.groups, ", "));
 }
 
+// Every tunable with its value and where it was set (dump_params), then the groups (dump_settings's last line).
+std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
+  std::vector<std::string> out = lines_of(dump_params({cfg.settings, cfg.runtime}, cfg.origins));
+  out.push_back(lines_of(dump_settings(cfg.settings)).back());
+  return out;
+}
+
 constexpr char kRowFormat[] = "{:>12} {:>13} {:>9} {:>6} {:>13} {:>11} {:>8} {:>8} {:>7}\n";
 
 }  // namespace
@@ -48,18 +55,12 @@ std::string describe_config(const ExperimentConfig& cfg) {
   std::string out;
   auto line = [&](const std::string& key, const std::string& value) {
     auto it = cfg.origins.find(key);
-    out += fmt::format("{} = {}{}\n", key, value, it == cfg.origins.end() ? "" : "  <- " + it->second);
+    out += fmt::format("{} = {}  <- {}\n", key, value, it == cfg.origins.end() ? "default" : it->second);
   };
   line("backend", cfg.backend);
   line("devices.count", fmt::format("[{}]", fmt::join(cfg.devices, ", ")));
   line("devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")));
-  // The tunables exactly as dump_settings() prints them, each followed by where it was set.
-  for (const std::string& l : lines_of(dump_settings(cfg.settings))) {
-    std::string key = l.substr(0, l.find(' '));
-    if (key == "devices.groups") continue;  // printed above, as the list the YAML holds
-    auto it = cfg.origins.find(key);
-    out += l + (it == cfg.origins.end() ? "" : "  <- " + it->second) + "\n";
-  }
+  out += dump_params({cfg.settings, cfg.runtime}, cfg.origins);  // every tunable, with where it was set
   line("experiment.collective", cfg.collective);
   line("experiment.op", cfg.op_name);
   line("experiment.dtype", std::string(dtype_name(cfg.dtype)));
@@ -85,7 +86,7 @@ std::string format_header(const ExperimentConfig& cfg) {
   out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}\n", cfg.warmup, form, cfg.iters, form,
                      cfg.check ? "true" : "false");
   out += "# settings:\n";
-  for (const std::string& l : lines_of(dump_settings(cfg.settings))) out += "#   " + l + "\n";
+  for (const std::string& l : settings_lines(cfg)) out += "#   " + l + "\n";
   out += "#\n";
   out += fmt::format(kRowFormat, "#       size", "count", "type", "redop", "algo", "time", "algbw", "busbw", "#wrong");
   std::string units = fmt::format(kRowFormat, "#        (B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
@@ -135,7 +136,7 @@ void write_json(const std::string& path, const ExperimentConfig& cfg, const Expe
   j["collective"] = cfg.collective;
   j["op"] = cfg.op_name;
   j["dtype"] = std::string(dtype_name(cfg.dtype));
-  j["settings"] = lines_of(dump_settings(cfg.settings));
+  j["settings"] = settings_lines(cfg);
   j["rows"] = Json::array();
   for (const ResultRow& r : result.rows)
     j["rows"].push_back({{"size", r.bytes},

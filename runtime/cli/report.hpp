@@ -13,13 +13,13 @@
 
 namespace ringrt {
 
-// "key = value" lines for every effective setting (backend, devices, experiment.*), with the
-// tunables as dump_settings() prints them, each followed by "  <- ORIGIN" when it was set (see
-// ExperimentConfig::origins). What `ringrt config --dump` prints.
+// "key = value  <- ORIGIN" lines for every effective setting (backend, devices, experiment.*), with
+// every tunable as dump_params() prints it; ORIGIN is where it was set (ExperimentConfig::origins)
+// or "default". What `ringrt config --dump` prints.
 std::string describe_config(const ExperimentConfig& cfg);
 
 // "# "-prefixed lines naming the command, backend, devices, groups, the run's shape and every
-// setting (dump_settings), ending with the table's two column-title lines.
+// tunable with its origin (dump_params) and devices.groups, ending with the table's two column-title lines.
 std::string format_header(const ExperimentConfig& cfg);
 // One table line: size (B), count, type, redop, algo, time (us), algbw (GB/s), busbw (GB/s), #wrong
 // ("N/A" when not checked).
@@ -31,7 +31,7 @@ std::string format_footer(const ExperimentResult& result);
 // algbw_gbs, busbw_gbs, wrong (empty when not checked), ndev, backend. Throws ConfigError when the
 // file cannot be written.
 void write_csv(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result);
-// {"backend", "devices", "groups", "collective", "op", "dtype", "settings": [dump lines],
+// {"backend", "devices", "groups", "collective", "op", "dtype", "settings": [header's setting lines],
 //  "rows": [{"size", "count", "type", "redop", "algo", "time_us", "algbw", "busbw", "wrong"}...],
 //  "step": {...} or null}. Throws ConfigError when the file cannot be written.
 void write_json(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "codegen/kernel.hpp"
+#include "rewrite/params.hpp"
 #include "runtime/device/memory.hpp"
 
 namespace ringrt {
@@ -106,22 +107,26 @@ class Device {
   }
 };
 
-// Runtime performance switches, each read once from its environment variable (README, "Performance
-// switches"); every one is on by default and exists so that benchmarks can show what it buys.
+// Runtime performance switches: the tunables runtime.peer_reads, runtime.kernel_split and
+// runtime.inline_small (rewrite/params.hpp; README, "Performance switches"); every one is on by
+// default and exists so that benchmarks can show what it buys.
 struct PerfOptions {
-  bool peer_reads = true;    // RINGRT_PEER_READS: a copy read only by kernels on a peer-reading device is
-                             // elided, the kernels read its source in place
-  bool kernel_split = true;  // RINGRT_KERNEL_SPLIT: a cpu kernel's range is split across TBB workers
-  bool inline_small = true;  // RINGRT_INLINE_SMALL: a cpu kernel or copy of at most kInlineBytes that may
-                             // start at once runs on the launching thread instead of the device's queue
-                             // thread (no hand-off and wake-up either way)
+  bool peer_reads = RuntimeParams{}.peer_reads;      // RINGRT_PEER_READS: a copy read only by kernels on a
+                                                     // peer-reading device is elided, the kernels read its
+                                                     // source in place
+  bool kernel_split = RuntimeParams{}.kernel_split;  // RINGRT_KERNEL_SPLIT: a cpu kernel's range is split
+                                                     // across TBB workers
+  bool inline_small = RuntimeParams{}.inline_small;  // RINGRT_INLINE_SMALL: a cpu kernel or copy of at most
+                                                     // kInlineBytes that may start at once runs on the
+                                                     // launching thread instead of the device's queue thread
+  bool operator==(const PerfOptions&) const = default;
 };
 // The largest kernel output or copy, in bytes, that inline_small runs on the launching thread.
 inline constexpr size_t kInlineBytes = size_t{1} << 20;
-// The switches in force (the environment's, or the last set_perf_options). Throws ConfigError for a
-// malformed value.
+// The switches in force: set_perf_options's or set_runtime_params's values, else the environment's
+// (read once), else the defaults. Throws ConfigError for a malformed environment value.
 const PerfOptions& perf_options();
-void set_perf_options(const PerfOptions& options);  // for benchmarks and tests
+void set_perf_options(const PerfOptions& options);  // for benchmarks and tests (set_runtime_params)
 
 // ---- the registry: resolves device names; backends register with it (it includes none of them).
 

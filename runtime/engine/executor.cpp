@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -11,6 +11,7 @@
 
 #include "codegen/item_kernel.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/params.hpp"
 #include "rewrite/plan/memory_plan.hpp"
 
 namespace ringrt {
@@ -96,29 +97,17 @@ std::string describe(const ScheduleItem& item, size_t i) {
 
 }  // namespace
 
-namespace {
-std::atomic<int64_t> g_watchdog_ms{-1};
-}
-
+// The tunable runtime.watchdog_s (rewrite/params.hpp): set_watchdog_timeout's value, else
+// $RINGRT_WATCHDOG_S (read at each call), else 60 s.
 std::chrono::milliseconds watchdog_timeout() {
-  int64_t ms = g_watchdog_ms.load();
-  if (ms < 0) {
-    ms = 60000;
-    if (const char* v = std::getenv("RINGRT_WATCHDOG_S")) {
-      // decimal seconds, no padding or hex: from_chars, at least one millisecond
-      std::string_view text(v);
-      double s = 0;
-      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
-      if (ec != std::errc() || p != text.data() + text.size() || !(s >= 0.001) || s > 1e7)
-        throw ConfigError(
-            fmt::format("environment variable RINGRT_WATCHDOG_S: expected seconds in [0.001, 1e7], got '{}'", v));
-      ms = static_cast<int64_t>(s * 1000);
-    }
-  }
-  return std::chrono::milliseconds(ms);
+  return std::chrono::milliseconds(std::llround(current_runtime_params().watchdog_s * 1000));
 }
 
-void set_watchdog_timeout(std::chrono::milliseconds timeout) { g_watchdog_ms = timeout.count(); }
+void set_watchdog_timeout(std::chrono::milliseconds timeout) {
+  RuntimeParams r;
+  r.watchdog_s = static_cast<double>(timeout.count()) / 1000;
+  set_runtime_params(r, {"runtime.watchdog_s"});
+}
 
 Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan)), roots_(std::move(roots)) {
   for (auto& item : plan_.items) {

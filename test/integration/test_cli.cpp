@@ -96,6 +96,10 @@ BOOST_AUTO_TEST_CASE(header_names_backend_devices_groups_and_settings) {
   BOOST_TEST(r.out.find("# groups: [0, 0, 1, 1]\n") != std::string::npos);
   for (const Tunable& t : tunables()) BOOST_TEST(r.out.find("#   " + std::string(t.key) + " = ") != std::string::npos);
   BOOST_TEST(r.out.find("allreduce.reduce_leaders = [CPU:1, CPU:2]") != std::string::npos);
+  BOOST_TEST(r.out.find(")  <- configs/hierarchical.yaml:") != std::string::npos, r.out);  // where each came from
+  BOOST_TEST(r.out.find("#   runtime.kernel_split = true  (env RINGRT_KERNEL_SPLIT; default true; ") !=
+             std::string::npos);
+  BOOST_TEST(r.out.find("#   devices.groups = {CPU:0: 0, CPU:1: 0, CPU:2: 1, CPU:3: 1}\n") != std::string::npos, r.out);
 }
 
 BOOST_AUTO_TEST_CASE(ddp_config_reports_the_step) {
@@ -266,15 +270,51 @@ BOOST_AUTO_TEST_CASE(csv_and_json_files) {
 }
 
 BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {
-  CliResult r = run_cli({"config", "configs/hierarchical.yaml", "--dump", "--set", "experiment.iters=3"},
-                        {"RING_ALLREDUCE_THRESHOLD=1000"});
+  CliResult r = run_cli(
+      {"config", "configs/hierarchical.yaml", "--dump", "--set", "experiment.iters=3", "--set", "runtime.peer_reads=0"},
+      {"RING_ALLREDUCE_THRESHOLD=1000", "RINGRT_WATCHDOG_S=5", "RINGRT_PEER_READS=1"});
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
-  for (const Tunable& t : tunables()) BOOST_TEST(r.out.find(std::string(t.key) + " = ") != std::string::npos);
+  // every tunable, on a line of its own that ends with where its value came from
+  std::regex line(
+      "(^|\n)([a-z0-9_.]+) = [^\n]*\\)  <- (default|environment variable [A-Z_0-9]+|--set "
+      "[^\n]+|configs/[^\n]+)(?=\n)");
+  std::set<std::string> dumped;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line); it != std::sregex_iterator(); ++it)
+    dumped.insert((*it)[2]);
+  for (const Tunable& t : tunables()) BOOST_TEST(dumped.count(std::string(t.key)) == 1u, t.key << ": " << r.out);
+  BOOST_TEST(r.out.find("runtime.watchdog_s = 5  (env RINGRT_WATCHDOG_S; default 60; ") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find(")  <- environment variable RINGRT_WATCHDOG_S\n") != std::string::npos);
+  BOOST_TEST(r.out.find("runtime.peer_reads = false  (env RINGRT_PEER_READS; ") != std::string::npos);  // --set wins
+  BOOST_TEST(r.out.find(")  <- --set runtime.peer_reads=0\n") != std::string::npos);
+  BOOST_TEST(r.out.find("runtime.inline_small = true  (env RINGRT_INLINE_SMALL; default true; ") != std::string::npos);
+  BOOST_TEST(r.out.find("runtime.cxx = g++  (env CXX; default g++; ") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("experiment.collective = allreduce  <- default\n") != std::string::npos);
   BOOST_TEST(r.out.find("allreduce.ring_threshold = 1000  (env RING_ALLREDUCE_THRESHOLD") != std::string::npos);
   BOOST_TEST(r.out.find("<- environment variable RING_ALLREDUCE_THRESHOLD") != std::string::npos);
   BOOST_TEST(r.out.find("experiment.iters = 3  <- --set experiment.iters=3") != std::string::npos);
   BOOST_TEST(r.out.find("devices.groups = [0, 0, 1, 1]  <- configs/hierarchical.yaml:7:11") != std::string::npos,
              r.out);
+}
+
+// A runtime tunable set in the YAML, the environment or --set reaches the code that reads it: with
+// runtime.allreduce_in_place off, the allreduce copies its input to a contiguous buffer first.
+BOOST_AUTO_TEST_CASE(runtime_tunables_reach_the_program) {
+  TempDir dir;
+  std::string off = dir.write("off.yaml", "runtime:\n  allreduce_in_place: false\n");
+  std::vector<std::string> schedule{"schedule", off, "--count", "400", "--json"};
+  auto kernels = [&](const std::vector<std::string>& extra, const std::vector<std::string>& env) {
+    std::vector<std::string> args = schedule;
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = run_cli(args, env);
+    BOOST_TEST_REQUIRE(r.status == 0, r.err);
+    return json::parse(r.out)["kernels"].get<int>();
+  };
+  int from_file = kernels({}, {});
+  int from_env = kernels({}, {"RINGRT_ALLREDUCE_IN_PLACE=1"});
+  int from_set = kernels({"--set", "runtime.allreduce_in_place=true"}, {"RINGRT_ALLREDUCE_IN_PLACE=0"});
+  BOOST_TEST(from_env == from_set);
+  BOOST_TEST(from_file > from_env);
+  BOOST_TEST(kernels({}, {"RINGRT_ALLREDUCE_IN_PLACE=0"}) == from_file);
 }
 
 // Found by trying to break the program: each is exit 2 with a message naming the problem, or (more
@@ -293,15 +333,19 @@ BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
   expect_2(run_cli({"schedule", "configs/naive.yaml", "--count", "8", "--dot", ""}), "an empty path");
   expect_2(run_cli({"schedule", "configs/naive.yaml", "--count", "8", "--emit-source", "", "--target", "cpu"}),
            "an empty path");
-  for (const char* var :
-       {"RINGRT_PEER_READS", "RINGRT_KERNEL_SPLIT", "RINGRT_ALLREDUCE_IN_PLACE", "RINGRT_INLINE_SMALL"})
+  int switches = 0;
+  for (const Tunable& t : tunables()) {
+    if (t.parser.kind != ParamKind::switch01) continue;
+    ++switches;
     for (const char* value : {"", " 1", "+1", "01", "yes"}) {
-      expect_2(
-          run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"}, {std::string(var) + "=" + value}),
-          std::string("environment variable ") + var + ": expected 0 or 1");
-      expect_2(run_cli({"config", "configs/naive.yaml", "--dump"}, {std::string(var) + "=" + value}),
-               std::string("environment variable ") + var + ": expected 0 or 1");  // config checks what run reads
+      std::string env = fmt::format("{}={}", t.env, value);
+      std::string want =
+          fmt::format("environment variable {}: key '{}': expected 0 or 1, got '{}'", t.env, t.key, value);
+      expect_2(run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"}, {env}), want);
+      expect_2(run_cli({"config", "configs/naive.yaml", "--dump"}, {env}), want);  // config checks what run reads
     }
+  }
+  BOOST_TEST(switches == 4);  // peer reads, kernel split, inline small, allreduce in place
   for (const char* value : {"1e-9", " 5", "0x10", "0"})
     expect_2(run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"},
                      {std::string("RINGRT_WATCHDOG_S=") + value}),

@@ -30,7 +30,7 @@ std::ostream& operator<<(std::ostream& os, const BadConfig& b) { return os << b.
 const BadConfig kBad[] = {
     {"yaml_syntax_error", "backend: cpu\ndevices:\n  count: 4\n bad: 1\n", "", ":4:2: YAML syntax error"},
     {"unknown_top_key", "backend: cpu\nbakend: cpu\n", "",
-     ":2:1: key 'bakend': expected one of allreduce, backend, debug, devices, experiment, got an unknown key"},
+     ":2:1: key 'bakend': expected one of allreduce, backend, debug, devices, experiment, runtime, got an unknown key"},
     {"unknown_nested_key", "experiment:\n  op: sum\n  itters: 3\n", "",
      ":3:3: key 'experiment.itters': expected one of experiment.buckets, experiment.check,"},
     {"unknown_allreduce_key", "allreduce:\n  rings: 2\n", "", ":2:3: key 'allreduce.rings': expected one of"},
@@ -44,7 +44,8 @@ const BadConfig kBad[] = {
     {"bad_op", "experiment:\n  op: avg\n", "",
      ":2:7: key 'experiment.op': expected one of sum, max, min, prod, got 'avg'"},
     {"bad_dtype", "experiment:\n  dtype: float8\n", "", ":2:10: key 'experiment.dtype': expected one of float32,"},
-    {"bad_tunable_value", "allreduce:\n  ring: 3\n", "", ":2:9: allreduce.ring must be an integer in [0, 2], got '3'"},
+    {"bad_tunable_value", "allreduce:\n  ring: 3\n", "",
+     ":2:9: key 'allreduce.ring': expected an integer in [0, 2], got '3'"},
     {"negative_size", "experiment:\n  sizes: {min: -1KiB, max: 4KiB}\n", "",
      ":2:16: key 'experiment.sizes.min': expected a positive size in bytes"},
     {"zero_size", "experiment:\n  sizes:\n    min: 1KiB\n    max: 0\n", "",
@@ -79,7 +80,17 @@ const BadConfig kBad[] = {
     {"hip_without_gpus", "backend: hip\n", "", "key 'backend'"},
     {"top_level_not_a_map", "- 1\n- 2\n", "", ":1:1: key '(top level)': expected a map of"},
     {"bad_environment_value", "backend: cpu\n", "RING=abc",
-     "environment variable RING: allreduce.ring must be an integer in [0, 2], got 'abc'"},
+     "environment variable RING: key 'allreduce.ring': expected an integer in [0, 2], got 'abc'"},
+    {"bad_runtime_switch", "runtime:\n  peer_reads: sometimes\n", "",
+     ":2:15: key 'runtime.peer_reads': expected true or false (1 or 0), got 'sometimes'"},
+    {"bad_watchdog", "runtime:\n  watchdog_s: 0\n", "",
+     ":2:15: key 'runtime.watchdog_s': expected seconds in [0.001, 10000000], got '0'"},
+    {"compiler_from_a_file", "runtime:\n  cxx: sh -c 'touch /tmp/owned' #\n", "",
+     ":2:8: key 'runtime.cxx': expected it from the environment variable CXX or --set runtime.cxx=..."},
+    {"cache_folder_from_a_file", "runtime: {cache_dir: /tmp/shared}\n", "",
+     ":1:22: key 'runtime.cache_dir': expected it from the environment variable RINGRT_CACHE_DIR or --set"},
+    {"bad_environment_switch", "backend: cpu\n", "RINGRT_KERNEL_SPLIT=yes",
+     "environment variable RINGRT_KERNEL_SPLIT: key 'runtime.kernel_split': expected 0 or 1, got 'yes'"},
     {"bad_environment_leader", "backend: cpu\n", "REDUCE_LEADERS=CPU:0,HIP:3",
      "environment variable REDUCE_LEADERS: key 'allreduce.reduce_leaders': expected devices of"},
 };
@@ -122,7 +133,8 @@ BOOST_AUTO_TEST_CASE(bad_set_overrides_exit_2) {
        {std::pair{"experiment.sizes.max=-4KiB", "key 'experiment.sizes.max': expected a positive size"},
         {"experiment.nope=1", "key 'experiment.nope': expected one of experiment.buckets"},
         {"devices.groups=[0,1]", "key 'devices.groups': expected 4 group ids"},
-        {"allreduce.ring=x", "allreduce.ring must be an integer"},
+        {"allreduce.ring=x", "key 'allreduce.ring': expected an integer"},
+        {"runtime.watchdog_s=-1", "key 'runtime.watchdog_s': expected seconds in [0.001, 10000000], got '-1'"},
         {"experiment.counts=[1,", "YAML syntax error in the value"}}) {
     CliResult r = run_cli({"run", "configs/default.yaml", "--set", set});
     BOOST_TEST(r.status == 2, set);
@@ -189,6 +201,39 @@ BOOST_AUTO_TEST_CASE(precedence_set_over_env_over_yaml_over_default) {
   BOOST_TEST(c.origins.at("allreduce.ring") == "--set allreduce.ring=2");
   BOOST_TEST((c.dtype == DType::float16));
   BOOST_TEST((c.sweep_counts() == std::vector<int64_t>{512}));
+}
+
+// The same precedence for a performance switch and the watchdog, with each value's origin.
+BOOST_AUTO_TEST_CASE(precedence_of_runtime_tunables) {
+  const char* yaml = "runtime: {peer_reads: false, watchdog_s: 2.5}\n";
+  ExperimentConfig c = parse_config("", "d.yaml");
+  BOOST_TEST(c.runtime.peer_reads);  // default
+  BOOST_TEST(c.runtime.watchdog_s == 60.0);
+  BOOST_TEST(c.origins.count("runtime.peer_reads") == 0u);
+  c = parse_config(yaml, "y.yaml");
+  BOOST_TEST(!c.runtime.peer_reads);
+  BOOST_TEST(c.runtime.watchdog_s == 2.5);
+  BOOST_TEST(c.origins.at("runtime.peer_reads") == "y.yaml:1:23");
+  BOOST_TEST(c.origins.at("runtime.watchdog_s") == "y.yaml:1:42");
+  {
+    EnvVar peer("RINGRT_PEER_READS", "1"), watchdog("RINGRT_WATCHDOG_S", "9");
+    c = parse_config(yaml, "y.yaml");
+    BOOST_TEST(c.runtime.peer_reads);
+    BOOST_TEST(c.runtime.watchdog_s == 9.0);
+    BOOST_TEST(c.origins.at("runtime.peer_reads") == "environment variable RINGRT_PEER_READS");
+    BOOST_TEST(c.origins.at("runtime.watchdog_s") == "environment variable RINGRT_WATCHDOG_S");
+    c = parse_config(yaml, "y.yaml", {"runtime.peer_reads=off", "runtime.watchdog_s=0.25"});
+    BOOST_TEST(!c.runtime.peer_reads);
+    BOOST_TEST(c.runtime.watchdog_s == 0.25);
+    BOOST_TEST(c.origins.at("runtime.peer_reads") == "--set runtime.peer_reads=off");
+    BOOST_TEST(c.origins.at("runtime.watchdog_s") == "--set runtime.watchdog_s=0.25");
+  }
+  // the compiler command and the cache folder: not from a file, but from the environment and --set
+  EnvVar cxx("CXX", "clang++");
+  c = parse_config("", "d.yaml", {"runtime.cache_dir=/tmp/mine"});
+  BOOST_TEST(c.runtime.cxx == "clang++");
+  BOOST_TEST(c.runtime.cache_dir == "/tmp/mine");
+  BOOST_CHECK_THROW(parse_config("runtime: {cxx: g++}\n", "y.yaml"), ConfigError);
 }
 
 BOOST_AUTO_TEST_CASE(set_replaces_the_sweep_form_of_the_yaml) {

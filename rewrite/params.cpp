@@ -1,0 +1,290 @@
+// The registry of tunables (see params.hpp). Design: the X-lists expand into a table of rows; each
+// row holds the tunable's description and three functions generated from its line: set (parse text
+// into the field), show (the field as text) and copy (the field from another RuntimeParams). Every
+// reader (environment, YAML, --set, dumps, the process-wide store) walks that table.
+#include "rewrite/params.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <type_traits>
+#include <variant>
+
+#include "rewrite/errors.hpp"
+
+namespace ringrt {
+namespace {
+
+using Parsed = std::variant<int64_t, bool, double, std::string, std::vector<std::string>>;
+
+// Whether a parser's values fit a field of type T: a mismatch on a line of the lists fails the build.
+template <class T>
+constexpr bool accepts(ParamParser p) {
+  switch (p.kind) {
+    case ParamKind::integer:
+      return std::is_same_v<T, int64_t> || (std::is_same_v<T, int> && p.lo >= INT_MIN && p.hi <= INT_MAX);
+    case ParamKind::boolean:
+    case ParamKind::switch01:
+      return std::is_same_v<T, bool>;
+    case ParamKind::seconds:
+      return std::is_same_v<T, double> && p.min_s <= p.max_s;
+    case ParamKind::devices:
+      return std::is_same_v<T, std::vector<std::string>>;
+    case ParamKind::command:
+    case ParamKind::folder:
+      return std::is_same_v<T, std::string>;
+  }
+  return false;
+}
+
+[[noreturn]] void bad_value(std::string_view where, std::string_view key, std::string_view expected,
+                            std::string_view text) {
+  throw ConfigError(fmt::format("{}: key '{}': expected {}, got '{}'", where, key, expected, text));
+}
+
+int64_t parse_integer(ParamParser p, std::string_view key, std::string_view text, std::string_view where) {
+  int64_t out = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || out < p.lo || out > p.hi)
+    bad_value(where, key, fmt::format("an integer in [{}, {}]", p.lo, p.hi), text);
+  return out;
+}
+
+double parse_seconds(ParamParser p, std::string_view key, std::string_view text, std::string_view where) {
+  double s = 0;  // decimal, no sign, padding or hex (from_chars); NaN fails the range test
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), s, std::chars_format::general);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(s >= p.min_s && s <= p.max_s))
+    bad_value(where, key, fmt::format("seconds in [{}, {}]", p.min_s, p.max_s), text);
+  return s;
+}
+
+std::vector<std::string> parse_devices(std::string_view key, std::string_view text, std::string_view where) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= text.size();) {
+    size_t comma = text.find(',', start);
+    std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) {
+      if (!parse_device_name(item)) bad_value(where, key, "device names like CPU:0 or HIP:2", item);
+      out.emplace_back(item);
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+Parsed parse(ParamParser p, std::string_view key, std::string_view text, ParamSource source, std::string_view where) {
+  switch (p.kind) {
+    case ParamKind::integer:
+      return parse_integer(p, key, text, where);
+    case ParamKind::switch01:
+      if (source == ParamSource::env) {
+        if (text != "0" && text != "1") bad_value(where, key, "0 or 1", text);
+        return text == "1";
+      }
+      [[fallthrough]];
+    case ParamKind::boolean:
+      if (auto b = parse_bool(text)) return *b;
+      bad_value(where, key, "true or false (1 or 0)", text);
+    case ParamKind::seconds:
+      return parse_seconds(p, key, text, where);
+    case ParamKind::devices:
+      return parse_devices(key, text, where);
+    case ParamKind::command:
+    case ParamKind::folder:
+      if (text.empty()) bad_value(where, key, p.kind == ParamKind::command ? "a command" : "a folder", text);
+      return std::string(text);
+  }
+  throw InternalError(fmt::format("parse: unknown kind for '{}'", key));
+}
+
+template <class T>
+void assign(T& field, Parsed value) {
+  if constexpr (std::is_same_v<T, int>)
+    field = static_cast<int>(std::get<int64_t>(value));
+  else
+    field = std::get<T>(std::move(value));
+}
+
+std::string show(int v) { return std::to_string(v); }
+std::string show(int64_t v) { return std::to_string(v); }
+std::string show(bool v) { return v ? "true" : "false"; }
+std::string show(double v) { return fmt::format("{}", v); }
+std::string show(const std::string& v) { return v.empty() ? "\"\"" : v; }
+std::string show(const std::vector<std::string>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+// A line of the lists as a row of the table: its description, and functions that set its field from
+// parsed text, show it, and (runtime rows) copy it from another RuntimeParams.
+struct Row {
+  Tunable info;
+  void (*set)(ParamRefs, Parsed);
+  std::string (*show)(ConstParamRefs);
+  void (*copy)(RuntimeParams&, const RuntimeParams&);
+};
+
+#define RINGRT_TYPE_CHECK(type, field, key, env, def, parser, description) \
+  static_assert(accepts<type>(parser), "the parser of " key " does not fit its type");
+RINGRT_PARAMS(RINGRT_TYPE_CHECK)
+#define RINGRT_ALLREDUCE_ROW(type, field, key, env, def, parser, description) \
+  Row{{key, env, "", description, parser, false},                             \
+      [](ParamRefs p, Parsed v) { assign(p.allreduce.field, std::move(v)); }, \
+      [](ConstParamRefs p) { return show(p.allreduce.field); },               \
+      nullptr},
+#define RINGRT_RUNTIME_ROW(type, field, key, env, def, parser, description) \
+  Row{{key, env, "", description, parser, true},                            \
+      [](ParamRefs p, Parsed v) { assign(p.runtime.field, std::move(v)); }, \
+      [](ConstParamRefs p) { return show(p.runtime.field); },               \
+      [](RuntimeParams& to, const RuntimeParams& from) { to.field = from.field; }},
+
+// The table, built once; each row's default_value is its field's default as shown.
+const std::vector<Row>& rows() {
+  static const std::vector<Row> table = [] {
+    std::vector<Row> t{RINGRT_ALLREDUCE_PARAMS(RINGRT_ALLREDUCE_ROW) RINGRT_RUNTIME_PARAMS(RINGRT_RUNTIME_ROW)};
+    static std::vector<std::string> defaults;  // the storage default_value views
+    const AllreduceSettings a;
+    const RuntimeParams r;
+    defaults.reserve(t.size());
+    for (Row& row : t) row.info.default_value = defaults.emplace_back(row.show({a, r}));
+    return t;
+  }();
+  return table;
+}
+
+const Row& row_of(std::string_view key, std::string_view where) {
+  for (const Row& r : rows())
+    if (r.info.key == key) return r;
+  throw ConfigError(fmt::format("{}: unknown setting '{}'", where, key));
+}
+
+// The process-wide store: the values set by code, and which of them are set.
+struct ProcessStore {
+  std::mutex mutex;
+  RuntimeParams values;
+  std::vector<char> is_set;  // per row of rows(); allreduce rows stay 0
+  std::atomic<uint64_t> generation{0};
+};
+ProcessStore& store() {
+  static ProcessStore* s = [] {  // never freed: device threads may read it until the process ends
+    auto* p = new ProcessStore();
+    p->is_set.assign(rows().size(), 0);
+    return p;
+  }();
+  return *s;
+}
+
+}  // namespace
+
+const std::vector<Tunable>& tunables() {
+  static const std::vector<Tunable> t = [] {
+    std::vector<Tunable> out;
+    for (const Row& r : rows()) out.push_back(r.info);
+    return out;
+  }();
+  return t;
+}
+
+const Tunable* find_tunable(std::string_view key) {
+  for (const Tunable& t : tunables())
+    if (t.key == key) return &t;
+  return nullptr;
+}
+
+void set_param(ParamRefs p, std::string_view key, std::string_view text, ParamSource source, std::string_view where) {
+  const Row& r = row_of(key, where);
+  r.set(p, parse(r.info.parser, key, text, source, where));
+}
+
+std::string param_value(ConstParamRefs p, const Tunable& t) { return row_of(t.key, "param_value").show(p); }
+
+std::string dump_params(ConstParamRefs p, const std::map<std::string, std::string>& origins) {
+  std::string out;
+  for (const Row& r : rows()) {
+    auto it = origins.find(std::string(r.info.key));
+    out += fmt::format("{} = {}  (env {}; default {}; {})  <- {}\n", r.info.key, r.show(p), r.info.env,
+                       r.info.default_value, r.info.description, it == origins.end() ? "default" : it->second);
+  }
+  return out;
+}
+
+RuntimeParams current_runtime_params() {
+  RuntimeParams out;
+  AllreduceSettings unused;
+  ProcessStore& s = store();
+  const std::vector<Row>& table = rows();
+  std::lock_guard lock(s.mutex);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const Row& r = table[i];
+    if (!r.info.runtime) continue;
+    if (s.is_set[i]) {
+      r.copy(out, s.values);
+    } else if (const char* v = detail::env_value(r.info)) {
+      r.set({unused, out},
+            parse(r.info.parser, r.info.key, v, ParamSource::env, fmt::format("environment variable {}", r.info.env)));
+    }
+  }
+  return out;
+}
+
+void set_runtime_params(const RuntimeParams& values, std::initializer_list<std::string_view> keys) {
+  for (std::string_view k : keys)
+    if (const Tunable* t = find_tunable(k); !t || !t->runtime)
+      throw ConfigError(fmt::format("set_runtime_params: '{}' is not a runtime tunable", k));
+  ProcessStore& s = store();
+  const std::vector<Row>& table = rows();
+  std::lock_guard lock(s.mutex);
+  for (size_t i = 0; i < table.size(); ++i) {
+    const Row& r = table[i];
+    bool named = keys.size() == 0 || std::find(keys.begin(), keys.end(), r.info.key) != keys.end();
+    if (!r.info.runtime || !named) continue;
+    r.copy(s.values, values);
+    s.is_set[i] = 1;
+  }
+  ++s.generation;
+}
+
+void reset_runtime_params() {
+  ProcessStore& s = store();
+  std::lock_guard lock(s.mutex);
+  std::fill(s.is_set.begin(), s.is_set.end(), 0);
+  s.values = RuntimeParams{};
+  ++s.generation;
+}
+
+uint64_t runtime_params_generation() { return store().generation.load(std::memory_order_acquire); }
+
+std::optional<bool> parse_bool(std::string_view text) {
+  std::string l(text);
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (l == "1" || l == "true" || l == "yes" || l == "on") return true;
+  if (l == "0" || l == "false" || l == "no" || l == "off") return false;
+  return std::nullopt;
+}
+
+std::optional<std::pair<std::string, int>> parse_device_name(std::string_view name) {
+  size_t colon = name.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= name.size() || name.size() - colon > 6)
+    return std::nullopt;
+  int index = 0;
+  for (size_t i = colon + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    index = index * 10 + (name[i] - '0');
+  }
+  return std::pair{std::string(name.substr(0, colon)), index};
+}
+
+const char* detail::env_value(const Tunable& t) {
+  const char* v = std::getenv(std::string(t.env).c_str());
+  bool text = t.parser.kind == ParamKind::command || t.parser.kind == ParamKind::folder;
+  return v == nullptr || (text && *v == '\0') ? nullptr : v;
+}
+
+}  // namespace ringrt

@@ -1,0 +1,191 @@
+// The tunables of ringrt, in the style of NCCL's NCCL_PARAM (src/include/param.h): each is declared
+// once, on one line of RINGRT_ALLREDUCE_PARAMS or RINGRT_RUNTIME_PARAMS below, with its type, field,
+// YAML key, environment variable, default, parser and a one-line description. From that line come
+// the field of AllreduceSettings or RuntimeParams (with its default), the row of tunables(), its
+// YAML and `--set` key, its environment variable, and its line in `ringrt config --dump` and in the
+// header of every run. A YAML key or environment variable declared twice fails the build
+// (RINGRT_CHECK_PARAMS). Adding a tunable: one line here, plus the code that reads its field.
+//
+// Two stores. AllreduceSettings are per thread (ScopedSettings, current_settings() in
+// settings.hpp): they choose how a graph is lowered. RuntimeParams are per process
+// (current_runtime_params() below): the executor, the device backends and the compilers read them.
+//
+// Where a value comes from, highest first: code (set_runtime_params, ScopedSettings) or `--set`,
+// then the environment variable, then the YAML file, then the default. Security: a tunable whose
+// parser is kCommand or kFolder (the host compiler command, the kernel cache folder) is never read
+// from a YAML file: a config someone else wrote could otherwise run a program of its choice (the
+// compiler command is run by the shell) or plant shared objects that ringrt loads (a cache folder
+// others can write). Those come from the environment, `--set` or code only.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ringrt {
+
+// How a tunable's text is read. The error of a bad value is a ConfigError
+// "WHERE: key 'KEY': expected WHAT, got 'TEXT'" (WHERE: "FILE:LINE:COL", "environment variable X",
+// "--set k=v").
+enum class ParamKind {
+  integer,   // decimal, in [lo, hi]
+  boolean,   // true/false, yes/no, on/off, 1/0 (any case)
+  switch01,  // from the environment exactly "1" or "0"; elsewhere as boolean
+  seconds,   // decimal seconds (1.5, 60), in [min_s, max_s]
+  devices,   // device names "KIND:i", comma-separated in text, a list in YAML
+  command,   // a shell command (never from a YAML file); an empty environment value counts as unset
+  folder,    // a folder (never from a YAML file); an empty environment value counts as unset
+};
+struct ParamParser {
+  ParamKind kind;
+  int64_t lo = 0, hi = 0;       // integer bounds
+  double min_s = 0, max_s = 0;  // seconds bounds
+};
+constexpr ParamParser int_in(int64_t lo, int64_t hi) { return {ParamKind::integer, lo, hi}; }
+constexpr ParamParser seconds_in(double lo, double hi) { return {ParamKind::seconds, 0, 0, lo, hi}; }
+inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::switch01},
+    kDeviceList{ParamKind::devices}, kCommand{ParamKind::command}, kFolder{ParamKind::folder};
+
+// clang-format off
+// X(type, field, YAML key, environment variable, default, parser, description). One line each.
+#define RINGRT_ALLREDUCE_PARAMS(X) \
+  X(int, ring, "allreduce.ring", "RING", 1, int_in(0, 2), "ring allreduce: 0 never, 1 when ndev > 2 and numel > ring_threshold, 2 always") \
+  X(int, all2all, "allreduce.all2all", "ALL2ALL", 0, int_in(0, 2), "all2all allreduce, same levels as ring; wins over ring") \
+  X(int64_t, ring_threshold, "allreduce.ring_threshold", "RING_ALLREDUCE_THRESHOLD", 256000, int_in(0, INT64_MAX), "elements above which ring/all2all level 1 applies (tinygrad's empirical crossover)") \
+  X(std::vector<std::string>, reduce_leaders, "allreduce.reduce_leaders", "REDUCE_LEADERS", {}, kDeviceList, "devices that lead their group (comma list in env)") \
+  X(bool, cast, "allreduce.cast", "ALLREDUCE_CAST", true, kBoolean, "float16/bfloat16 allreduce copies stay 16-bit; 0 promotes to float32") \
+  X(int, debug, "debug", "DEBUG", 0, int_in(0, 10), ">= 2 prints one line per allreduce: algorithm, ndev x numel, dtype")
+#define RINGRT_RUNTIME_PARAMS(X) \
+  X(bool, peer_reads, "runtime.peer_reads", "RINGRT_PEER_READS", true, kSwitch01, "a copy read only by kernels on a peer-reading device is elided; they read its source in place") \
+  X(bool, kernel_split, "runtime.kernel_split", "RINGRT_KERNEL_SPLIT", true, kSwitch01, "a cpu kernel's range is split across TBB workers") \
+  X(bool, inline_small, "runtime.inline_small", "RINGRT_INLINE_SMALL", true, kSwitch01, "a cpu kernel or copy of at most 1 MiB that may start at once runs on the launching thread") \
+  X(bool, allreduce_in_place, "runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE", true, kSwitch01, "an allreduce reads a buffer in place, not a contiguous copy of it") \
+  X(double, watchdog_s, "runtime.watchdog_s", "RINGRT_WATCHDOG_S", 60, seconds_in(0.001, 1e7), "seconds an item of a run may take before the run fails with a TimeoutError") \
+  X(std::string, cache_dir, "runtime.cache_dir", "RINGRT_CACHE_DIR", "", kFolder, "compiled-kernel cache; empty: $XDG_CACHE_HOME/ringrt, else ~/.cache/ringrt (no YAML)") \
+  X(std::string, cxx, "runtime.cxx", "CXX", "g++", kCommand, "host C++ compiler command for cpu kernels, may start with a launcher: ccache g++ (no YAML)")
+// clang-format on
+
+#define RINGRT_PARAM_FIELD(type, field, key, env, def, parser, description) type field = def;
+
+// The allreduce settings: per thread (settings.hpp), one field per line of RINGRT_ALLREDUCE_PARAMS.
+struct AllreduceSettings {
+  RINGRT_ALLREDUCE_PARAMS(RINGRT_PARAM_FIELD)
+  std::map<std::string, int> groups;  // device -> group id (hierarchical allreduce); from devices.groups
+  bool operator==(const AllreduceSettings&) const = default;
+};
+
+// The process-wide tunables, one field per line of RINGRT_RUNTIME_PARAMS.
+struct RuntimeParams {
+  RINGRT_RUNTIME_PARAMS(RINGRT_PARAM_FIELD)
+  bool operator==(const RuntimeParams&) const = default;
+};
+
+namespace detail {
+// True when no two names are equal and none is a section of another ("a" and "a.b"): a tunable's
+// YAML key must name one leaf, and its environment variable one tunable.
+constexpr bool distinct_names(std::initializer_list<std::string_view> names) {
+  for (auto a = names.begin(); a != names.end(); ++a)
+    for (auto b = names.begin(); b != names.end(); ++b) {
+      if (a == b) continue;
+      if (*a == *b || a->empty()) return false;
+      if (b->size() > a->size() && b->substr(0, a->size()) == *a && (*b)[a->size()] == '.') return false;
+    }
+  return true;
+}
+}  // namespace detail
+
+#define RINGRT_PARAM_KEY(type, field, key, env, def, parser, description) key,
+#define RINGRT_PARAM_ENV(type, field, key, env, def, parser, description) env,
+// Fails the build when two tunables of LIST (an X-list like the ones above) share a YAML key or an
+// environment variable, or a key is a section of another.
+#define RINGRT_CHECK_PARAMS(LIST)                                                      \
+  static_assert(::ringrt::detail::distinct_names({LIST(RINGRT_PARAM_KEY)}),            \
+                "two tunables share a YAML key (or one key is a section of another)"); \
+  static_assert(::ringrt::detail::distinct_names({LIST(RINGRT_PARAM_ENV)}),            \
+                "two tunables share an environment variable")
+
+#define RINGRT_PARAMS(X) RINGRT_ALLREDUCE_PARAMS(X) RINGRT_RUNTIME_PARAMS(X)
+RINGRT_CHECK_PARAMS(RINGRT_PARAMS);
+
+// One tunable, as tunables() lists it: YAML key, environment variable, default (as dumped),
+// description, parser, and whether it is a field of RuntimeParams (else of AllreduceSettings).
+struct Tunable {
+  std::string_view key, env, default_value, description;
+  ParamParser parser{ParamKind::integer};
+  bool runtime = false;
+  // False for kCommand and kFolder: a YAML file may not set it (see the top of this file).
+  bool from_files() const { return parser.kind != ParamKind::command && parser.kind != ParamKind::folder; }
+};
+// Every tunable, in declaration order (allreduce first, then runtime).
+const std::vector<Tunable>& tunables();
+// The tunable with this YAML key, or null.
+const Tunable* find_tunable(std::string_view key);
+
+// Where a value comes from; it decides how strict the parser is (kSwitch01 from the environment
+// takes only "0" and "1").
+enum class ParamSource { code, file, env, set };
+
+// The two stores, for the functions that take any tunable.
+struct ParamRefs {
+  AllreduceSettings& allreduce;
+  RuntimeParams& runtime;
+};
+struct ConstParamRefs {
+  const AllreduceSettings& allreduce;
+  const RuntimeParams& runtime;
+};
+
+// Sets the tunable `key` from text ("2", "true", "CPU:0,CPU:2", "1.5"). `where` starts the error.
+// Throws ConfigError "WHERE: unknown setting 'KEY'" or "WHERE: key 'KEY': expected ..., got '...'".
+void set_param(ParamRefs p, std::string_view key, std::string_view text, ParamSource source, std::string_view where);
+// Calls fn(tunable, value) for every tunable whose environment variable is set, in declaration
+// order (a kCommand or kFolder variable set to "" counts as unset).
+template <class Fn>
+void for_each_env_param(Fn&& fn);
+// The value of the tunable as dumped: 2, true, [CPU:0, CPU:2], 1.5, g++, "" for an empty text.
+std::string param_value(ConstParamRefs p, const Tunable& t);
+// "key = value  (env VAR; default D; description)  <- ORIGIN" per tunable, one a line; ORIGIN is
+// origins[key] ("FILE:LINE:COL", "environment variable X", "--set k=v"), else "default".
+std::string dump_params(ConstParamRefs p, const std::map<std::string, std::string>& origins);
+
+// ---- the process-wide values (RuntimeParams)
+
+// The runtime tunables in force: for each, the value set by set_runtime_params, else its
+// environment variable (read at this call), else its default. Throws ConfigError for a bad
+// environment value of a tunable that is not set by code. Thread-safe.
+RuntimeParams current_runtime_params();
+// Sets the tunables named in `keys` (every runtime tunable when empty) to r's values for the
+// process: from now on they ignore the environment. The ringrt program installs its config's
+// values so. Throws ConfigError for a key that is not a runtime tunable. Thread-safe; hot paths that
+// cache a value (perf_options, allreduce_in_place) see the change at their next call.
+void set_runtime_params(const RuntimeParams& r, std::initializer_list<std::string_view> keys = {});
+// Forgets every value set by set_runtime_params (tests).
+void reset_runtime_params();
+// Increases at every set_runtime_params and reset_runtime_params: hot paths keep a value until it changes.
+uint64_t runtime_params_generation();
+
+// ---- helpers
+
+// "true", "yes", "on", "1" -> true; "false", "no", "off", "0" -> false (any case); nothing otherwise.
+// The one boolean syntax of settings, YAML values and --set.
+std::optional<bool> parse_bool(std::string_view text);
+// A device name "KIND:index" (CPU:0, HIP:12; index at most 5 digits) split into its kind and index;
+// nothing for any other form. The one device-name syntax of settings and the device registry.
+std::optional<std::pair<std::string, int>> parse_device_name(std::string_view name);
+
+namespace detail {
+const char* env_value(const Tunable& t);  // the variable's value, or null when unset (see for_each_env_param)
+}
+
+template <class Fn>
+void for_each_env_param(Fn&& fn) {
+  for (const Tunable& t : tunables())
+    if (const char* v = detail::env_value(t)) fn(t, std::string_view(v));
+}
+
+}  // namespace ringrt

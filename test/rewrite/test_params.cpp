@@ -1,0 +1,240 @@
+// The registry of tunables (rewrite/params.hpp): every tunable is listed once with its variable;
+// a key or variable declared twice fails the build; values parse with clear errors; the
+// process-wide store's precedence (code > environment > default) reaches the readers (perf_options,
+// allreduce_in_place, watchdog_timeout, cache_dir).
+#define BOOST_TEST_MODULE params
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "codegen/compile_cache.hpp"
+#include "rewrite/errors.hpp"
+#include "rewrite/params.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "rewrite/settings.hpp"
+#include "runtime/device/device.hpp"
+#include "runtime/engine/executor.hpp"
+
+using namespace ringrt;
+
+namespace {
+
+// RAII for one environment variable of this process (restores the old value).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? setenv(name, value, 1) : unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The message of the ConfigError that fn throws ("" when it throws none).
+template <class Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Forgets the values code set, before and after a test.
+struct FreshStore {
+  FreshStore() { reset_runtime_params(); }
+  ~FreshStore() { reset_runtime_params(); }
+};
+
+// Runs the host compiler on a snippet that includes params.hpp; returns its exit status, fills log.
+int compile_snippet(const std::string& body, std::string& log) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("ringrt-params-{}", getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "snippet.cpp") << "#include \"rewrite/params.hpp\"\n" << body << "\nint main() {}\n";
+  std::string cmd = fmt::format("g++ -std=c++20 -fsyntax-only -I'{}' '{}' > '{}' 2>&1", RINGRT_SOURCE_DIR,
+                                (dir / "snippet.cpp").string(), (dir / "log").string());
+  int rc = std::system(cmd.c_str());
+  std::ifstream in(dir / "log");
+  log.assign(std::istreambuf_iterator<char>(in), {});
+  std::filesystem::remove_all(dir);
+  return rc;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
+  const std::vector<std::pair<std::string_view, std::string_view>> want{
+      {"allreduce.ring", "RING"},
+      {"allreduce.all2all", "ALL2ALL"},
+      {"allreduce.ring_threshold", "RING_ALLREDUCE_THRESHOLD"},
+      {"allreduce.reduce_leaders", "REDUCE_LEADERS"},
+      {"allreduce.cast", "ALLREDUCE_CAST"},
+      {"debug", "DEBUG"},
+      {"runtime.peer_reads", "RINGRT_PEER_READS"},
+      {"runtime.kernel_split", "RINGRT_KERNEL_SPLIT"},
+      {"runtime.inline_small", "RINGRT_INLINE_SMALL"},
+      {"runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE"},
+      {"runtime.watchdog_s", "RINGRT_WATCHDOG_S"},
+      {"runtime.cache_dir", "RINGRT_CACHE_DIR"},
+      {"runtime.cxx", "CXX"}};
+  BOOST_TEST_REQUIRE(tunables().size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    BOOST_TEST(tunables()[i].key == want[i].first);
+    BOOST_TEST(tunables()[i].env == want[i].second);
+    BOOST_TEST(!tunables()[i].description.empty());
+    BOOST_TEST(tunables()[i].runtime == want[i].first.starts_with("runtime."));
+    BOOST_TEST(tunables()[i].from_files() == (want[i].second != "CXX" && want[i].second != "RINGRT_CACHE_DIR"));
+  }
+  BOOST_TEST(find_tunable("runtime.watchdog_s")->default_value == "60");
+  BOOST_TEST(find_tunable("allreduce.reduce_leaders")->default_value == "[]");
+  BOOST_TEST(find_tunable("runtime.cxx")->default_value == "g++");
+  BOOST_TEST(find_tunable("runtime") == nullptr);
+}
+
+// The predicate behind RINGRT_CHECK_PARAMS, at compile time and at run time.
+static_assert(detail::distinct_names({"a.b", "a.c", "d"}));
+static_assert(!detail::distinct_names({"a.b", "d", "a.b"}));
+static_assert(!detail::distinct_names({"a", "a.b"}));  // "a" would be a leaf and a section
+static_assert(!detail::distinct_names({"a.b", ""}));
+BOOST_AUTO_TEST_CASE(duplicate_names_are_found) {
+  BOOST_TEST(detail::distinct_names({"RING", "ALL2ALL", "RING_ALLREDUCE_THRESHOLD"}));
+  BOOST_TEST(!detail::distinct_names({"RING", "ALL2ALL", "RING"}));
+  BOOST_TEST(detail::distinct_names({"runtime.x", "runtimes.x"}));
+}
+
+// A key or variable declared twice fails the build: a snippet that adds a line to the lists does not
+// compile; the same snippet with a fresh key and variable does (so the failure is the check's).
+BOOST_AUTO_TEST_CASE(a_key_declared_twice_fails_the_build) {
+  auto with = [](const char* line) {
+    return fmt::format("#define MORE(X) RINGRT_PARAMS(X) {}\nRINGRT_CHECK_PARAMS(MORE);", line);
+  };
+  std::string log;
+  BOOST_TEST(compile_snippet(with("X(int, x, \"runtime.fresh\", \"RINGRT_FRESH\", 0, int_in(0, 1), \"d\")"), log) == 0,
+             log);
+  BOOST_TEST(compile_snippet(with("X(int, x, \"allreduce.ring\", \"RINGRT_FRESH\", 0, int_in(0, 1), \"d\")"), log) !=
+             0);
+  BOOST_TEST(log.find("two tunables share a YAML key") != std::string::npos, log);
+  BOOST_TEST(
+      compile_snippet(with("X(int, x, \"runtime.fresh\", \"RINGRT_PEER_READS\", 0, int_in(0, 1), \"d\")"), log) != 0);
+  BOOST_TEST(log.find("two tunables share an environment variable") != std::string::npos, log);
+}
+
+BOOST_AUTO_TEST_CASE(values_parse_with_clear_errors) {
+  AllreduceSettings a;
+  RuntimeParams r;
+  auto set = [&](const char* key, const char* text, ParamSource source = ParamSource::file) {
+    return error_of([&] { set_param({a, r}, key, text, source, "f.yaml:2:3"); });
+  };
+  BOOST_TEST(set("runtime.watchdog_s", "2.5") == "");
+  BOOST_TEST(r.watchdog_s == 2.5);
+  BOOST_TEST(set("runtime.peer_reads", "off") == "");
+  BOOST_TEST(!r.peer_reads);
+  BOOST_TEST(set("allreduce.reduce_leaders", "CPU:1, HIP:2") == "");
+  BOOST_TEST((a.reduce_leaders == std::vector<std::string>{"CPU:1", "HIP:2"}));
+  BOOST_TEST(set("runtime.cxx", "ccache g++") == "");
+  BOOST_TEST(r.cxx == "ccache g++");
+  BOOST_TEST(set("allreduce.ring", "3") == "f.yaml:2:3: key 'allreduce.ring': expected an integer in [0, 2], got '3'");
+  BOOST_TEST(set("runtime.watchdog_s", "0") ==
+             "f.yaml:2:3: key 'runtime.watchdog_s': expected seconds in [0.001, 10000000], got '0'");
+  for (const char* bad : {"1e-9", " 5", "0x10", "-1", "nan", ""})
+    BOOST_TEST(set("runtime.watchdog_s", bad).find("expected seconds in") != std::string::npos, bad);
+  BOOST_TEST(set("runtime.peer_reads", "yes", ParamSource::env) ==
+             "f.yaml:2:3: key 'runtime.peer_reads': expected 0 or 1, got 'yes'");
+  BOOST_TEST(set("allreduce.cast", "maybe") ==
+             "f.yaml:2:3: key 'allreduce.cast': expected true or false (1 or 0), got 'maybe'");
+  BOOST_TEST(set("allreduce.reduce_leaders", "CPU:0,GPU") ==
+             "f.yaml:2:3: key 'allreduce.reduce_leaders': expected device names like CPU:0 or HIP:2, got 'GPU'");
+  BOOST_TEST(set("runtime.cache_dir", "") == "f.yaml:2:3: key 'runtime.cache_dir': expected a folder, got ''");
+  BOOST_TEST(set("runtime.nope", "1") == "f.yaml:2:3: unknown setting 'runtime.nope'");
+  BOOST_TEST(error_of([&] { set_tunable(a, "runtime.peer_reads", "1", "code"); }) ==
+             "code: 'runtime.peer_reads' is a process-wide setting, not an allreduce setting");
+}
+
+BOOST_AUTO_TEST_CASE(process_values_code_over_environment_over_default) {
+  FreshStore fresh;
+  ScopedEnv no_w("RINGRT_WATCHDOG_S", nullptr), no_p("RINGRT_PEER_READS", nullptr);
+  BOOST_TEST(watchdog_timeout().count() == 60000);  // default
+  {
+    ScopedEnv w("RINGRT_WATCHDOG_S", "2.5");
+    BOOST_TEST(watchdog_timeout().count() == 2500);  // the environment, read at each call
+    set_watchdog_timeout(std::chrono::milliseconds(300));
+    BOOST_TEST(watchdog_timeout().count() == 300);  // code wins
+    BOOST_TEST(current_runtime_params().watchdog_s == 0.3);
+  }
+  reset_runtime_params();
+  ScopedEnv bad("RINGRT_WATCHDOG_S", "0x10");
+  BOOST_TEST(error_of([] { watchdog_timeout(); }) ==
+             "environment variable RINGRT_WATCHDOG_S: key 'runtime.watchdog_s': expected seconds in [0.001, "
+             "10000000], got '0x10'");
+  RuntimeParams r;
+  r.watchdog_s = 7;
+  set_runtime_params(r, {"runtime.watchdog_s"});
+  BOOST_TEST(watchdog_timeout().count() == 7000);  // a bad environment value no longer matters
+  BOOST_TEST(error_of([&] { set_runtime_params(r, {"allreduce.ring"}); }) ==
+             "set_runtime_params: 'allreduce.ring' is not a runtime tunable");
+}
+
+BOOST_AUTO_TEST_CASE(hot_paths_follow_set_runtime_params) {
+  FreshStore fresh;
+  ScopedEnv env("RINGRT_PEER_READS", "0"), in_place("RINGRT_ALLREDUCE_IN_PLACE", nullptr);
+  BOOST_TEST(!perf_options().peer_reads);  // the environment
+  BOOST_TEST(perf_options().kernel_split);
+  BOOST_TEST(allreduce_in_place());
+  RuntimeParams r;
+  r.peer_reads = true;
+  r.allreduce_in_place = false;
+  set_runtime_params(r, {"runtime.peer_reads", "runtime.allreduce_in_place"});
+  BOOST_TEST(perf_options().peer_reads);
+  BOOST_TEST(!allreduce_in_place());
+  set_perf_options(PerfOptions{false, false, true});
+  BOOST_TEST((perf_options() == PerfOptions{false, false, true}));
+  BOOST_TEST(!current_runtime_params().kernel_split);
+  reset_runtime_params();
+  BOOST_TEST(!perf_options().peer_reads);  // the environment again
+  BOOST_TEST(perf_options().kernel_split);
+  BOOST_TEST(allreduce_in_place());
+}
+
+BOOST_AUTO_TEST_CASE(cache_folder_and_compiler_command) {
+  FreshStore fresh;
+  ScopedEnv dir("RINGRT_CACHE_DIR", "/from/env"), cxx("CXX", "");
+  BOOST_TEST(codegen::cache_dir() == std::filesystem::path("/from/env"));
+  BOOST_TEST(current_runtime_params().cxx == "g++");  // an empty CXX counts as unset
+  RuntimeParams r;
+  r.cache_dir = "/from/code";
+  r.cxx = "clang++";
+  set_runtime_params(r, {"runtime.cache_dir", "runtime.cxx"});
+  BOOST_TEST(codegen::cache_dir() == std::filesystem::path("/from/code"));
+  BOOST_TEST(current_runtime_params().cxx == "clang++");
+}
+
+BOOST_AUTO_TEST_CASE(dump_names_every_tunable_and_its_origin) {
+  AllreduceSettings a;
+  RuntimeParams r;
+  a.ring = 2;
+  r.watchdog_s = 1.5;
+  std::string d = dump_params({a, r}, {{"allreduce.ring", "x.yaml:1:2"}, {"runtime.watchdog_s", "--set w"}});
+  for (const Tunable& t : tunables()) BOOST_TEST(("\n" + d).find(fmt::format("\n{} = ", t.key)) != std::string::npos);
+  BOOST_TEST(d.find("allreduce.ring = 2  (env RING; default 1; ") != std::string::npos, d);
+  BOOST_TEST(d.find(")  <- x.yaml:1:2\n") != std::string::npos, d);
+  BOOST_TEST(d.find("runtime.watchdog_s = 1.5  (env RINGRT_WATCHDOG_S; default 60; ") != std::string::npos, d);
+  BOOST_TEST(d.find("runtime.cache_dir = \"\"  (env RINGRT_CACHE_DIR; default \"\"; ") != std::string::npos, d);
+  BOOST_TEST(d.find("runtime.kernel_split = true  (env RINGRT_KERNEL_SPLIT; default true; ") != std::string::npos, d);
+  size_t lines = 0, defaults = 0;
+  for (size_t at = 0; (at = d.find('\n', at)) != std::string::npos; ++at) ++lines;
+  for (size_t at = 0; (at = d.find("  <- default\n", at)) != std::string::npos; ++at) ++defaults;
+  BOOST_TEST(lines == tunables().size());
+  BOOST_TEST(defaults == tunables().size() - 2);
+}
