@@ -11,6 +11,13 @@ function(step)
   endif()
 endfunction()
 step("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
+# Only the public headers are installed: none of the IR, the code generator or the engine.
+file(GLOB_RECURSE _internal RELATIVE "${WORK_DIR}/prefix/include/ringrt"
+  "${WORK_DIR}/prefix/include/ringrt/codegen/*" "${WORK_DIR}/prefix/include/ringrt/runtime/engine/*"
+  "${WORK_DIR}/prefix/include/ringrt/rewrite/uop.hpp" "${WORK_DIR}/prefix/include/ringrt/rewrite/interpreter.hpp")
+if(_internal)
+  message(FATAL_ERROR "install_consumer: internal headers installed: ${_internal}")
+endif()
 step("${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/build" -G "${GENERATOR}"
   "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
   "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"

@@ -20,19 +20,11 @@
 
 #include "rewrite/dtype.hpp"
 #include "rewrite/ops.hpp"
+#include "rewrite/shape.hpp"
 
 namespace ringrt {
 
-using Shape = std::vector<int64_t>;
 using DeviceTuple = std::vector<std::string>;
-
-// The most elements one tensor may have (2^48): larger shapes are a ShapeError, not an overflow.
-inline constexpr int64_t kMaxElements = int64_t{1} << 48;
-// Elements in shape; throws ShapeError for a negative dimension or more than kMaxElements.
-int64_t prod(const Shape& shape);
-// double -> int64 truncating toward zero; NaN and values out of range give 0 (never undefined).
-int64_t to_int64(double v);
-std::string shape_str(const Shape& shape);  // "(4, 400)"
 
 // c + k * _device_num: the bounds of the shrink and pad that shard and unshard a tensor depend on the
 // index of the device a kernel runs on (reference: tinygrad UOp._shard, _unshard).

@@ -53,37 +53,66 @@ void set_perf_options(const PerfOptions& options) {
   (void)perf_options();
 }
 
+Alias alias_of(const UOp& u) {
+  switch (u.op()) {
+    case Ops::RESHAPE:
+    case Ops::AFTER:
+    case Ops::ASSIGN:
+      return Alias::whole;
+    case Ops::MSELECT:
+      return Alias::block;
+    case Ops::MSTACK:
+      return Alias::stack;
+    default:
+      return Alias::none;
+  }
+}
+
+bool exists_without_item(const UOp& u) {
+  return u.op() == Ops::BUFFER || (alias_of(u) != Alias::none && u.op() != Ops::RESHAPE && u.op() != Ops::ASSIGN);
+}
+
+std::optional<MemoryRange> contiguous_range(const UOp& x, const std::function<bool(const UOp&)>& is_realized) {
+  UOp u = x;
+  int64_t offset = 0;
+  while (!is_realized(u)) {
+    if (u.op() == Ops::RESHAPE) {
+      u = u.src(0);
+    } else if (u.op() == Ops::SHRINK && u.shape().size() == 1 && u.arg_spans()[0].first.k == 0) {
+      offset += u.arg_spans()[0].first.c;
+      u = u.src(0);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return MemoryRange{u, offset};
+}
+
+MemoryRange copy_source(const UOp& copy, const std::vector<UOp>& reads) {
+  auto in_reads = [&](const UOp& u) { return std::find(reads.begin(), reads.end(), u) != reads.end(); };
+  std::optional<MemoryRange> range = contiguous_range(copy.src(0), in_reads);
+  if (!range) throw InternalError("copy reads no range of its planned source: " + copy.to_string());
+  return *range;
+}
+
 WriteSite write_site(const UOp& target) {
   UOp u = target;
   int64_t block = -1;
   for (;;) {
-    switch (u.op()) {
-      case Ops::RESHAPE:
-      case Ops::AFTER:
-      case Ops::ASSIGN:
-        u = u.src(0);
-        continue;
-      case Ops::MSELECT:
-        if (block >= 0) return {};
-        block = u.arg_int();
-        u = u.src(0);
-        continue;
-      case Ops::MSTACK:
-        return {};
-      default:
-        break;
+    Alias a = alias_of(u);
+    if (a == Alias::none) break;
+    if (a == Alias::stack) return {};
+    if (a == Alias::block) {
+      if (block >= 0) return {};
+      block = u.arg_int();
     }
-    break;
+    u = u.src(0);
   }
   if (block < 0 && u.device().single()) block = 0;
   return {u.node(), block};
 }
 
-std::vector<WriteSite> write_sites(const ItemPlan& plan) {
-  std::vector<WriteSite> out;
-  for (const ScheduleItem& item : plan.items) out.push_back(write_site(item.target));
-  return out;
-}
+namespace {
 
 std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<WriteSite>& sites,
                                        const std::vector<UOp>& roots) {
@@ -116,6 +145,16 @@ std::vector<int64_t> written_blocks(const std::vector<WriteSite>& sites, const d
     if (w.base == base && std::find(out.begin(), out.end(), w.block) == out.end()) out.push_back(w.block);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+}  // namespace
+
+MemoryPlan::MemoryPlan(const ItemPlan& plan, const std::vector<UOp>& roots) {
+  for (const ScheduleItem& item : plan.items) sites_.push_back(write_site(item.target));
+  peer_reads_ = peer_read_candidates(plan, sites_, roots);
+  for (size_t i = 0; i < plan.items.size(); ++i)
+    if (peer_reads_[i] && !written_.count(sites_[i].base))
+      written_[sites_[i].base] = written_blocks(sites_, sites_[i].base);
 }
 
 }  // namespace ringrt

@@ -1,13 +1,51 @@
-// Performance helpers of the executor (internal): which copies of a plan may become peer reads.
-// The switches themselves (PerfOptions) are declared in runtime/device/device.hpp.
+// The memory plan (internal): the one definition of memory aliasing, used by the scheduler
+// (rewrite/plan/schedule.cpp), the executor (runtime/engine/executor.cpp) and peer-read planning.
+//
+// Aliases. A node either computes a value of its own into fresh memory, or its memory is another
+// node's: RESHAPE, AFTER and ASSIGN are their first source's memory (an assignment's value lives in
+// its destination), MSELECT i is block i of its source's per-device blocks, MSTACK is block 0 of
+// each of its sources in order. BUFFER is memory itself (a tensor's storage, or a scratch slot that
+// a run allocates). A copy reads a contiguous range: reshapes and 1-D constant shrinks over a realized
+// value. Write sites: the (node, block) an item's target writes. Peer reads: copies a run may elide
+// into a read of the source in place. The switches themselves (PerfOptions) are declared in
+// runtime/device/device.hpp.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "rewrite/plan/schedule.hpp"
 
 namespace ringrt {
+
+// How a node's memory relates to its sources' (see the file comment).
+enum class Alias {
+  none,   // memory of its own (BUFFER included: it is the memory)
+  whole,  // RESHAPE, AFTER, ASSIGN: src(0)'s memory
+  block,  // MSELECT i: block i of src(0)'s per-device blocks
+  stack,  // MSTACK: block 0 of each source, in order
+};
+Alias alias_of(const UOp& u);
+
+// Whether u's memory exists once its sources' does, with no item computing it: a BUFFER and the
+// aliases AFTER, MSELECT, MSTACK. (RESHAPE is an alias too, but kernels index through it unless it is
+// realized; ASSIGN is an alias whose value an item writes.)
+bool exists_without_item(const UOp& u);
+
+// The contiguous range of a realized value that x reads: the value and the element offset.
+struct MemoryRange {
+  UOp base;
+  int64_t offset = 0;  // in elements
+};
+// x as a range: reshapes and 1-D shrinks with a device-independent begin over a node for which
+// is_realized holds. Nothing when x is not such a range.
+std::optional<MemoryRange> contiguous_range(const UOp& x, const std::function<bool(const UOp&)>& is_realized);
+// The range copy item `copy` (a COPY, see ScheduleItem) reads: reads[0] is its realized source.
+// Throws InternalError when the plan's read is not under the copy's source.
+MemoryRange copy_source(const UOp& copy, const std::vector<UOp>& reads);
 
 // Where an item writes: the node that owns the memory (a scratch BUFFER, a realized value) and the
 // block of it (index into its per-device blocks; -1: every block).
@@ -15,23 +53,32 @@ struct WriteSite {
   const detail::Node* base = nullptr;
   int64_t block = -1;
 };
-
-// For each item of plan: true for a copy that may be elided into a peer read. Such a copy is the
-// only item writing its destination block, that block belongs to a scratch buffer or an
-// intermediate (not a root, not memory that outlives the run), and the program assigns nothing in
-// place (so every source stays unchanged while the run reads it). Whether the devices allow the
-// peer read, and whether the destination is an input after all, is decided per run. Planning only.
-// `sites`: write_sites(plan).
-std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<WriteSite>& sites,
-                                       const std::vector<UOp>& roots);
-
-// The blocks of `base` that some item writes, given every item's site (sorted; -1: all of them).
-std::vector<int64_t> written_blocks(const std::vector<WriteSite>& sites, const detail::Node* base);
-
-// The site an item's target writes (through RESHAPE, AFTER, ASSIGN and one MSELECT); base null when
-// it cannot tell (an MSTACK).
+// The site target writes (through whole aliases and one MSELECT); base null when it cannot tell (an
+// MSTACK).
 WriteSite write_site(const UOp& target);
-// write_site of every item of plan, in order.
-std::vector<WriteSite> write_sites(const ItemPlan& plan);
+
+// The memory plan of one ItemPlan: every item's write site, the copies that may become peer reads,
+// and the blocks written of each base such a copy writes. Planning only: whether the devices allow
+// a peer read, and whether the destination is an input after all, is decided per run.
+class MemoryPlan {
+ public:
+  // plan realizes roots (per-device nodes, as Program takes them).
+  MemoryPlan(const ItemPlan& plan, const std::vector<UOp>& roots);
+
+  const WriteSite& site(size_t item) const { return sites_.at(item); }
+  // True for a copy that may be elided into a peer read: it is the only item writing its destination
+  // block, that block belongs to a scratch buffer or an intermediate (not a root, not memory that
+  // outlives the run), and the program assigns nothing in place (so every source stays unchanged
+  // while the run reads it).
+  bool peer_read(size_t item) const { return peer_reads_.at(item) != 0; }
+  // The blocks of base that some item writes (sorted; -1: all of them), for a base a peer-read
+  // candidate writes. Throws std::out_of_range for another base.
+  const std::vector<int64_t>& written(const detail::Node* base) const { return written_.at(base); }
+
+ private:
+  std::vector<WriteSite> sites_;
+  std::vector<char> peer_reads_;
+  std::unordered_map<const detail::Node*, std::vector<int64_t>> written_;
+};
 
 }  // namespace ringrt

@@ -10,31 +10,19 @@
 #include <unordered_set>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/plan/memory_plan.hpp"
 
 namespace ringrt {
 namespace {
 
 using NodeSet = std::unordered_set<const detail::Node*>;
 
-// Nodes that alias memory another item wrote: they need no work of their own.
-bool is_alias(const UOp& u) {
-  return u.op() == Ops::BUFFER || u.op() == Ops::AFTER || u.op() == Ops::MSELECT || u.op() == Ops::MSTACK;
-}
-
-// A copy can read x straight from memory when x is a contiguous range of a realized value: reshapes
-// and one-dimensional constant shrinks over it. Returns that realized value, or nothing.
+// A copy can read x straight from memory when x is a contiguous range of a realized value
+// (rewrite/plan/memory_plan.hpp). Returns that realized value, or nothing.
 std::optional<UOp> range_source(const UOp& x, const NodeSet& realized) {
-  UOp u = x;
-  while (!realized.count(u.node())) {
-    if (u.op() == Ops::RESHAPE) {
-      u = u.src(0);
-    } else if (u.op() == Ops::SHRINK && u.shape().size() == 1 && u.arg_spans()[0].first.k == 0) {
-      u = u.src(0);
-    } else {
-      return std::nullopt;
-    }
-  }
-  return u;
+  std::optional<MemoryRange> range = contiguous_range(x, [&](const UOp& u) { return realized.count(u.node()) > 0; });
+  if (!range) return std::nullopt;
+  return range->base;
 }
 
 // Whether computing an assignment's value straight into its destination could read an element after
@@ -77,7 +65,7 @@ class Planner {
 
  private:
   void realize(const UOp& u) {
-    if (!is_alias(u) && u.op() != Ops::STORE && u.op() != Ops::SINK && u.op() != Ops::DEVICE)
+    if (!exists_without_item(u) && u.op() != Ops::STORE && u.op() != Ops::SINK && u.op() != Ops::DEVICE)
       realized_.insert(u.node());
   }
 
@@ -85,7 +73,7 @@ class Planner {
   void choose_boundaries() {
     std::unordered_map<const detail::Node*, bool> has_reduce;
     for (const UOp& u : order_) {
-      if (is_alias(u)) realized_.insert(u.node());
+      if (exists_without_item(u)) realized_.insert(u.node());
       switch (u.op()) {
         case Ops::CONTIGUOUS:
         case Ops::COPY:

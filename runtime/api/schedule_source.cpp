@@ -9,6 +9,7 @@
 
 #include "codegen/render.hpp"
 #include "runtime/api/tensor.hpp"
+#include "runtime/engine/internal.hpp"
 
 namespace ringrt {
 
@@ -25,7 +26,8 @@ const char* suffix_of(const std::string& target) {
 
 std::string Schedule::source(size_t i, const std::string& target) const {
   suffix_of(target);
-  const codegen::Kernel& k = kernel_items.at(i).kernel;
+  kernel_items.at(i);  // std::out_of_range for a bad i
+  const codegen::Kernel& k = kernel_of(*this, i);
   return target == "cpu" ? codegen::render_cpp(k) : codegen::render_hip(k);
 }
 
@@ -40,7 +42,7 @@ std::vector<std::string> Schedule::emit_sources(const std::string& dir, const st
   std::vector<std::string> paths;
   for (size_t i = 0; i < kernel_items.size(); ++i) {
     const KernelItem& ki = kernel_items[i];
-    fs::path path = fs::path(dir) / fmt::format("{:03}_{}{}", ki.item, ki.kernel.name, suffix);
+    fs::path path = fs::path(dir) / fmt::format("{:03}_{}{}", ki.item, ki.name, suffix);
     std::string text = source(i, target);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));

@@ -5,180 +5,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <set>
-#include <unordered_map>
-#include <unordered_set>
+#include <sstream>
 
-#include "codegen/view.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/device/device.hpp"
-#include "runtime/engine/executor.hpp"
-#ifdef RINGRT_HAVE_HIP
-#endif
-#include "codegen/item_kernel.hpp"
-#include "rewrite/plan/schedule.hpp"
+#include "runtime/engine/internal.hpp"
+#include "runtime/engine/program_cache.hpp"
+#include "runtime/engine/realize.hpp"
 
 namespace ringrt {
-
-// ---------------------------------------------------------------------------------------------
-// storage: the data of realized buffers, alive while a tensor refers to it
-
-namespace {
-
-using Storage = DeviceStorage;
-
-struct Registry {
-  std::mutex mu;
-  std::unordered_map<int64_t, std::weak_ptr<Storage>> storages;
-  std::vector<std::weak_ptr<Tensor::State>> live;
-};
-Registry& registry() {
-  static Registry r;
-  return r;
-}
-
-void register_storage(const std::shared_ptr<Storage>& s) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.storages[s->id()] = s;
-}
-
-// Device memory for BUFFER buf, filled from host data (one HostBuffer per device, or one for all).
-std::shared_ptr<Storage> new_storage(const UOp& buf, const std::vector<HostBuffer>& data) {
-  auto s = std::make_shared<Storage>(std::get<BufferArg>(buf.arg()).id, buf.device(), buf.dtype(), prod(buf.shape()));
-  if (!data.empty()) s->from_host(data);
-  register_storage(s);
-  return s;
-}
-
-std::shared_ptr<Storage> find_storage(int64_t id) {
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  auto it = r.storages.find(id);
-  return it == r.storages.end() ? nullptr : it->second.lock();
-}
-
-// The reference interpreter reading tensor buffers from device memory.
-std::vector<HostBuffer> interpret(const UOp& u) {
-  std::unordered_map<int64_t, std::vector<HostBuffer>> host;
-  Interpreter in([&](int64_t id) -> const std::vector<HostBuffer>* {
-    auto it = host.find(id);
-    if (it == host.end()) {
-      auto st = find_storage(id);
-      if (!st) return nullptr;
-      it = host.emplace(id, st->to_host()).first;
-    }
-    return &it->second;
-  });
-  return in.evaluate(u);
-}
-
-// Compiled programs by (lowered root, settings): running the same computation again does no
-// rewriting, scheduling or compiling.
-struct ProgramCache {
-  struct Entry {
-    AllreduceSettings settings;
-    Lowered lowered;
-    std::shared_ptr<Program> program;
-  };
-  std::mutex mu;
-  std::unordered_map<const detail::Node*, std::vector<Entry>> entries;
-  size_t builds = 0;
-};
-ProgramCache& program_cache() {
-  static ProgramCache c;
-  return c;
-}
-
-bool is_buffer_view(const UOp& u) {
-  const UOp& x = u.op() == Ops::MULTI ? u.src(0) : u;
-  return x.op() == Ops::BUFFER || (x.op() == Ops::RESHAPE && x.src(0).op() == Ops::BUFFER);
-}
-
-UOp buffer_of(UOp u) {
-  while (u.op() != Ops::BUFFER) {
-    if (u.src().empty()) throw InternalError("no buffer under " + u.to_string());
-    u = u.src(0);
-  }
-  return u;
-}
-
-std::set<int64_t> buffers_read(const UOp& u) {
-  std::set<int64_t> ids;
-  for (const UOp& x : u.graph().toposort({u}))
-    if (x.op() == Ops::BUFFER) ids.insert(std::get<BufferArg>(x.arg()).id);
-  return ids;
-}
-
-// root as a view of a buffer when it is a CONTIGUOUS of movement ops over a realized BUFFER (through
-// a MULTI) whose elements, on every device, are one contiguous range of the buffer at the same offset
-// (a reshape; a shrink on the outermost axes that are not 1; a shrink of each shard on an axis other
-// than the sharded one, when the axes before it have local size 1; chains of these): the buffer, a 1-D
-// SHRINK to that range (none for the whole buffer) and a RESHAPE to the local shape, under a MULTI on
-// the root's shard axis. Otherwise nothing. Shapes in elements; throws what lower_multi throws for
-// the movement ops (a ShapeError for a shrink on the sharded axis that is not one shard or the whole).
-// Reference: tinygrad's BUFFER_VIEW (a CONTIGUOUS of a view that is a contiguous range of a buffer is
-// that range of the buffer, no kernel); whether it aliases the buffer: see Tensor::State::borrowed.
-std::optional<UOp> as_buffer_view(const UOp& root, const AllreduceSettings& settings) {
-  if (root.op() != Ops::CONTIGUOUS) return std::nullopt;
-  UOp under = root.src(0);
-  while (group::movement().contains(under.op()) || under.op() == Ops::MULTI) under = under.src(0);
-  if (under.op() != Ops::BUFFER) return std::nullopt;
-  Lowered low = lower_multi({root}, settings);
-  const UOp& local = low.roots.at(0);
-  if (local.op() != Ops::CONTIGUOUS) return std::nullopt;
-  const UOp& chain = local.src(0);
-  int64_t numel = prod(chain.shape());
-  int64_t ndev = std::max<int64_t>(1, static_cast<int64_t>(chain.device().count()));
-  codegen::Expr gid = codegen::gid_var(numel);
-  codegen::ViewAccess access =
-      codegen::view_access(chain, {codegen::unravel(gid, chain.shape()), {}}, codegen::dnum_var(ndev - 1));
-  if (access.base.op() != Ops::BUFFER || !access.valid.always()) return std::nullopt;
-  int64_t offset = 0;
-  if (numel > 0) {  // element gid of the view is element offset + gid of the buffer, on every device
-    std::optional<int64_t> off = (access.index - gid).as_constant();
-    if (!off && numel == 1 && access.index.min() == access.index.max()) off = access.index.min();
-    if (!off) return std::nullopt;
-    offset = *off;
-  }
-  UOp view = access.base;
-  if (offset != 0 || numel != prod(view.shape())) view = view.shrink(spans({{offset, offset + numel}}));
-  view = view.reshape(local.shape());
-  return low.axes.at(0) ? view.multi(low.axes[0]) : view;
-}
-
-}  // namespace
-
-struct Tensor::State {
-  UOp uop;
-  std::vector<std::shared_ptr<Storage>> storages;  // every buffer the graph reads
-  // For a shrink (of a shrink ...) of a tensor: that tensor and the region of it, in its coordinates;
-  // assign() writes through the view into it.
-  std::shared_ptr<State> view_base;
-  std::vector<std::pair<int64_t, int64_t>> view_region;
-  // Realized without memory of its own: uop is a contiguous range of another tensor's buffer (a
-  // contiguous() of a view, see as_buffer_view). A value all the same: it gets its own copy before
-  // that buffer is written (Realizer::run_assign) or before it is written itself (assign).
-  bool borrowed = false;
-};
-
-namespace {
-std::shared_ptr<Tensor::State> make_state(UOp u, std::vector<std::shared_ptr<Storage>> storages) {
-  auto s = std::make_shared<Tensor::State>();
-  s->uop = u;
-  s->storages = std::move(storages);
-  auto& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  if (r.live.size() > 64) {  // drop dead entries now and then
-    r.live.erase(std::remove_if(r.live.begin(), r.live.end(), [](const auto& w) { return w.expired(); }), r.live.end());
-  }
-  r.live.push_back(s);
-  return s;
-}
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // construction
@@ -399,248 +237,19 @@ std::vector<std::string> Tensor::devices() const {
   return {};
 }
 
-namespace {
-// The compiled program realizing roots with these settings, built once.
-std::pair<std::shared_ptr<Program>, Lowered> program_for(const std::vector<UOp>& roots,
-                                                         const AllreduceSettings& settings) {
-  UOp key = roots.size() == 1 ? roots[0] : sink(roots);
-  auto& cache = program_cache();
-  {
-    std::lock_guard<std::mutex> lock(cache.mu);
-    for (const auto& e : cache.entries[key.node()])
-      if (e.settings == settings) return {e.program, e.lowered};
-  }
-  Lowered low = lower_multi(roots, settings);
-  auto program = std::make_shared<Program>(plan_schedule(low.roots), low.roots);
-  std::lock_guard<std::mutex> lock(cache.mu);
-  cache.entries[key.node()].push_back({settings, low, program});
-  ++cache.builds;
-  return {program, low};
-}
-}  // namespace
-
 Tensor& Tensor::realize() {
   realize_all({*this});
   return *this;
 }
 
-namespace {
-
-// Assignments that have run: ASSIGN node -> the destination view it wrote. A graph built on a
-// tensor before that tensor was realized still holds its ASSIGN; it reads the destination instead of
-// running the assignment again.
-struct AssignLog {
-  std::mutex mu;
-  std::unordered_map<const detail::Node*, UOp> dest;
-};
-AssignLog& assign_log() {
-  static AssignLog log;
-  return log;
-}
-
-int64_t buffer_id_of(const UOp& view) { return std::get<BufferArg>(buffer_of(view).arg()).id; }
-
-bool contains(const UOp& graph, const UOp& node) {
-  for (const UOp& u : graph.graph().toposort({graph}))
-    if (u == node) return true;
-  return false;
-}
-
-// The views of buffer id that root reads outside the assignment a (the old contents).
-std::vector<UOp> reads_outside(const UOp& root, const UOp& a, int64_t id) {
-  std::vector<UOp> found, stack{root};
-  std::unordered_set<const detail::Node*> seen;
-  while (!stack.empty()) {
-    UOp u = stack.back();
-    stack.pop_back();
-    if (u == a || !seen.insert(u.node()).second) continue;
-    if (is_buffer_view(u) && buffer_id_of(u) == id) {
-      found.push_back(u);
-      continue;
-    }
-    for (const UOp& s : u.src()) stack.push_back(s);
-  }
-  return found;
-}
-
-}  // namespace
-
-// Realizing tensors and assignments (Tensor's friend).
-struct Realizer {
-  using StatePtr = std::shared_ptr<Tensor::State>;
-  // Realizes the states with one program. `views`: a contiguous() of a contiguous range of a realized
-  // buffer becomes that range (borrowed, no kernel); false: every state gets memory of its own.
-  static void realize_states(const std::vector<StatePtr>& todo, bool views);
-  // Gives a borrowed state memory of its own (one copy kernel); its value is unchanged.
-  static void copy_out(const StatePtr& st);
-  // Realizes st into memory of its own (to be written in place).
-  static void own(const StatePtr& st);
-  static void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& settings);
-  static UOp settle_assigns(const StatePtr& st, const AllreduceSettings& settings);
-  static inline thread_local std::vector<const Tensor::State*> realizing;  // owners up this thread's stack
-};
-
-namespace {
-// Realized: a buffer's memory (of its own or borrowed); realize() has nothing to run for it.
-bool is_realized(const Tensor::State& st) { return st.borrowed || is_buffer_view(st.uop); }
-}  // namespace
-
-void Realizer::copy_out(const StatePtr& st) {
-  if (!st->borrowed) return;
-  auto copy = make_state(st->uop.contiguous(), st->storages);
-  realize_states({copy}, false);
-  st->uop = copy->uop;
-  st->storages = copy->storages;
-  st->borrowed = false;
-}
-
-void Realizer::own(const StatePtr& st) {
-  if (st->borrowed) {
-    copy_out(st);
-  } else if (!is_realized(*st)) {
-    realize_states({st}, false);
-  }
-}
-
-// Runs the assignment a (its value already free of other pending assignments): first every live
-// tensor that still reads the destination's old contents is realized (write after read), then the
-// program writes the value into the destination.
-void Realizer::run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& settings) {
-  UOp dest = a.src(0);  // a buffer view, or a MULTI of one
-  int64_t id = buffer_id_of(dest);
-  std::vector<Tensor> readers;
-  {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    for (auto& w : r.live)
-      if (auto s = w.lock(); s && s != owner && !is_realized(*s) && buffers_read(s->uop).count(id))
-        readers.push_back(Tensor(s));
-  }
-  // A reader holding this very assignment reads the new contents (it is realized after); one already
-  // being realized up the stack is not waited for; a reader that cannot be realized would fail anyway.
-  realizing.push_back(owner.get());
-  for (Tensor& r : readers) {
-    if (contains(r.uop(), a) || std::find(realizing.begin(), realizing.end(), r.s_.get()) != realizing.end()) continue;
-    try {
-      r.realize();
-    } catch (const Error&) {
-    }
-  }
-  realizing.pop_back();
-  // values borrowing the destination's memory (those just realized too) get their own copy first
-  std::vector<StatePtr> borrowers;
-  {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    for (auto& w : r.live)
-      if (auto s = w.lock(); s && s != owner && s->borrowed && buffers_read(s->uop).count(id)) borrowers.push_back(s);
-  }
-  for (const StatePtr& b : borrowers) copy_out(b);
-  auto [program, low] = program_for({a.replace(a.src(), Arg())}, settings);  // one program for every call
-  program->run({{}}, find_storage);
-  std::lock_guard<std::mutex> lock(assign_log().mu);
-  assign_log().dest.emplace(a.node(), dest);
-}
-
-// st's graph with every assignment in it run once (innermost first) and replaced by its
-// destination; reads of a destination's old contents outside its assignment are snapshotted first.
-UOp Realizer::settle_assigns(const StatePtr& st, const AllreduceSettings& settings) {
-  UOp root = st->uop;
-  for (;;) {
-    std::unordered_map<const detail::Node*, UOp> sub;
-    std::optional<UOp> pending;
-    {
-      std::lock_guard<std::mutex> lock(assign_log().mu);
-      for (const UOp& u : root.graph().toposort({root})) {
-        if (u.op() != Ops::ASSIGN) continue;
-        if (auto it = assign_log().dest.find(u.node()); it != assign_log().dest.end()) {
-          sub.emplace(u.node(), it->second);
-        } else if (!pending) {
-          pending = u;  // the first in order: its sources hold no unrun assignment
-        }
-      }
-    }
-    if (!sub.empty()) root = substitute(root, sub);
-    if (!pending) return root;
-    UOp a = *pending;
-    if (a.node() != root.node()) {
-      // old contents read elsewhere in this graph: copy them out before the destination changes
-      std::unordered_map<const detail::Node*, UOp> snap{{a.node(), a}};  // a itself stays as it is
-      for (const UOp& v : reads_outside(root, a, buffer_id_of(a.src(0)))) {
-        auto copy = make_state(v.contiguous(), st->storages);
-        realize_states({copy}, false);  // a copy in memory of its own, never a view of the destination
-        snap.emplace(v.node(), copy->uop);
-        st->storages.insert(st->storages.end(), copy->storages.begin(), copy->storages.end());
-      }
-      if (snap.size() > 1) {
-        root = substitute(root, snap);
-        continue;  // a is unchanged: its dest and value are excluded from the snapshot walk
-      }
-    }
-    run_assign(a, st, settings);
-  }
-}
-
 void Tensor::realize_all(const std::vector<Tensor>& tensors) {
-  std::vector<std::shared_ptr<State>> todo;
+  std::vector<StatePtr> todo;
   for (const Tensor& t : tensors)
     if (std::find(todo.begin(), todo.end(), t.s_) == todo.end()) todo.push_back(t.s_);
-  Realizer::realize_states(todo, true);
+  realize_states(todo, true);
 }
 
-void Realizer::realize_states(const std::vector<StatePtr>& states, bool views) {
-  std::vector<StatePtr> todo;
-  for (const StatePtr& st : states)
-    if (!is_realized(*st)) todo.push_back(st);
-  if (todo.empty()) return;
-  AllreduceSettings settings = current_settings();
-
-  // assignments write in place, once, before anything reads their result
-  std::vector<StatePtr> plain;
-  for (auto& st : todo) {
-    auto keep = st->storages;
-    st->uop = Realizer::settle_assigns(st, settings);
-    if (is_buffer_view(st->uop)) continue;
-    if (std::optional<UOp> view = views ? as_buffer_view(st->uop, settings) : std::nullopt) {
-      st->uop = *view;  // no kernel: the range of the buffer, which the state keeps alive
-      st->storages = {find_storage(buffer_id_of(*view))};
-      st->borrowed = true;
-      continue;
-    }
-    plain.push_back(st);
-  }
-  if (plain.empty()) return;
-
-  std::vector<UOp> roots;
-  for (auto& st : plain) roots.push_back(st->uop);
-  auto [program, low] = program_for(roots, settings);
-  std::vector<std::shared_ptr<Storage>> outputs;
-  std::vector<std::vector<Block>> outs;
-  std::vector<UOp> buffers;
-  for (const UOp& root : low.roots) {
-    DeviceSpec dev = root.device().none() ? DeviceSpec("CPU:0") : root.device();
-    UOp buf = new_buffer(dev, ringrt::prod(root.shape()), root.dtype());
-    outputs.push_back(new_storage(buf, {}));
-    outs.push_back(outputs.back()->blocks());
-    buffers.push_back(buf);
-  }
-  std::vector<std::shared_ptr<Storage>> keep;
-  for (auto& st : plain) keep.insert(keep.end(), st->storages.begin(), st->storages.end());
-  ExecOptions options;
-  options.keep_alive.assign(outputs.begin(), outputs.end());
-  program->run(outs, find_storage, options);
-  for (size_t i = 0; i < plain.size(); ++i) {
-    UOp view = buffers[i].reshape(low.roots[i].shape());
-    plain[i]->uop = low.axes[i] ? view.multi(low.axes[i]) : view;
-    plain[i]->storages = {outputs[i]};
-  }
-}
-
-size_t Tensor::programs_built() {
-  auto& cache = program_cache();
-  std::lock_guard<std::mutex> lock(cache.mu);
-  return cache.builds;
-}
+size_t Tensor::programs_built() { return ringrt::programs_built(); }
 
 Tensor& Tensor::assign(const Tensor& value) {
   if (value.shape() != shape())
@@ -663,7 +272,7 @@ Tensor& Tensor::assign(const Tensor& value) {
         fmt::format("ASSIGN: the tensor (shape {}) is a lazy {} view with no memory of its own (e.g. from full "
                     "or expand); realize a contiguous() copy of it first, or assign into a shrink of it",
                     shape_str(shape()), op_name(uop().op())));
-  Realizer::own(s_);  // a borrowed value gets its own memory first: the write never reaches the lender
+  own(s_);  // a borrowed value gets its own memory first: the write never reaches the lender
   Tensor v = value.cast(dtype());
   static std::atomic<int64_t> calls{0};  // each call its own ASSIGN: X.assign(X + 1) runs every time
   s_->uop = uop().assign(v.uop(), calls++);
@@ -677,7 +286,7 @@ Tensor& Tensor::assign(const Tensor& value) {
 // of a buffer with a store through the view; here the write is one in-place kernel over the base.
 Tensor& Tensor::assign_view(const Tensor& value) {
   Tensor base(s_->view_base);
-  Realizer::own(base.s_);
+  own(base.s_);
   const auto& region = s_->view_region;
   std::vector<std::pair<int64_t, int64_t>> ba;
   for (size_t i = 0; i < region.size(); ++i) ba.push_back({region[i].first, base.shape()[i] - region[i].second});
@@ -714,7 +323,7 @@ Tensor& Tensor::assign_view(const Tensor& value) {
 HostBuffer Tensor::host() const {
   Tensor t = *this;
   t.realize();
-  HostBuffer out = ringrt::interpret(t.uop()).at(0);  // a realized tensor: only gathers its buffers
+  HostBuffer out = interpret_buffers(t.uop()).at(0);  // a realized tensor: only gathers its buffers
   out.shape = shape();
   return out;
 }
@@ -724,14 +333,14 @@ std::vector<HostBuffer> Tensor::interpret_shards() const {
   UOp local = uop();
   if (!is_buffer_view(local)) local = lower_multi({uop()}, current_settings()).roots[0];
   if (local.op() == Ops::MULTI) local = local.src(0);
-  std::vector<HostBuffer> out = ringrt::interpret(local);
+  std::vector<HostBuffer> out = interpret_buffers(local);
   for (auto& v : out) v.shape = local.shape();
   return out;
 }
 
 HostBuffer Tensor::interpret() const {
   auto keep = s_->storages;
-  HostBuffer out = ringrt::interpret(uop()).at(0);
+  HostBuffer out = interpret_buffers(uop()).at(0);
   out.shape = shape();
   return out;
 }
@@ -740,7 +349,7 @@ std::vector<Tensor> Tensor::shards() const {
   Tensor t = *this;
   t.realize();
   UOp local = t.uop().op() == Ops::MULTI ? t.uop().src(0) : t.uop();
-  std::vector<HostBuffer> v = ringrt::interpret(local);
+  std::vector<HostBuffer> v = interpret_buffers(local);
   std::vector<std::string> devs = devices();
   std::vector<Tensor> out;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -750,26 +359,15 @@ std::vector<Tensor> Tensor::shards() const {
   return out;
 }
 
-Schedule Tensor::schedule() const {
-  // a view of a realized buffer, or a contiguous() that will be one: nothing to run
-  if (s_->borrowed || as_buffer_view(uop(), current_settings())) return {};
-  Lowered low = lower_multi({uop()}, current_settings());
-  Schedule s;
-  s.algorithms = low.algorithms;
-  ItemPlan plan = plan_schedule(low.roots);
-  for (size_t i = 0; i < plan.items.size(); ++i) {
-    const ScheduleItem& item = plan.items[i];
-    if (item.kind == ScheduleItem::Kind::kernel) {  // the IR the executor would compile for it
-      s.kernel_items.push_back({i, item.device.to_string(), lower_item(item).kernel});
-      continue;
-    }
-    const UOp& c = item.ast;
-    s.copy_items.push_back(
-        {c.src(0).device().name(), c.device().name(), ringrt::prod(c.shape()) * itemsize(c.dtype())});
-  }
-  s.kernel_count = static_cast<int64_t>(plan.kernels());
-  s.listing = plan.to_string();
-  return s;
+Schedule Tensor::schedule() const { return schedule_of(uop(), s_->borrowed); }
+
+std::vector<std::string> Tensor::algorithms() const { return lower_multi({uop()}, current_settings()).algorithms; }
+
+std::string Tensor::to_dot(const AllreduceSettings& settings) const {
+  Lowered low = lower_multi({uop()}, settings);
+  std::ostringstream out;
+  uop().graph().write_dot(out, low.roots);
+  return out.str();
 }
 
 }  // namespace ringrt

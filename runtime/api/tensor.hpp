@@ -1,4 +1,5 @@
-// The Tensor front end: builds logical UOp graphs, lowers them for the devices and realizes them.
+// The Tensor front end (public): builds logical graphs and checks shapes; realizing them is the
+// engine's (runtime/engine/realize.hpp), which lowers them for the devices and runs them.
 // Reference: tinygrad tensor.py (shard, to, movement ops, reductions, assign) and multi.py.
 //
 // A Tensor is a cheap handle to a lazy value. Shapes are in elements; every method that can fail
@@ -9,17 +10,26 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "codegen/kernel.hpp"
+#include "rewrite/dtype.hpp"
 #include "rewrite/errors.hpp"
-#include "rewrite/interpreter.hpp"
+#include "rewrite/host_buffer.hpp"
+#include "rewrite/ops.hpp"
 #include "rewrite/settings.hpp"
-#include "rewrite/uop.hpp"
+#include "rewrite/shape.hpp"
 #include "runtime/device/devices.hpp"
 
 namespace ringrt {
+
+class UOp;            // the IR (internal: rewrite/uop.hpp)
+struct TensorState;   // what a Tensor handle points at (internal: runtime/engine/realize.hpp)
+struct TensorAccess;  // in-tree access to it (internal: runtime/engine/realize.hpp)
+namespace detail {
+struct KernelIR;  // a Schedule's kernel IR (internal: runtime/engine/internal.hpp)
+}
 
 struct CopyItem {
   std::string src, dst;
@@ -27,11 +37,12 @@ struct CopyItem {
   bool operator==(const CopyItem&) const = default;
 };
 
-// One kernel item of a schedule and the kernel IR the executor compiles for it (codegen/item_kernel.hpp).
+// One kernel item of a schedule; its source: Schedule::source.
 struct KernelItem {
-  size_t item = 0;         // its index among all items (copies included), as in Schedule::to_string()
-  std::string device;      // the device or device tuple it is launched on, e.g. "(CPU:0, CPU:1)"
-  codegen::Kernel kernel;  // its name is a hash of its structure: equal names, equal kernels
+  size_t item = 0;     // its index among all items (copies included), as in Schedule::to_string()
+  std::string device;  // the device or device tuple it is launched on, e.g. "(CPU:0, CPU:1)"
+  std::string name;    // the kernel's name, a hash of its structure: equal names, equal kernels
+  int64_t numel = 0;   // the elements one launch writes (on each device of the tuple)
 };
 
 // What realize() runs: the lowered graph's device-to-device copies and kernels, in order.
@@ -54,6 +65,7 @@ struct Schedule {
   // Throws ConfigError for a bad target (before writing anything), IOError for a directory or file that
   // cannot be created or written. Reference: tinygrad's DEBUG=4 source dump (one kernel's source per item).
   std::vector<std::string> emit_sources(const std::string& dir, const std::string& target) const;
+  std::shared_ptr<const detail::KernelIR> ir;  // internal: the kernel IR of kernel_items, in order
 };
 
 class Tensor {
@@ -144,7 +156,13 @@ class Tensor {
   std::optional<int> shard_axis() const;  // the axis a multi-device tensor is split on
   std::vector<Tensor> shards() const;     // per-device values of a multi-device tensor
   Schedule schedule() const;              // what realize() would run (nothing for a view of a buffer)
-  const UOp& uop() const;
+  // The algorithm of each allreduce realize() would run, in order (naive|ring|all2all|hierarchical), as
+  // lowering with the settings in force chooses them; no planning or compiling (cheaper than schedule()).
+  // Throws ShapeError for impossible sharding.
+  std::vector<std::string> algorithms() const;
+  // The lowered per-device graph with these settings as Graphviz DOT text (one node per UOp, edges from
+  // sources). Throws ShapeError for impossible sharding. Reference: tinygrad's VIZ graph.
+  std::string to_dot(const AllreduceSettings& settings) const;
 
   // ---- more ops (runtime/api/tensor_ops.cpp). Reference: tinygrad tensor.py, same names and semantics
   // unless a comment says otherwise; on sharded tensors the multi rules apply (DESIGN.md "Multi rules").
@@ -229,11 +247,10 @@ class Tensor {
   // tensors or shapes that differ. Reference: tensor.py stack.
   static Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
 
-  struct State;
-
  private:
-  friend struct Realizer;
-  explicit Tensor(std::shared_ptr<State> s) : s_(std::move(s)) {}
+  friend struct TensorAccess;
+  explicit Tensor(std::shared_ptr<TensorState> s) : s_(std::move(s)) {}
+  const UOp& uop() const;
   Tensor derive(UOp u) const;
   Tensor& assign_view(const Tensor& value);
   // u, keeping alive the storages of this and of every tensor in also.
@@ -244,7 +261,7 @@ class Tensor {
                             std::optional<int> axis, std::vector<HostBuffer> data);
   // shard() of a tensor already on a device tuple (tensor_ops.cpp).
   Tensor reshard(const std::vector<std::string>& devices, std::optional<int> axis) const;
-  std::shared_ptr<State> s_;
+  std::shared_ptr<TensorState> s_;
 };
 
 template <class T>

@@ -19,6 +19,7 @@
 #include "rewrite/rules/multi.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
+#include "runtime/engine/internal.hpp"
 
 namespace ringrt {
 

@@ -14,8 +14,6 @@
 #include <string_view>
 
 #include "rewrite/hash.hpp"
-#include "rewrite/lower/lower.hpp"
-#include "rewrite/rules/multi.hpp"
 
 namespace ringrt {
 namespace {
@@ -155,7 +153,7 @@ ResultRow make_row(const ExperimentConfig& cfg, int64_t count, const Tensor& laz
   row.bytes = count * itemsize(cfg.dtype);
   row.type = std::string(dtype_name(cfg.dtype));
   row.redop = cfg.op_name;
-  std::vector<std::string> algos = lower_multi({lazy.uop()}, current_settings()).algorithms;  // no planning
+  std::vector<std::string> algos = lazy.algorithms();  // no planning
   row.algo = algos.empty() ? "-" : fmt::format("{}", fmt::join(algos, "+"));
   row.time_us = total_us / cfg.iters;
   row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / row.time_us / 1e3 : 0.0;

@@ -9,8 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "rewrite/errors.hpp"
-#include "rewrite/lower/lower.hpp"
-#include "rewrite/rules/multi.hpp"
 
 namespace ringrt {
 namespace {
@@ -183,9 +181,8 @@ std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count,
 }
 
 void write_schedule_dot(const std::string& path, const Tensor& lazy, const AllreduceSettings& settings) {
-  Lowered low = lower_multi({lazy.uop()}, settings);
   std::ofstream out = open_output(path);
-  lazy.uop().graph().write_dot(out, low.roots);
+  out << lazy.to_dot(settings);
   close_output(out, path);
 }
 

@@ -72,23 +72,6 @@ struct Program::PreparedKernel {
 
 namespace {
 
-// A copy's source: the realized value it reads and the element offset of the contiguous range.
-std::pair<UOp, int64_t> copy_source(const UOp& copy, const std::vector<UOp>& reads) {
-  UOp u = copy.src(0);
-  int64_t offset = 0;
-  while (std::find(reads.begin(), reads.end(), u) == reads.end() && (u.op() == Ops::RESHAPE || u.op() == Ops::SHRINK)) {
-    if (u.op() == Ops::SHRINK) offset += u.arg_spans()[0].first.c;
-    u = u.src(0);
-  }
-  return {u, offset};
-}
-
-// A value whose memory is another value's (resolved from it, never allocated).
-bool is_derived_alias(const UOp& u) {
-  Ops op = u.op();
-  return op == Ops::AFTER || op == Ops::RESHAPE || op == Ops::ASSIGN || op == Ops::MSELECT || op == Ops::MSTACK;
-}
-
 std::string describe(const ScheduleItem& item, size_t i) {
   if (item.kind == ScheduleItem::Kind::copy)
     return fmt::format("item {} (copy {} -> {})", i, item.ast.src(0).device().to_string(), item.device.to_string());
@@ -109,7 +92,8 @@ void set_watchdog_timeout(std::chrono::milliseconds timeout) {
   set_runtime_params(r, {"runtime.watchdog_s"});
 }
 
-Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan)), roots_(std::move(roots)) {
+Program::Program(ItemPlan plan, std::vector<UOp> roots)
+    : plan_(std::move(plan)), roots_(std::move(roots)), memory_(plan_, roots_) {
   for (auto& item : plan_.items) {
     if (item.kind == ScheduleItem::Kind::copy) {
       kernels_.push_back(nullptr);
@@ -121,11 +105,6 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan))
     pk->input_reads = std::move(lowered.input_reads);
     kernels_.push_back(pk);
   }
-  sites_ = write_sites(plan_);
-  peer_reads_ = peer_read_candidates(plan_, sites_, roots_);
-  for (size_t i = 0; i < plan_.items.size(); ++i)
-    if (peer_reads_[i] && !written_.count(sites_[i].base))
-      written_[sites_[i].base] = written_blocks(sites_, sites_[i].base);
   // compile per device, every kernel of the program in one go
   std::unordered_map<Device*, std::vector<size_t>> wanted;
   for (size_t i = 0; i < plan_.items.size(); ++i)
@@ -140,7 +119,7 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots) : plan_(std::move(plan))
 }
 
 // ---------------------------------------------------------------------------------------------
-// running
+// bind: the memory of one run
 
 namespace {
 // The memory of a run that ended early while items may still use it; freed with the last reference.
@@ -155,13 +134,14 @@ struct Leftovers {
 };
 }  // namespace
 
-// One call of Program::run: the memory it binds (resolved lazily, value by value), the peer reads it
-// patches in, the items it submits and the watchdog's wait for them.
-class Program::Run {
+// The memory one run binds, value by value as items ask for it (aliases resolved through
+// rewrite/plan/memory_plan.hpp's alias_of): tensor storages for inputs, the caller's blocks for the
+// roots, fresh blocks for intermediates and scratch slots (freed by release()), and the copies
+// patched into peer reads. Not thread-safe: one run, one thread.
+class Program::Binding {
  public:
-  Run(const Program& p, const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
-      const ExecOptions& options)
-      : p_(p), inputs_(inputs), options_(options), elided_(p.plan_.items.size(), 0), events_(p.plan_.items.size()) {
+  Binding(const Program& p, const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs)
+      : p_(p), inputs_(inputs), elided_(p.plan_.items.size(), 0) {
     bind_roots(outs);
   }
 
@@ -173,100 +153,40 @@ class Program::Run {
     std::unordered_map<const detail::Node*, std::vector<void*>> patched;  // base -> its patched blocks' sources
     for (const auto& [node, blocks] : mem_) fixed.insert(node);
     for (size_t i = 0; i < p_.plan_.items.size(); ++i)
-      if (p_.peer_reads_[i]) patch_peer_read(i, fixed, patched);
+      if (p_.memory_.peer_read(i)) patch_peer_read(i, fixed, patched);
     fill_unwritten_blocks(patched);
     drop_derived(fixed, nullptr);
   }
 
-  // Submits every item to its device's queue after the events of the items it waits for.
-  void submit() {
-    for (size_t i = 0; i < p_.plan_.items.size(); ++i) {
-      std::vector<Event> after = wait_list(i);
-      if (elided_[i]) {
-        events_[i] = std::move(after);
-      } else if (p_.plan_.items[i].kind == ScheduleItem::Kind::copy) {
-        submit_copy(i, after);
-      } else {
-        submit_kernel(i, after);
-      }
-    }
-  }
-
-  // The watchdog: every item must finish by the deadline. Frees this run's memory when all did.
-  void wait() {
-    auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-    for (size_t i = 0; i < events_.size(); ++i) {
-      for (const Event& e : events_[i]) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        bool done = false;
-        try {
-          done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
-        } catch (...) {  // the item's error
-          free_when_all_done();
-          throw;
-        }
-        if (!done) {
-          free_when_all_done();
-          const ScheduleItem& item = p_.plan_.items[i];
-          throw TimeoutError(fmt::format("{} on {} did not complete within {} ms", describe(item, i),
-                                         item.device.to_string(), options_.timeout.count()));
-        }
-      }
-    }
-    for (const auto& t : temps_)
-      for (const Block& b : t) b.device->free(b.ptr, b.bytes);
-  }
-
- private:
-  // The caller's output blocks: a root's memory, or what an alias root (AFTER, MSELECT, MSTACK)
-  // writes when its item writes the root itself; an ASSIGN root lives in its destination.
-  void bind_roots(const std::vector<std::vector<Block>>& outs) {
-    for (size_t r = 0; r < p_.roots_.size(); ++r) {
-      const UOp& root = p_.roots_[r];
-      if (root.op() == Ops::AFTER || root.op() == Ops::MSELECT || root.op() == Ops::MSTACK) {
-        alias_out_[root.node()] = &outs.at(r);
-      } else if (root.op() != Ops::ASSIGN) {
-        mem_[root.node()] = outs.at(r);
-      }
-    }
-  }
+  bool elided(size_t i) const { return elided_[i] != 0; }
 
   // The memory of a realized value (recursing through alias chains).
   const std::vector<Block>& resolve(const UOp& u) {
     if (auto it = mem_.find(u.node()); it != mem_.end()) return it->second;
     std::vector<Block> blocks;
-    switch (u.op()) {
-      case Ops::BUFFER: {
-        int64_t id = std::get<BufferArg>(u.arg()).id;
-        if (auto st = inputs_ ? inputs_(id) : nullptr) {
-          held_.push_back(st);
-          blocks = st->blocks();
-        } else {  // a scratch buffer
-          blocks = allocate_temp(u);
-        }
-        break;
-      }
-      case Ops::AFTER:
-      case Ops::RESHAPE:
-      case Ops::ASSIGN:  // an assignment's value lives in its destination
-        blocks = resolve(u.src(0));
-        break;
-      case Ops::MSELECT:
-        blocks = {resolve(u.src(0)).at(static_cast<size_t>(u.arg_int()))};
-        break;
-      case Ops::MSTACK:
-        for (const UOp& s : u.src()) blocks.push_back(resolve(s).at(0));
-        break;
-      default:
+    if (u.op() == Ops::BUFFER) {
+      if (auto st = inputs_ ? inputs_(std::get<BufferArg>(u.arg()).id) : nullptr) {
+        held_.push_back(st);
+        blocks = st->blocks();
+      } else {  // a scratch slot
         blocks = allocate_temp(u);
+      }
+    } else {
+      switch (alias_of(u)) {
+        case Alias::whole:
+          blocks = resolve(u.src(0));
+          break;
+        case Alias::block:
+          blocks = {resolve(u.src(0)).at(static_cast<size_t>(u.arg_int()))};
+          break;
+        case Alias::stack:
+          for (const UOp& s : u.src()) blocks.push_back(resolve(s).at(0));
+          break;
+        case Alias::none:
+          blocks = allocate_temp(u);
+      }
     }
     return mem_.emplace(u.node(), std::move(blocks)).first->second;
-  }
-
-  // Fresh memory for u, freed at the end of the run.
-  std::vector<Block> allocate_temp(const UOp& u) {
-    temps_.push_back(allocate(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()))));
-    return temps_.back();
   }
 
   // The blocks item writes: the caller's output blocks of an alias root it writes as a whole.
@@ -277,21 +197,59 @@ class Program::Run {
     return resolve(item.target);
   }
 
+  // Every item finished: frees the run's fresh blocks.
+  void release() {
+    for (const auto& t : temps_)
+      for (const Block& b : t) b.device->free(b.ptr, b.bytes);
+    temps_.clear();
+  }
+
+  // Ending early (a timeout, an item's error) while items may still run: this run's memory is not
+  // freed under them but by the last of them to complete (never, if one never does).
+  void release_when_done(const Events& events, const std::vector<std::shared_ptr<const void>>& keep_alive) {
+    auto left = std::make_shared<Leftovers>();
+    left->temps = std::move(temps_);
+    left->held = std::move(held_);
+    left->outputs = keep_alive;
+    for (const auto& evs : events)
+      for (const Event& e : evs) e.on_done([left] {});
+  }
+
+ private:
+  // The caller's output blocks: a root's memory, or what an alias root (AFTER, MSELECT, MSTACK)
+  // writes when its item writes the root itself; an ASSIGN root lives in its destination.
+  void bind_roots(const std::vector<std::vector<Block>>& outs) {
+    for (size_t r = 0; r < p_.roots_.size(); ++r) {
+      const UOp& root = p_.roots_[r];
+      if (root.op() != Ops::BUFFER && exists_without_item(root)) {
+        alias_out_[root.node()] = &outs.at(r);
+      } else if (root.op() != Ops::ASSIGN) {
+        mem_[root.node()] = outs.at(r);
+      }
+    }
+  }
+
+  // Fresh memory for u, freed at the end of the run.
+  std::vector<Block> allocate_temp(const UOp& u) {
+    temps_.push_back(allocate(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()))));
+    return temps_.back();
+  }
+
   // Patches copy item i into a peer read when its destination is not an input and its device can
   // read the source's memory.
   void patch_peer_read(size_t i, const std::unordered_set<const detail::Node*>& fixed,
                        std::unordered_map<const detail::Node*, std::vector<void*>>& patched) {
     const ScheduleItem& item = p_.plan_.items[i];
-    const WriteSite& site = p_.sites_[i];
+    const WriteSite& site = p_.memory_.site(i);
     UOp base = item.target;
     while (base.node() != site.base) base = base.src(0);
     if (base.op() == Ops::BUFFER && inputs_ && inputs_(std::get<BufferArg>(base.arg()).id)) return;
-    auto [src, offset] = copy_source(item.ast, item.reads);
-    Block from = resolve(src).at(0);
+    MemoryRange src = copy_source(item.ast, item.reads);
+    Block from = resolve(src.base).at(0);
     resolve(base);
     Block& to = mem_.at(site.base).at(static_cast<size_t>(site.block));
     if (!to.device->can_read_peer(*from.device)) return;
-    to.ptr = static_cast<char*>(from.ptr) + offset * itemsize(item.ast.dtype());
+    to.ptr = static_cast<char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
     drop_derived(fixed, site.base);
     elided_[i] = 1;
     patched[site.base].push_back(to.ptr);
@@ -301,7 +259,7 @@ class Program::Run {
   // source, point it there too (naive: a device's own slot), so a kernel reading it reads cached memory.
   void fill_unwritten_blocks(const std::unordered_map<const detail::Node*, std::vector<void*>>& patched) {
     for (const auto& [base, ptrs] : patched) {
-      const std::vector<int64_t>& written = p_.written_.at(base);
+      const std::vector<int64_t>& written = p_.memory_.written(base);
       std::vector<Block>& blocks = mem_.at(base);
       if (written.front() < 0 || written.size() != ptrs.size() ||
           std::any_of(ptrs.begin(), ptrs.end(), [&](void* p) { return p != ptrs[0]; }))
@@ -311,82 +269,118 @@ class Program::Run {
     }
   }
 
-  // Drops the resolved values derived from others (to be resolved again), but for the fixed ones
-  // and keep.
+  // Drops the resolved aliases (to be resolved again), but for the fixed ones and keep.
   void drop_derived(const std::unordered_set<const detail::Node*>& fixed, const detail::Node* keep) {
     for (auto it = mem_.begin(); it != mem_.end();)
-      it = it->first != keep && !fixed.count(it->first) && is_derived_alias(UOp(it->first)) ? mem_.erase(it)
-                                                                                            : std::next(it);
-  }
-
-  // The events item i waits for, each once: an elided copy passes on what it waited for, so without
-  // this the lists of a chain of elided copies that depend on each other (a ring's allgather) grow
-  // exponentially.
-  std::vector<Event> wait_list(size_t i) const {
-    std::vector<Event> after;
-    std::unordered_set<const void*> seen;
-    for (size_t d : p_.plan_.items[i].deps)
-      for (const Event& e : events_[d])
-        if (seen.insert(e.identity()).second) after.push_back(e);
-    return after;
-  }
-
-  // Submits copy item i (nothing for an empty one) to the destination device's queue.
-  void submit_copy(size_t i, const std::vector<Event>& after) {
-    const ScheduleItem& item = p_.plan_.items[i];
-    std::vector<Block> target = target_of(item);
-    auto [src, offset] = copy_source(item.ast, item.reads);
-    const Block& from = resolve(src).at(0);
-    size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
-    if (bytes == 0) return;
-    const char* src_ptr = static_cast<const char*>(from.ptr) + offset * itemsize(item.ast.dtype());
-    events_[i].push_back(target.at(0).device->copy_from(*from.device, src_ptr, target[0].ptr, bytes, after));
-  }
-
-  // Launches kernel item i on each device it writes.
-  void submit_kernel(size_t i, const std::vector<Event>& after) {
-    const ScheduleItem& item = p_.plan_.items[i];
-    std::vector<Block> target = target_of(item);
-    const PreparedKernel& pk = *p_.kernels_[i];
-    for (size_t d = 0; d < target.size(); ++d) {
-      std::vector<void*> bufs{target[d].ptr};
-      for (size_t r : pk.input_reads) {
-        const std::vector<Block>& b = resolve(item.reads[r]);
-        bufs.push_back(b.at(b.size() == 1 ? 0 : d).ptr);
-      }
-      Device* dev = target[d].device;
-      events_[i].push_back(dev->launch(*pk.compiled.at(dev), std::move(bufs), static_cast<int32_t>(d), after));
-    }
-  }
-
-  // Ending early (a timeout, an item's error) while items may still run: this run's memory is not
-  // freed under them but by the last of them to complete (never, if one never does).
-  void free_when_all_done() {
-    auto left = std::make_shared<Leftovers>();
-    left->temps = std::move(temps_);
-    left->held = std::move(held_);
-    left->outputs = options_.keep_alive;
-    for (const auto& evs : events_)
-      for (const Event& e : evs) e.on_done([left] {});
+      it = it->first != keep && !fixed.count(it->first) && alias_of(UOp(it->first)) != Alias::none ? mem_.erase(it)
+                                                                                                   : std::next(it);
   }
 
   const Program& p_;
   const StorageLookup& inputs_;
-  const ExecOptions& options_;
   std::unordered_map<const detail::Node*, std::vector<Block>> mem_;
   std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out_;  // alias roots' outputs
-  std::vector<std::vector<Block>> temps_;  // intermediates and scratch buffers of this run
+  std::vector<std::vector<Block>> temps_;  // intermediates and scratch slots of this run
   std::vector<std::shared_ptr<DeviceStorage>> held_;
   std::vector<char> elided_;  // per item: a copy turned into a peer read
-  std::vector<std::vector<Event>> events_;
 };
+
+std::unique_ptr<Program::Binding> Program::bind(const std::vector<std::vector<Block>>& outs,
+                                                const StorageLookup& inputs) const {
+  auto memory = std::make_unique<Binding>(*this, outs, inputs);
+  if (perf_options().peer_reads) memory->patch_peer_reads();
+  return memory;
+}
+
+// ---------------------------------------------------------------------------------------------
+// submit: every item to its device's queue
+
+Program::Events Program::submit(Binding& memory) const {
+  Events events(plan_.items.size());
+  for (size_t i = 0; i < plan_.items.size(); ++i) {
+    std::vector<Event> after = wait_list(i, events);
+    if (memory.elided(i)) {
+      events[i] = std::move(after);
+    } else if (plan_.items[i].kind == ScheduleItem::Kind::copy) {
+      events[i] = submit_copy(i, memory, after);
+    } else {
+      events[i] = submit_kernel(i, memory, after);
+    }
+  }
+  return events;
+}
+
+// The events item i waits for, each once: an elided copy passes on what it waited for, so without
+// this the lists of a chain of elided copies that depend on each other (a ring's allgather) grow
+// exponentially.
+std::vector<Event> Program::wait_list(size_t i, const Events& events) const {
+  std::vector<Event> after;
+  std::unordered_set<const void*> seen;
+  for (size_t d : plan_.items[i].deps)
+    for (const Event& e : events[d])
+      if (seen.insert(e.identity()).second) after.push_back(e);
+  return after;
+}
+
+std::vector<Event> Program::submit_copy(size_t i, Binding& memory, const std::vector<Event>& after) const {
+  const ScheduleItem& item = plan_.items[i];
+  std::vector<Block> target = memory.target_of(item);
+  MemoryRange src = copy_source(item.ast, item.reads);
+  const Block& from = memory.resolve(src.base).at(0);
+  size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
+  if (bytes == 0) return {};
+  const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
+  return {target.at(0).device->copy_from(*from.device, src_ptr, target[0].ptr, bytes, after)};
+}
+
+std::vector<Event> Program::submit_kernel(size_t i, Binding& memory, const std::vector<Event>& after) const {
+  const ScheduleItem& item = plan_.items[i];
+  std::vector<Block> target = memory.target_of(item);
+  const PreparedKernel& pk = *kernels_[i];
+  std::vector<Event> out;
+  for (size_t d = 0; d < target.size(); ++d) {
+    std::vector<void*> bufs{target[d].ptr};
+    for (size_t r : pk.input_reads) {
+      const std::vector<Block>& b = memory.resolve(item.reads[r]);
+      bufs.push_back(b.at(b.size() == 1 ? 0 : d).ptr);
+    }
+    Device* dev = target[d].device;
+    out.push_back(dev->launch(*pk.compiled.at(dev), std::move(bufs), static_cast<int32_t>(d), after));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// wait: the watchdog
+
+void Program::wait(const Events& events, Binding& memory, const ExecOptions& options) const {
+  auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  for (size_t i = 0; i < events.size(); ++i) {
+    for (const Event& e : events[i]) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      bool done = false;
+      try {
+        done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
+      } catch (...) {  // the item's error
+        memory.release_when_done(events, options.keep_alive);
+        throw;
+      }
+      if (!done) {
+        memory.release_when_done(events, options.keep_alive);
+        const ScheduleItem& item = plan_.items[i];
+        throw TimeoutError(fmt::format("{} on {} did not complete within {} ms", describe(item, i),
+                                       item.device.to_string(), options.timeout.count()));
+      }
+    }
+  }
+  memory.release();
+}
 
 void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
                   const ExecOptions& options) const {
-  Run run(*this, outs, inputs, options);
-  if (perf_options().peer_reads) run.patch_peer_reads();
-  run.submit();
-  run.wait();
+  std::unique_ptr<Binding> memory = bind(outs, inputs);
+  Events events = submit(*memory);
+  wait(events, *memory, options);
 }
 
 }  // namespace ringrt

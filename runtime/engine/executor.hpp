@@ -1,10 +1,12 @@
 // The executor: runs a planned schedule on the devices (DESIGN.md "Runtime").
 //
 // A Program is a schedule made ready to run: each kernel item lowered to the kernel IR and compiled
-// for its devices, each copy item resolved to a byte range. Running it binds memory (tensor storages
-// for inputs, the caller's blocks for the result, cached device memory for intermediates and scratch
-// buffers), submits every item to its device's in-order queue after the events of the items it waits
-// for, so independent copies and kernels on different devices overlap, and waits with a watchdog.
+// for its devices, each copy item resolved to a byte range. Running it is three steps: bind (the
+// run's memory: tensor storages for inputs, the caller's blocks for the result, cached device memory
+// for intermediates and scratch slots, aliases resolved as rewrite/plan/memory_plan.hpp defines
+// them, copies patched into peer reads), submit (every item to its device's in-order queue after the
+// events of the items it waits for, so independent copies and kernels on different devices overlap)
+// and wait (a watchdog).
 #pragma once
 
 #include <chrono>
@@ -68,7 +70,7 @@ class Program {
  public:
   // Lowers and compiles every kernel of plan, which realizes roots. Throws CompileError.
   Program(ItemPlan plan, std::vector<UOp> roots);
-  // Runs the items; root i's value lands in outs[i] (a block per device of the root), or for an
+  // bind + submit + wait: runs the items; root i's value lands in outs[i] (a block per device of the root), or for an
   // ASSIGN root in its destination's storage (outs[i] unused). Blocks until done; throws TimeoutError
   // naming the first item that did not finish within options.timeout (the device queue it sits on
   // stays blocked until it finishes; everything else stays usable), or the error an item raised.
@@ -78,15 +80,25 @@ class Program {
 
  private:
   struct PreparedKernel;
-  class Run;  // one call of run(): its memory, peer reads, submission and wait
+  class Binding;                                   // the memory of one run (executor.cpp)
+  using Events = std::vector<std::vector<Event>>;  // per item, the events of its work on the devices
+  // run() in three steps. bind: the run's memory (inputs, outputs, intermediates, scratch slots, peer
+  // reads patched in). Throws DeviceError when memory runs out.
+  std::unique_ptr<Binding> bind(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs) const;
+  // submit: every item to its device's in-order queue after the events of the items it waits for
+  // (an elided copy passes those on); returns at once.
+  Events submit(Binding& memory) const;
+  // wait: every event by options.timeout (TimeoutError naming the item), then the run's memory is
+  // freed; on an error it is freed by the last item to finish instead.
+  void wait(const Events& events, Binding& memory, const ExecOptions& options) const;
+  std::vector<Event> wait_list(size_t i, const Events& events) const;
+  std::vector<Event> submit_copy(size_t i, Binding& memory, const std::vector<Event>& after) const;    // none if empty
+  std::vector<Event> submit_kernel(size_t i, Binding& memory, const std::vector<Event>& after) const;  // per device
+
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
-  // Peer reads (rewrite/plan/memory_plan.hpp), planned once: per item, a copy that may become a peer read and
-  // the site it writes; per base such a copy writes, the blocks the plan writes.
-  std::vector<char> peer_reads_;
-  std::vector<WriteSite> sites_;
-  std::unordered_map<const detail::Node*, std::vector<int64_t>> written_;
+  MemoryPlan memory_;  // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
 };
 
 }  // namespace ringrt

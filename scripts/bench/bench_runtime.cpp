@@ -15,6 +15,7 @@
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "runtime/engine/internal.hpp"
 
 using namespace ringrt;
 
@@ -48,7 +49,7 @@ UOp chains(int64_t width) {
   while (static_cast<int64_t>(leaves.size()) < width) leaves.push_back(Tensor::empty({4}));
   std::vector<UOp> tops;
   for (int64_t w = 0; w < width; ++w) {
-    UOp v = leaves[static_cast<size_t>(w)].uop();
+    UOp v = uop_of(leaves[static_cast<size_t>(w)]);
     for (int d = 0; d < 50; ++d) v = v.alu(Ops::ADD, {v.const_like(d + 1)}).alu(Ops::MUL, {v.const_like(1)});
     tops.push_back(v);
   }
@@ -97,13 +98,13 @@ struct Allreduce8 {
 
 void BM_Lower8(benchmark::State& state) {
   Allreduce8 a(state.range(0), state.range(1));
-  for (auto _ : state) benchmark::DoNotOptimize(lower_multi({a.y.uop()}, a.s));
+  for (auto _ : state) benchmark::DoNotOptimize(lower_multi({uop_of(a.y)}, a.s));
 }
 BENCHMARK(BM_Lower8)->ArgNames({"count", "algo"})->ArgsProduct({{1 << 20}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 
 void BM_Schedule8(benchmark::State& state) {
   Allreduce8 a(state.range(0), state.range(1));
-  Lowered low = lower_multi({a.y.uop()}, a.s);
+  Lowered low = lower_multi({uop_of(a.y)}, a.s);
   size_t items = 0;
   for (auto _ : state) {
     ItemPlan plan = plan_schedule(low.roots);

@@ -1,6 +1,6 @@
 // Links against an installed ringrt through find_package(ringrt CONFIG) and <ringrt/ringrt.hpp>, and
-// uses it as a user would: shards a tensor over three cpu devices, allreduces it and checks the sums
-// against host arithmetic.
+// uses it as a user would: shards a tensor over three cpu devices, allreduces it (its schedule holds one
+// allreduce) and checks the sums against host arithmetic. It sees the installed public headers only.
 #include <cstdio>
 #include <ringrt/ringrt.hpp>
 #include <string>
@@ -19,7 +19,14 @@ int main() {
     for (int r = 0; r < 3; ++r)
       for (int c = 0; c < 5; ++c) data.push_back(static_cast<float>(r * 10 + c));
     ringrt::Tensor x = ringrt::Tensor::from_vector(data, {3, 5}).shard(devices, 0);
-    std::vector<float> sums = x.sum({0}).to_vector<float>();
+    ringrt::Tensor total = x.sum({0});  // over the sharded axis: an allreduce
+    ringrt::Schedule plan = total.schedule();
+    if (plan.algorithms.size() != 1 || plan.kernel_items.empty() || plan.source(0, "cpu").empty()) {
+      std::fprintf(stderr, "consumer: the schedule holds %zu allreduces and %zu kernels, expected 1 and some\n",
+                   plan.algorithms.size(), plan.kernel_items.size());
+      return 1;
+    }
+    std::vector<float> sums = total.to_vector<float>();
     for (int c = 0; c < 5; ++c)
       if (sums.size() != 5 || sums[static_cast<size_t>(c)] != static_cast<float>(30 + 3 * c)) {
         std::fprintf(stderr, "consumer: column %d sums to %g, expected %d\n", c,

@@ -8,9 +8,9 @@
 #include <cstdlib>
 
 #include "rewrite/errors.hpp"
-#include "runtime/api/tensor.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/report.hpp"
+#include "runtime/engine/internal.hpp"
 #include "test/integration/cli_run.hpp"
 
 namespace bdata = boost::unit_test::data;

@@ -30,7 +30,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/settings.hpp"
-#include "runtime/api/tensor.hpp"
+#include "runtime/engine/internal.hpp"
 
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
@@ -985,7 +985,7 @@ BOOST_DATA_TEST_CASE(c07d_permute_moves_shard_axis_then_allreduce, bdata::make(v
   Tensor X = Tensor::arange(24, DType::int32).reshape({2, 6, 2}).shard(devs, 1);
   X.realize();
   Tensor P = X.permute({2, 0, 1});
-  BOOST_TEST(P.uop().axis().value_or(-1) == 2);
+  BOOST_TEST(uop_of(P).axis().value_or(-1) == 2);
   Tensor r = P.sum({2});
   expect_algorithms(r, {algo_name(var.algo)});
   expect_replicated(r, Arr{{2, 2}, {30, 102, 36, 108}}, devs);

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "rewrite/errors.hpp"
-#include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/engine/executor.hpp"
+#include "runtime/engine/internal.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;

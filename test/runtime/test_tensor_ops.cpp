@@ -26,9 +26,9 @@
 #include "rewrite/dtype.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
-#include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/device/memory.hpp"
+#include "runtime/engine/internal.hpp"
 
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(hip_kernels_compile) {
   BOOST_TEST_REQUIRE(!s.kernel_items.empty());
   ringrt::codegen::HiprtcCompiler cc("gfx90a");
   for (size_t i = 0; i < s.kernel_items.size(); ++i)
-    BOOST_CHECK_NO_THROW(cc.compile(s.source(i, "hip"), s.kernel_items[i].kernel.name));
+    BOOST_CHECK_NO_THROW(cc.compile(s.source(i, "hip"), s.kernel_items[i].name));
 }
 #endif
 

@@ -28,7 +28,7 @@
 #include "rewrite/dtype.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
-#include "runtime/api/tensor.hpp"
+#include "runtime/engine/internal.hpp"
 
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
@@ -229,7 +229,7 @@ AllreduceSettings settings_for(Algo a, int ndev) {
 
 // The BUFFER a realized tensor's view chain ends in.
 UOp buffer_under(const Tensor& t) {
-  UOp u = t.uop();
+  UOp u = uop_of(t);
   while (u.op() != Ops::BUFFER) u = u.src(0);
   return u;
 }

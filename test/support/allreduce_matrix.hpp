@@ -17,7 +17,7 @@
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/api/tensor.hpp"
+#include "runtime/engine/internal.hpp"
 
 namespace ringrt::test {
 

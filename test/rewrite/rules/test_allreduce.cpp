@@ -15,7 +15,7 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/api/tensor.hpp"
+#include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 
 namespace bdata = boost::unit_test::data;

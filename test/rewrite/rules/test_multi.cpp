@@ -10,7 +10,7 @@
 #include "rewrite/interpreter.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/api/tensor.hpp"
+#include "runtime/engine/internal.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
@@ -60,14 +60,14 @@ BOOST_DATA_TEST_CASE(alu_with_replicated_operand, bdata::make(kDevices), n) {
   Tensor b = Tensor::arange(60, DType::int32).reshape({12, 5}) * 10.0;
   check_chain(
       {12, 5}, 0, n,
-      [&](const Tensor& t) { return t.uop().device().tuple() ? t + b.shard(t.devices(), std::nullopt) : t + b; }, 0);
+      [&](const Tensor& t) { return uop_of(t).device().tuple() ? t + b.shard(t.devices(), std::nullopt) : t + b; }, 0);
 }
 
 BOOST_DATA_TEST_CASE(alu_with_other_axis_operand, bdata::make(kDevices), n) {
   // axis mismatch: the operand is unsharded, allreduced and sharded on the root's axis
   Tensor b = Tensor::arange(12 * 12, DType::int32).reshape({12, 12});
   check_chain({12, 12}, 0, n,
-              [&](const Tensor& t) { return t.uop().device().tuple() ? t + b.shard(t.devices(), 1) : t + b; });
+              [&](const Tensor& t) { return uop_of(t).device().tuple() ? t + b.shard(t.devices(), 1) : t + b; });
 }
 
 BOOST_DATA_TEST_CASE(reduce_keeps_or_allreduces, bdata::make(kDevices), n) {
@@ -175,7 +175,7 @@ BOOST_DATA_TEST_CASE(call_passes_through, bdata::make(kDevices), n) {
   Shape local{4, 3};
   AllreduceSettings settings;
 
-  UOp value = call("my_gelu", {x.uop(), y.uop()}, DType::float32);
+  UOp value = call("my_gelu", {uop_of(x), uop_of(y)}, DType::float32);
   BOOST_TEST(value.shape() == (Shape{4 * n, 3}), boost::test_tools::per_element());
   Lowered low = lower_multi({value}, settings);
   const UOp& r = low.roots.at(0);
@@ -191,7 +191,7 @@ BOOST_DATA_TEST_CASE(call_passes_through, bdata::make(kDevices), n) {
   BOOST_TEST(std::get<std::string>(r.arg()) == "my_gelu");
 
   // void: first argument unsharded (a device-less constant), the sharded one passes its shards
-  UOp effect = call("fill_halo", {const_uop(DType::int32, 0), x.uop()}, DType::void_);
+  UOp effect = call("fill_halo", {const_uop(DType::int32, 0), uop_of(x)}, DType::void_);
   Lowered low2 = lower_multi({effect}, settings);
   const UOp& e = low2.roots.at(0);
   BOOST_TEST(e.op() == Ops::CALL);
@@ -200,7 +200,7 @@ BOOST_DATA_TEST_CASE(call_passes_through, bdata::make(kDevices), n) {
   BOOST_TEST(e.src(1).shape() == local, boost::test_tools::per_element());
 
   // AFTER(sharded, void CALL on it): the ordering holds per shard and the result stays sharded
-  UOp after = make_uop(Ops::AFTER, DType::float32, {x.uop(), call("touch", {x.uop()}, DType::void_)});
+  UOp after = make_uop(Ops::AFTER, DType::float32, {uop_of(x), call("touch", {uop_of(x)}, DType::void_)});
   Lowered low3 = lower_multi({after}, settings);
   BOOST_TEST(low3.roots.at(0).op() == Ops::AFTER);
   BOOST_TEST((low3.axes.at(0) == std::optional<int>(0)));
@@ -209,7 +209,7 @@ BOOST_DATA_TEST_CASE(call_passes_through, bdata::make(kDevices), n) {
 
   // not runnable here: a CompileError that names the kernel, from the interpreter and from codegen
   auto names_it = [](const CompileError& err) { return std::string(err.what()).find("my_gelu") != std::string::npos; };
-  UOp runnable_args = call("my_gelu", {Tensor::full({3}, 1.0).uop()}, DType::float32);
+  UOp runnable_args = call("my_gelu", {uop_of(Tensor::full({3}, 1.0))}, DType::float32);
   BOOST_CHECK_EXCEPTION(Interpreter().evaluate(runnable_args), CompileError, names_it);
   BOOST_CHECK_EXCEPTION(codegen::lower_kernel(runnable_args), CompileError, names_it);
   BOOST_CHECK_EXCEPTION(call("k", {}, DType::float32), ShapeError, [](const ShapeError& err) {

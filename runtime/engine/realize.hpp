@@ -1,0 +1,80 @@
+// The realize engine (internal): the storage registry, the state behind a Tensor handle, assignment
+// ordering and realize. The Tensor front end (runtime/api/) builds graphs and calls this; the program
+// cache (runtime/engine/program_cache.hpp) and the executor (runtime/engine/executor.hpp) run them.
+// Reference: tinygrad tensor.py realize, engine/realize.py, schedule.py (assign ordering).
+//
+// Storages. Every realized BUFFER's device memory is a DeviceStorage registered by buffer id while a
+// tensor state holds it; the executor finds inputs there. Live states are registered too (weakly), so
+// an assignment can first realize every tensor that still reads the destination's old contents.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "rewrite/interpreter.hpp"
+#include "rewrite/settings.hpp"
+#include "rewrite/uop.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/engine/executor.hpp"
+
+namespace ringrt {
+
+// What a Tensor handle points at: its graph and the storages that graph reads.
+struct TensorState {
+  UOp uop;
+  std::vector<std::shared_ptr<DeviceStorage>> storages;  // every buffer the graph reads
+  // For a shrink (of a shrink ...) of a tensor: that tensor and the region of it, in its coordinates;
+  // assign() writes through the view into it.
+  std::shared_ptr<TensorState> view_base;
+  std::vector<std::pair<int64_t, int64_t>> view_region;
+  // Realized without memory of its own: uop is a contiguous range of another tensor's buffer (a
+  // contiguous() of a view, see as_buffer_view). A value all the same: it gets its own copy before
+  // that buffer is written (an assignment's write) or before it is written itself (own).
+  bool borrowed = false;
+};
+using StatePtr = std::shared_ptr<TensorState>;
+
+// In-tree access to a Tensor's state (Tensor's friend); the API never exposes it.
+struct TensorAccess {
+  static const StatePtr& state(const Tensor& t) { return t.s_; }
+  static Tensor wrap(StatePtr s) { return Tensor(std::move(s)); }
+};
+
+// A new live state of u that keeps storages alive.
+StatePtr make_state(UOp u, std::vector<std::shared_ptr<DeviceStorage>> storages);
+
+// Device memory for BUFFER buf (numel elements of its dtype on each of its devices), registered by
+// its id and filled from data (one flat HostBuffer per device, or one for all; empty: uninitialized).
+// Throws DeviceError when it does not fit.
+std::shared_ptr<DeviceStorage> new_storage(const UOp& buf, const std::vector<HostBuffer>& data);
+// The live storage of buffer id; null when none.
+std::shared_ptr<DeviceStorage> find_storage(int64_t id);
+// The reference interpreter's value of u, reading realized buffers from device memory.
+std::vector<HostBuffer> interpret_buffers(const UOp& u);
+
+// Whether u is a realized buffer seen as a tensor: a BUFFER or a RESHAPE of one, under a MULTI.
+bool is_buffer_view(const UOp& u);
+// root as a view of a buffer when it is a CONTIGUOUS of movement ops over a realized BUFFER (through
+// a MULTI) whose elements, on every device, are one contiguous range of the buffer at the same offset:
+// the buffer, a 1-D SHRINK to that range (none for the whole buffer) and a RESHAPE to the local shape,
+// under a MULTI on the root's shard axis. Otherwise nothing. Throws what lower_multi throws for the
+// movement ops. Reference: tinygrad's BUFFER_VIEW.
+std::optional<UOp> as_buffer_view(const UOp& root, const AllreduceSettings& settings);
+
+// Realizes the states with one program (one compile of all their kernels), their assignments first
+// (each runs once, innermost first, after every live reader of its destination's old contents is
+// realized). `views`: a contiguous() of a contiguous range of a realized buffer becomes that range
+// (borrowed, no kernel); false: every state gets memory of its own. Throws what lowering, compiling
+// and running throw (ShapeError, CompileError, DeviceError, TimeoutError).
+void realize_states(const std::vector<StatePtr>& states, bool views);
+// Realizes st into memory of its own, to be written in place (a borrowed value gets a copy first, so
+// the write never reaches the lender).
+void own(const StatePtr& st);
+
+// What realize() would run for root (nothing for a view of a buffer, borrowed or to be).
+Schedule schedule_of(const UOp& root, bool borrowed);
+
+}  // namespace ringrt
