@@ -1,17 +1,22 @@
 // The executor (runtime/engine/): its watchdog, reuse of compiled programs, many schedules in flight
 // from several threads (the tsan preset runs these), randomly generated sharded programs against the
-// reference interpreter, many devices, and the performance switches.
+// reference interpreter, many devices, the performance switches, and (on null devices) that it runs
+// exactly what the schedule lists.
 #define BOOST_TEST_MODULE runtime_engine
+#include <algorithm>
 #include <atomic>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <random>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "rewrite/errors.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/engine/executor.hpp"
+#include "test/support/null_device.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
@@ -246,4 +251,39 @@ BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}
     }
   }
   set_perf_options(saved);
+}
+
+// The executor runs what the schedule lists, no more and no less: realized on null devices (nothing
+// compiled, test/support/null_device.hpp), every algorithm's copies (source, destination, bytes) are
+// the schedule's non-empty copy items, and each kernel item is launched once on each of its devices.
+BOOST_DATA_TEST_CASE(the_executor_runs_what_the_schedule_lists, bdata::make({"naive", "ring", "all2all"}), algo) {
+  AllreduceSettings s;
+  s.ring = std::string(algo) == "ring" ? 2 : 0;
+  s.all2all = std::string(algo) == "all2all" ? 2 : 0;
+  ScopedSettings scope(s);
+  Tensor x = Tensor::full({4, 1000}, 1.0).contiguous().shard(test::null_devices(4), 0);
+  x.realize();
+  Tensor r = (x.sum({0}) * 3.0).contiguous();
+  Schedule want = r.schedule();
+  BOOST_TEST(want.algorithms == std::vector<std::string>{algo}, boost::test_tools::per_element());
+  test::clear_null_log();
+  r.realize();
+  std::multiset<std::tuple<std::string, std::string, int64_t>> copies, want_copies;
+  std::multiset<std::string> launches, want_launches;
+  for (const test::NullWork& w : test::null_log()) {
+    if (w.kind == test::NullWork::Kind::copy)
+      copies.insert({w.from, w.device, static_cast<int64_t>(w.bytes)});
+    else
+      launches.insert(w.kernel);
+  }
+  for (const CopyItem& c : want.copies())
+    if (c.bytes > 0) want_copies.insert({c.src, c.dst, c.bytes});
+  for (const KernelItem& k : want.kernel_items) {
+    size_t ndev =
+        k.device.front() == '(' ? static_cast<size_t>(std::count(k.device.begin(), k.device.end(), ',')) + 1 : 1;
+    for (size_t d = 0; d < ndev; ++d) want_launches.insert(k.kernel.name);
+  }
+  BOOST_TEST(!want_copies.empty());
+  BOOST_TEST((copies == want_copies));
+  BOOST_TEST((launches == want_launches));
 }
