@@ -1,5 +1,5 @@
 # boost_test_discover_tests(<target> [LABELS l...] [TEST_PREFIX p] [TIMEOUT s] [WORKING_DIRECTORY d]
-#                           [ENVIRONMENT VAR=value...])
+#                           [ENVIRONMENT VAR=value...] [GROUP_DATA_CASES regex])
 #
 # Registers one CTest test per Boost.Test case of <target>, like gtest_discover_tests. The cases
 # are listed at build time: a POST_BUILD step runs `<exe> --list_content` and writes
@@ -8,13 +8,16 @@
 #
 # Test names are `<prefix><suite>/<case>` (prefix defaults to `<target>.`), nested suites included;
 # each sample of a BOOST_DATA_TEST_CASE is its own test, `<suite>/<case>/_<i>`, run with
-# `--run_test=<suite>/<case>/_<i>`. Cases disabled in the source are registered DISABLED.
+# `--run_test=<suite>/<case>/_<i>`, except a data case whose `<suite>/<case>` path matches the
+# GROUP_DATA_CASES regular expression: it is one test, `<suite>/<case>`, all its samples in one
+# process (for sweeps whose samples share expensive set-up, such as a matrix built once per process).
+# Cases disabled in the source are registered DISABLED.
 # A case is reported skipped when it exits 77, or when Boost.Test skips it (a false
 # precondition / enable_if): see _boost_test_skip_regex in the script.
 set(_BOOST_TEST_DISCOVERY_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/BoostTestDiscoveryScript.cmake")
 
 function(boost_test_discover_tests target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TEST_PREFIX;TIMEOUT;WORKING_DIRECTORY" "LABELS;ENVIRONMENT")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TEST_PREFIX;TIMEOUT;WORKING_DIRECTORY;GROUP_DATA_CASES" "LABELS;ENVIRONMENT")
   if(NOT DEFINED arg_TEST_PREFIX)
     set(arg_TEST_PREFIX "${target}.")
   endif()
@@ -36,6 +39,7 @@ function(boost_test_discover_tests target)
       "-DTEST_EXECUTABLE=$<TARGET_FILE:${target}>" "-DTEST_PREFIX=${arg_TEST_PREFIX}"
       "-DTEST_LABELS=${labels}" "-DTEST_ENVIRONMENT=${environment}" "-DTEST_TIMEOUT=${arg_TIMEOUT}"
       "-DTEST_WORKING_DIRECTORY=${arg_WORKING_DIRECTORY}" "-DCTEST_FILE=${ctest_file}"
+      "-DTEST_GROUP_DATA_CASES=${arg_GROUP_DATA_CASES}"
       -P "${_BOOST_TEST_DISCOVERY_SCRIPT}"
     BYPRODUCTS "${ctest_file}"
     COMMENT "Listing Boost.Test cases of ${target}"

@@ -1,6 +1,7 @@
 # Run by boost_test_discover_tests() after <target> is linked (cmake -P). Inputs (-D):
 # TEST_EXECUTABLE, TEST_PREFIX, TEST_LABELS and TEST_ENVIRONMENT ("|"-separated), TEST_TIMEOUT,
-# TEST_WORKING_DIRECTORY, CTEST_FILE. Writes CTEST_FILE: one add_test() per Boost.Test case.
+# TEST_WORKING_DIRECTORY, CTEST_FILE, TEST_GROUP_DATA_CASES (a regex, may be empty). Writes CTEST_FILE:
+# one add_test() per Boost.Test case, or per data case whose path matches TEST_GROUP_DATA_CASES.
 cmake_minimum_required(VERSION 3.25)   # policies for this -P script
 file(REMOVE "${CTEST_FILE}")   # never leave a stale list behind if listing fails
 execute_process(COMMAND "${TEST_EXECUTABLE}" --list_content
@@ -56,14 +57,34 @@ while(i LESS count)
   endif()
   list(SUBLIST path 0 ${depth} path)
   list(APPEND path "${name}")
-  if(next_depth LESS_EQUAL depth)
+  # A data case (its children are the samples _0, _1, ...) whose path matches the group regex is
+  # registered as one test: skip its samples.
+  set(grouped FALSE)
+  set(timeout ${TEST_TIMEOUT})
+  if(next_depth GREATER depth AND TEST_GROUP_DATA_CASES)
+    list(GET names ${next} next_name)
+    list(JOIN path "/" case)
+    if(next_name MATCHES "^_[0-9]+$" AND case MATCHES "${TEST_GROUP_DATA_CASES}")
+      set(grouped TRUE)
+      while(next LESS count)
+        list(GET depths ${next} d)
+        if(d LESS_EQUAL depth)
+          break()
+        endif()
+        math(EXPR next "${next} + 1")
+        math(EXPR timeout "${timeout} + ${TEST_TIMEOUT}")   # a sample's time each, as when apart
+      endwhile()
+      math(EXPR timeout "${timeout} - ${TEST_TIMEOUT}")
+    endif()
+  endif()
+  if(grouped OR next_depth LESS_EQUAL depth)
     list(JOIN path "/" case)
     set(test "${TEST_PREFIX}${case}")
     string(APPEND content
       "add_test([==[${test}]==] [==[${TEST_EXECUTABLE}]==] [==[--run_test=${case}]==]"
       " --color_output=no --report_level=short)\n"
       "set_tests_properties([==[${test}]==] PROPERTIES LABELS [==[${labels}]==]"
-      " SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[${skip_regex}]==] TIMEOUT ${TEST_TIMEOUT}"
+      " SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION [==[${skip_regex}]==] TIMEOUT ${timeout}"
       " WORKING_DIRECTORY [==[${TEST_WORKING_DIRECTORY}]==] ENVIRONMENT [==[${environment}]==])\n")
     if(NOT is_enabled)
       string(APPEND content "set_tests_properties([==[${test}]==] PROPERTIES DISABLED TRUE)\n")

@@ -2,7 +2,8 @@
 #
 # - One executable per test/**/test_*.cpp; the file defines BOOST_TEST_MODULE itself.
 #   test/rewrite/test_pattern.cpp -> target rewrite_test_pattern (directory '/' -> '_').
-# - One CTest test per Boost.Test case: <target>.<suite>/<case>[/_<sample>].
+# - One CTest test per Boost.Test case: <target>.<suite>/<case>[/_<sample>]; the data cases listed in
+#   RINGRT_TEST_GROUPS are one test each, <target>.<suite>/<case>, all samples in one process.
 # - Label from the first directory under test/: integration, hiprtc, gpu, mpi name themselves;
 #   anything else is `unit`. Select with `ctest -L unit` or a test preset's filter.
 # - test/support/*.cpp, if any, is compiled once into ringrt_test_support, linked to every test.
@@ -13,6 +14,15 @@ set(RINGRT_TEST_LABEL_DIRS integration hiprtc gpu mpi)
 # Extra VAR=value settings for every test, e.g. a sanitizer's options (the asan and tsan presets set
 # it): in the tests' own environment, so that a plain `ctest --test-dir <build>` applies them too.
 set(RINGRT_TEST_ENVIRONMENT "" CACHE STRING "VAR=value;... added to the environment of every test")
+
+# Data cases whose samples run in one process, as one CTest test: pairs of <target> and a regex of
+# `<suite>/<case>` paths. For sweeps whose samples share expensive set-up (the allreduce kernel matrix
+# is collected once per process: test/support/allreduce_matrix.hpp) or are many cheap processes; the
+# samples still report separately in the test's output, and `<exe> --run_test=<case>/_<i>` runs one.
+set(RINGRT_TEST_GROUPS
+  codegen_test_matrix_kernels "^matrix_kernels_match_interpreter$"
+  hiprtc_test_matrix_hiprtc "^matrix_kernels_compile_for_gfx90a$"
+  rewrite_rules_test_allreduce "^(matrix|runtime_matches_interpreter)$")
 
 # Options every test target gets, through an INTERFACE library.
 add_library(ringrt_test_options INTERFACE)
@@ -60,7 +70,13 @@ foreach(src IN LISTS RINGRT_TEST_SOURCES)
     add_dependencies(${target} ringrt_cli)
   endif()
   # XDG_CACHE_HOME: the compile cache of test runs stays inside this build tree.
-  boost_test_discover_tests(${target} LABELS ${label}
+  set(groups "")
+  list(FIND RINGRT_TEST_GROUPS "${target}" at)
+  if(at GREATER_EQUAL 0)
+    math(EXPR at "${at} + 1")
+    list(GET RINGRT_TEST_GROUPS ${at} groups)
+  endif()
+  boost_test_discover_tests(${target} LABELS ${label} GROUP_DATA_CASES "${groups}"
     WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}"
     ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${RINGRT_TEST_ENVIRONMENT})
 endforeach()

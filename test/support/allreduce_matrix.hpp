@@ -92,22 +92,39 @@ std::vector<MatrixKernel> matrix_kernels(int ndev, const std::vector<std::string
   return out;
 }
 
-// Part `part` of `parts` (contiguous, sizes differing by at most 1) of the distinct kernels of the
-// whole matrix (every ndev, every algorithm), deduplicated by `render`'s source; so a test can split the
-// matrix into several cases. items_seen / distinct: the whole matrix's kernel items and distinct kernels.
+// The distinct kernels of the whole matrix (every ndev, every algorithm), deduplicated by `render`'s
+// source, with the count of kernel items they came from. Built once per process and Render type (a
+// test's lambda), on first use: a test program that checks the matrix in several cases collects it once.
+struct MatrixKernels {
+  std::vector<MatrixKernel> kernels;
+  size_t items = 0;
+};
+template <class Render>
+const MatrixKernels& all_matrix_kernels(Render render) {
+  static const MatrixKernels all = [&] {
+    MatrixKernels m;
+    std::map<std::string, size_t> seen;
+    for (int ndev : kMatrixDevices) {
+      std::vector<MatrixKernel> more = matrix_kernels(ndev, kMatrixAlgorithms, render, &m.items, &seen);
+      std::move(more.begin(), more.end(), std::back_inserter(m.kernels));
+    }
+    return m;
+  }();
+  return all;
+}
+
+// Part `part` of `parts` (contiguous, sizes differing by at most 1) of all_matrix_kernels(render); so a
+// test can split the matrix into several cases. items_seen / distinct: the whole matrix's kernel items
+// and distinct kernels.
 template <class Render>
 std::vector<MatrixKernel> matrix_kernels_part(size_t part, size_t parts, Render render, size_t* items_seen = nullptr,
                                               size_t* distinct = nullptr) {
-  std::vector<MatrixKernel> all;
-  std::map<std::string, size_t> seen;
-  for (int ndev : kMatrixDevices) {
-    std::vector<MatrixKernel> more = matrix_kernels(ndev, kMatrixAlgorithms, render, items_seen, &seen);
-    std::move(more.begin(), more.end(), std::back_inserter(all));
-  }
-  if (distinct) *distinct = all.size();
-  size_t begin = all.size() * part / parts, end = all.size() * (part + 1) / parts;
-  return {std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(begin)),
-          std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(end))};
+  const MatrixKernels& all = all_matrix_kernels(render);
+  if (items_seen) *items_seen = all.items;
+  if (distinct) *distinct = all.kernels.size();
+  size_t begin = all.kernels.size() * part / parts, end = all.kernels.size() * (part + 1) / parts;
+  return {all.kernels.begin() + static_cast<std::ptrdiff_t>(begin),
+          all.kernels.begin() + static_cast<std::ptrdiff_t>(end)};
 }
 
 }  // namespace ringrt::test

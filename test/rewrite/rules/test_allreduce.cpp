@@ -17,6 +17,7 @@
 #include "rewrite/rules/multi.hpp"
 #include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
+#include "test/support/null_device.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
@@ -141,18 +142,29 @@ Tensor sharded_ones(int ndev, int64_t cols) {
   x.realize();
   return x;
 }
+
+// The same on null devices (test/support/null_device.hpp), for tests that only inspect the allreduce's
+// schedule: realizing the input compiles nothing (its values are meaningless).
+Tensor null_sharded_ones(int ndev, int64_t cols) {
+  Tensor x = Tensor::full({ndev, cols}, 1.0).contiguous().shard(test::null_devices(ndev), 0);
+  x.realize();
+  return x;
+}
+
+// Two groups, {NULL:0, NULL:1} and {NULL:2, NULL:3}.
+std::map<std::string, int> null_pairs() { return {{"NULL:0", 0}, {"NULL:1", 0}, {"NULL:2", 1}, {"NULL:3", 1}}; }
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(ring_copies_follow_the_ring_edges) {
   AllreduceSettings s;
   s.ring = 2;
   ScopedSettings scope(s);
-  auto copies = allreduce_copies(sharded_ones(4, 400).sum({0}));
+  auto copies = allreduce_copies(null_sharded_ones(4, 400).sum({0}));
   BOOST_TEST(copies.size() == 24u);
   std::set<std::pair<std::string, std::string>> edges;
   for (const auto& c : copies) edges.insert({c.src, c.dst});
   std::set<std::pair<std::string, std::string>> ring{
-      {"CPU:0", "CPU:1"}, {"CPU:1", "CPU:2"}, {"CPU:2", "CPU:3"}, {"CPU:3", "CPU:0"}};
+      {"NULL:0", "NULL:1"}, {"NULL:1", "NULL:2"}, {"NULL:2", "NULL:3"}, {"NULL:3", "NULL:0"}};
   BOOST_TEST((edges == ring));
   // reduce-scatter and allgather each move every chunk n-1 times: 400 elements * 4 B * 3 * 2 in all
   int64_t bytes = 0;
@@ -182,7 +194,7 @@ BOOST_AUTO_TEST_CASE(naive_has_12_copies_none_to_self) {
   AllreduceSettings s;
   s.ring = 0;
   ScopedSettings scope(s);
-  Tensor r = sharded_ones(4, 4096).sum({0});
+  Tensor r = null_sharded_ones(4, 4096).sum({0});
   auto copies = allreduce_copies(r);
   BOOST_TEST(copies.size() == 12u);
   BOOST_TEST(r.schedule().kernels() <= 2);
@@ -214,13 +226,13 @@ BOOST_AUTO_TEST_CASE(hierarchical_routes_through_leaders) {
 BOOST_AUTO_TEST_CASE(hierarchical_with_named_leaders) {
   // leaders D1 and D3: inner D0->D1, D2->D3; leaders D3->D1, D1->D3; broadcast D1->D0, D3->D2.
   AllreduceSettings s;
-  s.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 1}, {"CPU:3", 1}};
-  s.reduce_leaders = {"CPU:1", "CPU:3"};
+  s.groups = null_pairs();
+  s.reduce_leaders = {"NULL:1", "NULL:3"};
   ScopedSettings scope(s);
-  Tensor r = sharded_ones(4, 400).sum({0});
+  Tensor r = null_sharded_ones(4, 400).sum({0});
   std::multiset<std::pair<std::string, std::string>> got,
-      want{{"CPU:0", "CPU:1"}, {"CPU:2", "CPU:3"}, {"CPU:3", "CPU:1"},
-           {"CPU:1", "CPU:3"}, {"CPU:1", "CPU:0"}, {"CPU:3", "CPU:2"}};
+      want{{"NULL:0", "NULL:1"}, {"NULL:2", "NULL:3"}, {"NULL:3", "NULL:1"},
+           {"NULL:1", "NULL:3"}, {"NULL:1", "NULL:0"}, {"NULL:3", "NULL:2"}};
   for (const auto& c : allreduce_copies(r)) got.insert({c.src, c.dst});
   BOOST_TEST((got == want));
 }
@@ -229,7 +241,7 @@ BOOST_AUTO_TEST_CASE(threshold_picks_the_algorithm) {
   // level 1: ring only when ndev > 2 and numel > threshold; all2all wins over ring
   auto algo = [](int ndev, int64_t cols, AllreduceSettings s) {
     ScopedSettings scope(s);
-    return sharded_ones(ndev, cols).sum({0}).schedule().algorithms.at(0);
+    return null_sharded_ones(ndev, cols).sum({0}).schedule().algorithms.at(0);
   };
   AllreduceSettings s;
   s.ring_threshold = 100;
@@ -301,7 +313,7 @@ BOOST_AUTO_TEST_CASE(debug_2_prints_one_line_per_allreduce) {
   s.ring = 2;
   s.debug = 2;
   ScopedSettings scope(s);
-  Tensor x = sharded_ones(4, 400);
+  Tensor x = null_sharded_ones(4, 400);
   std::ostringstream captured;
   std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
   Tensor r = x.sum({0});

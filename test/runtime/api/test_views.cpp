@@ -1,7 +1,7 @@
 // Views of tensors: assign into a shrink (issue 12 item 3) and contiguous() of a contiguous range of a
 // realized buffer, which is that range of the buffer and no kernel (item 5, tinygrad's BUFFER_VIEW).
 //
-// Every expected value comes from host loops over the unsharded data (struct Arr); per-device values
+// Every expected value comes from host loops over the unsharded data (test/support/host_oracle.hpp); per-device values
 // are checked through Tensor::shards(). Sweeps: 1 to 8 devices, the base sharded on each axis or
 // replicated, realized before the view or not, the value's layout, dtypes rotating through the
 // samples, and (where a collective runs: a sharded value gathered into some shards) every algorithm.
@@ -29,6 +29,8 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
 #include "runtime/engine/internal.hpp"
+#include "test/support/checks.hpp"
+#include "test/support/host_oracle.hpp"
 
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
@@ -45,105 +47,13 @@ using ringrt::UOp;
 
 namespace views {
 
-// ---------------------------------------------------------------------------------------------
-// the host oracle: a dense row-major array of doubles (every value is a small integer, exact in
-// every dtype used)
-
-struct Arr {
-  Shape shape;
-  std::vector<double> v;
-};
-
-int64_t numel(const Shape& s) {
-  int64_t p = 1;
-  for (int64_t x : s) p *= x;
-  return p;
-}
-
-std::vector<int64_t> unravel(int64_t flat, const Shape& s) {
-  std::vector<int64_t> idx(s.size());
-  for (size_t k = s.size(); k-- > 0;) {
-    idx[k] = flat % s[k];
-    flat /= s[k];
-  }
-  return idx;
-}
-
-int64_t ravel(const std::vector<int64_t>& idx, const Shape& s) {
-  int64_t f = 0;
-  for (size_t k = 0; k < s.size(); ++k) f = f * s[k] + idx[k];
-  return f;
-}
-
-Arr make_arr(const Shape& s, const std::function<double(int64_t)>& f) {
-  Arr a{s, {}};
-  for (int64_t i = 0; i < numel(s); ++i) a.v.push_back(f(i));
-  return a;
-}
-
-using Region = std::vector<std::pair<int64_t, int64_t>>;
-
-// x[region]
-Arr slice(const Arr& x, const Region& r) {
-  Shape s;
-  for (const auto& [b, e] : r) s.push_back(e - b);
-  return make_arr(s, [&](int64_t f) {
-    auto idx = unravel(f, s);
-    for (size_t k = 0; k < idx.size(); ++k) idx[k] += r[k].first;
-    return x.v[static_cast<size_t>(ravel(idx, x.shape))];
-  });
-}
-
-// x with x[region] = value
-Arr write(Arr x, const Region& r, const Arr& value) {
-  for (int64_t f = 0; f < numel(value.shape); ++f) {
-    auto idx = unravel(f, value.shape);
-    for (size_t k = 0; k < idx.size(); ++k) idx[k] += r[k].first;
-    x.v[static_cast<size_t>(ravel(idx, x.shape))] = value.v[static_cast<size_t>(f)];
-  }
-  return x;
-}
-
-Arr reshape(Arr x, Shape s) {
-  x.shape = std::move(s);
-  return x;
-}
-
-Region whole(const Shape& s) {
-  Region r;
-  for (int64_t x : s) r.push_back({0, x});
-  return r;
-}
+using namespace ringrt::test::host;  // NOLINT: the oracle
+using ringrt::test::message_has;
 
 // ---------------------------------------------------------------------------------------------
 // tensors
 
 const std::vector<DType> kDtypes = {DType::float32, DType::int32, DType::float16, DType::int64, DType::uint8};
-
-Tensor make_tensor(const Arr& a, DType dt, const std::string& device = "CPU:0") {
-  HostBuffer b(dt, a.shape);
-  for (int64_t i = 0; i < numel(a.shape); ++i) {
-    double x = a.v[static_cast<size_t>(i)];
-    ringrt::is_float(dt) ? b.set(i, x) : b.set_int(i, static_cast<int64_t>(x));
-  }
-  return Tensor::from_host(b, device);
-}
-
-Arr read(const Tensor& t) {
-  HostBuffer b = t.host();
-  Arr a{b.shape, {}};
-  for (int64_t i = 0; i < b.numel(); ++i) a.v.push_back(b.get(i));
-  return a;
-}
-
-void expect_equal(const Arr& got, const Arr& want) {
-  BOOST_TEST(got.shape == want.shape, tt::per_element());
-  if (got.v.size() == want.v.size()) {
-    BOOST_TEST(got.v == want.v, tt::per_element());
-  } else {
-    BOOST_ERROR("got " << got.v.size() << " elements, want " << want.v.size());
-  }
-}
 
 // Where a tensor lives: sharded on an axis of devs, or replicated on devs (axis nullopt).
 struct Layout {
@@ -171,36 +81,6 @@ void expect_layout(const Tensor& t, const Arr& want, const Layout& l) {
     }
   }
 }
-
-// Runs fn; an exception becomes a failed check naming the sample instead of ending the case.
-void guard(const std::string& what, const std::function<void()>& fn) {
-  try {
-    BOOST_TEST_CONTEXT(what) { fn(); }
-  } catch (const std::exception& e) {
-    BOOST_ERROR(what << ": unexpected exception: " << e.what());
-  }
-}
-
-auto names_all(std::vector<std::string> parts) {
-  return [parts = std::move(parts)](const std::exception& e) {
-    std::string what = e.what();
-    bool ok = true;
-    for (const auto& p : parts)
-      if (what.find(p) == std::string::npos) {
-        BOOST_TEST_MESSAGE("error message '" << what << "' does not name '" << p << "'");
-        ok = false;
-      }
-    return ok;
-  };
-}
-
-std::string shape_text(const Shape& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
-
-std::string dname(DType dt) { return std::string(ringrt::dtype_name(dt)); }
 
 std::string axis_text(std::optional<int> a) { return a ? "axis " + std::to_string(*a) : "replicated"; }
 
@@ -350,7 +230,7 @@ BOOST_DATA_TEST_CASE(assign_into_part_of_a_shard_is_a_shape_error, bdata::xrange
     Tensor view = base.shrink(r);
     Tensor value =
         place(make_arr(slice(old_v, r).shape, [](int64_t) { return 9.0; }), DType::float32, {l.devs, std::nullopt});
-    BOOST_CHECK_EXCEPTION(view.assign(value), ShapeError, names_all({"ASSIGN", shape_text(shape), "axis 0"}));
+    BOOST_CHECK_EXCEPTION(view.assign(value), ShapeError, message_has({"ASSIGN", shape_text(shape), "axis 0"}));
   }
   expect_layout(base, old_v, l);
 }

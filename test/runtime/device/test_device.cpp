@@ -1,0 +1,185 @@
+// The device layer (runtime/device/): the registry that resolves names, events (and their backend
+// handles), the cpu backend (copies from another backend's memory, its memory cache) and device queues
+// fed from several threads at once (the tsan preset runs these).
+#define BOOST_TEST_MODULE runtime_device
+#include <atomic>
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <thread>
+
+#include "rewrite/errors.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/device/device.hpp"
+
+using namespace ringrt;
+
+BOOST_AUTO_TEST_CASE(unknown_device_names_it_and_the_devices_that_exist) {
+  cpu_devices(4);
+  for (const char* bad : {"CPU:99", "GPU:0", "banana", "", "CPU:-1", "HIP:0"}) {
+    BOOST_CHECK_EXCEPTION(device(bad), DeviceError, [&](const DeviceError& e) {
+      std::string m = e.what();
+      return m.find(std::string("'") + bad + "'") != std::string::npos && m.find("CPU:3") != std::string::npos;
+    });
+    BOOST_CHECK_THROW(Tensor::arange(4).to(bad), DeviceError);
+  }
+  BOOST_TEST(device("CPU:2").name() == "CPU:2");
+  BOOST_TEST(hip_devices().empty());  // no GPU on the machines this suite runs on
+}
+
+BOOST_AUTO_TEST_CASE(unknown_device_error_lists_the_devices_that_exist) {
+  cpu_devices(4);
+  if (hip_devices().empty()) {
+    // Without a GPU HIP:0 is unknown, and the message lists CPU:0..CPU:n-1 and no HIP device.
+    BOOST_CHECK_EXCEPTION(device("HIP:0"), DeviceError, [](const DeviceError& e) {
+      std::string m = e.what();
+      BOOST_TEST_MESSAGE(m);
+      return m.find("unknown device 'HIP:0'; the devices are CPU:0, CPU:1, CPU:2, CPU:3") != std::string::npos &&
+             m.rfind("HIP:") == m.find("HIP:0");
+    });
+  }
+  BOOST_CHECK_EXCEPTION(device("CPU:4096"), DeviceError, [](const DeviceError& e) {
+    return std::string(e.what()).find("'CPU:4096'") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_CASE(events_complete_carry_errors_and_native_handles) {
+  struct Handle : Event::Native {
+    int value = 7;
+  };
+  Event e;
+  BOOST_TEST(!e.done());
+  BOOST_TEST(!e.native());
+  BOOST_TEST(!e.wait_ready(std::chrono::milliseconds(1)));  // neither done nor a handle yet
+  auto h = std::make_shared<Handle>();
+  e.set_native(h);
+  BOOST_TEST(e.wait_ready(std::chrono::milliseconds(0)));
+  BOOST_TEST(!e.done());
+  auto got = std::dynamic_pointer_cast<const Handle>(e.native());
+  BOOST_REQUIRE(got);
+  BOOST_TEST(got->value == 7);
+  Event copy = e;  // copies share one state
+  e.set_done();
+  BOOST_TEST(copy.done());
+  BOOST_TEST(copy.wait_for(std::chrono::milliseconds(0)));
+
+  Event failed;
+  std::thread t([failed] { failed.set_done(std::make_exception_ptr(DeviceError("boom"))); });
+  BOOST_TEST(failed.wait_ready(std::chrono::hours(1)));  // done counts as ready; does not throw
+  t.join();
+  BOOST_CHECK_THROW(failed.wait_for(std::chrono::milliseconds(0)), DeviceError);
+  BOOST_TEST(!failed.native());
+  // cpu work carries no native handle
+  Event work = device("CPU:0").submit([] {}, {});
+  BOOST_TEST(work.wait_for(std::chrono::hours(1)));
+  BOOST_TEST(!work.native());
+}
+
+namespace {
+
+// A device of another backend whose memory the host cannot read: its "pointers" are offsets into a
+// private array, so a cpu device that memcpy'd from one would crash instead of calling copy_out.
+class OpaqueDevice : public Device {
+ public:
+  std::vector<unsigned char> memory = std::vector<unsigned char>(4096);
+  std::atomic<int> copy_outs{0};
+  const std::string& name() const override { return name_; }
+  void* allocate(size_t) override { throw DeviceError("OpaqueDevice: no allocation"); }
+  void free(void*, size_t) override {}
+  void copy_in(void* dst, const void* host, size_t bytes) override {
+    std::memcpy(memory.data() + reinterpret_cast<uintptr_t>(dst), host, bytes);
+  }
+  void copy_out(void* host, const void* src, size_t bytes) override {
+    ++copy_outs;
+    std::memcpy(host, memory.data() + reinterpret_cast<uintptr_t>(src), bytes);
+  }
+  std::shared_ptr<CompiledKernel> compile(const codegen::Kernel&) override { throw DeviceError("no kernels"); }
+  Event launch(const CompiledKernel&, std::vector<void*>, int32_t, std::vector<Event>) override {
+    throw DeviceError("no kernels");
+  }
+  Event copy_from(Device&, const void*, void*, size_t, std::vector<Event>) override { throw DeviceError("no copies"); }
+  Event submit(std::function<void()> fn, std::vector<Event>) override {
+    Event e;
+    fn();
+    e.set_done();
+    return e;
+  }
+  void synchronize() override {}
+
+ private:
+  std::string name_ = "OPAQUE:0";
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(cpu_copies_from_another_backend_use_its_copy_out) {
+  OpaqueDevice gpu;
+  std::vector<unsigned char> data(300);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 7 + 1);
+  gpu.copy_in(reinterpret_cast<void*>(uintptr_t{16}), data.data(), data.size());
+  Device& cpu = device("CPU:1");
+  auto* dst = static_cast<unsigned char*>(cpu.allocate(data.size()));
+  std::atomic<bool> produced{false};
+  Event before = cpu.submit([&] { produced = true; }, {});
+  Event copied = cpu.copy_from(gpu, reinterpret_cast<const void*>(uintptr_t{16}), dst, data.size(), {before});
+  BOOST_REQUIRE(copied.wait_for(std::chrono::hours(1)));
+  BOOST_TEST(produced.load());
+  BOOST_TEST(gpu.copy_outs.load() == 1);
+  BOOST_TEST(std::memcmp(dst, data.data(), data.size()) == 0);
+  cpu.free(dst, data.size());
+}
+
+BOOST_AUTO_TEST_CASE(cpu_memory_is_reused) {
+  Device& d = device("CPU:0");
+  void* a = d.allocate(1000);
+  d.free(a, 1000);
+  void* b = d.allocate(1000);
+  BOOST_TEST(a == b);  // the cached block comes back
+  d.free(b, 1000);
+}
+
+// Device queues from several threads at once: each thread passes its own data around the four cpu
+// devices with chained copies (each copy waits for the one before, on another device) and checks it
+// on the last device with a host function; nothing waits between rounds, so many chains are in flight.
+BOOST_AUTO_TEST_CASE(many_copy_chains_in_flight_from_several_threads) {
+  auto devs = cpu_devices(4);
+  constexpr int kThreads = 6, kRounds = 40;
+  constexpr size_t kBytes = 1000;
+  std::atomic<int> wrong{0}, checked{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::vector<void*>> buffers;
+      std::vector<Event> done;
+      for (int r = 0; r < kRounds; ++r) {
+        std::vector<void*> bufs;
+        for (const auto& d : devs) bufs.push_back(device(d).allocate(kBytes));
+        std::vector<unsigned char> data(kBytes, static_cast<unsigned char>(t * kRounds + r));
+        device(devs[0]).copy_in(bufs[0], data.data(), kBytes);
+        Event prev = device(devs[0]).submit([] {}, {});
+        for (size_t d = 1; d < devs.size(); ++d)
+          prev = device(devs[d]).copy_from(device(devs[d - 1]), bufs[d - 1], bufs[d], kBytes, {prev});
+        void* last = bufs.back();
+        done.push_back(device(devs.back())
+                           .submit(
+                               [&, last, want = data[0]] {
+                                 const auto* p = static_cast<const unsigned char*>(last);
+                                 for (size_t i = 0; i < kBytes; ++i)
+                                   if (p[i] != want) {
+                                     ++wrong;
+                                     break;
+                                   }
+                                 ++checked;
+                               },
+                               {prev}));
+        buffers.push_back(std::move(bufs));
+      }
+      for (const Event& e : done)  // Boost.Test assertions are not thread-safe: count instead
+        if (!e.wait_for(std::chrono::hours(1))) ++wrong;
+      for (auto& bufs : buffers)
+        for (size_t d = 0; d < devs.size(); ++d) device(devs[d]).free(bufs[d], kBytes);
+    });
+  }
+  for (auto& th : threads) th.join();
+  BOOST_TEST(checked.load() == kThreads * kRounds);
+  BOOST_TEST(wrong.load() == 0);
+}
