@@ -90,3 +90,8 @@ add_test(NAME install_consumer COMMAND "${CMAKE_COMMAND}"
   "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}" "-DLINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
   -P "${PROJECT_SOURCE_DIR}/cmake/InstallConsumerTest.cmake")
 set_tests_properties(install_consumer PROPERTIES LABELS integration TIMEOUT 600)
+
+# lint_file_sizes: no source or header of ringrt over 600 lines (cmake/CheckFileSizes.cmake).
+add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=600
+  -P "${PROJECT_SOURCE_DIR}/cmake/CheckFileSizes.cmake")
+set_tests_properties(lint_file_sizes PROPERTIES LABELS unit)

@@ -24,7 +24,6 @@
 
 #include "rewrite/errors.hpp"
 #include "runtime/api/tensor.hpp"
-#include "runtime/device/device.hpp"
 
 namespace ringrt {
 namespace {
@@ -319,7 +318,7 @@ struct Loader {
       fail(origin("backend"), "backend", "a backend with devices (no HIP GPU is present; use cpu)", "'hip'");
     resolve_devices(cpu, available);
     size_t ndev = cfg.devices.size();
-    if (cpu) set_cpu_device_count(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
+    if (cpu) cpu_devices(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
     check_groups();
     check_leaders();
     check_sizes();

@@ -13,12 +13,9 @@
 #include <new>
 
 #include "rewrite/errors.hpp"
-#include "rewrite/rules/multi.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
 #include "runtime/cli/report.hpp"
-#include "runtime/device/device.hpp"
-#include "runtime/engine/executor.hpp"
 
 namespace {
 
