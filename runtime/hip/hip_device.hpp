@@ -1,8 +1,9 @@
 // The hip backend: one Device "HIP:i" per GPU that the HIP runtime reports (DESIGN.md "Runtime").
 // Reference: rocm-examples (HIP_CHECK, the peer-access sequence), tinygrad runtime/ops_hip.py (modules
 // from hipRTC code objects, arguments packed into one buffer), ggml-cuda (a queue per device).
-// Compiled only when HIP is built (RINGRT_HAVE_HIP); the registry (runtime/device/device.cpp) calls the two
-// functions below. This header includes no HIP header; the check macros are in hip_check.hpp.
+// Compiled only when HIP is built (RINGRT_HAVE_HIP); the build lists register_hip_backend among the
+// built-in backends, which registers hip_device_names and make_hip_device with the device registry
+// (runtime/device/registry.cpp). This header includes no HIP header; the check macros are in hip_check.hpp.
 //
 // Streams and threads. Each device owns a compute stream (kernels) and a copy stream (copy_from), both
 // hipStreamNonBlocking, and two helper threads:

@@ -128,6 +128,35 @@ BOOST_AUTO_TEST_CASE(cpu_copies_from_another_backend_use_its_copy_out) {
   cpu.free(dst, data.size());
 }
 
+// A backend registered at run time: named by kind and index, created once on first use, as many as
+// its count says now; a kind registered twice and bad cpu device counts are DeviceErrors.
+BOOST_AUTO_TEST_CASE(backends_register_with_the_registry) {
+  static std::atomic<int> count{2}, made{0};
+  register_backend(Backend{"OPAQUE", [] { return count.load(); },
+                           [](int) {
+                             ++made;
+                             return std::unique_ptr<Device>(new OpaqueDevice);
+                           }});
+  BOOST_TEST(device_names("OPAQUE") == (std::vector<std::string>{"OPAQUE:0", "OPAQUE:1"}));
+  BOOST_TEST(device_names("NOSUCHKIND").empty());
+  Device& first = device("OPAQUE:1");
+  BOOST_TEST(&device("OPAQUE:1") == &first);
+  BOOST_TEST(made.load() == 1);
+  BOOST_CHECK_EXCEPTION(device("OPAQUE:2"), DeviceError, [](const DeviceError& e) {
+    return std::string(e.what()).find("OPAQUE:1") != std::string::npos;  // the list names the new kind
+  });
+  count = 3;
+  BOOST_CHECK_NO_THROW(device("OPAQUE:2"));
+  BOOST_TEST(made.load() == 2);
+  BOOST_CHECK_THROW(register_backend(Backend{"OPAQUE", [] { return 1; }, [](int) { return nullptr; }}), DeviceError);
+  size_t cpus = device_names("CPU").size();
+  BOOST_CHECK_THROW(cpu_devices(0), DeviceError);
+  BOOST_CHECK_THROW(cpu_devices(1025), DeviceError);
+  BOOST_TEST(device_names("CPU").size() == cpus);  // a refused count raises nothing
+  BOOST_TEST(cpu_devices(static_cast<int>(cpus) + 2).size() == cpus + 2);
+  BOOST_TEST(device_names("CPU").size() == cpus + 2);
+}
+
 BOOST_AUTO_TEST_CASE(cpu_memory_is_reused) {
   Device& d = device("CPU:0");
   void* a = d.allocate(1000);
