@@ -273,6 +273,7 @@ std::optional<std::pair<std::string, int>> parse_device_name(std::string_view na
   size_t colon = name.find(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 >= name.size() || name.size() - colon > 6)
     return std::nullopt;
+  if (name[colon + 1] == '0' && colon + 2 < name.size()) return std::nullopt;  // one name per device: no "CPU:00"
   int index = 0;
   for (size_t i = colon + 1; i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return std::nullopt;

@@ -174,8 +174,9 @@ uint64_t runtime_params_generation();
 // "true", "yes", "on", "1" -> true; "false", "no", "off", "0" -> false (any case); nothing otherwise.
 // The one boolean syntax of settings, YAML values and --set.
 std::optional<bool> parse_bool(std::string_view text);
-// A device name "KIND:index" (CPU:0, HIP:12; index at most 5 digits) split into its kind and index;
-// nothing for any other form. The one device-name syntax of settings and the device registry.
+// A device name "KIND:index" (CPU:0, HIP:12; index at most 5 digits, no sign, no leading zero, so
+// each device has one name) split into its kind and index; nothing for any other form. The one device-name syntax of
+// settings and the device registry.
 std::optional<std::pair<std::string, int>> parse_device_name(std::string_view name);
 
 namespace detail {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "codegen/render.hpp"
+#include "rewrite/files.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/engine/internal.hpp"
 
@@ -44,11 +45,7 @@ std::vector<std::string> Schedule::emit_sources(const std::string& dir, const st
     const KernelItem& ki = kernel_items[i];
     fs::path path = fs::path(dir) / fmt::format("{:03}_{}{}", ki.item, ki.name, suffix);
     std::string text = source(i, target);
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out)
-      throw IOError(fmt::format("kernel source file '{}': cannot write it: {}", path.string(), std::strerror(errno)));
+    write_file(path.string(), text);  // IOError naming the path; a planted link is not followed
     paths.push_back(path.string());
   }
   return paths;

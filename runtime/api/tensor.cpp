@@ -63,8 +63,7 @@ Tensor Tensor::derive(UOp u) const { return Tensor(make_state(u, s_->storages));
 
 Tensor Tensor::derive(UOp u, const std::vector<Tensor>& also) const {
   Tensor t = derive(u);
-  for (const Tensor& o : also)
-    t.s_->storages.insert(t.s_->storages.end(), o.s_->storages.begin(), o.s_->storages.end());
+  for (const Tensor& o : also) hold(*t.s_, o.s_->storages);
   return t;
 }
 
@@ -200,7 +199,7 @@ Tensor Tensor::binary(Ops op, const Tensor& o) const {
   a = a.cast(d).expand(out);
   b = b.cast(d).expand(out);
   Tensor t = derive(a.alu(op, {b}));
-  t.s_->storages.insert(t.s_->storages.end(), o.s_->storages.begin(), o.s_->storages.end());
+  hold(*t.s_, o.s_->storages);
   return t;
 }
 
@@ -276,7 +275,7 @@ Tensor& Tensor::assign(const Tensor& value) {
   Tensor v = value.cast(dtype());
   static std::atomic<int64_t> calls{0};  // each call its own ASSIGN: X.assign(X + 1) runs every time
   s_->uop = uop().assign(v.uop(), calls++);
-  s_->storages.insert(s_->storages.end(), v.s_->storages.begin(), v.s_->storages.end());
+  hold(*s_, v.s_->storages);
   return *this;
 }
 
@@ -309,7 +308,7 @@ Tensor& Tensor::assign_view(const Tensor& value) {
   }
   UOp mask = broadcast_to(const_uop(DType::bool_, 1, base.uop().device()), shape()).pad(spans(ba));
   Tensor merged = base.derive(mask.where(v.uop().pad(spans(ba)), base.uop()));
-  merged.s_->storages.insert(merged.s_->storages.end(), v.s_->storages.begin(), v.s_->storages.end());
+  hold(*merged.s_, v.s_->storages);
   base.assign(merged);
   // holding the assignment, this view is no reader of the old contents the write must wait for
   s_->uop = base.uop().shrink(spans(region));

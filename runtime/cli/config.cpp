@@ -23,6 +23,7 @@
 #include <set>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
 #include "runtime/api/tensor.hpp"
 
 namespace ringrt {
@@ -334,8 +335,9 @@ struct Loader {
                                  : fmt::format("a device HIP:i with 0 <= i < {} (the GPUs present)", available);
       for (size_t i = 0; i < device_list.size(); ++i) {
         const std::string& d = device_list[i];
-        auto idx = d.starts_with(prefix) ? to_int(std::string_view(d).substr(prefix.size())) : std::nullopt;
-        if (!idx || *idx < 0 || *idx >= (cpu ? n : available))
+        auto parsed = parse_device_name(d);  // the one device-name syntax: no sign, no leading zero
+        bool kind = parsed && parsed->first + ":" == prefix;
+        if (!kind || parsed->second >= (cpu ? n : available))
           fail(device_where[i], "devices.count", expected, "'" + d + "'");
         if (std::count(device_list.begin(), device_list.end(), d) > 1)
           fail(device_where[i], "devices.count", "each device once", "'" + d + "' twice");
@@ -436,15 +438,12 @@ ExperimentConfig parse_config(std::string_view yaml, const std::string& name,
 }
 
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ConfigError(fmt::format("{}: is a directory, not a config file", path));
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw ConfigError(fmt::format("{}: cannot open the config file: {}", path, std::strerror(errno)));
   std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-  std::fclose(f);
+  try {
+    text = read_file(path, kMaxConfigBytes);  // a regular file only: never a FIFO, /dev/zero, a folder
+  } catch (const IOError& e) {
+    throw ConfigError(e.what());
+  }
   return parse_config(text, path, overrides);
 }
 

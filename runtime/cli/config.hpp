@@ -23,6 +23,7 @@
 // users see ExperimentConfig; yaml-cpp stays inside config.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -71,6 +72,9 @@ struct ExperimentConfig {
 // runtime.cache_dir in a file; "environment variable X: ..." for a bad environment value; "--set k=v: ..." for a bad
 // override. A device that does not exist on the backend (cpu: CPU:i with i < the number of devices; hip: HIP:i with i <
 // the GPUs present) is a ConfigError at the key that names it.
+// The file is read only if it is a regular file of at most kMaxConfigBytes (a FIFO, a device, a
+// folder or a longer file is a ConfigError naming it), so a config never blocks or exhausts memory.
+inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // The same from YAML text; `name` stands for the file name in messages.

@@ -9,20 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
 
 namespace ringrt {
 namespace {
-
-std::ofstream open_output(const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw IOError(fmt::format("{}: cannot write the file: {}", path, std::strerror(errno)));
-  return out;
-}
-
-void close_output(std::ofstream& out, const std::string& path) {
-  out.close();
-  if (!out) throw IOError(fmt::format("{}: writing the file failed: {}", path, std::strerror(errno)));
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -116,13 +106,13 @@ std::string format_footer(const ExperimentResult& result) {
 }
 
 void write_csv(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result) {
-  std::ofstream out = open_output(path);
+  std::ostringstream out;
   out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend\n";
   for (const ResultRow& r : result.rows)
     out << fmt::format("{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},{},{}\n", r.bytes, r.count, r.type, r.redop, r.algo,
                        r.time_us, r.algbw, r.busbw, r.wrong < 0 ? "" : std::to_string(r.wrong), cfg.devices.size(),
                        cfg.backend);
-  close_output(out, path);
+  write_file(path, out.str());  // no link followed
 }
 
 void write_json(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result) {
@@ -153,9 +143,9 @@ void write_json(const std::string& path, const ExperimentConfig& cfg, const Expe
                  {"time_us", result.step->time_us},
                  {"algbw", result.step->algbw},
                  {"busbw", result.step->busbw}};
-  std::ofstream out = open_output(path);
+  std::ostringstream out;
   out << j.dump(2) << "\n";
-  close_output(out, path);
+  write_file(path, out.str());  // no link followed
 }
 
 std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype) {
@@ -181,9 +171,9 @@ std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count,
 }
 
 void write_schedule_dot(const std::string& path, const Tensor& lazy, const AllreduceSettings& settings) {
-  std::ofstream out = open_output(path);
+  std::ostringstream out;
   out << lazy.to_dot(settings);
-  close_output(out, path);
+  write_file(path, out.str());  // no link followed
 }
 
 }  // namespace ringrt

@@ -72,6 +72,11 @@ std::vector<HostBuffer> interpret_buffers(const UOp& u) {
   return in.evaluate(u);
 }
 
+void hold(TensorState& st, const std::vector<std::shared_ptr<Storage>>& more) {
+  for (const auto& m : more)
+    if (std::find(st.storages.begin(), st.storages.end(), m) == st.storages.end()) st.storages.push_back(m);
+}
+
 StatePtr make_state(UOp u, std::vector<std::shared_ptr<Storage>> storages) {
   auto s = std::make_shared<TensorState>();
   s->uop = u;
@@ -241,9 +246,17 @@ void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& se
       live_states(owner, [&](const TensorState& s) { return s.borrowed && buffers_read(s.uop).count(id); });
   for (const StatePtr& b : borrowers) copy_out(b);
   auto [program, low] = program_for({a.replace(a.src(), Arg())}, settings);  // one program for every call
-  program->run({{}}, find_storage);
-  std::lock_guard<std::mutex> lock(assign_log().mu);
-  assign_log().dest.emplace(a.node(), dest);
+  auto record = [&] {
+    std::lock_guard<std::mutex> lock(assign_log().mu);
+    assign_log().dest.emplace(a.node(), dest);
+  };
+  try {
+    program->run({{}}, find_storage);
+  } catch (const TimeoutError&) {
+    record();  // submitted: it still writes the destination, so running it again would apply it twice
+    throw;
+  }
+  record();
 }
 
 // Copies out the old contents of a's destination that root reads outside a; returns root reading
@@ -254,7 +267,7 @@ std::optional<UOp> snapshot_old_contents(const StatePtr& st, const UOp& root, co
     auto copy = make_state(v.contiguous(), st->storages);
     realize_states({copy}, false);  // a copy in memory of its own, never a view of the destination
     snap.emplace(v.node(), copy->uop);
-    st->storages.insert(st->storages.end(), copy->storages.begin(), copy->storages.end());
+    hold(*st, copy->storages);
   }
   if (snap.size() == 1) return std::nullopt;
   return substitute(root, snap);
@@ -319,9 +332,17 @@ void run_fresh(const std::vector<StatePtr>& plain, const AllreduceSettings& sett
   }
 }
 
+// Realizing changes states (their graph, storages, borrowed flag) that other threads' handles share:
+// one realize at a time in the process. Recursive: settling an assignment realizes copies.
+std::recursive_mutex& realize_mutex() {
+  static std::recursive_mutex mu;
+  return mu;
+}
+
 }  // namespace
 
 void realize_states(const std::vector<StatePtr>& states, bool views) {
+  std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   std::vector<StatePtr> todo;
   for (const StatePtr& st : states)
     if (!is_realized(*st)) todo.push_back(st);
@@ -331,7 +352,7 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
   // assignments write in place, once, before anything reads their result
   std::vector<StatePtr> plain;
   for (auto& st : todo) {
-    auto keep = st->storages;
+    auto keep = st->storages;  // alive while settling, which may replace st->storages
     st->uop = settle_assigns(st, settings);
     if (is_buffer_view(st->uop)) continue;
     if (std::optional<UOp> view = views ? as_buffer_view(st->uop, settings) : std::nullopt) {
@@ -346,6 +367,7 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
 }
 
 void own(const StatePtr& st) {
+  std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   if (st->borrowed) {
     copy_out(st);
   } else if (!is_realized(*st)) {

@@ -45,6 +45,9 @@ struct TensorAccess {
 
 // A new live state of u that keeps storages alive.
 StatePtr make_state(UOp u, std::vector<std::shared_ptr<DeviceStorage>> storages);
+// Adds to st.storages those of `more` it does not hold yet: the list names each storage once, so a
+// graph built step by step from itself (X.assign(X + 1) in a loop) keeps a list of constant length.
+void hold(TensorState& st, const std::vector<std::shared_ptr<DeviceStorage>>& more);
 
 // Device memory for BUFFER buf (numel elements of its dtype on each of its devices), registered by
 // its id and filled from data (one flat HostBuffer per device, or one for all; empty: uninitialized).
@@ -68,7 +71,9 @@ std::optional<UOp> as_buffer_view(const UOp& root, const AllreduceSettings& sett
 // (each runs once, innermost first, after every live reader of its destination's old contents is
 // realized). `views`: a contiguous() of a contiguous range of a realized buffer becomes that range
 // (borrowed, no kernel); false: every state gets memory of its own. Throws what lowering, compiling
-// and running throw (ShapeError, CompileError, DeviceError, TimeoutError).
+// and running throw (ShapeError, CompileError, DeviceError, TimeoutError). Thread-safe: one realize
+// runs at a time in the process (handles on several threads may share a state). An assignment whose
+// run timed out counts as run (its work still lands), so a retry does not apply it again.
 void realize_states(const std::vector<StatePtr>& states, bool views);
 // Realizes st into memory of its own, to be written in place (a borrowed value gets a copy first, so
 // the write never reaches the lender).

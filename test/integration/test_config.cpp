@@ -125,7 +125,7 @@ BOOST_DATA_TEST_CASE(bad_config_exits_2_with_location, bdata::make(kBad), bad) {
 BOOST_AUTO_TEST_CASE(missing_file_exits_2) {
   CliResult r = run_cli({"run", "configs/no-such-file.yaml"});
   BOOST_TEST(r.status == 2);
-  BOOST_TEST(r.err.find("configs/no-such-file.yaml: cannot open the config file") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("configs/no-such-file.yaml: cannot open the file") != std::string::npos, r.err);
 }
 
 BOOST_AUTO_TEST_CASE(bad_set_overrides_exit_2) {

@@ -1,0 +1,71 @@
+#include "rewrite/files.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "rewrite/errors.hpp"
+
+namespace ringrt {
+namespace {
+
+// Closes the descriptor when it goes out of scope.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw IOError(fmt::format("{}: {}", path, what));
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path, size_t max_bytes) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};  // a FIFO opens without a writer
+  if (f.fd < 0) fail(path, fmt::format("cannot open the file: {}", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail(path, fmt::format("cannot read the file: {}", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a file");
+  if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file (a FIFO, a socket or a device)");
+  if (static_cast<size_t>(st.st_size) > max_bytes)
+    fail(path, fmt::format("is {} bytes long; at most {} are read", st.st_size, max_bytes));
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(f.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(path, fmt::format("reading the file failed: {}", std::strerror(errno)));
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > max_bytes) fail(path, fmt::format("grew past {} bytes while being read", max_bytes));
+  }
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  Fd f{::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644)};
+  if (f.fd < 0 && errno == ELOOP) fail(path, "is a symbolic link; ringrt does not write through links");
+  if (f.fd < 0) fail(path, fmt::format("cannot write the file: {}", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) fail(path, "is not a regular file; not written");
+  if (::ftruncate(f.fd, 0) != 0) fail(path, fmt::format("cannot truncate the file: {}", std::strerror(errno)));
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(f.fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(path, fmt::format("writing the file failed: {}", std::strerror(errno)));
+    done += static_cast<size_t>(n);
+  }
+  if (::close(f.fd) != 0) {
+    f.fd = -1;
+    fail(path, fmt::format("writing the file failed: {}", std::strerror(errno)));
+  }
+  f.fd = -1;
+}
+
+}  // namespace ringrt

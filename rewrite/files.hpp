@@ -1,0 +1,22 @@
+// Files ringrt reads and writes on a user's behalf (configs, reports, kernel sources), opened so that
+// a link or a special file planted in a shared folder cannot redirect them. POSIX.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ringrt {
+
+// The bytes of the regular file at path (a link to one is followed: the user named it), at most
+// max_bytes of them. Never blocks on a FIFO or a device. Throws IOError naming the path and the reason
+// for a file that cannot be opened, is not a regular file (a folder, a FIFO, a device), is longer
+// than max_bytes, or fails to read (e.g. EIO).
+std::string read_file(const std::string& path, size_t max_bytes);
+
+// Writes text to path, creating it (mode 0644 before the umask) or truncating it. A symbolic link at
+// path is refused, not followed (O_NOFOLLOW), so a link planted in a shared folder cannot make ringrt
+// overwrite the file it points at; so is anything but a regular file. Throws IOError naming the path
+// and the reason.
+void write_file(const std::string& path, const std::string& text);
+
+}  // namespace ringrt
