@@ -17,7 +17,7 @@ namespace ringrt::codegen {
 
 namespace {
 
-std::atomic<uint64_t> g_compiles{0}, g_hits{0};
+std::atomic<uint64_t> g_compiles{0}, g_hits{0}, g_runs{0};
 
 uint64_t mix64(std::string_view s) {  // a second 64-bit hash, independent of FNV-1a: splitmix64 per byte
   uint64_t h = 0x9e3779b97f4a7c15ull ^ s.size();
@@ -32,9 +32,10 @@ std::string env(const char* name) {
 
 }  // namespace
 
-CompileStats compile_stats() { return {g_compiles.load(), g_hits.load()}; }
+CompileStats compile_stats() { return {g_compiles.load(), g_hits.load(), g_runs.load()}; }
 void count_compile() { ++g_compiles; }
 void count_cache_hit() { ++g_hits; }
+void count_compiler_run() { ++g_runs; }
 
 // The tunable runtime.cache_dir (rewrite/params.hpp), else the XDG fallbacks.
 std::filesystem::path cache_dir() {

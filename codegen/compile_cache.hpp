@@ -16,14 +16,18 @@
 
 namespace ringrt::codegen {
 
-// Process-wide counters, updated by Compiler (thread-safe): compiler runs and cache hits.
+// Process-wide counters, updated by Compiler (thread-safe): artifacts compiled (a whole source, or one
+// source of HostCompiler::load_all), artifacts found in the cache, and compiler processes run (one run
+// may compile several sources; linking and `--version` are runs too).
 struct CompileStats {
   uint64_t compiles = 0;
   uint64_t cache_hits = 0;
+  uint64_t compiler_runs = 0;
 };
 CompileStats compile_stats();
-void count_compile();    // for Compiler implementations
-void count_cache_hit();  // for Compiler implementations
+void count_compile();       // for Compiler implementations
+void count_cache_hit();     // for Compiler implementations
+void count_compiler_run();  // for Compiler implementations
 
 // The cache directory, read from the environment at every call: $RINGRT_CACHE_DIR, else
 // $XDG_CACHE_HOME/ringrt, else $HOME/.cache/ringrt.

@@ -2,12 +2,17 @@
 #include "codegen/compiler.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
-#include <cstdio>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -22,22 +27,108 @@ namespace ringrt::codegen {
 
 namespace {
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+// Keep at most this much of a command's output (a compiler's log): enough for any error report, and a
+// runaway command cannot exhaust memory.
+constexpr size_t kMaxLog = size_t{1} << 20;
+
+// The words of a command line, split on whitespace: "ccache g++" -> {"ccache", "g++"}. No quoting and
+// no shell expansion: a word is passed as it stands, so "$(...)", ";", "|" or "*" reach the program as
+// literal arguments.
+std::vector<std::string> split_command(const std::string& cmd) {
+  std::vector<std::string> words;
+  std::istringstream in(cmd);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
 }
 
-// Runs a shell command; returns its exit code (-1: it did not run or died of a signal) and appends its
-// stdout and stderr to output.
-int run(const std::string& cmd, std::string& output) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  int status = ::pclose(p);
-  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// Runs argv[0] (looked up on $PATH) with argv, without a shell, in `cwd` (unless empty), stdin from
+// /dev/null; appends its stdout and stderr (at most kMaxLog bytes) to `log`. Returns "" when it ran and
+// exited 0, else what went wrong: "exit status 1", "killed by signal 11 (Segmentation fault)", "cannot
+// run: No such file or directory". Counts a compiler run. Thread-safe: the pipe is close-on-exec, so a
+// command started by another thread at the same time never holds it open.
+std::string run_command(const std::vector<std::string>& argv, const std::filesystem::path& cwd, std::string& log) {
+  if (argv.empty()) return "cannot run: the command is empty";
+  count_compiler_run();
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return fmt::format("cannot run: pipe: {}", std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec on 1 and 2
+  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  if (!cwd.empty()) ::posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  pid_t pid = -1;
+  int err = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (err != 0) {
+    ::close(fds[0]);
+    return fmt::format("cannot run: {}", std::strerror(err));
+  }
+  char buf[65536];
+  bool truncated = false;
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    size_t keep = std::min(static_cast<size_t>(n), kMaxLog - std::min(kMaxLog, log.size()));
+    log.append(buf, keep);
+    truncated |= keep < static_cast<size_t>(n);
+  }
+  ::close(fds[0]);
+  if (truncated) log += fmt::format("\n[output cut at {} bytes]\n", kMaxLog);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return fmt::format("cannot wait for it: {}", std::strerror(errno));
+  if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? "" : fmt::format("exit status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
+  return fmt::format("wait status {}", status);
+}
+
+// A link that failed on objects taken from the cache: load_all rebuilds them.
+struct DamagedEntry : CompileError {
+  using CompileError::CompileError;
+};
+
+void write_file(const std::filesystem::path& p, const std::string& text, const std::string& name) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  if (!out) throw CompileError(fmt::format("{}: cannot write {}", name, p.string()));
+}
+
+std::string read_file(const std::filesystem::path& p, const std::string& name) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) throw CompileError(fmt::format("{}: cannot read {}", name, p.string()));
+  return std::move(bytes).str();
+}
+
+bool nonempty_file(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec) && std::filesystem::file_size(p, ec) > 0 && !ec;
+}
+
+// The cache directory, else (not writable) a private one in the temporary directory, as compile_to_path.
+CompileCache writable_cache() {
+  CompileCache cache;
+  std::error_code ignored;
+  std::filesystem::create_directories(cache.dir(), ignored);
+  if (::access(cache.dir().c_str(), W_OK) == 0) return cache;
+  return CompileCache(std::filesystem::temp_directory_path() / "ringrt-cache");
+}
+
+std::filesystem::path store(const CompileCache& cache, const std::string& key, std::string_view suffix,
+                            const std::string& bytes, const std::string& name) {
+  try {
+    return cache.store(key, suffix, bytes);
+  } catch (const std::exception& e) {
+    throw CompileError(fmt::format("{}: cannot write the compile cache {}: {}", name, cache.dir().string(), e.what()));
+  }
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -48,9 +139,10 @@ std::string version_of(const std::string& cxx) {
   std::lock_guard<std::mutex> lock(m);
   auto it = versions.find(cxx);
   if (it != versions.end()) return it->second;
+  std::vector<std::string> argv = split_command(cxx);
+  argv.push_back("--version");
   std::string out;
-  int rc = run(cxx + " --version", out);
-  return versions[cxx] = rc == 0 ? first_line(out) : "unknown version";
+  return versions[cxx] = run_command(argv, {}, out).empty() ? first_line(out) : "unknown version";
 }
 
 std::string cpu_model() {
@@ -161,22 +253,27 @@ HostCompiler::HostCompiler(std::string cxx, std::vector<std::string> flags)
 std::string HostCompiler::compile_uncached(const std::string& source, const std::string& name) const {
   TempDir dir;
   std::filesystem::path src = dir.path / "kernel.cpp", lib = dir.path / "kernel.so";
-  {
-    std::ofstream out(src);
-    out << source;
-    if (!out) throw CompileError(fmt::format("{}: cannot write {}", name, src.string()));
-  }
-  std::string cmd = cxx_;  // unquoted: $CXX may carry a launcher ("ccache g++")
-  for (const auto& f : flags_) cmd += " " + shell_quote(f);
-  cmd += fmt::format(" -o {} {} -lm", shell_quote(lib.string()), shell_quote(src.string()));
+  write_file(src, source, name);
+  std::vector<std::string> argv = command_line(flags_, {"-o", lib.string(), src.string(), "-lm"});
+  run_compiler(argv, {}, name, lib);
+  return read_file(lib, name);
+}
+
+std::vector<std::string> HostCompiler::command_line(const std::vector<std::string>& flags,
+                                                    const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = split_command(cxx_);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+void HostCompiler::run_compiler(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                                const std::string& name, const std::filesystem::path& product) const {
   std::string log;
-  int rc = run(cmd, log);
-  if (rc != 0 || !std::filesystem::exists(lib))
-    throw CompileError(fmt::format("{}: host compile failed (exit status {}): {}\n{}", name, rc, cmd, log));
-  std::ifstream in(lib, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return std::move(bytes).str();
+  std::string failure = run_command(argv, cwd, log);
+  if (failure.empty() && !std::filesystem::exists(product)) failure = "no " + product.filename().string();
+  if (!failure.empty())
+    throw CompileError(fmt::format("{}: host compile failed ({}): {}\n{}", name, failure, fmt::join(argv, " "), log));
 }
 
 std::shared_ptr<HostLibrary> HostCompiler::load(const std::string& source, const std::string& name) const {
@@ -188,6 +285,81 @@ std::shared_ptr<HostLibrary> HostCompiler::load(const std::string& source, const
     std::filesystem::remove(p, ignored);
     return std::make_shared<HostLibrary>(compile_to_path(source, name));
   }
+}
+
+std::shared_ptr<HostLibrary> HostCompiler::load_all(std::span<const std::string> sources,
+                                                    const std::string& name) const {
+  // a damaged cache entry (a library dlopen refuses, an object the linker refuses): drop the library and
+  // its objects and build them once more
+  std::filesystem::path p;
+  try {
+    p = library_path(sources, name, false);
+  } catch (const DamagedEntry&) {
+    return std::make_shared<HostLibrary>(library_path(sources, name, true));
+  }
+  try {
+    return std::make_shared<HostLibrary>(p);
+  } catch (const CompileError&) {
+    return std::make_shared<HostLibrary>(library_path(sources, name, true));
+  }
+}
+
+std::filesystem::path HostCompiler::library_path(std::span<const std::string> sources, const std::string& name,
+                                                 bool fresh) const {
+  std::vector<std::pair<std::string, const std::string*>> objects;  // (key, source), sorted, one per key
+  for (const auto& s : sources) objects.emplace_back(cache_key(s, identity_ + " | object"), &s);
+  std::sort(objects.begin(), objects.end());
+  objects.erase(
+      std::unique(objects.begin(), objects.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+      objects.end());
+  std::string keys;
+  for (const auto& [key, src] : objects) keys += key + "\n";
+  std::string lib_key = cache_key(keys, identity_ + " | library");
+  CompileCache cache = writable_cache();
+  std::filesystem::path lib = cache.path(lib_key, ".so");
+  std::error_code ignored;
+  if (fresh) {
+    std::filesystem::remove(lib, ignored);
+    for (const auto& [key, src] : objects) std::filesystem::remove(cache.path(key, ".o"), ignored);
+  } else if (nonempty_file(lib)) {
+    for (size_t i = 0; i < objects.size(); ++i) count_cache_hit();
+    return lib;
+  }
+  // the missing objects, compiled by one compiler run: "g++ <flags> -c k0.cpp k1.cpp ..." in a scratch
+  // directory writes k0.o, k1.o, ... there
+  TempDir dir;
+  std::vector<std::string> args = {"-c"};
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    if (nonempty_file(cache.path(objects[i].first, ".o"))) {
+      count_cache_hit();
+      continue;
+    }
+    std::string file = fmt::format("k{}.cpp", i);
+    write_file(dir.path / file, *objects[i].second, name);
+    args.push_back(file);
+    missing.push_back(i);
+  }
+  if (!missing.empty()) {
+    run_compiler(command_line(flags_, args), dir.path, name, dir.path / fmt::format("k{}.o", missing.back()));
+    for (size_t i : missing) {
+      std::filesystem::path o = dir.path / fmt::format("k{}.o", i);
+      store(cache, objects[i].first, ".o", read_file(o, name), name);
+      count_compile();
+    }
+  }
+  // one shared object of all of them, linked with the same flags
+  std::filesystem::path out = dir.path / "kernels.so";
+  std::vector<std::string> link = {"-o", out.string()};
+  for (const auto& [key, src] : objects) link.push_back(cache.path(key, ".o").string());
+  link.push_back("-lm");
+  try {
+    run_compiler(command_line(flags_, link), {}, name, out);
+  } catch (const CompileError& e) {
+    if (!fresh && missing.size() < objects.size()) throw DamagedEntry(e.what());  // a cached object, perhaps
+    throw;
+  }
+  return store(cache, lib_key, ".so", read_file(out, name), name);
 }
 
 }  // namespace ringrt::codegen

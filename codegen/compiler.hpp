@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,7 +70,9 @@ struct HostKernel {  // a compiled CPU kernel; keep `library` alive while callin
 
 class HostCompiler : public Compiler {
  public:
-  // The compiler is $CXX (split on spaces, so "ccache g++" works), else g++; flags default_flags().
+  // The compiler is the tunable runtime.cxx ($CXX, else g++); flags default_flags(). The command is
+  // split on whitespace into the program and its first arguments ("ccache g++" runs ccache with g++ as
+  // its first argument) and run without a shell: no quoting, no expansion of $, *, ; or `...`.
   HostCompiler();
   HostCompiler(std::string cxx, std::vector<std::string> flags);
   // -O3 -march=native -fPIC -shared -std=c++17, plus -ffp-contract=off (no FMA: every op rounds) and
@@ -80,12 +83,30 @@ class HostCompiler : public Compiler {
   const std::string& identity() const override { return identity_; }
   // Compiles (or finds in the cache) and dlopens the shared object built from `source`.
   std::shared_ptr<HostLibrary> load(const std::string& source, const std::string& name) const;
+  // One shared object of several translation units (render_cpp of one kernel each; they must not
+  // define the same extern symbol), dlopened. Each source is compiled to an object file cached by
+  // (source, identity), so another batch (in any process) reuses it; the sources missing from the cache
+  // are compiled by ONE compiler run; the objects are linked (same flags) into a shared object cached by
+  // the set of objects. compile_stats(): a compile per source compiled, a cache hit per source found.
+  // A damaged cached library or object is dropped and rebuilt once. Throws CompileError as load.
+  std::shared_ptr<HostLibrary> load_all(std::span<const std::string> sources, const std::string& name) const;
 
  protected:
   std::string compile_uncached(const std::string& source, const std::string& name) const override;
   std::string_view suffix() const override { return ".so"; }
 
  private:
+  // split_command(cxx_) + flags + args
+  std::vector<std::string> command_line(const std::vector<std::string>& flags,
+                                        const std::vector<std::string>& args) const;
+  // Runs argv in cwd; throws CompileError (name, what went wrong, the command, its log) unless it exits
+  // 0 and `product` exists.
+  void run_compiler(const std::vector<std::string>& argv, const std::filesystem::path& cwd, const std::string& name,
+                    const std::filesystem::path& product) const;
+  // load_all's library in the cache, built first when missing (fresh: drop the cached one and its
+  // objects). Throws DamagedEntry when linking cached objects fails.
+  std::filesystem::path library_path(std::span<const std::string> sources, const std::string& name, bool fresh) const;
+
   std::string cxx_;
   std::vector<std::string> flags_;
   std::string identity_;
