@@ -16,9 +16,8 @@
 
 namespace ringrt::codegen {
 
-// Process-wide counters, updated by Compiler (thread-safe): artifacts compiled (a whole source, or one
-// source of HostCompiler::load_all), artifacts found in the cache, and compiler processes run (one run
-// may compile several sources; linking and `--version` are runs too).
+// Process-wide counters, updated by Compiler (thread-safe): artifacts compiled, artifacts found in the
+// cache, and compiler processes run (`--version` runs too).
 struct CompileStats {
   uint64_t compiles = 0;
   uint64_t cache_hits = 0;

@@ -89,11 +89,6 @@ std::string run_command(const std::vector<std::string>& argv, const std::filesys
   return fmt::format("wait status {}", status);
 }
 
-// A link that failed on objects taken from the cache: load_all rebuilds them.
-struct DamagedEntry : CompileError {
-  using CompileError::CompileError;
-};
-
 void write_file(const std::filesystem::path& p, const std::string& text, const std::string& name) {
   std::ofstream out(p, std::ios::binary);
   out << text;
@@ -106,29 +101,6 @@ std::string read_file(const std::filesystem::path& p, const std::string& name) {
   bytes << in.rdbuf();
   if (!in) throw CompileError(fmt::format("{}: cannot read {}", name, p.string()));
   return std::move(bytes).str();
-}
-
-bool nonempty_file(const std::filesystem::path& p) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(p, ec) && std::filesystem::file_size(p, ec) > 0 && !ec;
-}
-
-// The cache directory, else (not writable) a private one in the temporary directory, as compile_to_path.
-CompileCache writable_cache() {
-  CompileCache cache;
-  std::error_code ignored;
-  std::filesystem::create_directories(cache.dir(), ignored);
-  if (::access(cache.dir().c_str(), W_OK) == 0) return cache;
-  return CompileCache(std::filesystem::temp_directory_path() / "ringrt-cache");
-}
-
-std::filesystem::path store(const CompileCache& cache, const std::string& key, std::string_view suffix,
-                            const std::string& bytes, const std::string& name) {
-  try {
-    return cache.store(key, suffix, bytes);
-  } catch (const std::exception& e) {
-    throw CompileError(fmt::format("{}: cannot write the compile cache {}: {}", name, cache.dir().string(), e.what()));
-  }
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -285,81 +257,6 @@ std::shared_ptr<HostLibrary> HostCompiler::load(const std::string& source, const
     std::filesystem::remove(p, ignored);
     return std::make_shared<HostLibrary>(compile_to_path(source, name));
   }
-}
-
-std::shared_ptr<HostLibrary> HostCompiler::load_all(std::span<const std::string> sources,
-                                                    const std::string& name) const {
-  // a damaged cache entry (a library dlopen refuses, an object the linker refuses): drop the library and
-  // its objects and build them once more
-  std::filesystem::path p;
-  try {
-    p = library_path(sources, name, false);
-  } catch (const DamagedEntry&) {
-    return std::make_shared<HostLibrary>(library_path(sources, name, true));
-  }
-  try {
-    return std::make_shared<HostLibrary>(p);
-  } catch (const CompileError&) {
-    return std::make_shared<HostLibrary>(library_path(sources, name, true));
-  }
-}
-
-std::filesystem::path HostCompiler::library_path(std::span<const std::string> sources, const std::string& name,
-                                                 bool fresh) const {
-  std::vector<std::pair<std::string, const std::string*>> objects;  // (key, source), sorted, one per key
-  for (const auto& s : sources) objects.emplace_back(cache_key(s, identity_ + " | object"), &s);
-  std::sort(objects.begin(), objects.end());
-  objects.erase(
-      std::unique(objects.begin(), objects.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
-      objects.end());
-  std::string keys;
-  for (const auto& [key, src] : objects) keys += key + "\n";
-  std::string lib_key = cache_key(keys, identity_ + " | library");
-  CompileCache cache = writable_cache();
-  std::filesystem::path lib = cache.path(lib_key, ".so");
-  std::error_code ignored;
-  if (fresh) {
-    std::filesystem::remove(lib, ignored);
-    for (const auto& [key, src] : objects) std::filesystem::remove(cache.path(key, ".o"), ignored);
-  } else if (nonempty_file(lib)) {
-    for (size_t i = 0; i < objects.size(); ++i) count_cache_hit();
-    return lib;
-  }
-  // the missing objects, compiled by one compiler run: "g++ <flags> -c k0.cpp k1.cpp ..." in a scratch
-  // directory writes k0.o, k1.o, ... there
-  TempDir dir;
-  std::vector<std::string> args = {"-c"};
-  std::vector<size_t> missing;
-  for (size_t i = 0; i < objects.size(); ++i) {
-    if (nonempty_file(cache.path(objects[i].first, ".o"))) {
-      count_cache_hit();
-      continue;
-    }
-    std::string file = fmt::format("k{}.cpp", i);
-    write_file(dir.path / file, *objects[i].second, name);
-    args.push_back(file);
-    missing.push_back(i);
-  }
-  if (!missing.empty()) {
-    run_compiler(command_line(flags_, args), dir.path, name, dir.path / fmt::format("k{}.o", missing.back()));
-    for (size_t i : missing) {
-      std::filesystem::path o = dir.path / fmt::format("k{}.o", i);
-      store(cache, objects[i].first, ".o", read_file(o, name), name);
-      count_compile();
-    }
-  }
-  // one shared object of all of them, linked with the same flags
-  std::filesystem::path out = dir.path / "kernels.so";
-  std::vector<std::string> link = {"-o", out.string()};
-  for (const auto& [key, src] : objects) link.push_back(cache.path(key, ".o").string());
-  link.push_back("-lm");
-  try {
-    run_compiler(command_line(flags_, link), {}, name, out);
-  } catch (const CompileError& e) {
-    if (!fresh && missing.size() < objects.size()) throw DamagedEntry(e.what());  // a cached object, perhaps
-    throw;
-  }
-  return store(cache, lib_key, ".so", read_file(out, name), name);
 }
 
 }  // namespace ringrt::codegen

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,13 +82,6 @@ class HostCompiler : public Compiler {
   const std::string& identity() const override { return identity_; }
   // Compiles (or finds in the cache) and dlopens the shared object built from `source`.
   std::shared_ptr<HostLibrary> load(const std::string& source, const std::string& name) const;
-  // One shared object of several translation units (render_cpp of one kernel each; they must not
-  // define the same extern symbol), dlopened. Each source is compiled to an object file cached by
-  // (source, identity), so another batch (in any process) reuses it; the sources missing from the cache
-  // are compiled by ONE compiler run; the objects are linked (same flags) into a shared object cached by
-  // the set of objects. compile_stats(): a compile per source compiled, a cache hit per source found.
-  // A damaged cached library or object is dropped and rebuilt once. Throws CompileError as load.
-  std::shared_ptr<HostLibrary> load_all(std::span<const std::string> sources, const std::string& name) const;
 
  protected:
   std::string compile_uncached(const std::string& source, const std::string& name) const override;
@@ -103,9 +95,6 @@ class HostCompiler : public Compiler {
   // 0 and `product` exists.
   void run_compiler(const std::vector<std::string>& argv, const std::filesystem::path& cwd, const std::string& name,
                     const std::filesystem::path& product) const;
-  // load_all's library in the cache, built first when missing (fresh: drop the cached one and its
-  // objects). Throws DamagedEntry when linking cached objects fails.
-  std::filesystem::path library_path(std::span<const std::string> sources, const std::string& name, bool fresh) const;
 
   std::string cxx_;
   std::vector<std::string> flags_;
