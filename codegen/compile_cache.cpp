@@ -2,11 +2,15 @@
 #include "codegen/compile_cache.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 
@@ -43,6 +47,55 @@ std::filesystem::path cache_dir() {
   if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return std::filesystem::path(d) / "ringrt";
   if (std::string d = env("HOME"); !d.empty()) return std::filesystem::path(d) / ".cache" / "ringrt";
   return std::filesystem::temp_directory_path() / "ringrt-cache";
+}
+
+namespace {
+
+// A directory (not a link) owned by this user that no one else may write.
+bool is_private_dir(const std::filesystem::path& dir) {
+  struct stat st {};
+  return ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::getuid() && (st.st_mode & 022) == 0;
+}
+
+// dir, its last component created 0700 when absent (its parents as the umask says); true when private.
+bool make_private_dir(const std::filesystem::path& dir) {
+  std::error_code ignored;
+  std::filesystem::create_directories(dir.parent_path(), ignored);
+  ::mkdir(dir.c_str(), 0700);  // EEXIST is fine: is_private_dir decides
+  return is_private_dir(dir);
+}
+
+}  // namespace
+
+std::filesystem::path private_cache_dir() {
+  std::filesystem::path tmp = std::filesystem::temp_directory_path();
+  std::filesystem::path dir = tmp / fmt::format("ringrt-cache-{}", ::getuid());
+  if (make_private_dir(dir)) return dir;
+  static std::mutex mu;  // someone else holds that name: one fresh folder for this process
+  static std::filesystem::path fresh;
+  std::lock_guard<std::mutex> lock(mu);
+  if (fresh.empty()) {
+    std::string templ = (tmp / fmt::format("ringrt-cache-{}-XXXXXX", ::getuid())).string();
+    if (!::mkdtemp(templ.data()))
+      throw std::filesystem::filesystem_error("cannot create a private kernel cache folder", templ,
+                                              std::error_code(errno, std::generic_category()));
+    fresh = templ;
+  }
+  return fresh;
+}
+
+std::filesystem::path trusted_cache_dir() {
+  std::filesystem::path dir = cache_dir();
+  if (make_private_dir(dir)) return dir;
+  std::filesystem::path fallback = private_cache_dir();
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr,
+                 "ringrt: the kernel cache folder %s is not a private folder of this user (a link, another "
+                 "owner, or writable by others); using %s\n",
+                 dir.c_str(), fallback.c_str());
+  });
+  return fallback;
 }
 
 std::string cache_key(std::string_view source, std::string_view identity) {

@@ -31,12 +31,20 @@ void count_compiler_run();  // for Compiler implementations
 // The cache directory, read from the environment at every call: $RINGRT_CACHE_DIR, else
 // $XDG_CACHE_HOME/ringrt, else $HOME/.cache/ringrt.
 std::filesystem::path cache_dir();
+// cache_dir() if it is a private folder of this user (created 0700 when absent; a directory, not a
+// link, owned by this user, writable by no one else), else — with one warning on stderr naming it —
+// private_cache_dir(). ringrt dlopens what the cache holds, so a folder others can write (a shared
+// /tmp folder, a planted link) is never used.
+std::filesystem::path trusted_cache_dir();
+// $TMPDIR/ringrt-cache-<uid> when it is private to this user (created 0700), else a fresh folder made
+// by mkdtemp for this process. Throws std::filesystem::filesystem_error when neither can be made.
+std::filesystem::path private_cache_dir();
 // 32 hex digits: two independent 64-bit hashes of (identity, source).
 std::string cache_key(std::string_view source, std::string_view identity);
 
 class CompileCache {
  public:
-  explicit CompileCache(std::filesystem::path dir = cache_dir()) : dir_(std::move(dir)) {}
+  explicit CompileCache(std::filesystem::path dir = trusted_cache_dir()) : dir_(std::move(dir)) {}
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path path(const std::string& key, std::string_view suffix) const;
   // The artifact's bytes, or nullopt when absent or unreadable.

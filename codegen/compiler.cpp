@@ -158,7 +158,7 @@ std::filesystem::path Compiler::compile_to_path(const std::string& source, const
     return cache.store(key, suffix(), bytes);
   } catch (const std::exception& first) {  // an unwritable cache: fall back to a private one
     try {
-      return CompileCache(std::filesystem::temp_directory_path() / "ringrt-cache").store(key, suffix(), bytes);
+      return CompileCache(private_cache_dir()).store(key, suffix(), bytes);
     } catch (const std::exception&) {
       throw CompileError(
           fmt::format("{}: cannot write the compile cache {}: {}", name, cache.dir().string(), first.what()));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -28,10 +29,22 @@ std::string groups_text(const ExperimentConfig& cfg) {
   return cfg.groups.empty() ? "none" : fmt::format("[{}]", fmt::join(cfg.groups, ", "));
 }
 
-// Every tunable with its value and where it was set (dump_params), then the groups (dump_settings's last line).
+// "key = value  <- origin": where the key was set, or for a map (experiment.sizes) where each of its
+// leaves that was set got its value (distinct origins, comma-separated); "default" when none was set.
+std::string origin_line(const ExperimentConfig& cfg, const std::string& key, const std::string& value) {
+  std::vector<std::string> from;
+  for (auto it = cfg.origins.lower_bound(key); it != cfg.origins.end(); ++it) {
+    if (it->first != key && !it->first.starts_with(key + ".")) break;
+    if (std::find(from.begin(), from.end(), it->second) == from.end()) from.push_back(it->second);
+  }
+  return fmt::format("{} = {}  <- {}\n", key, value,
+                     from.empty() ? "default" : fmt::format("{}", fmt::join(from, ", ")));
+}
+
+// Every tunable with its value and where it was set (dump_params), then the groups, as config --dump.
 std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
   std::vector<std::string> out = lines_of(dump_params({cfg.settings, cfg.runtime}, cfg.origins));
-  out.push_back(lines_of(dump_settings(cfg.settings)).back());
+  out.push_back(lines_of(origin_line(cfg, "devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")))).back());
   return out;
 }
 
@@ -41,10 +54,7 @@ constexpr char kRowFormat[] = "{:>12} {:>13} {:>9} {:>6} {:>13} {:>11} {:>8} {:>
 
 std::string describe_config(const ExperimentConfig& cfg) {
   std::string out;
-  auto line = [&](const std::string& key, const std::string& value) {
-    auto it = cfg.origins.find(key);
-    out += fmt::format("{} = {}  <- {}\n", key, value, it == cfg.origins.end() ? "default" : it->second);
-  };
+  auto line = [&](const std::string& key, const std::string& value) { out += origin_line(cfg, key, value); };
   line("backend", cfg.backend);
   line("devices.count", fmt::format("[{}]", fmt::join(cfg.devices, ", ")));
   line("devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")));
@@ -53,8 +63,8 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("experiment.op", cfg.op_name);
   line("experiment.dtype", std::string(dtype_name(cfg.dtype)));
   if (cfg.form == SweepForm::sizes)
-    out += fmt::format("experiment.sizes = {{min: {}, max: {}, factor: {}}}\n", format_bytes(cfg.size_min),
-                       format_bytes(cfg.size_max), cfg.size_factor);
+    line("experiment.sizes", fmt::format("{{min: {}, max: {}, factor: {}}}", format_bytes(cfg.size_min),
+                                         format_bytes(cfg.size_max), cfg.size_factor));
   else
     line(cfg.form == SweepForm::counts ? "experiment.counts" : "experiment.buckets",
          fmt::format("[{}]", fmt::join(cfg.counts, ", ")));

@@ -140,6 +140,32 @@ BOOST_AUTO_TEST_CASE(cache_dir_follows_the_environment) {
   BOOST_TEST(cache_dir() == std::filesystem::path("/home/someone/.cache/ringrt"));
 }
 
+// ringrt dlopens what the cache holds: a folder others may write, a link, or (as root) a folder of
+// another user is never used; the kernels go to a private folder instead and still load.
+BOOST_AUTO_TEST_CASE(cache_folder_others_can_write_is_not_used) {
+  std::filesystem::path base = fresh_dir();
+  std::filesystem::create_directories(base);
+  std::filesystem::path open_dir = base / "open", own = base / "own", link = base / "link", fresh = base / "new";
+  std::filesystem::create_directories(open_dir);
+  std::filesystem::permissions(open_dir, std::filesystem::perms::all);  // 0777, like a shared /tmp folder
+  std::filesystem::create_directories(own);
+  std::filesystem::permissions(own, std::filesystem::perms::owner_all);
+  std::filesystem::create_directory_symlink(own, link);
+  for (const auto& refused : {open_dir, link}) {
+    ScopedEnv env("RINGRT_CACHE_DIR", refused.string());
+    BOOST_TEST(cache_dir() == refused);
+    BOOST_TEST(trusted_cache_dir() == private_cache_dir());
+    BOOST_TEST(trusted_cache_dir() != refused);
+    check_doubling(HostCompiler().load(doubling_source(3), "doubling")->function("doubling"), 3);
+  }
+  BOOST_TEST(std::filesystem::is_empty(open_dir));
+  BOOST_TEST(std::filesystem::is_empty(own));  // nothing went through the link
+  ScopedEnv env("RINGRT_CACHE_DIR", fresh.string());
+  BOOST_TEST(trusted_cache_dir() == fresh);  // created, private
+  BOOST_TEST(static_cast<int>(std::filesystem::status(fresh).permissions() & std::filesystem::perms::mask) == 0700);
+  std::filesystem::remove_all(base);
+}
+
 BOOST_AUTO_TEST_CASE(clang_compiles_the_same_source) {
   if (std::system("clang++ --version > /dev/null 2>&1") != 0) return;  // optional: only where installed
   std::filesystem::path dir = fresh_dir();
