@@ -159,6 +159,13 @@ std::optional<UOp> as_buffer_view(const UOp& root, const AllreduceSettings& sett
 
 namespace {
 
+// Realizing changes states (their graph, storages, borrowed flag) that other threads' handles share:
+// one realize at a time in the process. Recursive: settling an assignment realizes copies.
+std::recursive_mutex& realize_mutex() {
+  static std::recursive_mutex mu;
+  return mu;
+}
+
 // Assignments that have run: ASSIGN node -> the destination view it wrote. A graph built on a
 // tensor before that tensor was realized still holds its ASSIGN; it reads the destination instead of
 // running the assignment again.
@@ -222,19 +229,19 @@ std::vector<StatePtr> live_states(const StatePtr& owner, Pred keep) {
   return out;
 }
 
-// Runs the assignment a (its value already free of other pending assignments): first every live
-// tensor that still reads the destination's old contents is realized (write after read), then the
-// program writes the value into the destination.
-void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& settings) {
-  UOp dest = a.src(0);  // a buffer view, or a MULTI of one
-  int64_t id = buffer_id_of(dest);
+}  // namespace
+
+void before_write(const StatePtr& owner, int64_t id, std::optional<UOp> assignment) {
+  std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   std::vector<StatePtr> readers =
       live_states(owner, [&](const TensorState& s) { return !is_realized(s) && buffers_read(s.uop).count(id); });
   // A reader holding this very assignment reads the new contents (it is realized after); one already
   // being realized up the stack is not waited for; a reader that cannot be realized would fail anyway.
   realizing.push_back(owner.get());
   for (const StatePtr& r : readers) {
-    if (contains(r->uop, a) || std::find(realizing.begin(), realizing.end(), r.get()) != realizing.end()) continue;
+    if ((assignment && contains(r->uop, *assignment)) ||
+        std::find(realizing.begin(), realizing.end(), r.get()) != realizing.end())
+      continue;
     try {
       realize_states({r}, true);
     } catch (const Error&) {
@@ -245,6 +252,16 @@ void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& se
   std::vector<StatePtr> borrowers =
       live_states(owner, [&](const TensorState& s) { return s.borrowed && buffers_read(s.uop).count(id); });
   for (const StatePtr& b : borrowers) copy_out(b);
+}
+
+namespace {
+
+// Runs the assignment a (its value already free of other pending assignments): first every live
+// tensor that still reads the destination's old contents is realized (write after read), then the
+// program writes the value into the destination.
+void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& settings) {
+  UOp dest = a.src(0);  // a buffer view, or a MULTI of one
+  before_write(owner, buffer_id_of(dest), a);
   auto [program, low] = program_for({a.replace(a.src(), Arg())}, settings);  // one program for every call
   auto record = [&] {
     std::lock_guard<std::mutex> lock(assign_log().mu);
@@ -330,13 +347,6 @@ void run_fresh(const std::vector<StatePtr>& plain, const AllreduceSettings& sett
     plain[i]->uop = low.axes[i] ? view.multi(low.axes[i]) : view;
     plain[i]->storages = {outputs[i]};
   }
-}
-
-// Realizing changes states (their graph, storages, borrowed flag) that other threads' handles share:
-// one realize at a time in the process. Recursive: settling an assignment realizes copies.
-std::recursive_mutex& realize_mutex() {
-  static std::recursive_mutex mu;
-  return mu;
 }
 
 }  // namespace

@@ -75,6 +75,12 @@ std::optional<UOp> as_buffer_view(const UOp& root, const AllreduceSettings& sett
 // runs at a time in the process (handles on several threads may share a state). An assignment whose
 // run timed out counts as run (its work still lands), so a retry does not apply it again.
 void realize_states(const std::vector<StatePtr>& states, bool views);
+// Makes writing buffer id safe (write after read): realizes every live tensor other than owner
+// that still reads its old contents (an unrealized graph over it; one holding `assignment`, which
+// reads the new contents, or being realized up this thread's stack is not waited for; one that fails
+// is left to fail later), then gives every value borrowing its memory a copy of its own. Call before
+// anything writes the buffer in place.
+void before_write(const StatePtr& owner, int64_t id, std::optional<UOp> assignment = std::nullopt);
 // Realizes st into memory of its own, to be written in place (a borrowed value gets a copy first, so
 // the write never reaches the lender).
 void own(const StatePtr& st);
