@@ -25,6 +25,11 @@ struct Node {
   UOpGraph* graph = nullptr;
   void* vertex = nullptr;  // the Boost.Graph vertex descriptor (listS: a stable pointer)
 };
+
+uint64_t mix(uint64_t h, uint64_t v);  // the hash-consing table's combiner
+uint64_t hash_arg(const Arg& arg);     // structural: the bits of the value
+// Args are equal when their bits are: NaN equals NaN, 0.0 and -0.0 differ (as the hash says).
+bool same_arg(const Arg& a, const Arg& b);
 }  // namespace detail
 
 // Fills n.shape, n.device, n.axis and n.logical from n.op, n.dtype, n.arg and n.src, one rule per op

@@ -16,6 +16,7 @@
 #include <ostream>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/node.hpp"
@@ -56,12 +57,18 @@ std::string affine_str(const Affine& a) {
   return a.c == 0 ? dn : fmt::format("{}+{}", a.c, dn);
 }
 
+}  // namespace
+
+namespace detail {
+
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 12) + (h >> 4);
   return h * 0xff51afd7ed558ccdull;
 }
 
+namespace {
 uint64_t hash_str(const std::string& s) { return std::hash<std::string>()(s); }
+}  // namespace
 
 uint64_t hash_arg(const Arg& arg) {
   uint64_t h = mix(0, arg.index());
@@ -103,7 +110,11 @@ bool same_arg(const Arg& a, const Arg& b) {
   return a == b;
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::hash_arg;
+using detail::mix;
+using detail::same_arg;
 
 std::string arg_str(const Arg& arg) {
   return std::visit(
@@ -183,6 +194,39 @@ UOpGraph& UOpGraph::global() {
 }
 
 size_t UOpGraph::size() const { return static_cast<size_t>(impl_->next_id.load()); }
+size_t UOpGraph::alive() const {
+  std::lock_guard<std::mutex> lock(impl_->create);
+  return boost::num_vertices(impl_->g);
+}
+
+size_t UOpGraph::collect(const std::vector<UOp>& keep) {
+  std::lock_guard<std::mutex> lock(impl_->create);
+  std::unordered_set<const Node*> live;  // mark: iteratively, deep chains cannot overflow the stack
+  std::vector<const Node*> stack;
+  for (const UOp& k : keep)
+    if (k.valid() && live.insert(k.node()).second) stack.push_back(k.node());
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const UOp& s : n->src)
+      if (live.insert(s.node()).second) stack.push_back(s.node());
+  }
+  std::vector<Vertex> dead;  // sweep: no live node has an edge into a dead one
+  for (auto [v, end] = boost::vertices(impl_->g); v != end; ++v)
+    if (!live.count(&impl_->g[*v])) dead.push_back(*v);
+  for (Vertex v : dead) {
+    const Node& n = impl_->g[v];
+    auto [lo, hi] = impl_->table.equal_range(n.hash);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == &n) {
+        impl_->table.unsafe_erase(it);
+        break;
+      }
+    boost::clear_out_edges(v, impl_->g);
+  }
+  for (Vertex v : dead) boost::remove_vertex(v, impl_->g);
+  return dead.size();
+}
 int64_t UOpGraph::new_buffer_id() { return impl_->next_buffer++; }
 
 UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {

@@ -189,12 +189,21 @@ class UOpGraph {
   UOpGraph(const UOpGraph&) = delete;
   UOpGraph& operator=(const UOpGraph&) = delete;
 
-  static UOpGraph& global();  // the graph the Tensor front end builds in
+  // The graph the Tensor front end builds in. Nodes no live tensor reaches are collected (see collect),
+  // so in-tree code holds handles into it only under a GraphUse (runtime/engine/collect.hpp).
+  static UOpGraph& global();
 
   // The hash-consed node (op, dtype, src, arg), created if new. Throws ShapeError for invalid input.
   UOp make(Ops op, DType dtype, std::vector<UOp> src, Arg arg);
   size_t size() const;      // nodes ever created
+  size_t alive() const;     // nodes alive now (created and not collected)
   int64_t new_buffer_id();  // a fresh BUFFER id
+
+  // Removes every node not reachable from keep (mark and sweep); returns how many. Hash-consing is
+  // unaffected for the nodes kept. The caller guarantees that no other thread uses the graph
+  // meanwhile and that no handle to a removed node is used again (runtime/engine/collect.hpp does
+  // this for the global graph: its roots are every live tensor's graph).
+  size_t collect(const std::vector<UOp>& keep);
 
   // Every node reachable from roots, sources before users. The order is derived from structure
   // alone (depth-first over sources in order), so it is the same in every run and thread count.

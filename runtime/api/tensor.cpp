@@ -12,6 +12,7 @@
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/device/device.hpp"
+#include "runtime/engine/collect.hpp"
 #include "runtime/engine/internal.hpp"
 #include "runtime/engine/program_cache.hpp"
 #include "runtime/engine/realize.hpp"
@@ -22,6 +23,7 @@ namespace ringrt {
 // construction
 
 Tensor Tensor::from_host(HostBuffer data, std::string device) {
+  GraphUse use;
   check_dtype(data.dtype, "from_host");
   if (static_cast<int64_t>(data.bytes.size()) != ringrt::prod(data.shape) * itemsize(data.dtype))
     throw ShapeError(fmt::format("from_host: {} bytes for shape {} of {}", data.bytes.size(), shape_str(data.shape),
@@ -35,6 +37,7 @@ Tensor Tensor::from_host(HostBuffer data, std::string device) {
 }
 
 Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
+  GraphUse use;
   check_dtype(dtype, "empty");
   UOp buf = new_buffer(DeviceSpec(device), ringrt::prod(shape), dtype);  // ShapeError for bad shapes
   ringrt::device(device);
@@ -43,15 +46,20 @@ Tensor Tensor::empty(Shape shape, DType dtype, std::string device) {
 }
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, std::string device) {
+  GraphUse use;
   check_dtype(dtype, "full");
   ringrt::prod(shape);  // ShapeError for negative or huge shapes
   ringrt::device(device);
   return Tensor(make_state(broadcast_to(const_uop(dtype, value, DeviceSpec(device)), shape), {}));
 }
 
-Tensor Tensor::constant(double value, DType dtype) { return Tensor(make_state(const_uop(dtype, value), {})); }
+Tensor Tensor::constant(double value, DType dtype) {
+  GraphUse use;
+  return Tensor(make_state(const_uop(dtype, value), {}));
+}
 
 Tensor Tensor::arange(int64_t n, DType dtype, std::string device) {
+  GraphUse use;
   check_dtype(dtype, "arange");
   ringrt::prod({n});
   HostBuffer b(dtype, {n});
@@ -59,9 +67,13 @@ Tensor Tensor::arange(int64_t n, DType dtype, std::string device) {
   return from_host(std::move(b), std::move(device));
 }
 
-Tensor Tensor::derive(UOp u) const { return Tensor(make_state(u, s_->storages)); }
+Tensor Tensor::derive(UOp u) const {
+  GraphUse use;
+  return Tensor(make_state(u, s_->storages));
+}
 
 Tensor Tensor::derive(UOp u, const std::vector<Tensor>& also) const {
+  GraphUse use;
   Tensor t = derive(u);
   for (const Tensor& o : also) hold(*t.s_, o.s_->storages);
   return t;
@@ -69,6 +81,7 @@ Tensor Tensor::derive(UOp u, const std::vector<Tensor>& also) const {
 
 Tensor Tensor::alloc_multi(const Shape& local, DType dtype, const std::vector<std::string>& devices,
                            std::optional<int> axis, std::vector<HostBuffer> data) {
+  GraphUse use;
   UOp buf = new_buffer(DeviceSpec(DeviceTuple(devices)), ringrt::prod(local), dtype);
   for (auto& d : data) d.shape = {d.numel()};
   auto st = new_storage(buf, data);  // empty data: uninitialized; DeviceError when it does not fit
@@ -80,6 +93,7 @@ Tensor Tensor::alloc_multi(const Shape& local, DType dtype, const std::vector<st
 // multi-device
 
 Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int> axis) const {
+  GraphUse use;
   if (devices.empty()) throw DeviceError("shard: no devices given");
   for (const auto& d : devices) ringrt::device(d);  // DeviceError naming an unknown device
   if (std::set<std::string>(devices.begin(), devices.end()).size() != devices.size())
@@ -100,6 +114,7 @@ Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int>
 }
 
 Tensor Tensor::to(const std::string& device) const {
+  GraphUse use;
   ringrt::device(device);
   if (uop().device().single() && uop().device().name() == device) return *this;
   return derive(uop().copy_to_device(DeviceSpec(device)));
@@ -108,15 +123,26 @@ Tensor Tensor::to(const std::string& device) const {
 // ---------------------------------------------------------------------------------------------
 // movement and math
 
-Tensor Tensor::reshape(Shape s) const { return derive(uop().reshape(s)); }
-Tensor Tensor::expand(Shape s) const { return derive(uop().expand(s)); }
+Tensor Tensor::reshape(Shape s) const {
+  GraphUse use;
+  return derive(uop().reshape(s));
+}
+Tensor Tensor::expand(Shape s) const {
+  GraphUse use;
+  return derive(uop().expand(s));
+}
 Tensor Tensor::permute(std::vector<int> order) const {
+  GraphUse use;
   std::vector<int64_t> o;
   for (int a : order) o.push_back(a < 0 ? a + static_cast<int64_t>(shape().size()) : a);
   return derive(uop().permute(o));
 }
-Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> ba) const { return derive(uop().pad(spans(ba))); }
+Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> ba) const {
+  GraphUse use;
+  return derive(uop().pad(spans(ba)));
+}
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> be) const {
+  GraphUse use;
   Tensor t = derive(uop().shrink(spans(be)));
   if (s_->view_base) {  // a shrink of a view is a view of its base: the regions compose
     t.s_->view_base = s_->view_base;
@@ -131,6 +157,7 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> be) const {
   return t;
 }
 Tensor Tensor::flip(std::vector<int> axes) const {
+  GraphUse use;
   std::vector<int64_t> flags(shape().size(), 0);
   for (int a : axes) {
     int ax = a < 0 ? a + static_cast<int>(flags.size()) : a;
@@ -142,6 +169,7 @@ Tensor Tensor::flip(std::vector<int> axes) const {
 }
 
 Tensor Tensor::reduce(Ops op, std::vector<int> axes) const {
+  GraphUse use;
   if (static_cast<size_t>(op) >= kNumOps || !is_reduce_op(op))
     throw ShapeError(fmt::format("REDUCE_AXIS: {} is not a reduce op (ADD, MUL, MAX, MIN)", static_cast<int>(op)));
   int rank = static_cast<int>(shape().size());
@@ -159,19 +187,34 @@ Tensor Tensor::reduce(Ops op, std::vector<int> axes) const {
   return derive(r.reshape(out));
 }
 Tensor Tensor::sum(std::vector<int> axes) const {
+  GraphUse use;
   if (dtype() == DType::bool_) return cast(DType::int32).sum(std::move(axes));  // a count, as tinygrad's
   return reduce(Ops::ADD, std::move(axes));
 }
-Tensor Tensor::max(std::vector<int> axes) const { return reduce(Ops::MAX, std::move(axes)); }
-Tensor Tensor::min(std::vector<int> axes) const { return reduce(Ops::MIN, std::move(axes)); }
-Tensor Tensor::prod(std::vector<int> axes) const { return reduce(Ops::MUL, std::move(axes)); }
+Tensor Tensor::max(std::vector<int> axes) const {
+  GraphUse use;
+  return reduce(Ops::MAX, std::move(axes));
+}
+Tensor Tensor::min(std::vector<int> axes) const {
+  GraphUse use;
+  return reduce(Ops::MIN, std::move(axes));
+}
+Tensor Tensor::prod(std::vector<int> axes) const {
+  GraphUse use;
+  return reduce(Ops::MUL, std::move(axes));
+}
 Tensor Tensor::cast(DType d) const {
+  GraphUse use;
   check_dtype(d, "cast");
   return derive(uop().cast(d));
 }
-Tensor Tensor::contiguous() const { return derive(uop().contiguous()); }
+Tensor Tensor::contiguous() const {
+  GraphUse use;
+  return derive(uop().contiguous());
+}
 
 Tensor Tensor::binary(Ops op, const Tensor& o) const {
+  GraphUse use;
   if (static_cast<size_t>(op) >= kNumOps || !group::binary().contains(op))
     throw ShapeError(fmt::format("binary: {} is not a binary op", static_cast<size_t>(op) < kNumOps
                                                                       ? std::string(op_name(op))
@@ -211,25 +254,65 @@ Tensor scalar_op(const Tensor& a, Ops op, double v) {
 }
 }  // namespace
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return a.binary(Ops::ADD, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return a.binary(Ops::SUB, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return a.binary(Ops::MUL, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return a.binary(Ops::FDIV, b); }
-Tensor operator+(const Tensor& a, double b) { return scalar_op(a, Ops::ADD, b); }
-Tensor operator-(const Tensor& a, double b) { return scalar_op(a, Ops::SUB, b); }
-Tensor operator*(const Tensor& a, double b) { return scalar_op(a, Ops::MUL, b); }
-Tensor operator/(const Tensor& a, double b) { return scalar_op(a, Ops::FDIV, b); }
-Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, o); }
-Tensor Tensor::minimum(const Tensor& o) const { return binary(Ops::MIN, o); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  GraphUse use;
+  return a.binary(Ops::ADD, b);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  GraphUse use;
+  return a.binary(Ops::SUB, b);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  GraphUse use;
+  return a.binary(Ops::MUL, b);
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  GraphUse use;
+  return a.binary(Ops::FDIV, b);
+}
+Tensor operator+(const Tensor& a, double b) {
+  GraphUse use;
+  return scalar_op(a, Ops::ADD, b);
+}
+Tensor operator-(const Tensor& a, double b) {
+  GraphUse use;
+  return scalar_op(a, Ops::SUB, b);
+}
+Tensor operator*(const Tensor& a, double b) {
+  GraphUse use;
+  return scalar_op(a, Ops::MUL, b);
+}
+Tensor operator/(const Tensor& a, double b) {
+  GraphUse use;
+  return scalar_op(a, Ops::FDIV, b);
+}
+Tensor Tensor::maximum(const Tensor& o) const {
+  GraphUse use;
+  return binary(Ops::MAX, o);
+}
+Tensor Tensor::minimum(const Tensor& o) const {
+  GraphUse use;
+  return binary(Ops::MIN, o);
+}
 
 // ---------------------------------------------------------------------------------------------
 // realization
 
 const UOp& Tensor::uop() const { return s_->uop; }
-Shape Tensor::shape() const { return uop().shape(); }
-DType Tensor::dtype() const { return uop().dtype(); }
-std::optional<int> Tensor::shard_axis() const { return uop().logical() ? uop().axis() : std::nullopt; }
+Shape Tensor::shape() const {
+  GraphUse use;
+  return uop().shape();
+}
+DType Tensor::dtype() const {
+  GraphUse use;
+  return uop().dtype();
+}
+std::optional<int> Tensor::shard_axis() const {
+  GraphUse use;
+  return uop().logical() ? uop().axis() : std::nullopt;
+}
 std::vector<std::string> Tensor::devices() const {
+  GraphUse use;
   const DeviceSpec& d = uop().device();
   if (d.tuple()) return d.names();
   if (d.single()) return {d.name()};
@@ -246,11 +329,30 @@ void Tensor::realize_all(const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors)
     if (std::find(todo.begin(), todo.end(), t.s_) == todo.end()) todo.push_back(t.s_);
   realize_states(todo, true);
+  collect_garbage();  // what the step built and no tensor reaches any more (when the graph has grown)
 }
 
-size_t Tensor::programs_built() { return ringrt::programs_built(); }
+size_t Tensor::programs_built() { return program_cache_stats().misses; }
+
+EngineStats Tensor::engine_stats() {
+  collect_garbage(true);
+  ProgramCacheStats p = program_cache_stats();
+  EngineCounts c = engine_counts();
+  EngineStats s;
+  s.programs_built = p.misses;
+  s.program_cache_hits = p.hits;
+  s.program_cache_evictions = p.evictions;
+  s.programs_cached = p.size;
+  s.program_cache_capacity = p.capacity;
+  s.graph_nodes = UOpGraph::global().alive();
+  s.storages = c.storages;
+  s.tensors = c.states;
+  s.assignments = c.assignments;
+  return s;
+}
 
 Tensor& Tensor::assign(const Tensor& value) {
+  GraphUse use;
   if (value.shape() != shape())
     throw ShapeError(fmt::format("ASSIGN: value of shape {} into a tensor of shape {}", shape_str(value.shape()),
                                  shape_str(shape())));
@@ -284,6 +386,7 @@ Tensor& Tensor::assign(const Tensor& value) {
 // writes that part and every other element keeps its value. Reference: tinygrad assigns into a shrink
 // of a buffer with a store through the view; here the write is one in-place kernel over the base.
 Tensor& Tensor::assign_view(const Tensor& value) {
+  GraphUse use;
   Tensor base(s_->view_base);
   own(base.s_);
   const auto& region = s_->view_region;
@@ -322,12 +425,14 @@ Tensor& Tensor::assign_view(const Tensor& value) {
 HostBuffer Tensor::host() const {
   Tensor t = *this;
   t.realize();
+  GraphUse use;
   HostBuffer out = interpret_buffers(t.uop()).at(0);  // a realized tensor: only gathers its buffers
   out.shape = shape();
   return out;
 }
 
 std::vector<HostBuffer> Tensor::interpret_shards() const {
+  GraphUse use;
   auto keep = s_->storages;
   UOp local = uop();
   if (!is_buffer_view(local)) local = lower_multi({uop()}, current_settings()).roots[0];
@@ -338,6 +443,7 @@ std::vector<HostBuffer> Tensor::interpret_shards() const {
 }
 
 HostBuffer Tensor::interpret() const {
+  GraphUse use;
   auto keep = s_->storages;
   HostBuffer out = interpret_buffers(uop()).at(0);
   out.shape = shape();
@@ -347,6 +453,7 @@ HostBuffer Tensor::interpret() const {
 std::vector<Tensor> Tensor::shards() const {
   Tensor t = *this;
   t.realize();
+  GraphUse use;
   UOp local = t.uop().op() == Ops::MULTI ? t.uop().src(0) : t.uop();
   std::vector<HostBuffer> v = interpret_buffers(local);
   std::vector<std::string> devs = devices();
@@ -358,11 +465,18 @@ std::vector<Tensor> Tensor::shards() const {
   return out;
 }
 
-Schedule Tensor::schedule() const { return schedule_of(uop(), s_->borrowed); }
+Schedule Tensor::schedule() const {
+  GraphUse use;
+  return schedule_of(uop(), s_->borrowed);
+}
 
-std::vector<std::string> Tensor::algorithms() const { return lower_multi({uop()}, current_settings()).algorithms; }
+std::vector<std::string> Tensor::algorithms() const {
+  GraphUse use;
+  return lower_multi({uop()}, current_settings()).algorithms;
+}
 
 std::string Tensor::to_dot(const AllreduceSettings& settings) const {
+  GraphUse use;
   Lowered low = lower_multi({uop()}, settings);
   std::ostringstream out;
   uop().graph().write_dot(out, low.roots);

@@ -68,6 +68,20 @@ struct Schedule {
   std::shared_ptr<const detail::KernelIR> ir;  // internal: the kernel IR of kernel_items, in order
 };
 
+// What the engine holds now and has done, as counts (never times), for a long-running process to
+// watch: a training loop's figures stay flat after its first steps.
+struct EngineStats {
+  size_t programs_built = 0;           // program cache misses: lowered, planned and compiled
+  size_t program_cache_hits = 0;       // realizes that reused a cached program (same buffers or new)
+  size_t program_cache_evictions = 0;  // programs dropped, least recently used first
+  size_t programs_cached = 0;          // programs in the cache now
+  size_t program_cache_capacity = 0;   // its bound: runtime.program_cache (RINGRT_PROGRAM_CACHE)
+  size_t graph_nodes = 0;              // graph nodes alive (the graph tensors are built in)
+  size_t storages = 0;                 // device buffers alive (one per realized buffer, on 1+ devices)
+  size_t tensors = 0;                  // tensor states alive (Tensor handles share them)
+  size_t assignments = 0;              // records of run assignments that a live graph still holds
+};
+
 class Tensor {
  public:
   // data (row-major, prod(shape) elements, converted to the dtype of T) on one device.
@@ -149,6 +163,11 @@ class Tensor {
   // How many schedules realize() has lowered, planned and compiled in this process (a cache miss
   // count: running the same computation again builds nothing).
   static size_t programs_built();
+  // The engine's counts, taken after collecting every graph node no live tensor reaches (the
+  // collection is skipped while another thread is inside the Tensor API; the counts then include
+  // garbage). Programs are keyed by structure: graphs that differ only in which buffers they read and
+  // write share one (reference: tinygrad's schedule cache).
+  static EngineStats engine_stats();
 
   Shape shape() const;
   DType dtype() const;

@@ -19,6 +19,7 @@
 #include "rewrite/rules/multi.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
+#include "runtime/engine/collect.hpp"
 #include "runtime/engine/internal.hpp"
 
 namespace ringrt {
@@ -181,6 +182,7 @@ void check_devices(const char* op, const std::vector<std::string>& devices) {
 
 Tensor Tensor::from_shards(std::vector<HostBuffer> data, const std::vector<std::string>& devices,
                            std::optional<int> axis) {
+  GraphUse use;
   check_devices("from_shards", devices);
   if (data.size() != devices.size())
     throw ShapeError(fmt::format("from_shards: {} shards for {} devices", data.size(), devices.size()));
@@ -203,6 +205,7 @@ Tensor Tensor::from_shards(std::vector<HostBuffer> data, const std::vector<std::
 }
 
 Tensor Tensor::rand(Shape shape, uint64_t seed, DType dtype, std::string device) {
+  GraphUse use;
   check_random_dtype("rand", dtype);
   ringrt::prod(shape);  // ShapeError for bad shapes
   auto data = shard_data(shape, std::nullopt, 1, dtype, [&](uint64_t i) { return uniform_at(i, seed, dtype); });
@@ -211,6 +214,7 @@ Tensor Tensor::rand(Shape shape, uint64_t seed, DType dtype, std::string device)
 
 Tensor Tensor::rand(Shape shape, uint64_t seed, const std::vector<std::string>& devices, std::optional<int> axis,
                     DType dtype) {
+  GraphUse use;
   check_random_dtype("rand", dtype);
   check_devices("rand", devices);
   ringrt::prod(shape);
@@ -223,6 +227,7 @@ Tensor Tensor::rand(Shape shape, uint64_t seed, const std::vector<std::string>& 
 }
 
 Tensor Tensor::randn(Shape shape, uint64_t seed, DType dtype, std::string device) {
+  GraphUse use;
   check_random_dtype("randn", dtype);
   ringrt::prod(shape);
   auto data = shard_data(shape, std::nullopt, 1, dtype, [&](uint64_t i) { return normal_at(i, seed); });
@@ -230,6 +235,7 @@ Tensor Tensor::randn(Shape shape, uint64_t seed, DType dtype, std::string device
 }
 
 Tensor Tensor::empty_like() const {
+  GraphUse use;
   const DeviceSpec& dev = uop().device();
   if (dev.none()) return full_like(0.0);  // a device-less constant has no memory to allocate
   if (dev.single()) return empty(shape(), dtype(), dev.name());
@@ -238,6 +244,7 @@ Tensor Tensor::empty_like() const {
 }
 
 Tensor Tensor::full_like(double value) const {
+  GraphUse use;
   const DeviceSpec& dev = uop().device();
   if (!dev.tuple() || !shard_axis()) return derive(const_on(uop(), dtype(), value, shape()));
   Shape local = local_shape("full_like", shape(), shard_axis(), dev.count());
@@ -248,6 +255,7 @@ Tensor Tensor::full_like(double value) const {
 // resharding (Tensor::shard of a tensor on a device tuple)
 
 Tensor Tensor::reshard(const std::vector<std::string>& devices, std::optional<int> axis) const {
+  GraphUse use;
   std::optional<int> ax;
   if (axis) {
     ax = norm_axis("shard", *axis, shape().size(), shape());
@@ -268,21 +276,30 @@ Tensor Tensor::reshard(const std::vector<std::string>& devices, std::optional<in
 // elementwise
 
 Tensor Tensor::where(const Tensor& x, const Tensor& y) const {
+  GraphUse use;
   Shape out = broadcast_shape("WHERE", {shape(), x.shape(), y.shape()});
   DType d = promote(x.dtype(), y.dtype());
   UOp c = lift(uop(), out.size()).cast(DType::bool_).expand(out);
   UOp a = lift(x.uop(), out.size()).cast(d).expand(out), b = lift(y.uop(), out.size()).cast(d).expand(out);
   return derive(c.where(a, b), {x, y});
 }
-Tensor Tensor::where(const Tensor& x, double y) const { return where(x, constant(y, scalar_dtype(x.dtype(), y))); }
-Tensor Tensor::where(double x, const Tensor& y) const { return where(constant(x, scalar_dtype(y.dtype(), x)), y); }
+Tensor Tensor::where(const Tensor& x, double y) const {
+  GraphUse use;
+  return where(x, constant(y, scalar_dtype(x.dtype(), y)));
+}
+Tensor Tensor::where(double x, const Tensor& y) const {
+  GraphUse use;
+  return where(constant(x, scalar_dtype(y.dtype(), x)), y);
+}
 
 Tensor Tensor::neg() const {
+  GraphUse use;
   if (dtype() == DType::bool_) return derive(uop().alu(Ops::CMPNE, {uop().const_like(1)}));  // logical not
   return derive(uop().alu(Ops::NEG));
 }
 
 Tensor Tensor::abs() const {
+  GraphUse use;
   if (is_unsigned(dtype())) return *this;  // uint8, uint32, bool
   UOp x = uop();
   return derive(x.alu(Ops::CMPLT, {x.const_like(0)}).where(x.alu(Ops::NEG), x));
@@ -292,21 +309,39 @@ namespace {
 UOp as_float(const UOp& u) { return u.cast(float_dtype(u.dtype())); }
 }  // namespace
 
-Tensor Tensor::exp2() const { return derive(as_float(uop()).alu(Ops::EXP2)); }
-Tensor Tensor::log2() const { return derive(as_float(uop()).alu(Ops::LOG2)); }
-Tensor Tensor::sqrt() const { return derive(as_float(uop()).alu(Ops::SQRT)); }
-Tensor Tensor::reciprocal() const { return derive(as_float(uop()).alu(Ops::RECIP)); }
-Tensor Tensor::sin() const { return derive(as_float(uop()).alu(Ops::SIN)); }
+Tensor Tensor::exp2() const {
+  GraphUse use;
+  return derive(as_float(uop()).alu(Ops::EXP2));
+}
+Tensor Tensor::log2() const {
+  GraphUse use;
+  return derive(as_float(uop()).alu(Ops::LOG2));
+}
+Tensor Tensor::sqrt() const {
+  GraphUse use;
+  return derive(as_float(uop()).alu(Ops::SQRT));
+}
+Tensor Tensor::reciprocal() const {
+  GraphUse use;
+  return derive(as_float(uop()).alu(Ops::RECIP));
+}
+Tensor Tensor::sin() const {
+  GraphUse use;
+  return derive(as_float(uop()).alu(Ops::SIN));
+}
 Tensor Tensor::exp() const {
+  GraphUse use;
   UOp x = as_float(uop());
   return derive((x * x.const_like(1.0 / std::numbers::ln2)).alu(Ops::EXP2));
 }
 Tensor Tensor::log() const {
+  GraphUse use;
   UOp x = as_float(uop());
   return derive(x.alu(Ops::LOG2) * x.const_like(std::numbers::ln2));
 }
 
 Tensor Tensor::bitcast(DType to) const {
+  GraphUse use;
   check_dtype(to, "bitcast");
   if (to == dtype()) return *this;
   if (itemsize(to) != itemsize(dtype()) || to == DType::bool_ || dtype() == DType::bool_)
@@ -321,6 +356,7 @@ Tensor Tensor::bitcast(DType to) const {
 // reductions and contractions
 
 Tensor Tensor::mean(std::vector<int> axes) const {
+  GraphUse use;
   size_t rank = shape().size();
   if (axes.empty())
     for (size_t i = 0; i < rank; ++i) axes.push_back(static_cast<int>(i));
@@ -334,6 +370,7 @@ Tensor Tensor::mean(std::vector<int> axes) const {
 }
 
 Tensor Tensor::dot(const Tensor& w) const {
+  GraphUse use;
   const Shape &xs = shape(), &ws = w.shape();
   size_t dx = xs.size(), dw = ws.size();
   if (dx == 0 || dw == 0)
@@ -361,6 +398,7 @@ Tensor Tensor::dot(const Tensor& w) const {
 // concatenation
 
 Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
+  GraphUse use;
   if (tensors.empty()) throw ShapeError("cat: no tensors");
   const Shape& s0 = tensors[0].shape();
   int d = norm_axis("cat", dim, s0.size(), s0);
@@ -399,6 +437,7 @@ Tensor Tensor::cat(const std::vector<Tensor>& tensors, int dim) {
 }
 
 Tensor Tensor::stack(const std::vector<Tensor>& tensors, int dim) {
+  GraphUse use;
   if (tensors.empty()) throw ShapeError("stack: no tensors");
   const Shape& s0 = tensors[0].shape();
   int rank = static_cast<int>(s0.size());

@@ -1,32 +1,53 @@
-// The program cache (internal): compiled Programs by (lowered root, settings), so that running the
-// same computation again does no rewriting, scheduling or compiling. Bounded: least recently used
-// programs are dropped beyond kProgramCacheCapacity. Reference: tinygrad engine/schedule.py's
-// schedule cache (keyed on the graph).
+// The program cache (internal): compiled Programs keyed by structure, so that running the same
+// computation again, on the same buffers or on new ones of the same shapes, does no rewriting,
+// scheduling or compiling. Reference: tinygrad engine/schedule.py's schedule cache (the graph with its
+// buffers replaced by parameters).
+//
+// A key is a graph's Canonical form (rewrite/canonical.hpp) and the allreduce settings. On a miss the
+// graph is rebuilt in a graph of the entry's own (parameter i = BUFFER id i) and lowered and planned
+// there, so everything the lowering makes dies with the entry; a run binds parameter i to the storage
+// of the caller's i-th buffer. Bounded: least recently used entries are dropped beyond
+// runtime.program_cache programs (rewrite/params.hpp).
 #pragma once
 
 #include <cstddef>
 #include <memory>
-#include <utility>
 #include <vector>
 
+#include "rewrite/canonical.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/settings.hpp"
 #include "runtime/engine/executor.hpp"
 
 namespace ringrt {
 
-// The most programs the cache holds: each holds its compiled kernels (a few KiB to MiB of code on a
-// device) and the lowered graph. A training step realizes a few dozen distinct programs; 512 keeps
-// every program of a long-running loop cached while bounding a process that builds new shapes forever.
-inline constexpr size_t kProgramCacheCapacity = 512;
+// A cached program bound to the buffers of one graph.
+class ProgramRef {
+ public:
+  struct Built;  // the entry: its graph, lowering and program (program_cache.cpp)
+  ProgramRef(std::shared_ptr<const Built> built, std::vector<int64_t> buffers);
+  // The lowering of the roots, in the entry's graph: shapes, dtypes, devices and shard axes equal the
+  // caller's (its nodes are not the caller's).
+  const Lowered& lowered() const;
+  // Program::run with parameter i read from storages(buffers[i]); the program's own scratch buffers
+  // are fresh memory. Throws what Program::run throws.
+  void run(const std::vector<std::vector<Block>>& outs, const StorageLookup& storages,
+           const ExecOptions& options = {}) const;
 
-// The compiled program realizing roots (logical nodes) with these settings and their lowering, built
-// on a miss (lower_multi, plan_schedule, Program: throws what they throw: ShapeError, CompileError).
+ private:
+  std::shared_ptr<const Built> built_;
+  std::vector<int64_t> buffers_;
+};
+
+// The compiled program realizing roots (logical nodes of one graph) with these settings, built on a
+// miss (lower_multi, plan_schedule, Program: throws what they throw: ShapeError, CompileError).
 // Thread-safe; two threads missing on the same key may both build (the later one is kept).
-std::pair<std::shared_ptr<Program>, Lowered> program_for(const std::vector<UOp>& roots,
-                                                         const AllreduceSettings& settings);
+ProgramRef program_for(const std::vector<UOp>& roots, const AllreduceSettings& settings);
 
-// How many programs program_for has built in this process (its misses).
-size_t programs_built();
+struct ProgramCacheStats {
+  size_t hits = 0, misses = 0, evictions = 0;  // since the process started; misses = programs built
+  size_t size = 0, capacity = 0;               // programs cached now; the bound (runtime.program_cache)
+};
+ProgramCacheStats program_cache_stats();
 
 }  // namespace ringrt

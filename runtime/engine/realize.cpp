@@ -13,6 +13,7 @@
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "runtime/engine/collect.hpp"
 #include "runtime/engine/internal.hpp"
 #include "runtime/engine/program_cache.hpp"
 
@@ -25,10 +26,20 @@ namespace {
 
 using Storage = DeviceStorage;
 
+// Weak records, pruned whenever they have doubled since the last prune (and by engine_roots), so a
+// process that makes tensors forever keeps records of the live ones only.
 struct Registry {
   std::mutex mu;
   std::unordered_map<int64_t, std::weak_ptr<Storage>> storages;
   std::vector<std::weak_ptr<TensorState>> live;
+  size_t storages_limit = 64, live_limit = 64;
+
+  void prune() {
+    std::erase_if(storages, [](const auto& kv) { return kv.second.expired(); });
+    std::erase_if(live, [](const auto& w) { return w.expired(); });
+    storages_limit = 2 * storages.size() + 64;
+    live_limit = 2 * live.size() + 64;
+  }
 };
 Registry& registry() {
   static Registry r;
@@ -39,6 +50,7 @@ void register_storage(const std::shared_ptr<Storage>& s) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.storages[s->id()] = s;
+  if (r.storages.size() > r.storages_limit) r.prune();
 }
 
 }  // namespace
@@ -83,10 +95,8 @@ StatePtr make_state(UOp u, std::vector<std::shared_ptr<Storage>> storages) {
   s->storages = std::move(storages);
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  if (r.live.size() > 64) {  // drop dead entries now and then
-    r.live.erase(std::remove_if(r.live.begin(), r.live.end(), [](const auto& w) { return w.expired(); }), r.live.end());
-  }
   r.live.push_back(s);
+  if (r.live.size() > r.live_limit) r.prune();
   return s;
 }
 
@@ -232,6 +242,7 @@ std::vector<StatePtr> live_states(const StatePtr& owner, Pred keep) {
 }  // namespace
 
 void before_write(const StatePtr& owner, int64_t id, std::optional<UOp> assignment) {
+  GraphUse use;
   std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   std::vector<StatePtr> readers =
       live_states(owner, [&](const TensorState& s) { return !is_realized(s) && buffers_read(s.uop).count(id); });
@@ -262,13 +273,13 @@ namespace {
 void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& settings) {
   UOp dest = a.src(0);  // a buffer view, or a MULTI of one
   before_write(owner, buffer_id_of(dest), a);
-  auto [program, low] = program_for({a.replace(a.src(), Arg())}, settings);  // one program for every call
+  ProgramRef program = program_for({a.replace(a.src(), Arg())}, settings);  // one program for every call
   auto record = [&] {
     std::lock_guard<std::mutex> lock(assign_log().mu);
     assign_log().dest.emplace(a.node(), dest);
   };
   try {
-    program->run({{}}, find_storage);
+    program.run({{}}, find_storage);
   } catch (const TimeoutError&) {
     record();  // submitted: it still writes the destination, so running it again would apply it twice
     throw;
@@ -326,7 +337,8 @@ UOp settle_assigns(const StatePtr& st, const AllreduceSettings& settings) {
 void run_fresh(const std::vector<StatePtr>& plain, const AllreduceSettings& settings) {
   std::vector<UOp> roots;
   for (auto& st : plain) roots.push_back(st->uop);
-  auto [program, low] = program_for(roots, settings);
+  ProgramRef program = program_for(roots, settings);
+  const Lowered& low = program.lowered();
   std::vector<std::shared_ptr<Storage>> outputs;
   std::vector<std::vector<Block>> outs;
   std::vector<UOp> buffers;
@@ -341,7 +353,7 @@ void run_fresh(const std::vector<StatePtr>& plain, const AllreduceSettings& sett
   for (auto& st : plain) keep.insert(keep.end(), st->storages.begin(), st->storages.end());
   ExecOptions options;
   options.keep_alive.assign(outputs.begin(), outputs.end());
-  program->run(outs, find_storage, options);
+  program.run(outs, find_storage, options);
   for (size_t i = 0; i < plain.size(); ++i) {
     UOp view = buffers[i].reshape(low.roots[i].shape());
     plain[i]->uop = low.axes[i] ? view.multi(low.axes[i]) : view;
@@ -352,6 +364,7 @@ void run_fresh(const std::vector<StatePtr>& plain, const AllreduceSettings& sett
 }  // namespace
 
 void realize_states(const std::vector<StatePtr>& states, bool views) {
+  GraphUse use;
   std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   std::vector<StatePtr> todo;
   for (const StatePtr& st : states)
@@ -364,7 +377,10 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
   for (auto& st : todo) {
     auto keep = st->storages;  // alive while settling, which may replace st->storages
     st->uop = settle_assigns(st, settings);
-    if (is_buffer_view(st->uop)) continue;
+    if (is_buffer_view(st->uop)) {  // an assignment's result: it holds its destination and nothing more
+      st->storages = {find_storage(buffer_id_of(st->uop))};
+      continue;
+    }
     if (std::optional<UOp> view = views ? as_buffer_view(st->uop, settings) : std::nullopt) {
       st->uop = *view;  // no kernel: the range of the buffer, which the state keeps alive
       st->storages = {find_storage(buffer_id_of(*view))};
@@ -377,6 +393,7 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
 }
 
 void own(const StatePtr& st) {
+  GraphUse use;
   std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   if (st->borrowed) {
     copy_out(st);
@@ -386,6 +403,7 @@ void own(const StatePtr& st) {
 }
 
 Schedule schedule_of(const UOp& root, bool borrowed) {
+  GraphUse use;
   // a view of a realized buffer, or a contiguous() that will be one: nothing to run
   if (borrowed || as_buffer_view(root, current_settings())) return {};
   Lowered low = lower_multi({root}, current_settings());
@@ -409,6 +427,48 @@ Schedule schedule_of(const UOp& root, bool borrowed) {
   s.listing = plan.to_string();
   s.ir = std::move(ir);
   return s;
+}
+
+std::vector<UOp> engine_roots() {
+  std::vector<UOp> roots;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.prune();
+    for (const auto& w : r.live)
+      if (auto st = w.lock(); st && st->uop.valid()) roots.push_back(st->uop);
+  }
+  // an assignment's record lives while a live graph still holds the assignment
+  std::lock_guard<std::mutex> lock(assign_log().mu);
+  auto& dest = assign_log().dest;
+  if (dest.empty()) return roots;
+  std::unordered_set<const detail::Node*> seen, held;
+  std::vector<const detail::Node*> stack;
+  for (const UOp& u : roots)
+    if (seen.insert(u.node()).second) stack.push_back(u.node());
+  while (!stack.empty()) {
+    UOp u(stack.back());
+    stack.pop_back();
+    if (u.op() == Ops::ASSIGN && dest.count(u.node())) held.insert(u.node());
+    for (const UOp& x : u.src())
+      if (seen.insert(x.node()).second) stack.push_back(x.node());
+  }
+  std::erase_if(dest, [&](const auto& kv) { return !held.count(kv.first); });
+  for (const auto& [assign, view] : dest) roots.push_back(view);
+  return roots;
+}
+
+EngineCounts engine_counts() {
+  EngineCounts c;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (const auto& [id, w] : r.storages) c.storages += w.expired() ? 0 : 1;
+    for (const auto& w : r.live) c.states += w.expired() ? 0 : 1;
+  }
+  std::lock_guard<std::mutex> lock(assign_log().mu);
+  c.assignments = assign_log().dest.size();
+  return c;
 }
 
 }  // namespace ringrt

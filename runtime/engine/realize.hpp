@@ -85,6 +85,16 @@ void before_write(const StatePtr& owner, int64_t id, std::optional<UOp> assignme
 // the write never reaches the lender).
 void own(const StatePtr& st);
 
+// The roots of the global graph's collection (runtime/engine/collect.hpp): every live state's graph
+// and the destination of every assignment record a live graph still holds (the others are dropped;
+// dead states' and storages' records too). Call only while no thread uses the global graph.
+std::vector<UOp> engine_roots();
+// What the engine holds now: live storages, tensor states and assignment records.
+struct EngineCounts {
+  size_t storages = 0, states = 0, assignments = 0;
+};
+EngineCounts engine_counts();
+
 // What realize() would run for root (nothing for a view of a buffer, borrowed or to be).
 Schedule schedule_of(const UOp& root, bool borrowed);
 

@@ -1,0 +1,136 @@
+// A training loop runs forever (issue 14): programs keyed by structure are reused across fresh data,
+// and what a step creates (graph nodes, storages, tensor states, assignment records) is freed, so
+// the engine's counts stay flat. Counts only, never times; values against host arithmetic.
+#define BOOST_TEST_MODULE runtime_engine_lifetimes
+#include <boost/test/unit_test.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "rewrite/hash.hpp"
+#include "rewrite/params.hpp"
+#include "runtime/engine/internal.hpp"
+
+using namespace ringrt;
+
+namespace {
+
+// Step s's host data: rows x cols float32 small integers (sums stay exact).
+HostBuffer step_data(int64_t rows, int64_t cols, uint64_t s) {
+  HostBuffer b(DType::float32, {rows, cols});
+  for (int64_t i = 0; i < rows * cols; ++i) b.set(i, static_cast<double>(splitmix64(s * 1000003 + i) % 17) - 8);
+  return b;
+}
+
+std::vector<float> column_sums(const HostBuffer& b) {
+  std::vector<float> out(static_cast<size_t>(b.shape[1]), 0.0f);
+  for (int64_t r = 0; r < b.shape[0]; ++r)
+    for (int64_t c = 0; c < b.shape[1]; ++c) out[static_cast<size_t>(c)] += static_cast<float>(b.get(r * b.shape[1] + c));
+  return out;
+}
+
+// The counts that must not grow in a steady loop.
+struct Flat {
+  size_t nodes, storages, tensors, assignments, programs;
+  explicit Flat(const EngineStats& s)
+      : nodes(s.graph_nodes), storages(s.storages), tensors(s.tensors), assignments(s.assignments),
+        programs(s.programs_built) {}
+};
+
+void check_flat(const Flat& warm, const EngineStats& now) {
+  BOOST_TEST(now.graph_nodes <= warm.nodes);
+  BOOST_TEST(now.storages <= warm.storages);
+  BOOST_TEST(now.tensors <= warm.tensors);
+  BOOST_TEST(now.assignments <= warm.assignments);
+  BOOST_TEST(now.programs_built == warm.programs);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fresh_data_every_step_builds_one_program_and_keeps_the_engine_flat) {
+  auto devs = cpu_devices(4);
+  std::optional<Flat> warm;
+  size_t before = Tensor::programs_built();
+  for (uint64_t step = 0; step < 400; ++step) {
+    HostBuffer data = step_data(4, 256, step);
+    std::vector<float> got = Tensor::from_host(data).shard(devs, 0).sum({0}).to_vector<float>();
+    BOOST_TEST(got == column_sums(data), boost::test_tools::per_element());
+    if (step == 0) BOOST_TEST(Tensor::programs_built() - before <= 2);  // the shard's copies and the sum
+    if (step == 100) warm.emplace(Tensor::engine_stats());
+    if (step == 399) check_flat(*warm, Tensor::engine_stats());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_same_tensors_realized_again_add_nothing) {
+  auto devs = cpu_devices(2);
+  HostBuffer data = step_data(2, 64, 7);
+  Tensor x = Tensor::from_host(data).shard(devs, 0);
+  x.realize();
+  std::vector<float> want = column_sums(data);
+  std::optional<Flat> warm;
+  for (int step = 0; step < 300; ++step) {
+    BOOST_TEST(x.sum({0}).to_vector<float>() == want, boost::test_tools::per_element());
+    if (step == 50) warm.emplace(Tensor::engine_stats());
+  }
+  check_flat(*warm, Tensor::engine_stats());
+}
+
+BOOST_AUTO_TEST_CASE(a_persistent_tensor_assigned_fresh_data_keeps_nothing_it_was_given) {
+  auto devs = cpu_devices(3);
+  Tensor p = Tensor::from_host(step_data(3, 96, 0)).shard(devs, 0);
+  Tensor b = Tensor::from_host(step_data(6, 16, 0));
+  p.realize();
+  b.realize();
+  std::optional<Flat> warm;
+  for (uint64_t step = 1; step <= 300; ++step) {
+    HostBuffer fresh = step_data(3, 96, step), small = step_data(6, 16, step);
+    p.assign(Tensor::from_host(fresh).shard(devs, 0)).realize();
+    b.assign(Tensor::from_host(small)).realize();
+    if (step % 50 == 0) {
+      BOOST_TEST(p.sum({0}).to_vector<float>() == column_sums(fresh), boost::test_tools::per_element());
+      BOOST_TEST(b.sum({0}).to_vector<float>() == column_sums(small), boost::test_tools::per_element());
+    }
+    if (step == 100) warm.emplace(Tensor::engine_stats());
+  }
+  check_flat(*warm, Tensor::engine_stats());
+}
+
+BOOST_AUTO_TEST_CASE(assigning_into_a_shrink_in_a_loop_stays_flat) {
+  auto devs = cpu_devices(2);
+  Tensor base = Tensor::from_host(step_data(4, 8, 0)).shard(devs, 1);
+  base.realize();
+  Tensor view = base.shrink({{1, 3}, {0, 8}});
+  std::vector<float> want = base.to_vector<float>();
+  std::optional<Flat> warm;
+  for (int step = 0; step < 200; ++step) {
+    view.assign(view + 1.0).realize();
+    for (int64_t r = 1; r < 3; ++r)
+      for (int64_t c = 0; c < 8; ++c) want[static_cast<size_t>(r * 8 + c)] += 1.0f;
+    if (step == 50) warm.emplace(Tensor::engine_stats());
+  }
+  BOOST_TEST(base.to_vector<float>() == want, boost::test_tools::per_element());
+  check_flat(*warm, Tensor::engine_stats());
+}
+
+BOOST_AUTO_TEST_CASE(the_program_cache_is_bounded_and_counts_hits_misses_and_evictions) {
+  RuntimeParams r = current_runtime_params();
+  r.program_cache = 3;
+  set_runtime_params(r, {"runtime.program_cache"});
+  auto devs = cpu_devices(2);
+  EngineStats s0 = Tensor::engine_stats();
+  for (int64_t n = 1; n <= 6; ++n) {  // six structures: three evicted
+    HostBuffer data = step_data(2, 2 * n, static_cast<uint64_t>(n));
+    BOOST_TEST(Tensor::from_host(data).shard(devs, 0).sum({0}).to_vector<float>() == column_sums(data),
+               boost::test_tools::per_element());
+  }
+  EngineStats s1 = Tensor::engine_stats();
+  BOOST_TEST(s1.program_cache_capacity == 3u);
+  BOOST_TEST(s1.programs_cached <= 3u);
+  BOOST_TEST(s1.program_cache_evictions - s0.program_cache_evictions >= 3u);
+  HostBuffer again = step_data(2, 12, 99);  // the last shape: cached, a hit with new buffers
+  BOOST_TEST(Tensor::from_host(again).shard(devs, 0).sum({0}).to_vector<float>() == column_sums(again),
+             boost::test_tools::per_element());
+  EngineStats s2 = Tensor::engine_stats();
+  BOOST_TEST(s2.programs_built == s1.programs_built);
+  BOOST_TEST(s2.program_cache_hits > s1.program_cache_hits);
+  reset_runtime_params();
+}
