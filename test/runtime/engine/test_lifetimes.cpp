@@ -2,8 +2,10 @@
 // and what a step creates (graph nodes, storages, tensor states, assignment records) is freed, so
 // the engine's counts stay flat. Counts only, never times; values against host arithmetic.
 #define BOOST_TEST_MODULE runtime_engine_lifetimes
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "rewrite/hash.hpp"
@@ -133,4 +135,36 @@ BOOST_AUTO_TEST_CASE(the_program_cache_is_bounded_and_counts_hits_misses_and_evi
   BOOST_TEST(s2.programs_built == s1.programs_built);
   BOOST_TEST(s2.program_cache_hits > s1.program_cache_hits);
   reset_runtime_params();
+}
+
+// Collections run only while no thread is inside the Tensor API: threads building and realizing
+// while another forces collections (engine_stats) all get right values (the tsan preset runs this).
+BOOST_AUTO_TEST_CASE(threads_building_and_realizing_while_the_graph_is_collected) {
+  auto devs = cpu_devices(2);
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0}, collections{0};
+  std::vector<std::thread> workers;
+  for (uint64_t t = 0; t < 3; ++t)
+    workers.emplace_back([&, t] {
+      for (uint64_t s = 0; s < 150; ++s) {
+        HostBuffer data = step_data(2, 32, s * 7 + t);
+        Tensor x = Tensor::from_host(data).shard(devs, 0);
+        Tensor y = (x * 2.0).sum({0});  // lazy nodes alive across other threads' realizes
+        std::vector<float> want = column_sums(data);
+        for (float& w : want) w *= 2.0f;
+        if (y.to_vector<float>() != want) ++wrong;
+      }
+    });
+  std::thread collector([&] {
+    while (!stop) {
+      Tensor::engine_stats();
+      ++collections;
+      std::this_thread::yield();
+    }
+  });
+  for (auto& w : workers) w.join();
+  stop = true;
+  collector.join();
+  BOOST_TEST(wrong.load() == 0);
+  BOOST_TEST(collections.load() > 0);
 }
