@@ -1,5 +1,5 @@
 # boost_test_discover_tests(<target> [LABELS l...] [TEST_PREFIX p] [TIMEOUT s] [WORKING_DIRECTORY d]
-#                           [ENVIRONMENT VAR=value...] [GROUP_DATA_CASES regex])
+#                           [ENVIRONMENT VAR=value...] [GROUP_DATA_CASES regex] [COSTS name=cost...])
 #
 # Registers one CTest test per Boost.Test case of <target>, like gtest_discover_tests. The cases
 # are listed at build time: a POST_BUILD step runs `<exe> --list_content` and writes
@@ -11,13 +11,14 @@
 # `--run_test=<suite>/<case>/_<i>`, except a data case whose `<suite>/<case>` path matches the
 # GROUP_DATA_CASES regular expression: it is one test, `<suite>/<case>`, all its samples in one
 # process (for sweeps whose samples share expensive set-up, such as a matrix built once per process).
-# Cases disabled in the source are registered DISABLED.
+# Cases disabled in the source are registered DISABLED. COSTS sets the COST of the tests it names
+# (full test names), which ctest -j starts in descending COST while it has no timings of its own.
 # A case is reported skipped when it exits 77, or when Boost.Test skips it (a false
 # precondition / enable_if): see _boost_test_skip_regex in the script.
 set(_BOOST_TEST_DISCOVERY_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/BoostTestDiscoveryScript.cmake")
 
 function(boost_test_discover_tests target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TEST_PREFIX;TIMEOUT;WORKING_DIRECTORY;GROUP_DATA_CASES" "LABELS;ENVIRONMENT")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TEST_PREFIX;TIMEOUT;WORKING_DIRECTORY;GROUP_DATA_CASES" "LABELS;ENVIRONMENT;COSTS")
   if(NOT DEFINED arg_TEST_PREFIX)
     set(arg_TEST_PREFIX "${target}.")
   endif()
@@ -34,12 +35,13 @@ function(boost_test_discover_tests target)
   # Lists cannot pass through a custom command's -D arguments (";" splits them): join with "|".
   string(JOIN "|" labels ${arg_LABELS})
   string(JOIN "|" environment ${arg_ENVIRONMENT})
+  string(JOIN "|" costs ${arg_COSTS})
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND "${CMAKE_COMMAND}"
       "-DTEST_EXECUTABLE=$<TARGET_FILE:${target}>" "-DTEST_PREFIX=${arg_TEST_PREFIX}"
       "-DTEST_LABELS=${labels}" "-DTEST_ENVIRONMENT=${environment}" "-DTEST_TIMEOUT=${arg_TIMEOUT}"
       "-DTEST_WORKING_DIRECTORY=${arg_WORKING_DIRECTORY}" "-DCTEST_FILE=${ctest_file}"
-      "-DTEST_GROUP_DATA_CASES=${arg_GROUP_DATA_CASES}"
+      "-DTEST_GROUP_DATA_CASES=${arg_GROUP_DATA_CASES}" "-DTEST_COSTS=${costs}"
       -P "${_BOOST_TEST_DISCOVERY_SCRIPT}"
     BYPRODUCTS "${ctest_file}"
     COMMENT "Listing Boost.Test cases of ${target}"
