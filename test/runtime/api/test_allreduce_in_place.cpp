@@ -136,12 +136,15 @@ BOOST_DATA_TEST_CASE(values_match_host, bdata::make(samples()), sample) {
   Arr want = fold(parts, sample.op);
   std::vector<Tensor> shards = x.shards();
   BOOST_TEST_REQUIRE(shards.size() == static_cast<size_t>(n));
-  for (int d = 0; d < n; ++d)
-    BOOST_TEST_CONTEXT("device " << d) expect_equal(read(shards[static_cast<size_t>(d)]), want);
+  for (int d = 0; d < n; ++d) {
+    BOOST_TEST_CONTEXT("device " << d) { expect_equal(read(shards[static_cast<size_t>(d)]), want); }
+  }
   std::vector<Tensor> old = before.shards();
-  for (int d = 0; d < n; ++d)
-    BOOST_TEST_CONTEXT("old, device " << d)
-    expect_equal(read(old[static_cast<size_t>(d)]), parts[static_cast<size_t>(d)]);
+  for (int d = 0; d < n; ++d) {
+    BOOST_TEST_CONTEXT("old, device " << d) {
+      expect_equal(read(old[static_cast<size_t>(d)]), parts[static_cast<size_t>(d)]);
+    }
+  }
 }
 
 // The in-place allreduce schedules the copies of the out-of-place one (a reduce over the shard axis of

@@ -85,7 +85,9 @@ Arr local_of(const Arr& a, int n, Layout l, int d) {
 void expect_shards(const Tensor& t, const std::vector<Arr>& want) {
   std::vector<Tensor> shards = t.shards();
   BOOST_TEST_REQUIRE(shards.size() == want.size());
-  for (size_t d = 0; d < shards.size(); ++d) BOOST_TEST_CONTEXT("device " << d) expect_equal(read(shards[d]), want[d]);
+  for (size_t d = 0; d < shards.size(); ++d) {
+    BOOST_TEST_CONTEXT("device " << d) { expect_equal(read(shards[d]), want[d]); }
+  }
 }
 
 struct Sample {
