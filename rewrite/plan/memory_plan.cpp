@@ -114,12 +114,38 @@ WriteSite write_site(const UOp& target) {
 
 namespace {
 
+// Whether every item writing the memory that copy item i reads (its source range's base) is one the
+// copy waits for, directly or not: then that memory keeps its bytes from the copy's start to the end of
+// the run, and a reader may read it in place later. Without in-place writes the only writer of a
+// source is its producer; an ASSIGN writing a buffer the copy reads (an allreduce_in_place's
+// destination) comes after the copy, so that copy stays a copy.
+bool source_settled(const ItemPlan& plan, const std::vector<WriteSite>& sites, size_t i) {
+  const ScheduleItem& item = plan.items[i];
+  WriteSite src = write_site(copy_source(item.ast, item.reads).base);
+  if (!src.base) return false;
+  std::vector<char> before(plan.items.size(), 0);
+  std::vector<size_t> stack(item.deps.begin(), item.deps.end());
+  while (!stack.empty()) {
+    size_t d = stack.back();
+    stack.pop_back();
+    if (before[d]) continue;
+    before[d] = 1;
+    stack.insert(stack.end(), plan.items[d].deps.begin(), plan.items[d].deps.end());
+  }
+  for (size_t w = 0; w < sites.size(); ++w) {
+    bool overlaps = sites[w].base == src.base && (sites[w].block < 0 || src.block < 0 || sites[w].block == src.block);
+    if (w != i && overlaps && !before[w]) return false;
+  }
+  return true;
+}
+
 std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<WriteSite>& sites,
                                        const std::vector<UOp>& roots) {
   std::vector<char> out(plan.items.size(), 0);
   std::unordered_set<const detail::Node*> root_nodes;
+  bool assigns = false;  // in-place writes: a source could change under a reader (source_settled)
   for (const UOp& r : roots) {
-    if (r.op() == Ops::ASSIGN) return out;  // in-place writes: a source could change under a reader
+    assigns = assigns || r.op() == Ops::ASSIGN;
     root_nodes.insert(r.node());
   }
   std::map<std::pair<const detail::Node*, int64_t>, int> writers;
@@ -134,6 +160,7 @@ std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<W
       return it == writers.end() ? 0 : it->second;
     };
     if (count(w.block) + (w.block != -1 ? count(-1) : 0) != 1) continue;
+    if (assigns && !source_settled(plan, sites, i)) continue;
     out[i] = 1;
   }
   return out;

@@ -68,8 +68,10 @@ class MemoryPlan {
   const WriteSite& site(size_t item) const { return sites_.at(item); }
   // True for a copy that may be elided into a peer read: it is the only item writing its destination
   // block, that block belongs to a scratch buffer or an intermediate (not a root, not memory that
-  // outlives the run), and the program assigns nothing in place (so every source stays unchanged
-  // while the run reads it).
+  // outlives the run), and, when the program assigns in place, every item writing the memory the
+  // copy reads runs before the copy (so that source stays unchanged while the run reads it: an
+  // in-place allreduce's copies of intermediates and scratch may be elided, its copies of the
+  // destination may not).
   bool peer_read(size_t item) const { return peer_reads_.at(item) != 0; }
   // The blocks of base that some item writes (sorted; -1: all of them), for a base a peer-read
   // candidate writes. Throws std::out_of_range for another base.

@@ -134,6 +134,41 @@ class Tensor {
   // a copy first). Reference: tensor.py assign; multi.py assign_multi (equal axes).
   Tensor& assign(const Tensor& value);
 
+  // ---- persistent tensors written from the host (runtime/api/tensor_write.cpp). A model's
+  // parameters or DDP's gradient buckets live in one tensor for the whole run; each step writes new
+  // values into that memory in place. The tensor is first realized into memory of its own (a lazy
+  // value is computed, a pending assign() runs, a contiguous() that borrowed another buffer gets a
+  // copy); then every live tensor still reading the old contents is realized first (a lazy x + 1
+  // built before the write keeps the old x) and a contiguous() that borrowed this memory gets a copy.
+  // Views of the same buffer (a reshape of it) see the new values, as after assign(). No graph node is
+  // created and nothing is compiled; blocking (the bytes are in device memory on return). Thread-safe
+  // as realize(). A shrink of a tensor (a view written through assign) is refused with ShapeError:
+  // write the whole tensor, or assign() into the view. Reference: PyTorch Tensor.copy_ from the host;
+  // tinygrad Buffer.copyin.
+
+  // The whole logical tensor's new values: data has this tensor's shape and dtype (elements, row-major).
+  // A sharded tensor's devices each get their part along the shard axis, a replicated one every device
+  // the whole, a one-device tensor its buffer. ShapeError naming the op and both shapes (and dtypes) on
+  // a mismatch or a view; DeviceError for a tensor with no device (a constant).
+  Tensor& write(const HostBuffer& data);
+  // One host buffer per device, in devices() order, each of the local shape (the logical shape with
+  // the shard axis divided by the device count; a replicated or one-device tensor: the whole shape)
+  // and this dtype. A replicated tensor may be given different values per device (gradients before
+  // their allreduce_in_place, DDP's case): until they agree again each device computes with its own,
+  // and host() gathers the first device's. ShapeError for a count, shape or dtype that does not fit
+  // (naming the index), or a view; DeviceError for a tensor with no device.
+  Tensor& write_shards(const std::vector<HostBuffer>& shards);
+  // For a tensor on a device tuple (sharded or replicated): every device's local value becomes the
+  // elementwise reduction over all devices' local values with op (ADD sum, MUL prod, MAX, MIN), in the
+  // same memory: DDP's allreduce of a persistent gradient bucket. An ASSIGN of the IR's ALLREDUCE of
+  // the tensor into itself, lowered by the allreduce rules with the settings in force when realized
+  // (naive, ring, all2all, hierarchical, as for reduce() over the shard axis); lazy like assign():
+  // realize() (or any read) runs it. On one device (or a one-device tuple) it changes nothing.
+  // ShapeError for an op that is not a reduce op, or a view. (Not the switch runtime.allreduce_in_place,
+  // which lets any allreduce read its input buffer without a contiguous copy.) Reference: PyTorch
+  // dist.all_reduce(tensor, op) (in place); DDP's Reducer allreduces each bucket in place.
+  Tensor& allreduce_in_place(Ops op = Ops::ADD);
+
   friend Tensor operator+(const Tensor& a, const Tensor& b);
   friend Tensor operator-(const Tensor& a, const Tensor& b);
   friend Tensor operator*(const Tensor& a, const Tensor& b);

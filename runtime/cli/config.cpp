@@ -203,6 +203,7 @@ struct Loader {
     };
     leaves["experiment.iters"] = [this](auto& n, auto& k) { cfg.iters = static_cast<int>(integer(n, k, 1, 1000000)); };
     leaves["experiment.check"] = [this](auto& n, auto& k) { cfg.check = boolean(n, k); };
+    leaves["experiment.in_place"] = [this](auto& n, auto& k) { cfg.in_place = boolean(n, k); };
   }
 
   // The setters of every tunable (rewrite/params.hpp), parsed by set_param. A file may not set a

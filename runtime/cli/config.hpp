@@ -17,6 +17,9 @@
 //                                            every bucket once (instead of sizes/counts)
 //   experiment.warmup, experiment.iters      untimed and timed iterations (steps with buckets)
 //   experiment.check: true | false           compare every result with a host reference
+//   experiment.in_place: true | false        with buckets: persistent buckets written from the host
+//                                            and allreduced in place each step (default), or the
+//                                            out-of-place reduce of fixed inputs (false)
 //
 // Precedence: --set > environment (the tunables' variables) > YAML > default. The ringrt program
 // installs `runtime` for the process (set_runtime_params) before it runs anything. Only this header's
@@ -55,6 +58,7 @@ struct ExperimentConfig {
   std::vector<int64_t> counts;  // SweepForm::counts or ::buckets: elements per device
   int warmup = 2, iters = 10;   // with buckets: steps
   bool check = true;
+  bool in_place = true;  // SweepForm::buckets: write_shards + allreduce_in_place per bucket and step
   // Where each key that was set got its value: "FILE:LINE:COL", "environment variable RING" or
   // "--set k=v". Keys left at their default are absent (dumps print "default").
   std::map<std::string, std::string> origins;

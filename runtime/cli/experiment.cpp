@@ -2,7 +2,10 @@
 // built and realized first (its copies to the devices are not timed); each timed iteration builds the
 // lazy allreduce and realizes it, timed with steady_clock around realize(); the last iteration's
 // result is checked on every device against a reference the host computes in double (int64 for
-// integers, wrapped to the type's width like the devices do).
+// integers, wrapped to the type's width like the devices do). Gradient buckets (experiment.buckets)
+// run steps: by default (experiment.in_place) persistent buckets take fresh host data each step
+// (write_shards, timed apart) and are allreduced in place; out of place, fixed inputs are reduced into
+// new tensors.
 #include "runtime/cli/experiment.hpp"
 
 #include <fmt/format.h>
@@ -163,6 +166,129 @@ ResultRow make_row(const ExperimentConfig& cfg, int64_t count, const Tensor& laz
 
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
+// The summary of a bucket step: totals of the rows, mean time per step.
+StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRow>& rows, double step_us) {
+  StepSummary summary;
+  for (const ResultRow& r : rows) summary.bytes += r.bytes;
+  summary.buckets = static_cast<int64_t>(rows.size());
+  summary.time_us = step_us / cfg.iters;
+  summary.algbw = summary.time_us > 0 ? static_cast<double>(summary.bytes) / summary.time_us / 1e3 : 0.0;
+  summary.busbw = summary.algbw * busbw_factor(cfg.devices.size());
+  return summary;
+}
+
+using Tick = std::function<void()>;
+using FinishRow = std::function<void(ResultRow)>;
+
+// Gradient buckets out of place (experiment.in_place: false): fixed inputs, and one step reduces every
+// bucket once into a new tensor, in order (as DDP launches them).
+void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
+                              const FinishRow& finish_row, ExperimentResult& result) {
+  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
+  std::vector<Tensor> inputs, outputs;
+  for (int64_t count : counts) inputs.push_back(make_allreduce_input(cfg, count));
+  std::vector<double> bucket_us(counts.size(), 0.0);
+  double step_us = 0;
+  for (int step = 0; step < cfg.warmup + cfg.iters; ++step) {
+    bool timed = step >= cfg.warmup;
+    outputs.clear();
+    auto step_start = Clock::now();
+    for (size_t b = 0; b < inputs.size(); ++b) {
+      Tensor y = allreduce_of(cfg, inputs[b]);
+      auto t0 = Clock::now();
+      y.realize();
+      if (timed) bucket_us[b] += micros(Clock::now() - t0);
+      outputs.push_back(y);
+      tick();
+    }
+    if (timed) step_us += micros(Clock::now() - step_start);
+  }
+  std::vector<ResultRow> rows;
+  for (size_t b = 0; b < inputs.size(); ++b) {
+    ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
+    if (cfg.check)
+      row.wrong =
+          check_result(cfg, outputs[b], reference_of(allreduce_input_data(cfg, counts[b]), ndev, counts[b], cfg.op));
+    rows.push_back(row);
+    finish_row(std::move(row));
+  }
+  result.step = step_summary(cfg, rows, step_us);
+}
+
+// The host data of one in-place bucket: ndev + 1 rows of shape (1, count), row r as device r's data of
+// allreduce_input_data (r == ndev: a device that is not there). Step s gives device d row
+// (d + s) % (ndev + 1): each device's data changes every step, and so does the set of rows reduced
+// (one is left out), so a step whose writes did not land gives a different result.
+std::vector<HostBuffer> bucket_rows(const ExperimentConfig& cfg, int64_t count) {
+  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
+  std::vector<HostBuffer> rows;
+  for (int64_t r = 0; r <= ndev; ++r) {
+    HostBuffer h(cfg.dtype, {1, count});
+    for (int64_t i = 0; i < count; ++i) h.set(i, input_value(cfg.dtype, cfg.op, r, i));
+    rows.push_back(std::move(h));
+  }
+  return rows;
+}
+
+size_t row_of(size_t d, int step, size_t nrows) { return (d + static_cast<size_t>(step)) % nrows; }
+
+// Gradient buckets in place (experiment.in_place, DDP's form): one persistent (ndev, count) tensor per
+// bucket, sharded on axis 0. Every step writes each device's fresh gradients into every bucket
+// (Tensor::write_shards, timed apart as write_us), then allreduces each bucket in place, in order
+// (allreduce_in_place + realize, timed per bucket and per step). The host data is made before timing;
+// the last step's buckets are checked against the host reduction of the rows that step wrote.
+void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
+                          const FinishRow& finish_row, ExperimentResult& result) {
+  size_t ndev = cfg.devices.size();
+  std::vector<std::vector<HostBuffer>> rows;
+  std::vector<Tensor> buckets;
+  for (int64_t count : counts) {
+    rows.push_back(bucket_rows(cfg, count));
+    buckets.push_back(Tensor::full({static_cast<int64_t>(ndev), count}, 0.0, cfg.dtype, cfg.devices.at(0))
+                          .shard(cfg.devices, 0)
+                          .contiguous()
+                          .realize());  // zeros made on each device, no copy
+  }
+  std::vector<double> bucket_us(counts.size(), 0.0);
+  double step_us = 0, write_us = 0;
+  int last = cfg.warmup + cfg.iters - 1;
+  for (int step = 0; step <= last; ++step) {
+    bool timed = step >= cfg.warmup;
+    auto write_start = Clock::now();
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      std::vector<HostBuffer> shards(ndev);  // moved in and back out: no host copy
+      for (size_t d = 0; d < ndev; ++d) shards[d] = std::move(rows[b][row_of(d, step, ndev + 1)]);
+      buckets[b].write_shards(shards);
+      for (size_t d = 0; d < ndev; ++d) rows[b][row_of(d, step, ndev + 1)] = std::move(shards[d]);
+    }
+    if (timed) write_us += micros(Clock::now() - write_start);
+    auto step_start = Clock::now();
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      auto t0 = Clock::now();
+      buckets[b].allreduce_in_place(cfg.op).realize();
+      if (timed) bucket_us[b] += micros(Clock::now() - t0);
+      tick();
+    }
+    if (timed) step_us += micros(Clock::now() - step_start);
+  }
+  std::vector<ResultRow> rows_out;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, buckets[b]), bucket_us[b]);
+    if (cfg.check) {  // the reference from the host rows the last step wrote, never from the devices
+      HostBuffer in(cfg.dtype, {static_cast<int64_t>(ndev), counts[b]});
+      for (size_t d = 0; d < ndev; ++d) {
+        const HostBuffer& r = rows[b][row_of(d, last, ndev + 1)];
+        std::copy(r.bytes.begin(), r.bytes.end(), in.bytes.begin() + static_cast<std::ptrdiff_t>(d * r.bytes.size()));
+      }
+      row.wrong = check_result(cfg, buckets[b], reference_of(in, static_cast<int64_t>(ndev), counts[b], cfg.op));
+    }
+    rows_out.push_back(row);
+    finish_row(std::move(row));
+  }
+  result.step = step_summary(cfg, rows_out, step_us);
+  result.step->write_us = write_us / cfg.iters;
+}
+
 }  // namespace
 
 int64_t ExperimentResult::wrong() const {
@@ -221,37 +347,12 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
     return result;
   }
 
-  // Gradient buckets: one step allreduces every bucket once, in order (as DDP launches them).
-  std::vector<Tensor> inputs, outputs;
-  for (int64_t count : counts) inputs.push_back(make_allreduce_input(cfg, count));
-  std::vector<double> bucket_us(counts.size(), 0.0);
-  double step_us = 0;
-  for (int step = 0; step < per_count; ++step) {
-    bool timed = step >= cfg.warmup;
-    outputs.clear();
-    auto step_start = Clock::now();
-    for (size_t b = 0; b < inputs.size(); ++b) {
-      Tensor y = allreduce_of(cfg, inputs[b]);
-      auto t0 = Clock::now();
-      y.realize();
-      if (timed) bucket_us[b] += micros(Clock::now() - t0);
-      outputs.push_back(y);
-      tick();
-    }
-    if (timed) step_us += micros(Clock::now() - step_start);
+  // gradient buckets: one step allreduces every bucket once, in order (as DDP launches them)
+  if (cfg.in_place) {
+    run_buckets_in_place(cfg, counts, tick, finish_row, result);
+  } else {
+    run_buckets_out_of_place(cfg, counts, tick, finish_row, result);
   }
-  StepSummary summary;
-  for (size_t b = 0; b < inputs.size(); ++b) {
-    ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
-    if (cfg.check) row.wrong = check_result(cfg, outputs[b], reference(counts[b]));
-    summary.bytes += row.bytes;
-    finish_row(std::move(row));
-  }
-  summary.buckets = static_cast<int64_t>(counts.size());
-  summary.time_us = step_us / cfg.iters;
-  summary.algbw = summary.time_us > 0 ? static_cast<double>(summary.bytes) / summary.time_us / 1e3 : 0.0;
-  summary.busbw = summary.algbw * busbw_factor(cfg.devices.size());
-  result.step = summary;
   return result;
 }
 

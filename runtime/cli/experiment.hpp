@@ -38,6 +38,9 @@ struct StepSummary {
   int64_t buckets = 0, bytes = 0;  // bytes: all buckets, per device
   double time_us = 0;              // mean wall time of one step
   double algbw = 0, busbw = 0;     // GB/s over the whole step
+  // In-place buckets (experiment.in_place): mean wall time per step of the host writes
+  // (Tensor::write_shards of every bucket), timed apart from time_us; nullopt out of place.
+  std::optional<double> write_us;
 };
 
 struct ExperimentResult {

@@ -71,6 +71,7 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("experiment.warmup", std::to_string(cfg.warmup));
   line("experiment.iters", std::to_string(cfg.iters));
   line("experiment.check", cfg.check ? "true" : "false");
+  line("experiment.in_place", cfg.in_place ? "true" : "false");
   return out;
 }
 
@@ -81,8 +82,11 @@ std::string format_header(const ExperimentConfig& cfg) {
   out += fmt::format("# backend: {}\n# devices: {}\n# groups: {}\n", cfg.backend, fmt::join(cfg.devices, ", "),
                      groups_text(cfg));
   const char* form = cfg.form == SweepForm::buckets ? "steps" : "iterations";
-  out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}\n", cfg.warmup, form, cfg.iters, form,
-                     cfg.check ? "true" : "false");
+  out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}{}\n", cfg.warmup, form, cfg.iters, form,
+                     cfg.check ? "true" : "false",
+                     cfg.form != SweepForm::buckets ? ""
+                     : cfg.in_place ? ", buckets: persistent, written from the host and allreduced in place"
+                                    : ", buckets: allreduced out of place");
   out += "# settings:\n";
   for (const std::string& l : settings_lines(cfg)) out += "#   " + l + "\n";
   out += "#\n";
@@ -102,9 +106,10 @@ std::string format_footer(const ExperimentResult& result) {
   std::string out;
   if (result.step) {
     const StepSummary& s = *result.step;
-    out +=
-        fmt::format("# step: {} buckets, {} B per device, {:.1f} us per step, algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
-                    s.buckets, s.bytes, s.time_us, s.algbw, s.busbw);
+    out += fmt::format("# step: {} buckets, {} B per device, {:.1f} us per step, algbw {:.2f} GB/s, busbw {:.2f} GB/s",
+                       s.buckets, s.bytes, s.time_us, s.algbw, s.busbw);
+    // the host writes of in-place buckets are timed apart: the step time is the allreduces alone
+    out += s.write_us ? fmt::format("; host writes {:.1f} us per step (not in the step time)\n", *s.write_us) : "\n";
   }
   bool checked = std::any_of(result.rows.begin(), result.rows.end(), [](const ResultRow& r) { return r.wrong >= 0; });
   out += checked ? fmt::format("# #wrong in all: {} {}\n", result.wrong(), result.wrong() == 0 ? "OK" : "FAILED")
@@ -152,7 +157,8 @@ void write_json(const std::string& path, const ExperimentConfig& cfg, const Expe
                  {"bytes", result.step->bytes},
                  {"time_us", result.step->time_us},
                  {"algbw", result.step->algbw},
-                 {"busbw", result.step->busbw}};
+                 {"busbw", result.step->busbw},
+                 {"write_us", result.step->write_us ? Json(*result.step->write_us) : Json(nullptr)}};
   std::ostringstream out;
   out << j.dump(2) << "\n";
   write_file(path, out.str());  // no link followed

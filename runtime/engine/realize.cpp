@@ -167,14 +167,14 @@ std::optional<UOp> as_buffer_view(const UOp& root, const AllreduceSettings& sett
 // ---------------------------------------------------------------------------------------------
 // assignments and realize
 
-namespace {
-
 // Realizing changes states (their graph, storages, borrowed flag) that other threads' handles share:
 // one realize at a time in the process. Recursive: settling an assignment realizes copies.
 std::recursive_mutex& realize_mutex() {
   static std::recursive_mutex mu;
   return mu;
 }
+
+namespace {
 
 // Assignments that have run: ASSIGN node -> the destination view it wrote. A graph built on a
 // tensor before that tensor was realized still holds its ASSIGN; it reads the destination instead of

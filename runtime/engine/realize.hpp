@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -81,6 +82,9 @@ void realize_states(const std::vector<StatePtr>& states, bool views);
 // is left to fail later), then gives every value borrowing its memory a copy of its own. Call before
 // anything writes the buffer in place.
 void before_write(const StatePtr& owner, int64_t id, std::optional<UOp> assignment = std::nullopt);
+// The process-wide lock realize_states, before_write and own hold (recursive): whoever changes a
+// state or writes a storage outside them (runtime/engine/host_write.cpp) holds it too.
+std::recursive_mutex& realize_mutex();
 // Realizes st into memory of its own, to be written in place (a borrowed value gets a copy first, so
 // the write never reaches the lender).
 void own(const StatePtr& st);

@@ -109,6 +109,29 @@ BOOST_AUTO_TEST_CASE(ddp_config_reports_the_step) {
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
   BOOST_TEST(table_rows(r.out).size() == 3u);
   BOOST_TEST(r.out.find("# step: 3 buckets, 20640 B per device, ") != std::string::npos, r.out);
+  // persistent buckets by default: written from the host each step (timed apart), allreduced in place
+  BOOST_TEST(r.out.find(", buckets: persistent, written from the host and allreduced in place\n") != std::string::npos);
+  BOOST_TEST(r.out.find(" us per step (not in the step time)\n") != std::string::npos, r.out);
+  // the out-of-place form stays available, with the same step line less the writes
+  std::vector<std::string> args = small_run("configs/ddp-gpt2-small.yaml");
+  args.insert(args.end(), {"--set", "experiment.in_place=false"});
+  CliResult out_of_place = run_cli(args);
+  BOOST_TEST_REQUIRE(out_of_place.status == 0, out_of_place.err);
+  BOOST_TEST(out_of_place.out.find("# step: 3 buckets, 20640 B per device, ") != std::string::npos);
+  BOOST_TEST(out_of_place.out.find("host writes") == std::string::npos);
+  BOOST_TEST(out_of_place.out.find("# #wrong in all: 0 OK") != std::string::npos);
+}
+
+// The in-place buckets are checked against the host: a wrong element, for every op, is exit status 1.
+BOOST_AUTO_TEST_CASE(ddp_in_place_wrong_results_fail) {
+  for (const char* op : {"sum", "max", "min", "prod"}) {
+    std::vector<std::string> args = small_run("configs/ddp-gpt2-small.yaml");
+    args.insert(args.end(), {"--set", std::string("experiment.op=") + op});
+    CliResult good = run_cli(args);
+    BOOST_TEST(good.status == 0, op << ": " << good.err << good.out);
+    CliResult bad = run_cli(args, {"RINGRT_TEST_CORRUPT=1"});
+    BOOST_TEST(bad.status == 1, op << ": " << bad.err);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(exit_status_1_for_wrong_results) {
@@ -269,6 +292,18 @@ BOOST_AUTO_TEST_CASE(csv_and_json_files) {
   BOOST_TEST(j["rows"][1]["wrong"] == 0);
   BOOST_TEST(j["devices"].size() == 4u);
   BOOST_TEST(j["step"].is_null());
+  // buckets: the step object, its keys in order, write_us for the host writes of in-place buckets
+  std::vector<std::string> args = small_run("configs/ddp-gpt2-small.yaml");
+  args.insert(args.end(), {"--json", js});
+  r = run_cli(args);
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  nlohmann::ordered_json step = nlohmann::ordered_json::parse(read_file(js))["step"];
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : step.items()) keys.push_back(k);
+  BOOST_TEST(keys == (std::vector<std::string>{"buckets", "bytes", "time_us", "algbw", "busbw", "write_us"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(step["buckets"] == 3);
+  BOOST_TEST(step["write_us"].is_number());
 }
 
 BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {

@@ -79,6 +79,7 @@ BOOST_AUTO_TEST_CASE(config_holds_the_recomputed_buckets) {
   BOOST_TEST((cfg.form == SweepForm::buckets));
   BOOST_TEST((cfg.dtype == DType::float32));
   BOOST_TEST(cfg.op_name == "sum");
+  BOOST_TEST(cfg.in_place);  // persistent buckets written from the host, allreduced in place (DDP's form)
   BOOST_TEST(cfg.counts == want, boost::test_tools::per_element());
   BOOST_TEST(std::accumulate(cfg.counts.begin(), cfg.counts.end(), int64_t{0}) == 124439808);
   for (size_t i = 0; i < want.size(); ++i)  // only wte (38.6M elements, 147 MiB) exceeds the cap

@@ -1,0 +1,45 @@
+#include "runtime/engine/host_write.hpp"
+
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "rewrite/errors.hpp"
+
+namespace ringrt {
+
+namespace {
+
+// The BUFFER a realized buffer view (is_buffer_view) reads.
+UOp buffer_under(const UOp& view) {
+  UOp u = view.op() == Ops::MULTI ? view.src(0) : view;
+  if (u.op() == Ops::RESHAPE) u = u.src(0);
+  if (u.op() != Ops::BUFFER) throw InternalError("write: not a view of a buffer: " + view.to_string());
+  return u;
+}
+
+}  // namespace
+
+void write_from_host(const StatePtr& st, const std::vector<const HostBuffer*>& data) {
+  std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+  own(st);  // memory of its own: the write never reaches a lender, a pending assignment has run
+  if (st->borrowed || !is_buffer_view(st->uop))
+    throw InternalError("write: the tensor has no memory of its own after own(): " + st->uop.to_string());
+  int64_t id = std::get<BufferArg>(buffer_under(st->uop).arg()).id;
+  before_write(st, id);  // readers of the old contents realized, borrowers copied out
+  std::shared_ptr<DeviceStorage> storage = find_storage(id);
+  if (!storage) throw InternalError(fmt::format("write: no storage for buffer {}", id));
+  const std::vector<Block>& blocks = storage->blocks();
+  if (data.size() != 1 && data.size() != blocks.size())
+    throw InternalError(fmt::format("write: {} host buffers for {} device blocks", data.size(), blocks.size()));
+  for (size_t i = 0; i < data.size(); ++i)
+    if (data[i]->bytes.size() != blocks[i].bytes)
+      throw InternalError(fmt::format("write: {} bytes for a block of {} bytes on device {}", data[i]->bytes.size(),
+                                      blocks[i].bytes, i));
+  for (size_t i = 0; i < blocks.size(); ++i) {  // synchronous copies (Device::copy_in)
+    const HostBuffer& h = *data[data.size() == 1 ? 0 : i];
+    blocks[i].device->copy_in(blocks[i].ptr, h.bytes.data(), h.bytes.size());
+  }
+}
+
+}  // namespace ringrt

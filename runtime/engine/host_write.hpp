@@ -1,0 +1,28 @@
+// Host writes into persistent tensors (internal): new values from the host copied into a tensor's own
+// device memory in place, the engine part of Tensor::write and Tensor::write_shards
+// (runtime/api/tensor_write.cpp). Reference: PyTorch's Tensor.copy_ from a CPU tensor into a
+// persistent parameter or gradient bucket; tinygrad's Buffer.copyin into a realized buffer.
+//
+// Ordering: the write is a write after read like an assignment's (runtime/engine/realize.hpp
+// before_write): every live tensor still reading the old contents is realized first, every value
+// borrowing the memory gets a copy of its own, then the bytes land. No graph node is created.
+#pragma once
+
+#include <vector>
+
+#include "rewrite/host_buffer.hpp"
+#include "runtime/engine/realize.hpp"
+
+namespace ringrt {
+
+// Writes data into st's memory in place: st is first realized into memory of its own (own(); a
+// pending assignment runs, a borrowed value is copied out), then, after before_write, data[i]'s bytes
+// are copied into the block of device i (one buffer for every device when data has one element;
+// the caller keeps them alive, nothing is copied on the host).
+// Each data[i] must hold exactly one block's bytes (prod(local shape) * itemsize; the caller checks
+// shapes and dtypes). Blocking: returns once the bytes are in device memory. Throws InternalError for
+// a count or size mismatch, what realizing throws (ShapeError, CompileError, DeviceError,
+// TimeoutError). Thread-safe: holds realize_mutex() throughout.
+void write_from_host(const StatePtr& st, const std::vector<const HostBuffer*>& data);
+
+}  // namespace ringrt

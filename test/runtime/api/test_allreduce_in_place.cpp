@@ -1,0 +1,189 @@
+// Tensor::allreduce_in_place (issue 14 item 3): DDP's allreduce of a persistent gradient bucket.
+//
+// Every device's local value becomes the elementwise reduction of all devices' local values, in the
+// tensor's own memory. Expected values: host loops over the host data each device was given
+// (test/support/host_oracle.hpp). Sweeps: 1 to 5 devices, sum and max, odd element counts, the
+// algorithms naive, ring, all2all (forced through ScopedSettings) and hierarchical, the tensor sharded
+// on axis 0 (DDP's (ndev, count) bucket), on axis 1, or replicated with different values per device.
+// Also: the schedule costs no more than the out-of-place reduce, and a 200-step loop of write_shards +
+// allreduce_in_place builds its programs in the first step only.
+#define BOOST_TEST_MODULE allreduce_in_place
+// clang-format off
+#include <boost/test/unit_test.hpp>
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+// clang-format on
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rewrite/dtype.hpp"
+#include "rewrite/errors.hpp"
+#include "rewrite/settings.hpp"
+#include "runtime/engine/internal.hpp"
+#include "test/support/host_oracle.hpp"
+
+namespace bdata = boost::unit_test::data;
+
+using ringrt::AllreduceSettings;
+using ringrt::CopyItem;
+using ringrt::DType;
+using ringrt::HostBuffer;
+using ringrt::Ops;
+using ringrt::Schedule;
+using ringrt::ScopedSettings;
+using ringrt::Shape;
+using ringrt::Tensor;
+
+namespace allreduce_in_place {
+
+using namespace ringrt::test::host;  // NOLINT: the oracle
+
+HostBuffer to_buffer(const Arr& a, DType dt) {
+  HostBuffer b(dt, a.shape);
+  for (int64_t i = 0; i < a.numel(); ++i)
+    is_float(dt) ? b.set(i, a.v[static_cast<size_t>(i)])
+                 : b.set_int(i, static_cast<int64_t>(a.v[static_cast<size_t>(i)]));
+  return b;
+}
+
+// The settings that force algo on n devices (hierarchical: two groups).
+AllreduceSettings forcing(const std::string& algo, int n) {
+  AllreduceSettings s = ringrt::current_settings();
+  s.ring = algo == "ring" ? 2 : 0;
+  s.all2all = algo == "all2all" ? 2 : 0;
+  s.groups.clear();
+  if (algo == "hierarchical")
+    for (int i = 0; i < n; ++i) s.groups["CPU:" + std::to_string(i)] = i < (n + 1) / 2 ? 0 : 1;
+  return s;
+}
+
+Ops ringrt_op(Op op) {
+  return op == Op::sum ? Ops::ADD : op == Op::max ? Ops::MAX : op == Op::min ? Ops::MIN : Ops::MUL;
+}
+
+// Device d's local value for step s: small integers (sums stay exact), different per device and step.
+Arr local_values(const Shape& local, int d, int step) {
+  return make_arr(local, [=](int64_t i) { return static_cast<double>((i * 5 + d * 11 + step * 3) % 17 - 8); });
+}
+
+Arr fold(const std::vector<Arr>& parts, Op op) {
+  Arr out = parts.at(0);
+  for (size_t d = 1; d < parts.size(); ++d)
+    out = map2(out, parts[d], [op](double a, double b) { return combine(op, a, b); });
+  return out;
+}
+
+enum class Layout { axis0, axis1, replicated };
+
+struct Sample {
+  int ndev;
+  Op op;
+  std::string algo;
+  Layout layout;
+  int64_t count;
+};
+std::ostream& operator<<(std::ostream& os, const Sample& s) {
+  const char* l = s.layout == Layout::axis0 ? "axis 0" : s.layout == Layout::axis1 ? "axis 1" : "replicated";
+  return os << s.ndev << " devices, " << op_str(s.op) << ", " << s.algo << ", " << l << ", " << s.count;
+}
+std::vector<Sample> samples() {
+  std::vector<Sample> out;
+  const int64_t counts[] = {37, 1001, 4099};
+  size_t k = 0;
+  for (int n = 1; n <= 5; ++n)
+    for (Op op : {Op::sum, Op::max})
+      for (const char* algo : {"naive", "ring", "all2all", "hierarchical"}) {
+        if (std::string(algo) == "hierarchical" && n < 3) continue;
+        auto layout = static_cast<Layout>(k % 3);
+        out.push_back({n, op, algo, layout, counts[k++ % 3]});
+      }
+  return out;
+}
+
+// A tensor on n devices whose local values are `locals` (shape: count elements per device).
+Tensor bucket(int n, Layout layout, const Shape& local, DType dt) {
+  auto devs = ringrt::cpu_devices(n);
+  Shape logical = local;
+  if (layout != Layout::replicated) logical[layout == Layout::axis0 ? 0 : 1] *= n;
+  Tensor t = Tensor::full(logical, 0.0, dt);
+  if (n > 1 || layout != Layout::replicated)
+    t = t.shard(devs,
+                layout == Layout::replicated ? std::nullopt : std::optional<int>(layout == Layout::axis0 ? 0 : 1));
+  return t.contiguous().realize();
+}
+
+BOOST_DATA_TEST_CASE(values_match_host, bdata::make(samples()), sample) {
+  ScopedSettings scope(forcing(sample.algo, sample.ndev));
+  int n = sample.ndev;
+  Shape local = sample.layout == Layout::axis1 ? Shape{1, sample.count} : Shape{1, sample.count};
+  if (sample.layout == Layout::axis1 && sample.count % 2 == 1) local = {sample.count, 1};  // odd: sharded columns
+  DType dt = sample.ndev % 2 ? DType::float32 : DType::int32;
+  Tensor x = bucket(n, sample.layout, local, dt);
+  std::vector<Arr> parts;
+  std::vector<HostBuffer> host;
+  for (int d = 0; d < n; ++d) {
+    parts.push_back(local_values(local, d, 0));
+    host.push_back(to_buffer(parts.back(), dt));
+  }
+  x.write_shards(host);
+  Tensor before = x + 0;  // lazy: reads the shards before the allreduce
+  x.allreduce_in_place(ringrt_op(sample.op));
+  if (n > 1) BOOST_TEST(x.algorithms() == std::vector<std::string>{sample.algo}, boost::test_tools::per_element());
+  x.realize();
+  Arr want = fold(parts, sample.op);
+  std::vector<Tensor> shards = x.shards();
+  BOOST_TEST_REQUIRE(shards.size() == static_cast<size_t>(n));
+  for (int d = 0; d < n; ++d) {
+    BOOST_TEST_CONTEXT("device " << d) { expect_equal(read(shards[static_cast<size_t>(d)]), want); }
+  }
+  std::vector<Tensor> old = before.shards();
+  for (int d = 0; d < n; ++d) {
+    BOOST_TEST_CONTEXT("old, device " << d) {
+      expect_equal(read(old[static_cast<size_t>(d)]), parts[static_cast<size_t>(d)]);
+    }
+  }
+}
+
+// The in-place allreduce schedules the copies of the out-of-place one (a reduce over the shard axis of
+// the same bucket) and no more kernels: its last kernel writes into the bucket instead of fresh memory.
+BOOST_DATA_TEST_CASE(schedule_costs_no_more_than_out_of_place, bdata::make({"naive", "ring", "all2all"}), algo) {
+  ScopedSettings scope(forcing(algo, 4));
+  Tensor x = bucket(4, Layout::axis0, {1, 400}, DType::float32), y = bucket(4, Layout::axis0, {1, 400}, DType::float32);
+  Schedule out_of_place = y.sum({0}).schedule();
+  x.allreduce_in_place();
+  Schedule in_place = x.schedule();
+  BOOST_TEST_MESSAGE(algo << " in place:\n" << in_place.to_string() << "out of place:\n" << out_of_place.to_string());
+  BOOST_TEST(in_place.algorithms == out_of_place.algorithms, boost::test_tools::per_element());
+  BOOST_TEST((in_place.copies() == out_of_place.copies()));
+  BOOST_TEST(in_place.kernels() <= out_of_place.kernels());
+}
+
+// DDP's loop: every step writes fresh gradients into the persistent bucket and allreduces it in place.
+// After the first step nothing is built again; the last step's values match the host's sums.
+BOOST_DATA_TEST_CASE(two_hundred_steps_build_nothing_new, bdata::make({"naive", "ring"}), algo) {
+  ScopedSettings scope(forcing(algo, 4));
+  const int n = 4, steps = 200;
+  Shape local{1, 1001};
+  Tensor x = bucket(n, Layout::axis0, local, DType::float32);
+  size_t built_after_first = 0;
+  std::vector<Arr> parts;
+  for (int step = 0; step < steps; ++step) {
+    parts.clear();
+    std::vector<HostBuffer> host;
+    for (int d = 0; d < n; ++d) {
+      parts.push_back(local_values(local, d, step));
+      host.push_back(to_buffer(parts.back(), DType::float32));
+    }
+    x.write_shards(host);
+    x.allreduce_in_place().realize();
+    if (step == 0) built_after_first = Tensor::programs_built();
+  }
+  BOOST_TEST(Tensor::programs_built() == built_after_first);
+  Arr want = fold(parts, Op::sum);
+  for (const Tensor& s : x.shards()) expect_equal(read(s), want);
+}
+
+}  // namespace allreduce_in_place
