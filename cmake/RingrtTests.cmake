@@ -117,6 +117,12 @@ add_test(NAME install_consumer COMMAND "${CMAKE_COMMAND}"
   -P "${PROJECT_SOURCE_DIR}/cmake/InstallConsumerTest.cmake")
 set_tests_properties(install_consumer PROPERTIES LABELS integration TIMEOUT 600 COST 6)
 
+# soak_short: 2,000 steps of each soak loop (scripts/soak/soak.cpp): values right, programs built,
+# graph nodes, storages and tensor states flat after warm-up (counts only; the full soak prints memory).
+add_test(NAME soak_short COMMAND ringrt_soak --steps 2000 --report-every 1000 --warmup 500 --devices 4 --count 64)
+set(soak_env "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${RINGRT_TEST_ENVIRONMENT})
+set_tests_properties(soak_short PROPERTIES LABELS integration ENVIRONMENT "${soak_env}")
+
 # lint_file_sizes: no source or header of ringrt over 600 lines (cmake/CheckFileSizes.cmake).
 add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=600
   -P "${PROJECT_SOURCE_DIR}/cmake/CheckFileSizes.cmake")

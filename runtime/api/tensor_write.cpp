@@ -8,6 +8,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/uop.hpp"
 #include "runtime/api/tensor.hpp"
+#include "runtime/engine/collect.hpp"
 #include "runtime/engine/host_write.hpp"
 #include "runtime/engine/realize.hpp"
 
@@ -59,6 +60,7 @@ HostBuffer shard_of(const HostBuffer& data, int axis, int64_t n, int64_t d) {
 }  // namespace
 
 Tensor& Tensor::write(const HostBuffer& data) {
+  GraphUse use;
   check_writable(*s_, "write");
   if (data.dtype != dtype() || data.shape != shape())
     throw ShapeError(fmt::format("write: host data of {} into a tensor of {}", described(data.dtype, data.shape),
@@ -79,6 +81,7 @@ Tensor& Tensor::write(const HostBuffer& data) {
 }
 
 Tensor& Tensor::write_shards(const std::vector<HostBuffer>& shards) {
+  GraphUse use;
   check_writable(*s_, "write_shards");
   std::vector<std::string> devs = devices();
   if (shards.size() != devs.size())
@@ -99,6 +102,7 @@ Tensor& Tensor::write_shards(const std::vector<HostBuffer>& shards) {
 }
 
 Tensor& Tensor::allreduce_in_place(Ops op) {
+  GraphUse use;
   if (static_cast<size_t>(op) >= kNumOps || !is_reduce_op(op))
     throw ShapeError(fmt::format(
         "allreduce_in_place: {} is not a reduce op (ADD, MUL, MAX, MIN)",

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "rewrite/errors.hpp"
+#include "runtime/engine/collect.hpp"
 
 namespace ringrt {
 
@@ -21,6 +22,7 @@ UOp buffer_under(const UOp& view) {
 }  // namespace
 
 void write_from_host(const StatePtr& st, const std::vector<const HostBuffer*>& data) {
+  GraphUse use;
   std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   own(st);  // memory of its own: the write never reaches a lender, a pending assignment has run
   if (st->borrowed || !is_buffer_view(st->uop))
