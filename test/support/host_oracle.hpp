@@ -220,7 +220,8 @@ inline void check_close(const std::vector<float>& got, const std::vector<double>
 
 // ---- tensors
 
-inline Tensor make_tensor(const Arr& a, DType dt, const std::string& device = "CPU:0") {
+// a's values in a host buffer of dtype dt (integers truncated toward zero).
+inline HostBuffer to_buffer(const Arr& a, DType dt) {
   HostBuffer b(dt, a.shape);
   for (int64_t i = 0; i < numel(a.shape); ++i) {
     double x = a.v[static_cast<size_t>(i)];
@@ -230,7 +231,11 @@ inline Tensor make_tensor(const Arr& a, DType dt, const std::string& device = "C
       b.set_int(i, static_cast<int64_t>(x));
     }
   }
-  return Tensor::from_host(b, device);
+  return b;
+}
+
+inline Tensor make_tensor(const Arr& a, DType dt, const std::string& device = "CPU:0") {
+  return Tensor::from_host(to_buffer(a, dt), device);
 }
 
 inline Arr to_arr(const HostBuffer& b) {

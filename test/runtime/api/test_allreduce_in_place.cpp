@@ -41,14 +41,6 @@ namespace allreduce_in_place {
 
 using namespace ringrt::test::host;  // NOLINT: the oracle
 
-HostBuffer to_buffer(const Arr& a, DType dt) {
-  HostBuffer b(dt, a.shape);
-  for (int64_t i = 0; i < a.numel(); ++i)
-    is_float(dt) ? b.set(i, a.v[static_cast<size_t>(i)])
-                 : b.set_int(i, static_cast<int64_t>(a.v[static_cast<size_t>(i)]));
-  return b;
-}
-
 // The settings that force algo on n devices (hierarchical: two groups).
 AllreduceSettings forcing(const std::string& algo, int n) {
   AllreduceSettings s = ringrt::current_settings();

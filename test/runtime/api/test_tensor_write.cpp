@@ -53,14 +53,6 @@ std::optional<int> axis_of(Layout l) {
 
 const std::vector<DType> kDtypes = {DType::float32, DType::float16, DType::int32};
 
-HostBuffer to_buffer(const Arr& a, DType dt) {
-  HostBuffer b(dt, a.shape);
-  for (int64_t i = 0; i < a.numel(); ++i)
-    is_float(dt) ? b.set(i, a.v[static_cast<size_t>(i)])
-                 : b.set_int(i, static_cast<int64_t>(a.v[static_cast<size_t>(i)]));
-  return b;
-}
-
 // A realized tensor of logical value a on n devices laid out as l (one device for n == 1: no tuple).
 Tensor placed(const Arr& a, DType dt, int n, Layout l) {
   Tensor t = make_tensor(a, dt);
