@@ -131,7 +131,15 @@ class Lowerer {
     std::string key = fmt::format("{}|{}", reinterpret_cast<uintptr_t>(u.node()), at.valid.render());
     for (const auto& e : at.idx) key += "|" + e.render();
     if (const int* hit = find(scopes_, &Scope::memo, key)) return *hit;
+    // lowering recurses once per op on the path to a leaf: bound it before the stack runs out
+    if (depth_ >= kMaxDepth)
+      throw ShapeError(fmt::format(
+          "lower_kernel: a kernel's expression is more than {} ops deep (at {}); realize() an intermediate value "
+          "of the chain",
+          kMaxDepth, u.to_string()));
+    ++depth_;  // (after a throw the Lowerer is not used again)
     int v = lower(u, at);
+    --depth_;
     scopes_.back().memo[key] = v;
     return v;
   }
@@ -214,6 +222,10 @@ class Lowerer {
   std::unordered_map<const detail::Node*, int> inputs_;
   Expr dnum_;
   int next_id_ = 0, next_loop_ = 0;
+  // Ops on one path from the kernel's value to a leaf: each costs two stack frames (emit, lower);
+  // 2000 stays far inside a 4 MiB thread stack (TBB's default for its workers).
+  static constexpr int kMaxDepth = 2000;
+  int depth_ = 0;
 };
 
 void dump_block(std::string& out, const std::vector<Stmt>& block, int depth) {

@@ -183,6 +183,7 @@ struct UOpGraph::Impl {
   std::mutex create;  // guards vertex creation; look-ups go through the lock-free table
   tbb::concurrent_unordered_multimap<uint64_t, const Node*> table;
   std::atomic<int64_t> next_id{0}, next_buffer{0};
+  std::atomic<size_t> alive{0};  // num_vertices(g), readable without the lock
 };
 
 UOpGraph::UOpGraph() : impl_(std::make_unique<Impl>()) {}
@@ -194,10 +195,7 @@ UOpGraph& UOpGraph::global() {
 }
 
 size_t UOpGraph::size() const { return static_cast<size_t>(impl_->next_id.load()); }
-size_t UOpGraph::alive() const {
-  std::lock_guard<std::mutex> lock(impl_->create);
-  return boost::num_vertices(impl_->g);
-}
+size_t UOpGraph::alive() const { return impl_->alive.load(std::memory_order_relaxed); }
 
 size_t UOpGraph::collect(const std::vector<UOp>& keep) {
   std::lock_guard<std::mutex> lock(impl_->create);
@@ -225,6 +223,7 @@ size_t UOpGraph::collect(const std::vector<UOp>& keep) {
     boost::clear_out_edges(v, impl_->g);
   }
   for (Vertex v : dead) boost::remove_vertex(v, impl_->g);
+  impl_->alive.store(boost::num_vertices(impl_->g), std::memory_order_relaxed);
   return dead.size();
 }
 int64_t UOpGraph::new_buffer_id() { return impl_->next_buffer++; }
@@ -266,6 +265,7 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   node.vertex = v;
   for (const auto& s : node.src) boost::add_edge(v, static_cast<Vertex>(s.node()->vertex), impl_->g);
   impl_->table.insert({h, &node});
+  impl_->alive.fetch_add(1, std::memory_order_relaxed);
   return UOp(&node);
 }
 

@@ -328,8 +328,7 @@ void Tensor::realize_all(const std::vector<Tensor>& tensors) {
   std::vector<StatePtr> todo;
   for (const Tensor& t : tensors)
     if (std::find(todo.begin(), todo.end(), t.s_) == todo.end()) todo.push_back(t.s_);
-  realize_states(todo, true);
-  collect_garbage();  // what the step built and no tensor reaches any more (when the graph has grown)
+  realize_states(todo, true);  // its GraphUse collects at the end when the graph has grown
 }
 
 size_t Tensor::programs_built() { return program_cache_stats().misses; }

@@ -20,14 +20,19 @@ std::string described(DType dtype, const Shape& shape) {
   return fmt::format("{} {}", dtype_name(dtype), shape_str(shape));
 }
 
-// Refuses what cannot be written in place from the host: a view (a shrink of another tensor) and a
-// tensor with no device.
+// Refuses what cannot be written in place from the host: a view (a shrink of another tensor, or a
+// lazy movement view such as a permute or an expand, as assign() does) and a tensor with no device.
 void check_writable(const TensorState& st, const char* op) {
   if (st.view_base)
     throw ShapeError(fmt::format(
         "{}: the tensor (shape {}) is a shrink of a tensor of shape {}: write the whole tensor, or assign() into "
         "the view",
         op, shape_str(st.uop.shape()), shape_str(st.view_base->uop.shape())));
+  if (!st.borrowed && !is_buffer_view(st.uop) && group::movement().contains(st.uop.op()))
+    throw ShapeError(
+        fmt::format("{}: the tensor (shape {}) is a lazy {} view with no memory of its own; write into the tensor "
+                    "it views, or into a contiguous() copy",
+                    op, shape_str(st.uop.shape()), op_name(st.uop.op())));
   if (st.uop.device().none())
     throw DeviceError(
         fmt::format("{}: the tensor (shape {}) is on no device (a constant)", op, shape_str(st.uop.shape())));

@@ -13,7 +13,9 @@
 namespace ringrt {
 
 // A section of code that holds handles into the global graph: collections wait until it ends.
-// Reentrant on one thread; cheap (one shared lock for the outermost section of a thread).
+// Reentrant on one thread; cheap (one shared lock for the outermost section of a thread). The end of
+// an outermost section calls collect_garbage(), so every Tensor call (a build, a write, a realize)
+// may collect: a loop that never realizes stays bounded too.
 class GraphUse {
  public:
   GraphUse();

@@ -342,7 +342,15 @@ void run_fresh(const std::vector<StatePtr>& plain, const AllreduceSettings& sett
   std::vector<std::shared_ptr<Storage>> outputs;
   std::vector<std::vector<Block>> outs;
   std::vector<UOp> buffers;
-  for (const UOp& root : low.roots) {
+  std::unordered_map<const detail::Node*, size_t> first;  // states of one value share its memory
+  for (size_t i = 0; i < low.roots.size(); ++i) {
+    const UOp& root = low.roots[i];
+    if (auto [it, fresh] = first.emplace(root.node(), i); !fresh) {
+      outputs.push_back(outputs[it->second]);
+      outs.push_back(outs[it->second]);
+      buffers.push_back(buffers[it->second]);
+      continue;
+    }
     DeviceSpec dev = root.device().none() ? DeviceSpec("CPU:0") : root.device();
     UOp buf = new_buffer(dev, ringrt::prod(root.shape()), root.dtype());
     outputs.push_back(new_storage(buf, {}));

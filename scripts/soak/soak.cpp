@@ -225,6 +225,9 @@ int main(int argc, char** argv) {
   app.add_option("--loops", o.loops, "loops to run: fresh, ddp")
       ->delimiter(',')
       ->check(CLI::IsMember({"fresh", "ddp"}));
+  for (CLI::Option* opt : app.get_options())  // a later value wins: scripts/soak.sh passes defaults first
+    if (opt->get_name() != "--help" && opt->get_name() != "--loops")
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

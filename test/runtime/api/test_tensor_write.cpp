@@ -222,6 +222,9 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused) {
   Tensor view = x.shrink({{0, 6}, {0, 1}});
   BOOST_CHECK_EXCEPTION(view.write(to_buffer(values({6, 1}, 1), DType::float32)), ShapeError,
                         message_has({"write", "shrink", "(6, 1)", "(6, 2)"}));
+  Tensor transposed = x.permute({1, 0});  // a lazy view: assign() refuses it too
+  BOOST_CHECK_EXCEPTION(transposed.write(to_buffer(values({2, 6}, 1), DType::float32)), ShapeError,
+                        message_has({"write", "PERMUTE", "(2, 6)"}));
   BOOST_CHECK_EXCEPTION(Tensor::constant(1.0).write(to_buffer(values({}, 1), DType::float32)), DeviceError,
                         message_has({"write", "no device"}));
   BOOST_CHECK_EXCEPTION(x.allreduce_in_place(Ops::SUB), ShapeError, message_has({"allreduce_in_place", "reduce op"}));

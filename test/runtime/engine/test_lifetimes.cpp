@@ -26,7 +26,8 @@ HostBuffer step_data(int64_t rows, int64_t cols, uint64_t s) {
 std::vector<float> column_sums(const HostBuffer& b) {
   std::vector<float> out(static_cast<size_t>(b.shape[1]), 0.0f);
   for (int64_t r = 0; r < b.shape[0]; ++r)
-    for (int64_t c = 0; c < b.shape[1]; ++c) out[static_cast<size_t>(c)] += static_cast<float>(b.get(r * b.shape[1] + c));
+    for (int64_t c = 0; c < b.shape[1]; ++c)
+      out[static_cast<size_t>(c)] += static_cast<float>(b.get(r * b.shape[1] + c));
   return out;
 }
 
@@ -34,7 +35,10 @@ std::vector<float> column_sums(const HostBuffer& b) {
 struct Flat {
   size_t nodes, storages, tensors, assignments, programs;
   explicit Flat(const EngineStats& s)
-      : nodes(s.graph_nodes), storages(s.storages), tensors(s.tensors), assignments(s.assignments),
+      : nodes(s.graph_nodes),
+        storages(s.storages),
+        tensors(s.tensors),
+        assignments(s.assignments),
         programs(s.programs_built) {}
 };
 
@@ -167,4 +171,37 @@ BOOST_AUTO_TEST_CASE(threads_building_and_realizing_while_the_graph_is_collected
   collector.join();
   BOOST_TEST(wrong.load() == 0);
   BOOST_TEST(collections.load() > 0);
+}
+
+// Two tensors of one value realized together each get it (they share its memory).
+BOOST_AUTO_TEST_CASE(tensors_of_one_value_realized_together_each_get_it) {
+  Tensor a = Tensor::from_host(step_data(2, 8, 3));
+  std::vector<float> want = a.to_vector<float>();
+  for (float& w : want) w += 1.0f;
+  Tensor y1 = a + 1.0, y2 = a + 1.0, z = a * 1.0;  // y1 and y2: one graph node
+  Tensor::realize_all({y1, z, y2});
+  BOOST_TEST(y1.to_vector<float>() == want, boost::test_tools::per_element());
+  BOOST_TEST(y2.to_vector<float>() == want, boost::test_tools::per_element());
+}
+
+// A loop that writes from the host and never realizes is collected too (at the end of Tensor calls).
+BOOST_AUTO_TEST_CASE(a_loop_that_never_realizes_stays_flat) {
+  Tensor x = Tensor::from_host(step_data(2, 8, 0));
+  x.realize();
+  HostBuffer h = step_data(2, 8, 1);
+  size_t peak = 0;
+  for (int step = 0; step < 30000; ++step) {
+    Tensor y = x + 1.0;  // built, never realized
+    x.write(h);
+    if (step >= 20000) peak = std::max(peak, UOpGraph::global().alive());
+  }
+  BOOST_TEST(peak < 20000u);  // bounded by the collection threshold, not by the step count
+}
+
+// A chain too deep for one kernel is a ShapeError, not a stack overflow.
+BOOST_AUTO_TEST_CASE(a_chain_too_deep_for_one_kernel_is_an_error) {
+  Tensor a = Tensor::from_host(step_data(1, 4, 0));
+  for (int i = 0; i < 30000; ++i) a = a + 1.0;
+  BOOST_CHECK_THROW(a.realize(), ShapeError);
+  BOOST_CHECK_THROW(a.schedule(), ShapeError);
 }
