@@ -29,34 +29,46 @@ struct CpuKernel : CompiledKernel {
 };
 
 // One compiler and one table of loaded kernels for every cpu device: they share the host. Kernels
-// compiled together share one shared object (one compiler run).
+// compiled together share one shared object (one compiler run). The table holds kernels weakly: a
+// kernel (and its shared object, once none of its kernels is left) is unloaded when no cached program
+// holds it, so a process that compiles new kernels forever (a constant that changes every step) keeps
+// those of the programs cached (runtime.program_cache) only. Work already queued holds its library.
 std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<codegen::Kernel>& ks) {
   static std::mutex mu;
   // by name + IR: kernels of equal code() but other sizes share a name and a function, not the entry,
   // which holds the numel a launch covers
-  static std::unordered_map<std::string, std::shared_ptr<CpuKernel>> loaded;
+  static std::unordered_map<std::string, std::weak_ptr<CpuKernel>> loaded;
+  static size_t prune_at = 256;
   static const codegen::HostCompiler compiler;
   auto key = [](const codegen::Kernel& k) { return k.name + "\n" + k.dump(); };
+  std::vector<std::shared_ptr<CpuKernel>> found(ks.size());
   std::vector<codegen::Kernel> missing;
   {
     std::lock_guard<std::mutex> lock(mu);
     std::set<std::string> keys;
-    for (const auto& k : ks)
-      if (!loaded.count(key(k)) && keys.insert(key(k)).second) missing.push_back(k);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      if (auto it = loaded.find(key(ks[i])); it != loaded.end()) found[i] = it->second.lock();
+      if (!found[i] && keys.insert(key(ks[i])).second) missing.push_back(ks[i]);
+    }
   }
+  std::unordered_map<std::string, std::shared_ptr<CpuKernel>> made;
   if (!missing.empty()) {
     auto lib = compiler.load(codegen::render_cpp(missing), missing[0].name);
-    std::lock_guard<std::mutex> lock(mu);
     for (const auto& k : missing) {
       auto ck = std::make_shared<CpuKernel>();
       ck->k = k;
       ck->host = {lib, lib->function(k.name)};
-      loaded.emplace(key(k), ck);
+      made.emplace(key(k), ck);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [k, ck] : made) loaded[k] = ck;
+    if (loaded.size() > prune_at) {
+      std::erase_if(loaded, [](const auto& e) { return e.second.expired(); });
+      prune_at = 2 * loaded.size() + 256;
     }
   }
   std::vector<std::shared_ptr<CompiledKernel>> out;
-  std::lock_guard<std::mutex> lock(mu);
-  for (const auto& k : ks) out.push_back(loaded.at(key(k)));
+  for (size_t i = 0; i < ks.size(); ++i) out.push_back(found[i] ? found[i] : made.at(key(ks[i])));
   return out;
 }
 

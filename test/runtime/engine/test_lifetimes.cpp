@@ -5,6 +5,9 @@
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
+#include <fstream>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -204,4 +207,40 @@ BOOST_AUTO_TEST_CASE(a_chain_too_deep_for_one_kernel_is_an_error) {
   for (int i = 0; i < 30000; ++i) a = a + 1.0;
   BOOST_CHECK_THROW(a.realize(), ShapeError);
   BOOST_CHECK_THROW(a.schedule(), ShapeError);
+}
+
+namespace {
+// Kernel libraries mapped into this process now (distinct .so files under the kernel cache).
+size_t kernel_libraries_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> paths;
+  for (std::string line; std::getline(maps, line);) {
+    size_t at = line.find('/');
+    if (at == std::string::npos) continue;
+    std::string path = line.substr(at);
+    if (path.find("ringrt") != std::string::npos && path.ends_with(".so")) paths.insert(path);
+  }
+  return paths.size();
+}
+}  // namespace
+
+// A constant that changes every step (a learning-rate schedule) builds a program per step: the
+// programs beyond runtime.program_cache are dropped, and their kernels unloaded with them.
+BOOST_AUTO_TEST_CASE(kernels_of_dropped_programs_are_unloaded) {
+  RuntimeParams r = current_runtime_params();
+  r.program_cache = 2;
+  set_runtime_params(r, {"runtime.program_cache"});
+  Tensor x = Tensor::from_host(step_data(1, 16, 5));
+  x.realize();
+  std::vector<float> want = x.to_vector<float>();
+  size_t before = kernel_libraries_mapped();
+  for (int step = 1; step <= 40; ++step) {
+    double rate = 1.0 + step / 1024.0;  // exact in float32
+    x.assign(x * rate).realize();
+    for (float& w : want) w *= static_cast<float>(rate);
+  }
+  BOOST_TEST(x.to_vector<float>() == want, boost::test_tools::per_element());
+  BOOST_TEST_MESSAGE("kernel libraries mapped: " << before << " -> " << kernel_libraries_mapped());
+  BOOST_TEST(kernel_libraries_mapped() <= before + 6);  // those of the cached programs, not 40
+  reset_runtime_params();
 }
