@@ -9,25 +9,13 @@
 
 namespace ringrt {
 
-namespace {
-
-// The BUFFER a realized buffer view (is_buffer_view) reads.
-UOp buffer_under(const UOp& view) {
-  UOp u = view.op() == Ops::MULTI ? view.src(0) : view;
-  if (u.op() == Ops::RESHAPE) u = u.src(0);
-  if (u.op() != Ops::BUFFER) throw InternalError("write: not a view of a buffer: " + view.to_string());
-  return u;
-}
-
-}  // namespace
-
 void write_from_host(const StatePtr& st, const std::vector<const HostBuffer*>& data) {
   GraphUse use;
   std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   own(st);  // memory of its own: the write never reaches a lender, a pending assignment has run
   if (st->borrowed || !is_buffer_view(st->uop))
     throw InternalError("write: the tensor has no memory of its own after own(): " + st->uop.to_string());
-  int64_t id = std::get<BufferArg>(buffer_under(st->uop).arg()).id;
+  int64_t id = buffer_id_of(st->uop);
   before_write(st, id);  // readers of the old contents realized, borrowers copied out
   std::shared_ptr<DeviceStorage> storage = find_storage(id);
   if (!storage) throw InternalError(fmt::format("write: no storage for buffer {}", id));

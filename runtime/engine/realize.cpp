@@ -127,6 +127,8 @@ std::set<int64_t> buffers_read(const UOp& u) {
 
 }  // namespace
 
+int64_t buffer_id_of(const UOp& view) { return std::get<BufferArg>(buffer_of(view).arg()).id; }
+
 // root as a view of a buffer when it is a CONTIGUOUS of movement ops over a realized BUFFER (through
 // a MULTI) whose elements, on every device, are one contiguous range of the buffer at the same offset
 // (a reshape; a shrink on the outermost axes that are not 1; a shrink of each shard on an axis other
@@ -187,8 +189,6 @@ AssignLog& assign_log() {
   static AssignLog log;
   return log;
 }
-
-int64_t buffer_id_of(const UOp& view) { return std::get<BufferArg>(buffer_of(view).arg()).id; }
 
 bool contains(const UOp& graph, const UOp& node) {
   for (const UOp& u : graph.graph().toposort({graph}))

@@ -59,6 +59,9 @@ std::shared_ptr<DeviceStorage> find_storage(int64_t id);
 // The reference interpreter's value of u, reading realized buffers from device memory.
 std::vector<HostBuffer> interpret_buffers(const UOp& u);
 
+// The id of the BUFFER under a view of it (movement ops, MULTI). Throws InternalError for a value
+// with no buffer under it.
+int64_t buffer_id_of(const UOp& view);
 // Whether u is a realized buffer seen as a tensor: a BUFFER or a RESHAPE of one, under a MULTI.
 bool is_buffer_view(const UOp& u);
 // root as a view of a buffer when it is a CONTIGUOUS of movement ops over a realized BUFFER (through
