@@ -200,10 +200,11 @@ CpuKernelFn HostLibrary::function(const std::string& name) const {
 // HostCompiler
 
 std::vector<std::string> HostCompiler::default_flags() {
-  return {"-O3",
+  return {fmt::format("-O{}", current_runtime_params().kernel_opt),
           "-march=native",
           "-fPIC",
           "-shared",
+          "-nostdlib",
           "-std=c++17",
           "-ffp-contract=off",
           "-fno-builtin-exp2",

@@ -74,9 +74,12 @@ class HostCompiler : public Compiler {
   // its first argument) and run without a shell: no quoting, no expansion of $, *, ; or `...`.
   HostCompiler();
   HostCompiler(std::string cxx, std::vector<std::string> flags);
-  // -O3 -march=native -fPIC -shared -std=c++17, plus -ffp-contract=off (no FMA: every op rounds) and
+  // -O<runtime.kernel_opt> (3 unless set) -march=native -fPIC -shared -std=c++17, plus
+  // -ffp-contract=off (no FMA: every op rounds, so the -O level never changes a value) and
   // -fno-builtin-{exp2,log2,sin} (no compile-time folding: the interpreter calls glibc's). Not
   // -fno-trapping-math: it lets g++ fold 0.0/0.0 to +NaN where x86 computes -NaN at run time.
+  // -nostdlib: a kernel needs no start files, libstdc++ or libc (it calls only libm's exp2, log2 and
+  // sin, linked with -lm), and linking the standard libraries was a fifth of a small kernel's compile time.
   static std::vector<std::string> default_flags();
   // "<cxx> | <first line of cxx --version> | <flags> | <cpu model>" (-march=native depends on the CPU).
   const std::string& identity() const override { return identity_; }
