@@ -1,7 +1,6 @@
 // codegen/compiler + compile_cache: the host compiler's errors carry the kernel name and the log, the
 // second compile of a kernel is a cache hit (counted, not timed), concurrent compiles of one kernel
 // are safe, a damaged cache entry is rebuilt, and the cache directory follows the environment.
-#define BOOST_TEST_MODULE codegen_compiler
 #include <stdlib.h>
 
 #include <boost/test/unit_test.hpp>

@@ -2,7 +2,6 @@
 // errors) and golden semantics tables compiled and compared bit for bit with the interpreter: every
 // float16 and bfloat16 bit pattern through casts and ops, random float32 bit patterns, integer edge
 // cases (x/0, INT_MIN/-1, wrap), reductions, and _device_num-dependent pads of computed values.
-#define BOOST_TEST_MODULE codegen_kernel
 #include <boost/test/unit_test.hpp>
 #include <climits>
 

@@ -2,7 +2,6 @@
 // CPU: the kernels realize() compiles (codegen/item_kernel.hpp lower_item), deduplicated by source
 // over the whole matrix, a sixth per test case compiled together by the host compiler, run on host buffers of random
 // data for every _device_num and compared bit for bit with the reference interpreter evaluating the same item ast.
-#define BOOST_TEST_MODULE codegen_matrix_kernels
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>

@@ -1,6 +1,5 @@
 // codegen/symbolic: the simplification rules as a table, the rendered text of common index forms, and
 // a seeded fuzz test that every simplified expression keeps its value (floor semantics).
-#define BOOST_TEST_MODULE codegen_symbolic
 #include <fmt/format.h>
 
 #include <boost/test/data/monomorphic.hpp>

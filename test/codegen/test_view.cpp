@@ -1,7 +1,6 @@
 // codegen/view: the index and mask a movement chain reads, evaluated numerically for every output
 // element and device, against the interpreter's movement ops (every op, compositions, pads, and
 // _device_num-dependent shrink/pad), plus the rendered text of the common forms.
-#define BOOST_TEST_MODULE codegen_view
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>

@@ -11,7 +11,6 @@
 // Event native handles and copies between a GPU and a cpu device; with two GPUs, peer copies and a
 // cross-device chain ordered on the GPUs (hipStreamWaitEvent).
 // Built without HIP (RINGRT_HAVE_HIP undefined), the one case exits 77, which CTest reports as skipped.
-#define BOOST_TEST_MODULE hip_device
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
 #include <cstdlib>

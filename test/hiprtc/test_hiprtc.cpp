@@ -3,7 +3,6 @@
 // hipRTC; a bad source is a CompileError with the program log; the second compile is a cache hit.
 // Without HIP (RINGRT_HAVE_HIP undefined) the one case here is skipped (a false precondition), which
 // CTest reports as skipped.
-#define BOOST_TEST_MODULE hiprtc
 #include <fmt/format.h>
 #include <stdlib.h>
 

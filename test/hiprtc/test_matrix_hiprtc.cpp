@@ -5,7 +5,6 @@
 // ~14x less than a program each (hipRTC's fixed cost per program dominates these small kernels). Six
 // test cases each compile a sixth, so `ctest -j` spreads them. Without HIP the case is skipped (a false
 // precondition), which CTest reports as skipped.
-#define BOOST_TEST_MODULE hiprtc_matrix
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>

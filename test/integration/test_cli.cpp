@@ -2,7 +2,6 @@
 // the exit statuses 0/1/2, `schedule --json` (a contract other tools parse), --dot, --emit-source,
 // --csv, --json, `config --dump`, and the precedence --set > environment > YAML. Reference: DESIGN.md "The ringrt
 // program and YAML". Sizes are overridden small: realization may run on the reference interpreter.
-#define BOOST_TEST_MODULE cli
 #include <fmt/format.h>
 
 #include <algorithm>

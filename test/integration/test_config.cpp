@@ -2,7 +2,6 @@
 // naming the file, the 1-based line and column, the key and what was expected; good input parses to
 // the right values with the precedence --set > environment > YAML > default.
 // Reference: DESIGN.md "The ringrt program and YAML", runtime/cli/config.hpp.
-#define BOOST_TEST_MODULE config
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>

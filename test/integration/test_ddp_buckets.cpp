@@ -3,7 +3,6 @@
 // float32, at most 25 MiB per bucket, a larger tensor alone) and checks the parameter count.
 // Reference: GPT-2 small (Hugging Face `gpt2`, GPT2LMHeadModel.named_parameters()); PyTorch DDP
 // bucket_cap_mb = 25.
-#define BOOST_TEST_MODULE ddp_buckets
 #include <boost/test/unit_test.hpp>
 #include <numeric>
 #include <string>

@@ -1,4 +1,3 @@
-#define BOOST_TEST_MODULE rewrite_dtype
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>

@@ -1,6 +1,5 @@
 // The reference interpreter on leaves, element-wise ops (hand-computed tables), casts, reductions and
 // 16-bit floats (rewrite/interpreter.cpp).
-#define BOOST_TEST_MODULE rewrite_interpreter
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>

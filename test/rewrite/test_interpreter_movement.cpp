@@ -1,5 +1,4 @@
 // The reference interpreter on movement ops and on multi-device graphs (rewrite/interpreter.cpp).
-#define BOOST_TEST_MODULE rewrite_interpreter_movement
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>

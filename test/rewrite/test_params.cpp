@@ -2,7 +2,6 @@
 // a key or variable declared twice fails the build; values parse with clear errors; the
 // process-wide store's precedence (code > environment > default) reaches the readers (perf_options,
 // allreduce_in_place, watchdog_timeout, cache_dir).
-#define BOOST_TEST_MODULE params
 #include <fmt/format.h>
 #include <unistd.h>
 

@@ -1,5 +1,4 @@
 // UOps, part one: hash consing, the structural hash, toposort and printing (rewrite/uop.cpp).
-#define BOOST_TEST_MODULE rewrite_uop
 #include <algorithm>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>

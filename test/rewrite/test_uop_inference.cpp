@@ -1,6 +1,5 @@
 // UOps, part two: what each op infers (dtype, shape, device, shard axis) and the ShapeErrors of the
 // builders (rewrite/uop.cpp).
-#define BOOST_TEST_MODULE rewrite_uop_inference
 #include <algorithm>
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>

@@ -1,7 +1,6 @@
 // The allreduce lowering across device counts, algorithms, dtypes, ops and sizes (the matrix of
 // test/support/allreduce_matrix.hpp), checked against host arithmetic and the unsharded computation,
 // plus the graph invariants of DESIGN.md.
-#define BOOST_TEST_MODULE allreduce
 #include <algorithm>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>

@@ -1,6 +1,5 @@
 // Sharding rules: every op of a sharded chain gives what the same chain gives unsharded, and every
 // impossible request is a ShapeError naming the op. Reference: multi.py multi_pm.
-#define BOOST_TEST_MODULE multi
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <functional>

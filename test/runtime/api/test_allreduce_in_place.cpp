@@ -7,7 +7,6 @@
 // on axis 0 (DDP's (ndev, count) bucket), on axis 1, or replicated with different values per device.
 // Also: the schedule costs no more than the out-of-place reduce, and a 200-step loop of write_shards +
 // allreduce_in_place builds its programs in the first step only.
-#define BOOST_TEST_MODULE allreduce_in_place
 // clang-format off
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/monomorphic.hpp>

@@ -4,7 +4,6 @@
 // Expected values are computed here by host loops over the logical data; each device's value is read
 // with Tensor::shards() (what the device holds) and compared with the reference interpreter's
 // (Tensor::interpret_shards(), the lowered graph evaluated on the host) and with the host's.
-#define BOOST_TEST_MODULE multi_values
 // clang-format off
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/monomorphic.hpp>

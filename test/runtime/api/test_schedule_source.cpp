@@ -2,7 +2,6 @@
 // one file per kernel item named by item index and kernel name, the IR realize() compiles
 // (codegen/item_kernel.hpp), the host compiler builds every emitted cpu file, bad targets are ConfigErrors and
 // unwritable directories IOErrors.
-#define BOOST_TEST_MODULE runtime_schedule_source
 #include <fmt/format.h>
 #include <stdlib.h>
 

@@ -4,7 +4,6 @@
 // Every expected value is computed here by host loops over the unsharded data (C++ arithmetic in the
 // dtype, std:: math); 16-bit float results are compared with the reference interpreter (the oracle).
 // Results are realized several at a time (Tensor::realize_all) so that each sample compiles once.
-#define BOOST_TEST_MODULE tensor_ops
 // Boost.Test's module header first, then its data-test headers.
 // clang-format off
 #include <boost/test/unit_test.hpp>

@@ -7,7 +7,6 @@
 // device), a lazy reader built before the write keeps the old values, lazy ops built after see the
 // new ones, a contiguous() that borrowed the memory keeps its value, a write creates no graph node and
 // builds no program, and bad shapes, dtypes, counts, views and constants are refused.
-#define BOOST_TEST_MODULE tensor_write
 // clang-format off
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/monomorphic.hpp>

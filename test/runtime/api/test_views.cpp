@@ -10,7 +10,6 @@
 // buffer later (assign, assign into a view) leaves it unchanged, and writing into it leaves the buffer
 // unchanged. tinygrad's BUFFER_VIEW aliases its base; ringrt keeps C12's rule that tensors read
 // before an in-place write see the old values.
-#define BOOST_TEST_MODULE views
 // clang-format off
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/monomorphic.hpp>

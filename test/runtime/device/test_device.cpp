@@ -1,7 +1,6 @@
 // The device layer (runtime/device/): the registry that resolves names, events (and their backend
 // handles), the cpu backend (copies from another backend's memory, its memory cache) and device queues
 // fed from several threads at once (the tsan preset runs these).
-#define BOOST_TEST_MODULE runtime_device
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstring>

@@ -2,7 +2,6 @@
 // from several threads (the tsan preset runs these), randomly generated sharded programs against the
 // reference interpreter, many devices, the performance switches, and (on null devices) that it runs
 // exactly what the schedule lists.
-#define BOOST_TEST_MODULE runtime_engine
 #include <algorithm>
 #include <atomic>
 #include <boost/test/data/test_case.hpp>

@@ -1,7 +1,6 @@
 // A training loop runs forever (issue 14): programs keyed by structure are reused across fresh data,
 // and what a step creates (graph nodes, storages, tensor states, assignment records) is freed, so
 // the engine's counts stay flat. Counts only, never times; values against host arithmetic.
-#define BOOST_TEST_MODULE runtime_engine_lifetimes
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>

@@ -6,7 +6,6 @@
 // the class it stands for (neighbouring device counts, dtypes, algorithms, odd sizes). Every expected
 // value is computed independently of ringrt by host loops over the unsharded data
 // (test/support/host_oracle.hpp); values stated in the case file are asserted literally.
-#define BOOST_TEST_MODULE regressions_movement
 // Boost.Test's module header first, then its data-test headers.
 // clang-format off
 #include <boost/test/unit_test.hpp>
