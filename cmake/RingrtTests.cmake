@@ -148,3 +148,6 @@ set_tests_properties(soak_short PROPERTIES LABELS integration ENVIRONMENT "${soa
 add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=600
   -P "${PROJECT_SOURCE_DIR}/cmake/CheckFileSizes.cmake")
 set_tests_properties(lint_file_sizes PROPERTIES LABELS unit)
+
+# fuzz_*: the fuzz targets and their short replay runs (cmake/RingrtFuzz.cmake).
+include(RingrtFuzz)

@@ -2,7 +2,6 @@
 // are lowered, rendered into one translation unit per batch, compiled with the host compiler, run for
 // every _device_num, and compared bit for bit with the reference interpreter. A failure names the
 // seed, prints the graph, the kernel IR and the C++ source.
-#define BOOST_TEST_MODULE codegen_fuzz
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
