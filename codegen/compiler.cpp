@@ -200,21 +200,22 @@ HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : 
   } else {
     // dlopen knows a library by its name: if a library once loaded as /proc/self/fd/N is still mapped
     // (dlclose may keep one), loading another under that name would return it; move to another N
-    for (int tries = 0; tries < 64; ++tries) {
+    bool unique = false;
+    for (int tries = 0; tries < 64 && fd >= 0 && !unique; ++tries) {
       void* stale = ::dlopen(fmt::format("/proc/self/fd/{}", fd).c_str(), RTLD_LAZY | RTLD_NOLOAD);
-      if (!stale) break;
+      unique = stale == nullptr;
+      if (unique) break;
       ::dlclose(stale);
       int higher = ::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
       ::close(fd);
       fd = higher;
-      if (fd < 0) break;
     }
-    if (fd >= 0) handle_ = ::dlopen(fmt::format("/proc/self/fd/{}", fd).c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (unique) handle_ = ::dlopen(fmt::format("/proc/self/fd/{}", fd).c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle_) {
       memfd_ = fd;
       return;
     }
-    memory_failure = fd < 0 ? std::string("no free descriptor") : dl_error();
+    memory_failure = unique ? dl_error() : std::string("no descriptor free of a stale library");
     if (fd >= 0) ::close(fd);
   }
   // 2. a file in this process's private folder (0700), unlinked once loaded
