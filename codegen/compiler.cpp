@@ -190,6 +190,7 @@ bool write_fd(int fd, std::string_view bytes) {
 
 HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : path_(std::move(label)) {
   std::string memory_failure;
+  bool no_memfd = true;  // no memory file could be made (else dlopen refused the library in one)
   // 1. an anonymous memory file: no path anyone could swap, no mount option in the way
   int fd = ::memfd_create(("ringrt-" + path_.filename().string()).c_str(), MFD_CLOEXEC);
   if (fd < 0) {
@@ -216,6 +217,7 @@ HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : 
       return;
     }
     memory_failure = unique ? dl_error() : std::string("no descriptor free of a stale library");
+    no_memfd = !unique;
     if (fd >= 0) ::close(fd);
   }
   // 2. a file in this process's private folder (0700), unlinked once loaded
@@ -238,12 +240,16 @@ HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : 
   }
   if (file_failure.empty()) {
     handle_ = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) file_failure = dl_error();
+    if (!handle_) file_failure = dl_error();  // dlerror names the file
   }
   if (!file.empty()) {
     std::error_code ignored;
     std::filesystem::remove(file, ignored);
   }
+  if (!handle_ && no_memfd)  // the environment: a noexec $TMPDIR where memory files are not allowed
+    throw IOError(fmt::format("cannot load the kernel library {}: from memory: {}; from a private file: {}; set "
+                              "TMPDIR to a folder on a mount that allows executables",
+                              path_.string(), memory_failure, file_failure));
   if (!handle_)
     throw CompileError(fmt::format("cannot load the kernel library {}: from memory: {}; from a private file: {}",
                                    path_.string(), memory_failure, file_failure));

@@ -58,7 +58,8 @@ using CpuKernelFn = void (*)(void** bufs, int32_t dnum, int64_t begin, int64_t e
 class HostLibrary {
  public:
   // `label` names the library in errors and path() (the cache entry it came from). Throws CompileError
-  // when it cannot be loaded either way (both reasons).
+  // when it cannot be loaded either way (both reasons); IOError when no memory file could be made and
+  // $TMPDIR does not allow executables.
   HostLibrary(std::string_view bytes, std::filesystem::path label);
   ~HostLibrary();
   HostLibrary(const HostLibrary&) = delete;
