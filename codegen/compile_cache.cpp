@@ -1,6 +1,7 @@
 // The on-disk compile cache and the process-wide compile counters (see compile_cache.hpp).
 #include "codegen/compile_cache.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,11 +10,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <mutex>
 #include <random>
-#include <sstream>
+#include <set>
 
+#include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
 #include "rewrite/params.hpp"
 
@@ -34,6 +36,102 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
+std::string sys_error(int err) { return std::strerror(err); }
+
+// ---- the entry record: the last 64 bytes of every entry
+// magic (8) | key (32 ASCII hex digits) | artifact size (8, little-endian) | FNV-1a of the artifact (8) |
+// FNV-1a of the 56 bytes before (8)
+constexpr std::string_view kMagic{"RINGRTK\x01", 8};
+constexpr size_t kKeySize = 32, kRecordSize = 64;
+constexpr uint64_t kMaxEntry = uint64_t{1} << 30;  // 1 GiB: far beyond any kernel
+
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t get_u64(std::string_view in) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(in[static_cast<size_t>(i)]);
+  return v;
+}
+
+std::string record(const std::string& key, std::string_view bytes) {
+  std::string r(kMagic);
+  std::string k = key;
+  k.resize(kKeySize, '\0');
+  r += k;
+  put_u64(r, bytes.size());
+  put_u64(r, fnv1a(bytes));
+  put_u64(r, fnv1a(r));
+  return r;
+}
+
+// "" when `entry` is a whole entry of `key`, else why not. `entry` is the file's content.
+std::string check_record(std::string_view entry, const std::string& key) {
+  if (entry.size() < kRecordSize) return fmt::format("truncated ({} bytes, no record)", entry.size());
+  std::string_view r = entry.substr(entry.size() - kRecordSize);
+  if (r.substr(0, kMagic.size()) != kMagic || get_u64(r.substr(56)) != fnv1a(r.substr(0, 56)))
+    return "no valid ringrt record at its end (damaged, truncated, or not written by ringrt)";
+  std::string_view k = r.substr(8, kKeySize);
+  if (k != key) return fmt::format("holds the entry of another kernel (key {})", k);
+  uint64_t size = get_u64(r.substr(40));
+  if (size != entry.size() - kRecordSize)
+    return fmt::format("size {} where its record says {}", entry.size() - kRecordSize, size);
+  if (get_u64(r.substr(48)) != fnv1a(entry.substr(0, size))) return "checksum mismatch (damaged)";
+  return "";
+}
+
+// ---- folders
+
+// "" when `dir` is a directory (not a link) owned by this user that no one else may write, else why not.
+std::string private_dir_problem(const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return sys_error(errno);
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (!S_ISDIR(st.st_mode)) return "not a directory";
+  if (st.st_uid != ::getuid()) return fmt::format("owned by uid {}, not {}", st.st_uid, ::getuid());
+  if ((st.st_mode & 022) != 0) return fmt::format("writable by group or others (mode {:04o})", st.st_mode & 07777);
+  return "";
+}
+
+// dir, its last component created 0700 when absent (its parents as the umask says); "" when private,
+// else why not.
+std::string make_private_dir(const std::filesystem::path& dir) {
+  std::error_code ignored;
+  std::filesystem::create_directories(dir.parent_path(), ignored);
+  ::mkdir(dir.c_str(), 0700);  // EEXIST is fine: private_dir_problem decides
+  return private_dir_problem(dir);
+}
+
+std::mutex g_private_mu;
+std::string* g_private_dir = nullptr;  // leaked on purpose: removed by an atexit handler
+pid_t g_private_owner = 0;
+
+void remove_private_dir() {
+  std::lock_guard<std::mutex> lock(g_private_mu);
+  if (!g_private_dir || ::getpid() != g_private_owner) return;  // a forked child leaves its parent's
+  std::error_code ignored;
+  std::filesystem::remove_all(*g_private_dir, ignored);
+}
+
+std::optional<std::filesystem::path> existing_private_dir() {
+  std::lock_guard<std::mutex> lock(g_private_mu);
+  if (g_private_dir && ::getpid() == g_private_owner) return std::filesystem::path(*g_private_dir);
+  return std::nullopt;
+}
+
+int open_dir(const std::filesystem::path& dir) { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
 }  // namespace
 
 CompileStats compile_stats() { return {g_compiles.load(), g_hits.load(), g_runs.load()}; }
@@ -41,65 +139,70 @@ void count_compile() { ++g_compiles; }
 void count_cache_hit() { ++g_hits; }
 void count_compiler_run() { ++g_runs; }
 
-// The tunable runtime.cache_dir (rewrite/params.hpp), else the XDG fallbacks.
+void warn_once(const std::string& once_key, const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(once_key).second) std::fprintf(stderr, "ringrt: warning: %s\n", message.c_str());
+}
+
+// The tunable runtime.cache_dir (rewrite/params.hpp), else the XDG fallbacks, else none.
 std::filesystem::path cache_dir() {
   if (std::string d = current_runtime_params().cache_dir; !d.empty()) return d;
   if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return std::filesystem::path(d) / "ringrt";
   if (std::string d = env("HOME"); !d.empty()) return std::filesystem::path(d) / ".cache" / "ringrt";
-  return std::filesystem::temp_directory_path() / "ringrt-cache";
+  return {};
 }
 
-namespace {
-
-// A directory (not a link) owned by this user that no one else may write.
-bool is_private_dir(const std::filesystem::path& dir) {
-  struct stat st {};
-  return ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::getuid() && (st.st_mode & 022) == 0;
+std::filesystem::path temp_root() {
+  std::error_code ec;
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec)
+    throw IOError(fmt::format("the temporary folder ($TMPDIR={}) is not usable: {}",
+                              env("TMPDIR").empty() ? "unset" : env("TMPDIR"), ec.message()));
+  return tmp;
 }
-
-// dir, its last component created 0700 when absent (its parents as the umask says); true when private.
-bool make_private_dir(const std::filesystem::path& dir) {
-  std::error_code ignored;
-  std::filesystem::create_directories(dir.parent_path(), ignored);
-  ::mkdir(dir.c_str(), 0700);  // EEXIST is fine: is_private_dir decides
-  return is_private_dir(dir);
-}
-
-}  // namespace
 
 std::filesystem::path private_cache_dir() {
-  std::filesystem::path tmp = std::filesystem::temp_directory_path();
-  std::filesystem::path dir = tmp / fmt::format("ringrt-cache-{}", ::getuid());
-  if (make_private_dir(dir)) return dir;
-  static std::mutex mu;  // someone else holds that name: one fresh folder for this process
-  static std::filesystem::path fresh;
-  std::lock_guard<std::mutex> lock(mu);
-  if (fresh.empty()) {
-    std::string templ = (tmp / fmt::format("ringrt-cache-{}-XXXXXX", ::getuid())).string();
-    if (!::mkdtemp(templ.data()))
-      throw std::filesystem::filesystem_error("cannot create a private kernel cache folder", templ,
-                                              std::error_code(errno, std::generic_category()));
-    fresh = templ;
-  }
-  return fresh;
+  if (auto dir = existing_private_dir()) return *dir;
+  std::filesystem::path tmp = temp_root();
+  std::lock_guard<std::mutex> lock(g_private_mu);
+  if (g_private_dir && ::getpid() == g_private_owner) return *g_private_dir;  // another thread made it
+  std::string templ = (tmp / fmt::format("ringrt-kernels-{}-XXXXXX", ::getuid())).string();
+  if (!::mkdtemp(templ.data()))  // mkdtemp makes it 0700
+    throw IOError(fmt::format("cannot create a private kernel folder {} under the temporary folder: {}", templ,
+                              sys_error(errno)));
+  bool first = g_private_dir == nullptr;
+  if (first) g_private_dir = new std::string;
+  *g_private_dir = templ;
+  g_private_owner = ::getpid();
+  if (first) std::atexit(remove_private_dir);
+  return templ;
 }
 
 std::filesystem::path trusted_cache_dir() {
   std::filesystem::path dir = cache_dir();
-  if (make_private_dir(dir)) return dir;
+  if (dir.empty()) {
+    std::filesystem::path fallback = private_cache_dir();
+    warn_once("no cache dir", fmt::format("no kernel cache folder (runtime.cache_dir / $RINGRT_CACHE_DIR, "
+                                          "$XDG_CACHE_HOME and $HOME are all unset); this process keeps "
+                                          "its kernels in {} (removed at exit)",
+                                          fallback.string()));
+    return fallback;
+  }
+  std::string problem = make_private_dir(dir);
+  if (problem.empty()) return dir;
   std::filesystem::path fallback = private_cache_dir();
-  static std::once_flag warned;
-  std::call_once(warned, [&] {
-    std::fprintf(stderr,
-                 "ringrt: the kernel cache folder %s is not a private folder of this user (a link, another "
-                 "owner, or writable by others); using %s\n",
-                 dir.c_str(), fallback.c_str());
-  });
+  warn_once("dir " + dir.string(),
+            fmt::format("the kernel cache folder {} is refused ({}; it must be a directory of this user "
+                        "that no one else can write); this process keeps its kernels in {} (removed at exit)",
+                        dir.string(), problem, fallback.string()));
   return fallback;
 }
 
 std::string cache_key(std::string_view source, std::string_view identity) {
-  std::string all = fmt::format("{}\n{}\n", identity.size(), identity);
+  // "entry v2": the entry format (an artifact and its record); entries of older formats are never read
+  std::string all = fmt::format("entry v2\n{}\n{}\n", identity.size(), identity);
   all += source;
   return fmt::format("{:016x}{:016x}", fnv1a(all), mix64(all));
 }
@@ -108,34 +211,110 @@ std::filesystem::path CompileCache::path(const std::string& key, std::string_vie
   return dir_ / (key + std::string(suffix));
 }
 
-std::optional<std::string> CompileCache::load(const std::string& key, std::string_view suffix) const {
-  std::ifstream in(path(key, suffix), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in.good() && !in.eof()) return std::nullopt;
-  return std::move(bytes).str();
+std::optional<std::string> CompileCache::load(const std::string& key, std::string_view suffix,
+                                              std::string* refused) const {
+  auto refuse = [&](std::string why) -> std::optional<std::string> {
+    if (refused) *refused = std::move(why);
+    return std::nullopt;
+  };
+  std::filesystem::path p = path(key, suffix);
+  // O_NOFOLLOW: a link is refused, not followed; O_NONBLOCK: a planted FIFO cannot block the open
+  int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    return refuse(errno == ELOOP ? "a symbolic link" : sys_error(errno));
+  }
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_fd{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return refuse(sys_error(errno));
+  if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
+  if (st.st_uid != ::getuid()) return refuse(fmt::format("owned by uid {}, not {}", st.st_uid, ::getuid()));
+  if ((st.st_mode & 022) != 0)
+    return refuse(fmt::format("writable by group or others (mode {:04o})", st.st_mode & 07777));
+  if (static_cast<uint64_t>(st.st_size) > kMaxEntry) return refuse(fmt::format("too large ({} bytes)", st.st_size));
+  std::string entry(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < entry.size()) {
+    ssize_t n = ::read(fd, entry.data() + got, entry.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return refuse(sys_error(errno));
+    if (n == 0) return refuse("changed while it was read");
+    got += static_cast<size_t>(n);
+  }
+  if (std::string problem = check_record(entry, key); !problem.empty()) return refuse(problem);
+  entry.resize(entry.size() - kRecordSize);
+  return entry;
 }
 
 std::filesystem::path CompileCache::store(const std::string& key, std::string_view suffix,
                                           std::string_view bytes) const {
-  std::filesystem::create_directories(dir_);
   std::filesystem::path final_path = path(key, suffix);
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::filesystem::path tmp = dir_ / fmt::format(".{}{}.{}.{:x}.tmp", key, suffix, ::getpid(), rng());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw std::filesystem::filesystem_error("cannot write compile cache file", tmp,
-                                              std::make_error_code(std::errc::io_error));
+  auto fail = [&](const std::filesystem::path& what, int err) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    return IOError(fmt::format("cannot write the kernel cache entry {}: {}", what.string(), sys_error(err)));
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw IOError(fmt::format("cannot write the kernel cache entry {}: {}", tmp.string(), sys_error(errno)));
+  bool ok = write_all(fd, bytes) && write_all(fd, record(key, bytes)) && ::fsync(fd) == 0;
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) throw fail(tmp, err);
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) throw fail(final_path, errno);  // atomic
+  if (int dfd = open_dir(dir_); dfd >= 0) {  // the rename itself survives a crash; best effort
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return final_path;
+}
+
+CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
+                               const std::function<std::string()>& compile) {
+  std::filesystem::path primary = trusted_cache_dir();
+  std::vector<std::filesystem::path> dirs{primary};
+  if (auto own = existing_private_dir(); own && *own != primary) dirs.push_back(*own);
+  for (const auto& dir : dirs) {
+    CompileCache cache(dir);
+    std::string refused;
+    if (auto bytes = cache.load(key, suffix, &refused)) {
+      count_cache_hit();
+      return {std::move(*bytes), cache.path(key, suffix)};
+    }
+    if (!refused.empty()) {
+      std::string p = cache.path(key, suffix).string();
+      warn_once("entry " + p, fmt::format("the kernel cache entry {} is refused ({}); compiling it again", p, refused));
     }
   }
-  std::filesystem::rename(tmp, final_path);  // atomic on POSIX: readers see all or nothing
-  return final_path;
+  CachedArtifact a{compile(), {}};
+  count_compile();
+  try {
+    a.path = CompileCache(primary).store(key, suffix, a.bytes);
+    return a;
+  } catch (const IOError& first) {
+    try {
+      std::filesystem::path own = private_cache_dir();
+      if (own != primary) {
+        a.path = CompileCache(own).store(key, suffix, a.bytes);
+        warn_once("store " + primary.string(),
+                  fmt::format("{}; this process keeps its kernels in {} (removed at exit)", first.what(), own.string()));
+        return a;
+      }
+    } catch (const IOError& second) {
+      warn_once("store " + primary.string(),
+                fmt::format("{}; and {}; kernels are kept in memory only", first.what(), second.what()));
+      return a;
+    }
+    warn_once("store " + primary.string(), fmt::format("{}; kernels are kept in memory only", first.what()));
+    return a;
+  }
 }
 
 }  // namespace ringrt::codegen

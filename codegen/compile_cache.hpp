@@ -1,15 +1,31 @@
 // A content-addressed on-disk cache of compiled kernels (reference: tinygrad's compile cache, keyed by
-// the source and the compiler). The key is a hash of the source and the compiler's identity (its
-// path, version, flags and target), so a new compiler, flag or target never reuses a stale artifact.
+// the source and the compiler; ccache's and the GPU drivers' compute caches for the trust model). The
+// key is a hash of the source and the compiler's identity (its path, version, flags and target), so a
+// new compiler, flag or target never reuses a stale artifact.
 //
-// Concurrency. A write goes to a unique temporary file in the cache directory and is renamed onto the
-// final name; rename is atomic, so a reader sees a whole artifact or none. Two processes (or threads)
-// compiling the same kernel at once both compile and both publish identical bytes; whichever rename
-// lands last wins, and either is correct.
+// Trust. ringrt loads what the cache holds, so it trusts nothing it finds there:
+// - the cache folder is used only when it is a directory (not a link) of this user that no one else
+//   may write (created 0700); otherwise, and when no folder is configured, this process keeps its
+//   kernels in a private folder of its own (mkdtemp under $TMPDIR, removed at exit). There is no
+//   folder shared between users.
+// - every entry is `<key><suffix>`: the artifact's bytes followed by a 64-byte record (a magic, the
+//   key, the artifact's size and its FNV-1a checksum). An entry is read through O_NOFOLLOW and checked
+//   on the open file (a regular file of this user, writable by no one else, the size, the key and the
+//   checksum in its record) before its bytes are used; the caller gets the verified bytes, never a
+//   path to reopen, so nothing can swap the file between the check and the load.
+// - an entry that fails a check is named in one warning on stderr (per file and process), compiled
+//   again and published again; an entry that cannot be published goes to the private folder (one
+//   warning), and a kernel that cannot be published anywhere still runs from memory.
+//
+// Concurrency. A write goes to a unique temporary file in the cache directory (created O_EXCL, 0600),
+// is fsynced and renamed onto the final name; rename is atomic, so a reader sees a whole entry or none.
+// Two processes (or threads) compiling the same kernel at once both compile and both publish a whole
+// entry; whichever rename lands last wins, and either is correct.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,18 +44,21 @@ void count_compile();       // for Compiler implementations
 void count_cache_hit();     // for Compiler implementations
 void count_compiler_run();  // for Compiler implementations
 
-// The cache directory, read from the environment at every call: $RINGRT_CACHE_DIR, else
-// $XDG_CACHE_HOME/ringrt, else $HOME/.cache/ringrt.
+// The cache directory, read from the environment at every call: the tunable runtime.cache_dir
+// ($RINGRT_CACHE_DIR), else $XDG_CACHE_HOME/ringrt, else $HOME/.cache/ringrt, else empty (no
+// persistent cache: kernels are kept for the process only).
 std::filesystem::path cache_dir();
 // cache_dir() if it is a private folder of this user (created 0700 when absent; a directory, not a
-// link, owned by this user, writable by no one else), else — with one warning on stderr naming it —
-// private_cache_dir(). ringrt dlopens what the cache holds, so a folder others can write (a shared
-// /tmp folder, a planted link) is never used.
+// link, owned by this user, writable by no one else), else — with one warning on stderr naming it and
+// the reason — private_cache_dir().
 std::filesystem::path trusted_cache_dir();
-// $TMPDIR/ringrt-cache-<uid> when it is private to this user (created 0700), else a fresh folder made
-// by mkdtemp for this process. Throws std::filesystem::filesystem_error when neither can be made.
+// This process's private folder (made by mkdtemp, 0700, under $TMPDIR), created at the first call and
+// removed when the process exits. Throws IOError (naming the folder and the system's reason) when it
+// cannot be made.
 std::filesystem::path private_cache_dir();
-// 32 hex digits: two independent 64-bit hashes of (identity, source).
+// The system's temporary folder ($TMPDIR, else /tmp). Throws IOError when it is not a usable folder.
+std::filesystem::path temp_root();
+// 32 hex digits: two independent 64-bit hashes of (entry format, identity, source).
 std::string cache_key(std::string_view source, std::string_view identity);
 
 class CompileCache {
@@ -47,14 +66,32 @@ class CompileCache {
   explicit CompileCache(std::filesystem::path dir = trusted_cache_dir()) : dir_(std::move(dir)) {}
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path path(const std::string& key, std::string_view suffix) const;
-  // The artifact's bytes, or nullopt when absent or unreadable.
-  std::optional<std::string> load(const std::string& key, std::string_view suffix) const;
-  // Publishes bytes atomically (temporary file + rename) and returns the final path. Creates the
-  // directory. Throws std::filesystem::filesystem_error when it cannot write.
+  // The artifact's bytes when the entry exists and passes every check (see Trust above). nullopt when
+  // it is absent, or when it is refused: then `*refused` (if given) says why ("a symbolic link",
+  // "owned by uid 65534", "checksum mismatch", ...).
+  std::optional<std::string> load(const std::string& key, std::string_view suffix,
+                                  std::string* refused = nullptr) const;
+  // Publishes bytes and their record atomically (temporary file, fsync, rename) and returns the final
+  // path. Throws IOError naming the path and the system's reason when it cannot write.
   std::filesystem::path store(const std::string& key, std::string_view suffix, std::string_view bytes) const;
 
  private:
   std::filesystem::path dir_;
 };
+
+// A verified artifact: its bytes and where it is cached (empty when it could not be published).
+struct CachedArtifact {
+  std::string bytes;
+  std::filesystem::path path;
+};
+// The one cache policy every compiler uses: the entry `key` from trusted_cache_dir() or, when this
+// process made one, private_cache_dir(); on a miss or a refused entry, compile() (counted) and publish
+// to the cache, else to private_cache_dir(), else nowhere, each fallback with one warning on stderr.
+// Counts a cache hit or a compile. Exceptions from compile() propagate.
+CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
+                               const std::function<std::string()>& compile);
+
+// Prints "ringrt: warning: <message>" on stderr once per `once_key` per process. Thread-safe.
+void warn_once(const std::string& once_key, const std::string& message);
 
 }  // namespace ringrt::codegen

@@ -7,10 +7,12 @@
 #include <fmt/ranges.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -44,9 +46,11 @@ std::vector<std::string> split_command(const std::string& cmd) {
 // Runs argv[0] (looked up on $PATH) with argv, without a shell, in `cwd` (unless empty), stdin from
 // /dev/null; appends its stdout and stderr (at most kMaxLog bytes) to `log`. Returns "" when it ran and
 // exited 0, else what went wrong: "exit status 1", "killed by signal 11 (Segmentation fault)", "cannot
-// run: No such file or directory". Counts a compiler run. Thread-safe: the pipe is close-on-exec, so a
-// command started by another thread at the same time never holds it open.
-std::string run_command(const std::vector<std::string>& argv, const std::filesystem::path& cwd, std::string& log) {
+// run: No such file or directory" (then *start_error, if given, is the errno). Counts a compiler run.
+// Thread-safe: the pipe is close-on-exec, so a command started by another thread at the same time never
+// holds it open.
+std::string run_command(const std::vector<std::string>& argv, const std::filesystem::path& cwd, std::string& log,
+                        int* start_error = nullptr) {
   if (argv.empty()) return "cannot run: the command is empty";
   count_compiler_run();
   std::vector<char*> args;
@@ -66,6 +70,7 @@ std::string run_command(const std::vector<std::string>& argv, const std::filesys
   ::close(fds[1]);
   if (err != 0) {
     ::close(fds[0]);
+    if (start_error) *start_error = err;
     return fmt::format("cannot run: {}", std::strerror(err));
   }
   char buf[65536];
@@ -124,12 +129,15 @@ std::string cpu_model() {
   return "unknown cpu";
 }
 
-// A private scratch directory, removed on scope exit.
+// A private scratch directory, removed on scope exit. An unusable $TMPDIR is an IOError (exit 2: the
+// user can fix it) naming the folder and the system's reason.
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "ringrt-cc-XXXXXX").string();
-    if (!::mkdtemp(templ.data())) throw CompileError(fmt::format("cannot create a build directory {}", templ));
+    std::string templ = (temp_root() / "ringrt-cc-XXXXXX").string();
+    if (!::mkdtemp(templ.data()))
+      throw IOError(fmt::format("cannot create a build folder {} under the temporary folder ($TMPDIR): {}", templ,
+                                std::strerror(errno)));
     path = templ;
   }
   ~TempDir() {
@@ -143,51 +151,116 @@ struct TempDir {
 // ---------------------------------------------------------------------------------------------
 // Compiler
 
+CachedArtifact Compiler::artifact(const std::string& source, const std::string& name) const {
+  return cached_artifact(cache_key(source, identity()), suffix(), [&] { return compile_uncached(source, name); });
+}
+
 std::filesystem::path Compiler::compile_to_path(const std::string& source, const std::string& name) const {
-  std::string key = cache_key(source, identity());
-  CompileCache cache;
-  std::filesystem::path p = cache.path(key, suffix());
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(p, ec) && std::filesystem::file_size(p, ec) > 0 && !ec) {
-    count_cache_hit();
-    return p;
-  }
-  std::string bytes = compile_uncached(source, name);
-  count_compile();
-  try {
-    return cache.store(key, suffix(), bytes);
-  } catch (const std::exception& first) {  // an unwritable cache: fall back to a private one
-    try {
-      return CompileCache(private_cache_dir()).store(key, suffix(), bytes);
-    } catch (const std::exception&) {
-      throw CompileError(
-          fmt::format("{}: cannot write the compile cache {}: {}", name, cache.dir().string(), first.what()));
-    }
-  }
+  CachedArtifact a = artifact(source, name);
+  if (a.path.empty())
+    throw IOError(fmt::format("{}: the compiled kernel could not be written to any kernel cache folder", name));
+  return a.path;
 }
 
 std::string Compiler::compile(const std::string& source, const std::string& name) const {
-  std::filesystem::path p = compile_to_path(source, name);
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in) throw CompileError(fmt::format("{}: cannot read the compiled artifact {}", name, p.string()));
-  return std::move(bytes).str();
+  return artifact(source, name).bytes;
 }
 
 // ---------------------------------------------------------------------------------------------
 // HostLibrary
 
-HostLibrary::HostLibrary(const std::filesystem::path& path) : path_(path) {
-  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) {
-    const char* err = ::dlerror();
-    throw CompileError(fmt::format("dlopen {} failed: {}", path.string(), err ? err : "unknown error"));
+namespace {
+
+std::string dl_error() {
+  const char* err = ::dlerror();
+  return err ? err : "unknown error";
+}
+
+bool write_fd(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
   }
+  return true;
+}
+
+}  // namespace
+
+HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : path_(std::move(label)) {
+  std::string memory_failure;
+  bool no_memfd = true;  // no memory file could be made (else dlopen refused the library in one)
+  // 1. an anonymous memory file: no path anyone could swap, no mount option in the way
+  int fd = ::memfd_create(("ringrt-" + path_.filename().string()).c_str(), MFD_CLOEXEC);
+  if (fd < 0) {
+    memory_failure = fmt::format("memfd_create: {}", std::strerror(errno));
+  } else if (!write_fd(fd, bytes)) {
+    memory_failure = fmt::format("write: {}", std::strerror(errno));
+    ::close(fd);
+  } else {
+    // dlopen knows a library by its name: if a library once loaded as /proc/self/fd/N is still mapped
+    // (dlclose may keep one), loading another under that name would return it; move to another N
+    bool unique = false;
+    for (int tries = 0; tries < 64 && fd >= 0 && !unique; ++tries) {
+      void* stale = ::dlopen(fmt::format("/proc/self/fd/{}", fd).c_str(), RTLD_LAZY | RTLD_NOLOAD);
+      unique = stale == nullptr;
+      if (unique) break;
+      ::dlclose(stale);
+      int higher = ::fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+      ::close(fd);
+      fd = higher;
+    }
+    if (unique) handle_ = ::dlopen(fmt::format("/proc/self/fd/{}", fd).c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle_) {
+      memfd_ = fd;
+      return;
+    }
+    memory_failure = unique ? dl_error() : std::string("no descriptor free of a stale library");
+    no_memfd = !unique;
+    if (fd >= 0) ::close(fd);
+  }
+  // 2. a file in this process's private folder (0700), unlinked once loaded
+  static std::atomic<uint64_t> serial{0};
+  std::filesystem::path file;
+  std::string file_failure;
+  try {
+    file = private_cache_dir() / fmt::format("load-{}-{}", serial++, path_.filename().string());
+    int out = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+    if (out < 0) {
+      file_failure = fmt::format("{}: {}", file.string(), std::strerror(errno));
+    } else {
+      bool ok = write_fd(out, bytes);
+      int err = errno;
+      ok = ::close(out) == 0 && ok;
+      if (!ok) file_failure = fmt::format("{}: {}", file.string(), std::strerror(err));
+    }
+  } catch (const IOError& e) {
+    file_failure = e.what();
+  }
+  if (file_failure.empty()) {
+    handle_ = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) file_failure = dl_error();  // dlerror names the file
+  }
+  if (!file.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(file, ignored);
+  }
+  if (!handle_ && no_memfd)  // the environment: a noexec $TMPDIR where memory files are not allowed
+    throw IOError(fmt::format("cannot load the kernel library {}: from memory: {}; from a private file: {}; set "
+                              "TMPDIR to a folder on a mount that allows executables",
+                              path_.string(), memory_failure, file_failure));
+  if (!handle_)
+    throw CompileError(fmt::format("cannot load the kernel library {}: from memory: {}; from a private file: {}",
+                                   path_.string(), memory_failure, file_failure));
+  warn_once("memfd", fmt::format("kernel libraries cannot be loaded from memory ({}); loading them from "
+                                 "files in {}",
+                                 memory_failure, file.parent_path().string()));
 }
 
 HostLibrary::~HostLibrary() {
   if (handle_ && ::dlclose(handle_) != 0) std::cerr << "ringrt: dlclose " << path_ << " failed\n";  // log, go on
+  if (memfd_ >= 0) ::close(memfd_);
 }
 
 CpuKernelFn HostLibrary::function(const std::string& name) const {
@@ -243,21 +316,21 @@ std::vector<std::string> HostCompiler::command_line(const std::vector<std::strin
 void HostCompiler::run_compiler(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                                 const std::string& name, const std::filesystem::path& product) const {
   std::string log;
-  std::string failure = run_command(argv, cwd, log);
+  int start_error = 0;
+  std::string failure = run_command(argv, cwd, log, &start_error);
+  if (start_error != 0 || argv.empty())
+    throw ConfigError(fmt::format("the host C++ compiler '{}' (runtime.cxx, $CXX) cannot be run: {}; set CXX "
+                                  "to a C++ compiler such as g++ or clang++",
+                                  cxx_, start_error != 0 ? std::strerror(start_error) : "the command is empty"));
   if (failure.empty() && !std::filesystem::exists(product)) failure = "no " + product.filename().string();
   if (!failure.empty())
     throw CompileError(fmt::format("{}: host compile failed ({}): {}\n{}", name, failure, fmt::join(argv, " "), log));
 }
 
 std::shared_ptr<HostLibrary> HostCompiler::load(const std::string& source, const std::string& name) const {
-  std::filesystem::path p = compile_to_path(source, name);
-  try {
-    return std::make_shared<HostLibrary>(p);
-  } catch (const CompileError&) {  // a damaged cache entry: drop it and build once more
-    std::error_code ignored;
-    std::filesystem::remove(p, ignored);
-    return std::make_shared<HostLibrary>(compile_to_path(source, name));
-  }
+  CachedArtifact a = artifact(source, name);  // verified bytes: a damaged or swapped entry was rebuilt
+  std::filesystem::path label = a.path.empty() ? std::filesystem::path(name + std::string(suffix())) : a.path;
+  return std::make_shared<HostLibrary>(a.bytes, label);
 }
 
 }  // namespace ringrt::codegen

@@ -28,13 +28,18 @@ class Compiler {
   // What, besides the source, decides the artifact: compiler path and version, flags, target. Part of
   // every cache key.
   virtual const std::string& identity() const = 0;
-  // The artifact's path in the cache, compiling `source` first unless the same (source, identity) was
-  // compiled before (by any process using the same cache directory). `name` labels errors.
-  // Throws CompileError (message: the name, the compiler's log) when compilation fails or the cache
-  // cannot be written. Counts a compile or a cache hit in compile_stats().
+  // The artifact's path in the cache (an entry: the artifact followed by its record, see
+  // compile_cache.hpp), compiling `source` first unless the same (source, identity) was compiled before
+  // (by any process using the same cache directory) and its entry passes every check. `name` labels
+  // errors. Throws CompileError (message: the name, the compiler's log) when compilation fails,
+  // ConfigError when the compiler cannot run, IOError when the entry could not be published anywhere.
+  // Counts a compile or a cache hit in compile_stats().
   std::filesystem::path compile_to_path(const std::string& source, const std::string& name) const;
-  // The artifact's bytes (a shared object, a code object), as compile_to_path.
+  // The artifact's bytes (a shared object, a code object), verified as compile_to_path does; works
+  // when the cache cannot be written (the bytes are then kept in memory only).
   std::string compile(const std::string& source, const std::string& name) const;
+  // compile() and where the entry is published (empty when nowhere).
+  CachedArtifact artifact(const std::string& source, const std::string& name) const;
 
  protected:
   // Compiles without the cache. Throws CompileError carrying `name` and the compiler's log.
@@ -46,10 +51,16 @@ class Compiler {
 // buffer and bufs[1 + i] input i (Kernel::inputs order), dnum the device's _device_num.
 using CpuKernelFn = void (*)(void** bufs, int32_t dnum, int64_t begin, int64_t end);
 
-// A loaded shared object; dlclose on destruction (function pointers die with it).
+// A loaded shared object; dlclose on destruction (function pointers die with it). Loaded from the
+// exact bytes given (verified by the cache), never by reopening a path in the cache: from an anonymous
+// memory file (memfd), else — one warning — from a file in this process's private folder, unlinked once
+// loaded. So a cache folder on a noexec mount works, and nothing can swap the file after the check.
 class HostLibrary {
  public:
-  explicit HostLibrary(const std::filesystem::path& path);  // throws CompileError when dlopen fails
+  // `label` names the library in errors and path() (the cache entry it came from). Throws CompileError
+  // when it cannot be loaded either way (both reasons); IOError when no memory file could be made and
+  // $TMPDIR does not allow executables.
+  HostLibrary(std::string_view bytes, std::filesystem::path label);
   ~HostLibrary();
   HostLibrary(const HostLibrary&) = delete;
   HostLibrary& operator=(const HostLibrary&) = delete;
@@ -60,6 +71,7 @@ class HostLibrary {
  private:
   std::filesystem::path path_;
   void* handle_ = nullptr;
+  int memfd_ = -1;  // open while loaded: "/proc/self/fd/N" names the library, so N must stay unique
 };
 
 struct HostKernel {  // a compiled CPU kernel; keep `library` alive while calling `fn`
@@ -71,7 +83,8 @@ class HostCompiler : public Compiler {
  public:
   // The compiler is the tunable runtime.cxx ($CXX, else g++); flags default_flags(). The command is
   // split on whitespace into the program and its first arguments ("ccache g++" runs ccache with g++ as
-  // its first argument) and run without a shell: no quoting, no expansion of $, *, ; or `...`.
+  // its first argument) and run without a shell: no quoting, no expansion of $, *, ; or `...`. A
+  // compiler that cannot be started (absent, not executable) is a ConfigError naming it (exit 2).
   HostCompiler();
   HostCompiler(std::string cxx, std::vector<std::string> flags);
   // -O<runtime.kernel_opt> (3 unless set) -march=native -fPIC -shared -std=c++17, plus
@@ -94,8 +107,9 @@ class HostCompiler : public Compiler {
   // split_command(cxx_) + flags + args
   std::vector<std::string> command_line(const std::vector<std::string>& flags,
                                         const std::vector<std::string>& args) const;
-  // Runs argv in cwd; throws CompileError (name, what went wrong, the command, its log) unless it exits
-  // 0 and `product` exists.
+  // Runs argv in cwd; throws ConfigError (naming the compiler and the system's reason) when it cannot be
+  // started, CompileError (name, what went wrong, the command, its log) unless it exits 0 and `product`
+  // exists.
   void run_compiler(const std::vector<std::string>& argv, const std::filesystem::path& cwd, const std::string& name,
                     const std::filesystem::path& product) const;
 

@@ -1,10 +1,18 @@
 // codegen/compiler + compile_cache: the host compiler's errors carry the kernel name and the log, the
 // second compile of a kernel is a cache hit (counted, not timed), concurrent compiles of one kernel
-// are safe, a damaged cache entry is rebuilt, and the cache directory follows the environment.
+// are safe, a damaged cache entry is rebuilt, and the cache directory follows the environment. The
+// cache trusts nothing it finds: planted, damaged, swapped entries are refused (one warning) and rebuilt,
+// an unwritable cache falls back to this process's private folder, a compiler that cannot run is a
+// ConfigError naming it.
+#include <fmt/format.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "codegen/compiler.hpp"
@@ -41,6 +49,40 @@ std::string doubling_source(int c) {
   UOpGraph g;
   UOp b = new_buffer(DeviceSpec("CPU:0"), 8, DType::int32, &g);
   return render_cpp(lower_kernel(b * b.const_like(2) + b.const_like(c), "doubling"));
+}
+
+// Everything written to stderr (fd 2) while it lives.
+class CaptureStderr {
+ public:
+  CaptureStderr() : file_(std::tmpfile()), saved_(::dup(2)) {
+    std::fflush(stderr);
+    ::dup2(::fileno(file_), 2);
+  }
+  ~CaptureStderr() { text(); }
+  std::string text() {
+    if (saved_ >= 0) {
+      std::fflush(stderr);
+      ::dup2(saved_, 2);
+      ::close(saved_);
+      saved_ = -1;
+      std::rewind(file_);
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, file_)) > 0;) text_.append(buf, n);
+      std::fclose(file_);
+    }
+    return text_;
+  }
+
+ private:
+  FILE* file_;
+  int saved_;
+  std::string text_;
+};
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
 void check_doubling(CpuKernelFn fn, int c) {
@@ -114,7 +156,7 @@ BOOST_AUTO_TEST_CASE(compile_errors_carry_the_name_and_the_log) {
   }
   BOOST_CHECK_THROW(HostCompiler().load(doubling_source(1), "doubling")->function("no_such_kernel"), CompileError);
   BOOST_CHECK_THROW(HostCompiler("/nonexistent/c++", HostCompiler::default_flags()).load(doubling_source(2), "k"),
-                    CompileError);
+                    ConfigError);
   std::filesystem::remove_all(dir);
 }
 
@@ -137,6 +179,11 @@ BOOST_AUTO_TEST_CASE(cache_dir_follows_the_environment) {
   BOOST_TEST(cache_dir() == std::filesystem::path("/xdg/ringrt"));
   ScopedEnv no_xdg("XDG_CACHE_HOME", "");
   BOOST_TEST(cache_dir() == std::filesystem::path("/home/someone/.cache/ringrt"));
+  ScopedEnv no_home("HOME", "");  // no shared fallback under /tmp: this process's private folder
+  BOOST_TEST(cache_dir().empty());
+  BOOST_TEST(trusted_cache_dir() == private_cache_dir());
+  BOOST_TEST(static_cast<int>(std::filesystem::status(private_cache_dir()).permissions() &
+                              std::filesystem::perms::mask) == 0700);
 }
 
 // ringrt dlopens what the cache holds: a folder others may write, a link, or (as root) a folder of
@@ -202,15 +249,15 @@ BOOST_AUTO_TEST_CASE(failures_name_the_exit_status_or_the_signal) {
   auto message = [](const std::string& cxx) {
     try {
       HostCompiler(cxx, {}).load(doubling_source(6), "k");
-    } catch (const CompileError& e) {
+    } catch (const Error& e) {
       return std::string(e.what());
     }
-    return std::string("no CompileError");
+    return std::string("no Error");
   };
   std::string exit_1 = message("false"), killed = message("sh -c kill${IFS}-9${IFS}$$"), absent = message("/no/cxx");
   BOOST_TEST(exit_1.find("exit status 1") != std::string::npos, exit_1);
   BOOST_TEST(killed.find("killed by signal 9") != std::string::npos, killed);
-  BOOST_TEST(absent.find("cannot run") != std::string::npos, absent);
+  BOOST_TEST(absent.find("cannot be run") != std::string::npos, absent);
   std::filesystem::remove_all(dir);
 }
 
@@ -221,5 +268,185 @@ BOOST_AUTO_TEST_CASE(a_launcher_runs_the_compiler) {
   HostCompiler cc("ccache g++", HostCompiler::default_flags());
   BOOST_TEST(cc.identity().find("ccache g++ | g++") != std::string::npos, cc.identity());  // g++'s version
   check_doubling(cc.load(doubling_source(8), "doubling")->function("doubling"), 8);
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// A valid library whose constructor creates `marker` when it is loaded, and that has a `doubling`.
+std::string planted_library(const std::filesystem::path& marker) {
+  return HostCompiler().compile(fmt::format(R"(#include <fcntl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void planted() {{ ::close(::open("{}", O_CREAT | O_WRONLY, 0600)); }}
+extern "C" void doubling(void**, int, long, long) {{}}
+)",
+                                            marker.string()),
+                                "planted");
+}
+
+// The entry, loaded as a run would: right values, one warning naming it and `reason`, one compile, and
+// the entry rebuilt in place (a regular file of this user, 0600).
+void check_refused_and_rebuilt(const std::filesystem::path& entry, int c, const std::string& reason) {
+  CompileStats before = compile_stats();
+  CaptureStderr err;
+  check_doubling(HostCompiler().load(doubling_source(c), "doubling")->function("doubling"), c);
+  std::string text = err.text();
+  BOOST_TEST(compile_stats().compiles == before.compiles + 1);
+  BOOST_TEST(count_of(text, "ringrt: warning:") == 1u, text);
+  BOOST_TEST(text.find(entry.string()) != std::string::npos, text);
+  BOOST_TEST(text.find(reason) != std::string::npos, text);
+  struct stat st {};
+  BOOST_REQUIRE(::lstat(entry.c_str(), &st) == 0);
+  BOOST_TEST(S_ISREG(st.st_mode));
+  BOOST_TEST(st.st_uid == ::getuid());
+  BOOST_TEST((st.st_mode & 0777) == 0600u);
+  before = compile_stats();  // and the next run finds it
+  check_doubling(HostCompiler().load(doubling_source(c), "doubling")->function("doubling"), c);
+  BOOST_TEST(compile_stats().cache_hits == before.cache_hits + 1);
+}
+
+}  // namespace
+
+// A library planted under the right name is never loaded unless it is this user's own, private file:
+// another owner (root can chown), group- or world-writable, a link: refused, rebuilt, its constructor
+// never runs. Valid records, so only the owner and mode checks stand in the way.
+BOOST_AUTO_TEST_CASE(planted_entries_are_refused_and_rebuilt) {
+  std::filesystem::path base = fresh_dir(), marker = base / "planted-ran";
+  std::string planted;
+  {
+    ScopedEnv env("RINGRT_CACHE_DIR", (base / "scratch").string());
+    planted = planted_library(marker);
+  }
+  BOOST_TEST(!std::filesystem::exists(marker));
+  std::vector<std::string> kinds{"group-writable", "world-writable", "link"};
+  if (::getuid() == 0) kinds.push_back("other-owner");
+  int c = 30;
+  for (const auto& kind : kinds) {
+    BOOST_TEST_CONTEXT(kind) {
+      std::filesystem::path dir = base / kind, stage = base / ("stage-" + kind);
+      std::filesystem::create_directories(stage);
+      ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+      BOOST_REQUIRE(trusted_cache_dir() == dir);
+      std::string key = cache_key(doubling_source(++c), HostCompiler().identity());
+      std::filesystem::path staged = CompileCache(stage).store(key, ".so", planted), entry = dir / (key + ".so");
+      std::string reason;
+      if (kind == "link") {
+        std::filesystem::create_symlink(staged, entry);
+        reason = "symbolic link";
+      } else {
+        std::filesystem::copy_file(staged, entry);
+        if (kind == "group-writable") BOOST_REQUIRE(::chmod(entry.c_str(), 0620) == 0);
+        if (kind == "world-writable") BOOST_REQUIRE(::chmod(entry.c_str(), 0602) == 0);
+        if (kind == "other-owner") BOOST_REQUIRE(::chown(entry.c_str(), 65534, 65534) == 0);
+        reason = kind == "other-owner" ? "owned by uid 65534" : "writable by group or others";
+      }
+      check_refused_and_rebuilt(entry, c, reason);
+      BOOST_TEST(!std::filesystem::exists(marker));
+    }
+  }
+  std::filesystem::remove_all(base);
+}
+
+// A library truncated to 4096 bytes (dlopen of it would SIGBUS), another kernel's valid entry, a bare
+// library without a record, a flipped byte: each detected before loading, and rebuilt.
+BOOST_AUTO_TEST_CASE(damaged_and_swapped_entries_are_rebuilt) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  HostCompiler cc;
+  std::filesystem::path other = cc.compile_to_path(doubling_source(40), "doubling");
+  std::string bare = cc.compile(doubling_source(40), "doubling");
+  auto entry_of = [&](int c) { return cc.compile_to_path(doubling_source(c), "doubling"); };
+
+  std::filesystem::path truncated = entry_of(41);
+  BOOST_REQUIRE(std::filesystem::file_size(truncated) > 4096u);
+  std::filesystem::resize_file(truncated, 4096);
+  check_refused_and_rebuilt(truncated, 41, "no valid ringrt record");
+
+  std::filesystem::path swapped = entry_of(42);
+  std::filesystem::copy_file(other, swapped, std::filesystem::copy_options::overwrite_existing);
+  check_refused_and_rebuilt(swapped, 42, "another kernel");
+
+  std::filesystem::path no_record = entry_of(43);
+  std::ofstream(no_record, std::ios::binary | std::ios::trunc) << bare;
+  check_refused_and_rebuilt(no_record, 43, "no valid ringrt record");
+
+  std::filesystem::path flipped = entry_of(44);
+  {
+    std::fstream f(flipped, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekg(200);
+    char byte = static_cast<char>(f.get());
+    f.seekp(200);
+    f.put(static_cast<char>(~byte));
+  }
+  check_refused_and_rebuilt(flipped, 44, "checksum mismatch");
+  std::filesystem::remove_all(dir);
+}
+
+// A cache that cannot be written: a path that is a regular file, a folder under a file, an entry name
+// taken by a folder. One warning, a working run, and the next load in the process finds the kernel in
+// the private fallback folder.
+BOOST_AUTO_TEST_CASE(unwritable_cache_falls_back_to_the_private_folder) {
+  std::filesystem::path base = fresh_dir(), file = base / "a-file";
+  std::ofstream(file) << "not a folder";
+  int c = 50;
+  for (const auto& dir : {file, file / "sub"}) {
+    BOOST_TEST_CONTEXT(dir) {
+      ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+      CaptureStderr err;
+      CompileStats before = compile_stats();
+      ++c;
+      check_doubling(HostCompiler().load(doubling_source(c), "doubling")->function("doubling"), c);
+      check_doubling(HostCompiler().load(doubling_source(c), "doubling")->function("doubling"), c);
+      CompileStats after = compile_stats();
+      std::string text = err.text();
+      BOOST_TEST(after.compiles == before.compiles + 1);
+      BOOST_TEST(after.cache_hits == before.cache_hits + 1);
+      BOOST_TEST(count_of(text, "ringrt: warning:") == 1u, text);
+      BOOST_TEST(text.find(dir.string()) != std::string::npos, text);
+      BOOST_TEST(text.find(private_cache_dir().string()) != std::string::npos, text);
+    }
+  }
+  std::filesystem::path dir = base / "cache";  // private and writable, but the entry's name is taken
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  BOOST_REQUIRE(trusted_cache_dir() == dir);
+  std::filesystem::path entry = dir / (cache_key(doubling_source(60), HostCompiler().identity()) + ".so");
+  std::filesystem::create_directories(entry / "inside");
+  CaptureStderr err;
+  CompileStats before = compile_stats();
+  check_doubling(HostCompiler().load(doubling_source(60), "doubling")->function("doubling"), 60);
+  check_doubling(HostCompiler().load(doubling_source(60), "doubling")->function("doubling"), 60);
+  CompileStats after = compile_stats();
+  std::string text = err.text();
+  BOOST_TEST(after.compiles == before.compiles + 1);
+  BOOST_TEST(after.cache_hits == before.cache_hits + 1);
+  BOOST_TEST(count_of(text, "ringrt: warning:") == 2u, text);  // the entry refused, the cache unwritable
+  BOOST_TEST(text.find("not a regular file") != std::string::npos, text);
+  BOOST_TEST(text.find("cannot write the kernel cache entry") != std::string::npos, text);
+  std::filesystem::remove_all(base);
+}
+
+// The user can fix these, so they are UserErrors (the ringrt program exits 2) naming the culprit.
+BOOST_AUTO_TEST_CASE(a_compiler_that_cannot_run_or_no_temporary_folder_is_a_user_error) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  for (const std::string cxx : {"/nonexistent/cc", "/etc/passwd", " "}) {
+    try {
+      HostCompiler(cxx, HostCompiler::default_flags()).load(doubling_source(70), "doubling");
+      BOOST_FAIL("no ConfigError for " + cxx);
+    } catch (const ConfigError& e) {
+      std::string what = e.what();
+      BOOST_TEST(what.find("'" + cxx + "'") != std::string::npos, what);
+      BOOST_TEST(what.find("CXX") != std::string::npos, what);
+    }
+  }
+  std::ofstream(dir / "file") << "x";
+  ScopedEnv tmp("TMPDIR", (dir / "file").string());
+  try {
+    HostCompiler().load(doubling_source(71), "doubling");
+    BOOST_FAIL("no IOError");
+  } catch (const IOError& e) {
+    std::string what = e.what();
+    BOOST_TEST(what.find((dir / "file").string()) != std::string::npos, what);
+  }
   std::filesystem::remove_all(dir);
 }

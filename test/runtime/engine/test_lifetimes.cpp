@@ -209,7 +209,7 @@ BOOST_AUTO_TEST_CASE(a_chain_too_deep_for_one_kernel_is_an_error) {
 }
 
 namespace {
-// Kernel libraries mapped into this process now (distinct .so files under the kernel cache).
+// Kernel libraries mapped into this process now (distinct .so files, loaded from memory or a file).
 size_t kernel_libraries_mapped() {
   std::ifstream maps("/proc/self/maps");
   std::set<std::string> paths;
@@ -217,6 +217,7 @@ size_t kernel_libraries_mapped() {
     size_t at = line.find('/');
     if (at == std::string::npos) continue;
     std::string path = line.substr(at);
+    if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);  // loaded from memory: /memfd:ringrt-<key>.so
     if (path.find("ringrt") != std::string::npos && path.ends_with(".so")) paths.insert(path);
   }
   return paths.size();
