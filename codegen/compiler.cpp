@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -23,6 +26,7 @@
 
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/interrupt.hpp"
 #include "rewrite/params.hpp"
 
 namespace ringrt::codegen {
@@ -49,9 +53,14 @@ std::vector<std::string> split_command(const std::string& cmd) {
 // run: No such file or directory" (then *start_error, if given, is the errno). Counts a compiler run.
 // Thread-safe: the pipe is close-on-exec, so a command started by another thread at the same time never
 // holds it open.
+// Interruption (rewrite/interrupt.hpp): the command runs in a process group of its own, and once a stop
+// is requested (checked every kPoll) the whole group (a compiler driver and what it started) gets
+// SIGTERM, then SIGKILL after kKillAfter; it is waited for, and the result is "interrupted by signal N".
+// A stop requested before the start runs nothing.
 std::string run_command(const std::vector<std::string>& argv, const std::filesystem::path& cwd, std::string& log,
                         int* start_error = nullptr) {
   if (argv.empty()) return "cannot run: the command is empty";
+  if (int sig = interrupt_signal()) return fmt::format("interrupted by signal {}", sig);
   count_compiler_run();
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -64,8 +73,13 @@ std::string run_command(const std::vector<std::string>& argv, const std::filesys
   ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec on 1 and 2
   ::posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   if (!cwd.empty()) ::posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  posix_spawnattr_t attr;
+  ::posix_spawnattr_init(&attr);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // a group of its own (pgid = pid): killable whole
+  ::posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = -1;
-  int err = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int err = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  ::posix_spawnattr_destroy(&attr);
   ::posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (err != 0) {
@@ -73,9 +87,23 @@ std::string run_command(const std::vector<std::string>& argv, const std::filesys
     if (start_error) *start_error = err;
     return fmt::format("cannot run: {}", std::strerror(err));
   }
+  constexpr int kPoll = 50;                                    // ms between checks for a stop request
+  constexpr auto kKillAfter = std::chrono::milliseconds(500);  // SIGTERM, then SIGKILL after this
   char buf[65536];
   bool truncated = false;
-  for (;;) {
+  int stopped_by = 0;
+  std::chrono::steady_clock::time_point terminated;
+  for (bool killed = false;;) {
+    pollfd ready{fds[0], POLLIN, 0};
+    int polled = ::poll(&ready, 1, kPoll);
+    if (!stopped_by && (stopped_by = interrupt_signal()) != 0) {
+      ::kill(-pid, SIGTERM);
+      terminated = std::chrono::steady_clock::now();
+    } else if (stopped_by && !killed && std::chrono::steady_clock::now() - terminated > kKillAfter) {
+      ::kill(-pid, SIGKILL);
+      killed = true;
+    }
+    if (polled == 0 || (polled < 0 && errno == EINTR)) continue;
     ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -88,6 +116,7 @@ std::string run_command(const std::vector<std::string>& argv, const std::filesys
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return fmt::format("cannot wait for it: {}", std::strerror(errno));
+  if (stopped_by) return fmt::format("interrupted by signal {}", stopped_by);
   if (WIFEXITED(status)) return WEXITSTATUS(status) == 0 ? "" : fmt::format("exit status {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status))
     return fmt::format("killed by signal {} ({})", WTERMSIG(status), ::strsignal(WTERMSIG(status)));
@@ -318,6 +347,8 @@ void HostCompiler::run_compiler(const std::vector<std::string>& argv, const std:
   std::string log;
   int start_error = 0;
   std::string failure = run_command(argv, cwd, log, &start_error);
+  if (!failure.empty() && interrupt_signal())
+    throw Interrupted(fmt::format("{}: host compile stopped ({})", name, failure));
   if (start_error != 0 || argv.empty())
     throw ConfigError(fmt::format("the host C++ compiler '{}' (runtime.cxx, $CXX) cannot be run: {}; set CXX "
                                   "to a C++ compiler such as g++ or clang++",

@@ -1,7 +1,8 @@
 // The one error family of ringrt. User errors (UserError: ConfigError, ShapeError, DeviceError,
 // IOError) say what to change in the input; InternalError is a bug in ringrt; CompileError and
 // TimeoutError come from the toolchain and the executor. Every error is a std::runtime_error, so a
-// caller can catch them all at once. The `ringrt` program exits 2 for a UserError, 3 for the rest.
+// caller can catch them all at once. The `ringrt` program exits 2 for a UserError, 128 + the signal
+// for Interrupted, 3 for the rest.
 #pragma once
 
 #include <stdexcept>
@@ -38,6 +39,11 @@ struct CompileError : Error {
 };
 // A schedule item that never completed: the message names the item and the device.
 struct TimeoutError : Error {
+  using Error::Error;
+};
+// Work given up because a stop was requested (rewrite/interrupt.hpp; the `ringrt` program on SIGINT or
+// SIGTERM): a compile whose compiler was killed. Neither bad input nor a bug.
+struct Interrupted : Error {
   using Error::Error;
 };
 // A broken invariant inside ringrt (a bug, not bad input).

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
 
 namespace ringrt {
@@ -289,6 +290,28 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
   result.step->write_us = write_us / cfg.iters;
 }
 
+// The sweep of counts: for each, `warmup` untimed and `iters` timed allreduces, then its row.
+void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
+                const FinishRow& finish_row) {
+  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
+  for (int64_t count : counts) {
+    Tensor x = make_allreduce_input(cfg, count), y = x;
+    double timed_us = 0;
+    for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
+      y = allreduce_of(cfg, x);
+      auto t0 = Clock::now();
+      y.realize();
+      if (it >= cfg.warmup) timed_us += micros(Clock::now() - t0);
+      tick();
+    }
+    ResultRow row = make_row(cfg, count, allreduce_of(cfg, x), timed_us);
+    // the reference starts from the host data again, not from anything the devices computed
+    if (cfg.check)
+      row.wrong = check_result(cfg, y, reference_of(allreduce_input_data(cfg, count), ndev, count, cfg.op));
+    finish_row(std::move(row));
+  }
+}
+
 }  // namespace
 
 int64_t ExperimentResult::wrong() const {
@@ -317,41 +340,32 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
   ScopedSettings scope(cfg.settings);
   ExperimentResult result;
   std::vector<int64_t> counts = cfg.sweep_counts();
-  int64_t per_count = cfg.warmup + cfg.iters, total = per_count * static_cast<int64_t>(counts.size()), done = 0;
+  int64_t total = (cfg.warmup + cfg.iters) * static_cast<int64_t>(counts.size()), done = 0;
+  struct Stop {};  // thrown by check_stop when observer.stop asks for it
+  auto check_stop = [&] {
+    if (observer.stop && observer.stop()) throw Stop{};
+  };
   auto tick = [&] {
     if (observer.progress) observer.progress(++done, total);
+    check_stop();
   };
   auto finish_row = [&](ResultRow row) {
     if (observer.row) observer.row(row);
     result.rows.push_back(std::move(row));
   };
-  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
-  // The reference starts from the host data again, not from anything the devices computed.
-  auto reference = [&](int64_t count) { return reference_of(allreduce_input_data(cfg, count), ndev, count, cfg.op); };
-
-  if (cfg.form != SweepForm::buckets) {
-    for (int64_t count : counts) {
-      Tensor x = make_allreduce_input(cfg, count), y = x;
-      double timed_us = 0;
-      for (int it = 0; it < per_count; ++it) {
-        y = allreduce_of(cfg, x);
-        auto t0 = Clock::now();
-        y.realize();
-        if (it >= cfg.warmup) timed_us += micros(Clock::now() - t0);
-        tick();
-      }
-      ResultRow row = make_row(cfg, count, allreduce_of(cfg, x), timed_us);
-      if (cfg.check) row.wrong = check_result(cfg, y, reference(count));
-      finish_row(std::move(row));
+  try {
+    check_stop();
+    if (cfg.form != SweepForm::buckets) {
+      run_counts(cfg, counts, tick, finish_row);
+    } else if (cfg.in_place) {  // gradient buckets: one step allreduces every bucket once, in order (as DDP)
+      run_buckets_in_place(cfg, counts, tick, finish_row, result);
+    } else {
+      run_buckets_out_of_place(cfg, counts, tick, finish_row, result);
     }
-    return result;
-  }
-
-  // gradient buckets: one step allreduces every bucket once, in order (as DDP launches them)
-  if (cfg.in_place) {
-    run_buckets_in_place(cfg, counts, tick, finish_row, result);
-  } else {
-    run_buckets_out_of_place(cfg, counts, tick, finish_row, result);
+  } catch (const Stop&) {
+    result.stopped = true;
+  } catch (const Interrupted&) {  // a compile killed on a stop request
+    result.stopped = true;
   }
   return result;
 }

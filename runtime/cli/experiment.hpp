@@ -44,8 +44,9 @@ struct StepSummary {
 };
 
 struct ExperimentResult {
-  std::vector<ResultRow> rows;
+  std::vector<ResultRow> rows;  // the rows finished, in order (all of them unless stopped)
   std::optional<StepSummary> step;
+  bool stopped = false;   // ended early: observer.stop said so, or a compile was Interrupted
   int64_t wrong() const;  // sum of the checked rows' #wrong
 };
 
@@ -53,6 +54,9 @@ struct ExperimentResult {
 struct ExperimentObserver {
   std::function<void(int64_t done, int64_t total)> progress;  // after every realize()
   std::function<void(const ResultRow&)> row;                  // after each row is finished
+  // Polled before each count and after every realize(): true ends the run there, with the rows
+  // finished so far and ExperimentResult::stopped set (the `ringrt` program: a SIGINT or SIGTERM).
+  std::function<bool()> stop;
 };
 
 // Runs the experiment: for each count (or bucket) realize the input, run `warmup` untimed and `iters`
@@ -60,7 +64,9 @@ struct ExperimentObserver {
 // around Tensor::realize(), and with cfg.check compare every device's result (Tensor::shards()) with
 // the host reference: exact for integers, 16-bit floats (small integer data) and max/min; for
 // float32/float64 sum within n * epsilon * sum|x_i| (prod: n * epsilon * |prod x_i|).
-// The settings are installed with ScopedSettings for the whole run.
+// The settings are installed with ScopedSettings for the whole run. A stop (observer.stop, or an
+// Interrupted error from a compile) ends it early with the rows finished so far; with buckets, whose
+// rows are made after the last step, that is none.
 // Test-only: with the environment variable RINGRT_TEST_CORRUPT=1 one element of the last device's
 // result is changed before the check, so that the exit status for wrong results can be tested.
 // Throws ShapeError/DeviceError/ConfigError from the Tensor API.

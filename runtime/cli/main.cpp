@@ -3,7 +3,9 @@
 //   ringrt schedule CONFIG.yaml --count N [--json] [--dot FILE] [--emit-source DIR --target hip|cpu]
 //   ringrt config CONFIG.yaml [--set key=value]... [--dump]
 // Exit status: 0 ok, 1 wrong results, 2 bad input (command line, config, environment, shapes,
-// devices), 3 an internal or toolchain failure (a bug: CompileError, TimeoutError, InternalError).
+// devices), 3 an internal or toolchain failure (a bug: CompileError, TimeoutError, InternalError),
+// 130/143 a run stopped by SIGINT/SIGTERM (128 + the signal; see install_stop_handlers).
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -13,6 +15,7 @@
 #include <new>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/interrupt.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
 #include "runtime/cli/report.hpp"
@@ -50,6 +53,31 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// SIGINT/SIGTERM during `ringrt run`: the first one only records a stop request (async-signal-safe:
+// rewrite/interrupt.hpp), and the run stops at its next safe point: the experiment runner between two
+// allreduces, a compile in progress by killing the compiler (its temporary folder is removed). The
+// rows finished are printed and written (--csv, --json), and the exit status is 128 + the signal. A
+// second signal ends the process at once, the default way.
+extern "C" void on_stop_signal(int sig) {
+  if (interrupt_signal() != 0) {
+    ::signal(sig, SIG_DFL);  // both async-signal-safe; delivered when this handler returns
+    ::raise(sig);
+    return;
+  }
+  request_interrupt(sig);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
+
 // Loads the config and installs its runtime tunables (runtime.*) for this process, before anything runs.
 ExperimentConfig load_and_install(const std::string& config, const std::vector<std::string>& sets) {
   ExperimentConfig cfg = load_config(config, sets);
@@ -59,6 +87,7 @@ ExperimentConfig load_and_install(const std::string& config, const std::vector<s
 
 int run_command(const std::string& config, const std::vector<std::string>& sets, const std::string& csv,
                 const std::string& json) {
+  install_stop_handlers();
   ExperimentConfig cfg = load_and_install(config, sets);
   std::fputs(format_header(cfg).c_str(), stdout);
   std::fflush(stdout);
@@ -70,12 +99,19 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
     std::fputs(format_row(row).c_str(), stdout);
     std::fflush(stdout);
   };
+  observer.stop = [] { return interrupt_signal() != 0; };
   ExperimentResult result = run_experiment(cfg, observer);
   bar.clear();
   std::fputs(format_footer(result).c_str(), stdout);
   std::fflush(stdout);
   if (!csv.empty()) write_csv(csv, cfg, result);
   if (!json.empty()) write_json(json, cfg, result);
+  if (result.stopped) {
+    int sig = interrupt_signal();
+    std::fprintf(stderr, "ringrt: interrupted by %s after %zu of %zu rows\n", signal_name(sig), result.rows.size(),
+                 cfg.sweep_counts().size());
+    return 128 + sig;
+  }
   return result.wrong() > 0 ? 1 : 0;
 }
 
@@ -171,6 +207,9 @@ int main(int argc, char** argv) {
     if (run->parsed()) return run_command(config, sets, csv, json);
     if (sched->parsed()) return schedule_command(config, sets, count, as_json, dot, emit_dir, target);
     return config_command(config, sets, dump);
+  } catch (const Interrupted& e) {  // a stop request outside the sweep
+    std::cerr << "ringrt: " << e.what() << "\n";
+    return 128 + interrupt_signal();
   } catch (const UserError& e) {  // ConfigError, ShapeError, DeviceError, IOError
     std::cerr << "ringrt: " << e.what() << "\n";
   } catch (const std::bad_alloc&) {

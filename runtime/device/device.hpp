@@ -98,6 +98,18 @@ class Device {
   virtual Event submit(std::function<void()> fn, std::vector<Event> after) = 0;
   // Waits until everything submitted so far has run.
   virtual void synchronize() = 0;
+  // Waits at most `timeout` until everything submitted so far has run; false when some of it still
+  // runs then. Never rethrows the work's errors. The registry drains every device at exit with it
+  // (runtime/device/registry.cpp). Default: synchronize(), errors swallowed, for a backend that
+  // cannot bound the wait.
+  virtual bool drain(std::chrono::milliseconds timeout) {
+    (void)timeout;
+    try {
+      synchronize();
+    } catch (...) {  // an error of the work: it has stopped all the same
+    }
+    return true;
+  }
   // True when kernels on this device may read `peer`'s memory in place (the executor then reads a
   // copy's source directly instead of copying it; see perf_options().peer_reads). Default: false.
   // cpu: every cpu device (one address space); hip: would need hipDeviceEnablePeerAccess.
@@ -144,6 +156,10 @@ void register_backend(Backend backend);
 Device& device(const std::string& name);
 // The names of every device of `kind` that exists now ("CPU:0", ...); empty for an unknown kind.
 std::vector<std::string> device_names(const std::string& kind);
+// For work that outlives the call that submitted it (a run the watchdog gave up on): registers once more
+// the exit handler that waits until every device's queue is empty, so that it runs before the
+// destructor of every static constructed so far (see runtime/device/registry.cpp). Thread-safe.
+void drain_devices_at_exit();
 // The number of virtual cpu devices (default 4; raised on demand by cpu_devices(n); never lowered).
 // Throws DeviceError for n < 1. Implemented by the cpu backend (runtime/cpu/).
 void set_cpu_device_count(int n);

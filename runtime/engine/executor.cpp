@@ -205,8 +205,10 @@ class Program::Binding {
   }
 
   // Ending early (a timeout, an item's error) while items may still run: this run's memory is not
-  // freed under them but by the last of them to complete (never, if one never does).
+  // freed under them but by the last of them to complete (never, if one never does), on a device
+  // thread; devices are never destroyed, and exit waits for these items first (drain_devices_at_exit).
   void release_when_done(const Events& events, const std::vector<std::shared_ptr<const void>>& keep_alive) {
+    drain_devices_at_exit();
     auto left = std::make_shared<Leftovers>();
     left->temps = std::move(temps_);
     left->held = std::move(held_);

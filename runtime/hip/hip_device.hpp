@@ -48,8 +48,9 @@
 //
 // Teardown. The destructor drains the queue, synchronizes the device, then frees cached blocks and
 // pinned buffers, destroys events and streams and disables the peer access it enabled; errors are
-// logged to stderr and never thrown. The registry's devices are static objects, destroyed at exit,
-// possibly after the HIP runtime shut itself down; so the first device registers an exit handler
+// logged to stderr and never thrown. The registry never destroys its devices (runtime/device/registry.cpp:
+// storages may be freed at any point of exit), and the HIP runtime shuts itself down at exit; so the
+// first device registers an exit handler
 // (after HIP is initialized, hence run before HIP's own) that shuts every live device down the same
 // way, after which no destructor (device, module, event pool) makes a HIP call: they leak instead.
 // Work submitted after a device was shut down is refused with a DeviceError.

@@ -1,10 +1,11 @@
 // codegen/compiler + compile_cache: the host compiler's errors carry the kernel name and the log, the
 // second compile of a kernel is a cache hit (counted, not timed), concurrent compiles of one kernel
-// are safe, a damaged cache entry is rebuilt, and the cache directory follows the environment. The
-// cache trusts nothing it finds: planted, damaged, swapped entries are refused (one warning) and rebuilt,
-// an unwritable cache falls back to this process's private folder, a compiler that cannot run is a
-// ConfigError naming it.
+// are safe, a damaged cache entry is rebuilt, the cache directory follows the environment, and a stop
+// request kills a compile in progress. The cache trusts nothing it finds: planted, damaged, swapped
+// entries are refused (one warning) and rebuilt, an unwritable cache falls back to this process's
+// private folder, a compiler that cannot run is a ConfigError naming it.
 #include <fmt/format.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "codegen/compiler.hpp"
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/interrupt.hpp"
 
 using namespace ringrt;
 using namespace ringrt::codegen;
@@ -448,5 +450,32 @@ BOOST_AUTO_TEST_CASE(a_compiler_that_cannot_run_or_no_temporary_folder_is_a_user
     std::string what = e.what();
     BOOST_TEST(what.find((dir / "file").string()) != std::string::npos, what);
   }
+// A stop request (rewrite/interrupt.hpp; the `ringrt` program's SIGINT/SIGTERM) kills a compile in
+// progress, the compiler's whole process group (here sh and its sleep, which holds the output pipe
+// open: the compile returns only once both are gone), and removes its folder; a compile asked for
+// while the request is pending runs nothing.
+BOOST_AUTO_TEST_CASE(a_stop_request_kills_the_compiler_and_removes_its_folder) {
+  std::filesystem::path dir = fresh_dir(), tmp = dir / "tmp";
+  std::filesystem::create_directories(tmp);
+  ScopedEnv env("RINGRT_CACHE_DIR", (dir / "cache").string()), tmpdir("TMPDIR", tmp.string());
+  std::filesystem::path started = dir / "started";
+  // answers --version at once; as the compiler: marks that it started, then waits in a child for 30 s
+  HostCompiler slow(
+      "sh -c [${IFS}\"$0\"${IFS}=${IFS}--version${IFS}]&&exit;touch${IFS}" + started.string() + ";sleep${IFS}30&wait",
+      {});
+  std::thread stopper([&] {
+    while (!std::filesystem::exists(started)) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    request_interrupt(SIGTERM);
+  });
+  BOOST_CHECK_EXCEPTION(slow.load(doubling_source(9), "slow_kernel"), Interrupted, [](const Interrupted& e) {
+    std::string what = e.what();
+    return what.find("slow_kernel") != std::string::npos && what.find("signal 15") != std::string::npos;
+  });
+  stopper.join();
+  std::filesystem::remove(started);
+  BOOST_CHECK_THROW(slow.load(doubling_source(10), "slow_kernel"), Interrupted);  // still pending
+  BOOST_TEST(!std::filesystem::exists(started));
+  clear_interrupt();
+  BOOST_TEST(std::filesystem::is_empty(tmp));  // no ringrt-cc-* folder left
   std::filesystem::remove_all(dir);
 }

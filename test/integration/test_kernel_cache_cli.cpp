@@ -1,7 +1,6 @@
 // The `ringrt` program against a kernel cache it must not trust (issue 15): damaged entries and an
 // unusable cache folder cost one warning each and a correct run; a compiler that cannot be started is
 // exit 2 naming it. Sizes are small: the point is the cache, not the collective.
-#define BOOST_TEST_MODULE kernel_cache_cli
 #include <boost/test/unit_test.hpp>
 
 #include "test/integration/cli_run.hpp"

@@ -1,15 +1,21 @@
 // A training loop runs forever (issue 14): programs keyed by structure are reused across fresh data,
 // and what a step creates (graph nodes, storages, tensor states, assignment records) is freed, so
-// the engine's counts stay flat. Counts only, never times; values against host arithmetic.
+// the engine's counts stay flat. Counts only, never times; values against host arithmetic. And the
+// process exits cleanly after whatever ran (issue 15): run as child processes, checked by exit status.
+#include <sys/wait.h>
+
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
 #include "rewrite/params.hpp"
 #include "runtime/engine/internal.hpp"
@@ -243,4 +249,51 @@ BOOST_AUTO_TEST_CASE(kernels_of_dropped_programs_are_unloaded) {
   BOOST_TEST_MESSAGE("kernel libraries mapped: " << before << " -> " << kernel_libraries_mapped());
   BOOST_TEST(kernel_libraries_mapped() <= before + 6);  // those of the cached programs, not 40
   reset_runtime_params();
+}
+
+// ---- exit: a process built on ringrt exits cleanly whatever ran (issue 15). Each parent case runs a
+// disabled child case of this executable as a process of its own; exit status 0 is the pass (a crash
+// in the exit handlers is a signal).
+namespace {
+int run_child(const std::string& child) {
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  int raw = std::system(("'" + self + "' --run_test=" + child + " --log_level=error > /dev/null").c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + (WIFSIGNALED(raw) ? WTERMSIG(raw) : 0);
+}
+}  // namespace
+
+// A run the watchdog gave up on still runs when the process exits; its memory is freed by its last
+// item, on a device thread, while exit tears down global state.
+BOOST_AUTO_TEST_CASE(child_exits_while_a_timed_out_run_still_runs, *boost::unit_test::disabled()) {
+  auto devs = cpu_devices(4);
+  Tensor x = Tensor::from_host(step_data(4, 1 << 17, 7)).shard(devs, 0);  // 512 KiB per device
+  x.realize();
+  auto* release = new std::atomic<bool>(false);  // never freed: the stuck item reads it until the end
+  device("CPU:0").submit(                        // stuck until released: CPU:0's queue holds the run's items
+      [release] {
+        while (!*release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      },
+      {});
+  RuntimeParams r = current_runtime_params();
+  r.watchdog_s = 0.001;  // the smallest the tunable takes
+  set_runtime_params(r, {"runtime.watchdog_s"});
+  BOOST_CHECK_THROW(x.sum({0}).realize(), TimeoutError);
+  *release = true;  // the items run now, while the process exits
+}
+
+BOOST_AUTO_TEST_CASE(a_process_exits_cleanly_after_a_watchdog_timeout) {
+  BOOST_TEST(run_child("child_exits_while_a_timed_out_run_still_runs") == 0);
+}
+
+// A static holding a tensor, constructed before the first use of the device registry and the graph:
+// it is destroyed after them, and its storage goes back to a device that is still there.
+BOOST_AUTO_TEST_CASE(child_exits_with_a_static_tensor_made_first, *boost::unit_test::disabled()) {
+  static std::vector<Tensor> held;
+  held.push_back(Tensor::from_host(step_data(1, 4, 3), "CPU:1"));
+  BOOST_TEST(held.back().to_vector<float>() == column_sums(step_data(1, 4, 3)),  // one row: its values
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_process_exits_cleanly_with_a_static_tensor_made_first) {
+  BOOST_TEST(run_child("child_exits_with_a_static_tensor_made_first") == 0);
 }
