@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "rewrite/errors.hpp"
 
@@ -48,24 +49,40 @@ std::string read_file(const std::string& path, size_t max_bytes) {
   }
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  Fd f{::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644)};
-  if (f.fd < 0 && errno == ELOOP) fail(path, "is a symbolic link; ringrt does not write through links");
-  if (f.fd < 0) fail(path, fmt::format("cannot write the file: {}", std::strerror(errno)));
+OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
+  if (fd_ < 0 && errno == ELOOP) fail(path_, "is a symbolic link; ringrt does not write through links");
+  if (fd_ < 0) fail(path_, fmt::format("cannot write the file: {}", std::strerror(errno)));
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) fail(path, "is not a regular file; not written");
-  if (::ftruncate(f.fd, 0) != 0) fail(path, fmt::format("cannot truncate the file: {}", std::strerror(errno)));
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    fail(path_, "is not a regular file; not written");
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void OutputFile::write(const std::string& text) {
+  if (fd_ < 0) fail(path_, "written twice (internal)");
+  Fd f{fd_};  // closed on every path out
+  fd_ = -1;
+  if (::ftruncate(f.fd, 0) != 0) fail(path_, fmt::format("cannot truncate the file: {}", std::strerror(errno)));
   for (size_t done = 0; done < text.size();) {
     ssize_t n = ::write(f.fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(path, fmt::format("writing the file failed: {}", std::strerror(errno)));
+    if (n < 0) fail(path_, fmt::format("writing the file failed: {}", std::strerror(errno)));
     done += static_cast<size_t>(n);
   }
   if (::close(f.fd) != 0) {
     f.fd = -1;
-    fail(path, fmt::format("writing the file failed: {}", std::strerror(errno)));
+    fail(path_, fmt::format("writing the file failed: {}", std::strerror(errno)));
   }
   f.fd = -1;
 }
+
+void write_file(const std::string& path, const std::string& text) { OutputFile(path).write(text); }
 
 }  // namespace ringrt

@@ -19,4 +19,25 @@ std::string read_file(const std::string& path, size_t max_bytes);
 // and the reason.
 void write_file(const std::string& path, const std::string& text);
 
+// A file opened for writing now and written later: a long run checks its output paths before it
+// starts, so a path that cannot be written fails at once, not after hours of work. Opening creates the
+// file (mode 0644 before the umask) and leaves what is in it; write() replaces it. The same refusals as
+// write_file (a link, anything but a regular file). Not copyable; closes the file when destroyed.
+class OutputFile {
+ public:
+  // Throws IOError naming the path and the system's reason (a directory, a missing folder, EACCES, ...).
+  explicit OutputFile(std::string path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  // Truncates the file and writes text to it, then closes it (once). Throws IOError naming the path and
+  // the system's reason (ENOSPC, EIO, ...).
+  void write(const std::string& text);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 }  // namespace ringrt

@@ -500,8 +500,17 @@ UOp substitute(const UOp& root, const std::unordered_map<const detail::Node*, UO
     auto it = done.find(u.node());
     return it == done.end() ? u : it->second;
   };
-  for (const UOp& u : root.graph().toposort({root})) {
-    if (sub.count(u.node())) continue;
+  // Post-order over the sources (in source order, as toposort), never below a substituted node: what
+  // is under it is replaced with it, so a small ast over a long history costs its own size.
+  std::unordered_set<const detail::Node*> seen{root.node()};
+  std::vector<std::pair<UOp, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [u, next] = stack.back();
+    if (next < u.src().size()) {
+      const UOp& s = u.src()[next++];
+      if (!sub.count(s.node()) && seen.insert(s.node()).second) stack.push_back({s, 0});
+      continue;
+    }
     std::vector<UOp> src;
     bool changed = false;
     for (const UOp& s : u.src()) {
@@ -509,6 +518,7 @@ UOp substitute(const UOp& root, const std::unordered_map<const detail::Node*, UO
       changed = changed || src.back() != s;
     }
     if (changed) done.emplace(u.node(), u.replace(std::move(src)));
+    stack.pop_back();
   }
   return now(root);
 }

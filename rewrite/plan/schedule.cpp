@@ -188,21 +188,31 @@ class Planner {
     to.insert(to.end(), more.begin(), more.end());
   }
 
+  // Whether every use of copy in the graph is as the value of a STORE (and there is one), and it is no
+  // root. The uses are counted once for the whole graph (a scan per copy made planning quadratic).
   bool used_only_by_stores(const UOp& copy) {
-    bool any = false;
-    for (const UOp& v : order_)
-      for (size_t i = 0; i < v.src().size(); ++i)
-        if (v.src(i) == copy) {
-          if (!(v.op() == Ops::STORE && i == 1)) return false;
-          any = true;
+    if (!uses_counted_) {
+      for (const UOp& v : order_)
+        for (size_t i = 0; i < v.src().size(); ++i) {
+          Uses& use = uses_[v.src(i).node()];
+          use.any = true;
+          use.other = use.other || !(v.op() == Ops::STORE && i == 1);
         }
-    return any && !roots_.count(copy.node());
+      uses_counted_ = true;
+    }
+    auto it = uses_.find(copy.node());
+    return it != uses_.end() && it->second.any && !it->second.other && !roots_.count(copy.node());
   }
 
+  struct Uses {
+    bool any = false, other = false;  // used at all; used other than as a STORE's value
+  };
   std::vector<UOp> order_;
   NodeSet roots_, realized_;
   std::unordered_map<const detail::Node*, std::vector<size_t>> producer_;
   ItemPlan plan_;
+  std::unordered_map<const detail::Node*, Uses> uses_;
+  bool uses_counted_ = false;
 };
 
 }  // namespace

@@ -69,13 +69,18 @@ Tensor Tensor::arange(int64_t n, DType dtype, std::string device) {
 
 Tensor Tensor::derive(UOp u) const {
   GraphUse use;
-  return Tensor(make_state(u, s_->storages));
+  Tensor t(make_state(u, s_->storages));
+  t.s_->placeholder = s_->placeholder;  // built on a placeholder: planning only
+  return t;
 }
 
 Tensor Tensor::derive(UOp u, const std::vector<Tensor>& also) const {
   GraphUse use;
   Tensor t = derive(u);
-  for (const Tensor& o : also) hold(*t.s_, o.s_->storages);
+  for (const Tensor& o : also) {
+    hold(*t.s_, o.s_->storages);
+    t.s_->placeholder = t.s_->placeholder || o.s_->placeholder;
+  }
   return t;
 }
 
@@ -375,6 +380,7 @@ Tensor& Tensor::assign(const Tensor& value) {
   own(s_);  // a borrowed value gets its own memory first: the write never reaches the lender
   Tensor v = value.cast(dtype());
   static std::atomic<int64_t> calls{0};  // each call its own ASSIGN: X.assign(X + 1) runs every time
+  check_has_memory(*v.s_, "assign");
   s_->uop = uop().assign(v.uop(), calls++);
   hold(*s_, v.s_->storages);
   return *this;
@@ -432,6 +438,7 @@ HostBuffer Tensor::host() const {
 
 std::vector<HostBuffer> Tensor::interpret_shards() const {
   GraphUse use;
+  check_has_memory(*s_, "interpret_shards");
   auto keep = s_->storages;
   UOp local = uop();
   if (!is_buffer_view(local)) local = lower_multi({uop()}, current_settings()).roots[0];
@@ -443,6 +450,7 @@ std::vector<HostBuffer> Tensor::interpret_shards() const {
 
 HostBuffer Tensor::interpret() const {
   GraphUse use;
+  check_has_memory(*s_, "interpret");
   auto keep = s_->storages;
   HostBuffer out = interpret_buffers(uop()).at(0);
   out.shape = shape();

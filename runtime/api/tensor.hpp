@@ -242,6 +242,16 @@ class Tensor {
   // to dtype (reference: tensor.py randn, which draws its two uniforms from two halves of a rand).
   static Tensor randn(Shape shape, uint64_t seed, DType dtype = DType::float32, std::string device = "CPU:0");
 
+  // A tensor for planning only: shape (logical, in elements) and dtype split on axis over devices (or
+  // replicated: nullopt), with no memory and no values. Its graph is that of a realized input of that
+  // layout (a buffer on the device tuple), so schedule(), algorithms() and to_dot() of anything built
+  // on it give what realize() would run on real data of that layout, with nothing allocated, written or
+  // compiled. Realizing or reading it, or anything built on it (realize, host, shards, interpret,
+  // write, assign), throws DeviceError. ShapeError when axis does not split shape evenly; DeviceError
+  // for no, unknown or repeated devices. (tinygrad plans from shapes the same way: its schedule never
+  // looks at buffer contents.)
+  static Tensor placeholder(Shape shape, DType dtype, const std::vector<std::string>& devices, std::optional<int> axis);
+
   // Same shape, dtype, devices and shard axis as this; full_like's value is lazy (no memory until
   // realized), empty_like allocates uninitialized memory on every device now. Reference: tensor.py
   // full_like, empty (ringrt keeps a sharded argument's layout).

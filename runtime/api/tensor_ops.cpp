@@ -243,6 +243,26 @@ Tensor Tensor::empty_like() const {
   return alloc_multi(local, dtype(), dev.names(), shard_axis(), {});
 }
 
+Tensor Tensor::placeholder(Shape shape, DType dtype, const std::vector<std::string>& devices, std::optional<int> axis) {
+  GraphUse use;
+  check_dtype(dtype, "placeholder");
+  if (devices.empty()) throw DeviceError("placeholder: no devices given");
+  for (const auto& d : devices) ringrt::device(d);  // DeviceError naming an unknown device
+  if (std::set<std::string>(devices.begin(), devices.end()).size() != devices.size())
+    throw DeviceError(fmt::format("placeholder: devices repeat in ({})", fmt::join(devices, ", ")));
+  int rank = static_cast<int>(shape.size());
+  if (axis && (*axis < -rank || *axis >= rank))
+    throw ShapeError(fmt::format("placeholder: axis {} out of range for shape {}", *axis, shape_str(shape)));
+  if (axis && *axis < 0) *axis += rank;
+  ringrt::prod(shape);  // ShapeError for negative or huge shapes
+  Shape local = local_shape("placeholder", shape, axis, devices.size());
+  // as alloc_multi lays out a realized input, without its storage
+  UOp view = new_buffer(DeviceSpec(DeviceTuple(devices)), ringrt::prod(local), dtype).reshape(local);
+  Tensor t(make_state(axis ? view.multi(*axis) : view, {}));
+  t.s_->placeholder = true;
+  return t;
+}
+
 Tensor Tensor::full_like(double value) const {
   GraphUse use;
   const DeviceSpec& dev = uop().device();

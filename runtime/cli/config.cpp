@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -107,9 +108,16 @@ struct Loader {
     if (std::find(options.begin(), options.end(), s) == options.end()) fail(where(n), key, expected, describe(n));
     return s;
   }
-  std::vector<int64_t> int_list(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) const {
+  // A list of at most `most` entries; ConfigError naming the key and the length beyond.
+  void check_length(const YAML::Node& n, const std::string& key, size_t most) const {
+    if (n.IsSequence() && n.size() > most)
+      fail(where(n), key, fmt::format("a list of at most {} entries", most), fmt::format("{} entries", n.size()));
+  }
+  std::vector<int64_t> int_list(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi,
+                                size_t most = kMaxListEntries) const {
     std::string expected = fmt::format("a non-empty list of integers >= {}", lo);
     if (!n.IsSequence() || n.size() == 0) fail(where(n), key, expected, describe(n));
+    check_length(n, key, most);
     std::vector<int64_t> out;
     for (const auto& e : n) out.push_back(integer(e, key, lo, hi));
     return out;
@@ -145,6 +153,7 @@ struct Loader {
         return;
       }
       if (!n.IsSequence() || n.size() == 0) fail(where(n), k, expected, describe(n));
+      check_length(n, k, kMaxDevices);
       for (const auto& e : n) {
         device_list.push_back(scalar(e, k, "a device name (CPU:0, HIP:1)"));
         device_where.push_back(where(e));
@@ -152,7 +161,7 @@ struct Loader {
     };
     leaves["devices.groups"] = [this](auto& n, auto& k) {
       cfg.groups.clear();
-      for (int64_t g : int_list(n, k, 0, INT32_MAX)) cfg.groups.push_back(static_cast<int>(g));
+      for (int64_t g : int_list(n, k, 0, INT32_MAX, kMaxDevices)) cfg.groups.push_back(static_cast<int>(g));
     };
   }
 
@@ -221,6 +230,7 @@ struct Loader {
                "it in a config file");
         std::string text;
         if (n.IsSequence()) {  // reduce_leaders as a YAML list
+          check_length(n, k, kMaxDevices);
           std::vector<std::string> items;
           for (const auto& e : n) items.push_back(scalar(e, k, "a list of device names"));
           text = fmt::format("{}", fmt::join(items, ","));
@@ -291,6 +301,9 @@ struct Loader {
     YAML::Node value;
     try {
       value = YAML::Load(text.substr(eq + 1));
+    } catch (const YAML::DeepRecursion& e) {
+      throw ConfigError(fmt::format("{}: the value is nested too deeply (lists or maps more than {} levels deep)",
+                                    set_text, e.depth() - 1));
     } catch (const YAML::Exception& e) {
       throw ConfigError(fmt::format("{}: YAML syntax error in the value: {}", set_text, e.msg));
     }
@@ -430,6 +443,11 @@ ExperimentConfig parse_config(std::string_view yaml, const std::string& name,
       throw ConfigError(fmt::format("{}:{}:{}: a second YAML document; a config is one document", name,
                                     docs[1].Mark().line + 1, docs[1].Mark().column + 1));
     if (!docs.empty()) root = docs[0];
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp says only "bad file"
+    throw ConfigError(
+        fmt::format("{}:{}:{}: YAML nested too deeply (lists or maps more than {} levels deep; a "
+                    "config is a few levels deep)",
+                    name, e.mark.line + 1, e.mark.column + 1, e.depth() - 1));
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
   } catch (const YAML::Exception& e) {

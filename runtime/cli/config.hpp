@@ -79,6 +79,12 @@ struct ExperimentConfig {
 // The file is read only if it is a regular file of at most kMaxConfigBytes (a FIFO, a device, a
 // folder or a longer file is a ConfigError naming it), so a config never blocks or exhausts memory.
 inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+// Lists are bounded too (a ConfigError naming the file, line, column and key beyond): devices.count and
+// devices.groups at most kMaxDevices entries (the most devices a run has), experiment.counts and
+// experiment.buckets at most kMaxListEntries (a sweep of 4096 counts already takes hours; DDP's GPT-2
+// small has 13 buckets). YAML nested deeper than yaml-cpp's limit is a ConfigError saying so.
+inline constexpr size_t kMaxDevices = 1024;
+inline constexpr size_t kMaxListEntries = 4096;
 ExperimentConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // The same from YAML text; `name` stands for the file name in messages.

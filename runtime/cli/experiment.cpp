@@ -334,6 +334,10 @@ Tensor make_allreduce_input(const ExperimentConfig& cfg, int64_t count) {
   return x;
 }
 
+Tensor allreduce_input_placeholder(const ExperimentConfig& cfg, int64_t count) {
+  return Tensor::placeholder({static_cast<int64_t>(cfg.devices.size()), count}, cfg.dtype, cfg.devices, 0);
+}
+
 Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input) { return input.reduce(cfg.op, {0}); }
 
 ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObserver& observer) {

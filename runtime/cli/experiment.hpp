@@ -79,6 +79,10 @@ HostBuffer allreduce_input_data(const ExperimentConfig& cfg, int64_t count);
 // is device d's data (see the header comment).
 Tensor make_allreduce_input(const ExperimentConfig& cfg, int64_t count);
 
+// The same layout for planning only (Tensor::placeholder): no memory, no data, nothing compiled; its
+// schedule is the one make_allreduce_input's would give. Throws ShapeError for a count too large.
+Tensor allreduce_input_placeholder(const ExperimentConfig& cfg, int64_t count);
+
 // The allreduce of `input` over axis 0 with cfg.op, unrealized: a (count) tensor on every device.
 Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input);
 

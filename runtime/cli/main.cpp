@@ -9,12 +9,21 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
 #include <iostream>
 #include <new>
+#include <optional>
+#include <system_error>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
 #include "rewrite/interrupt.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
@@ -85,10 +94,38 @@ ExperimentConfig load_and_install(const std::string& config, const std::vector<s
   return cfg;
 }
 
+// Runs every writer, each whatever the others did, so that what can be written is; then rethrows the
+// first failure (the later ones are printed to stderr).
+void write_all(const std::vector<std::function<void()>>& writers) {
+  std::exception_ptr first;
+  for (const auto& w : writers) try {
+      w();
+    } catch (const UserError& e) {
+      if (first) std::cerr << "ringrt: " << e.what() << "\n";
+      if (!first) first = std::current_exception();
+    }
+  if (first) std::rethrow_exception(first);
+}
+
+// The folder for --emit-source, created (with its parents) and checked writable before planning:
+// IOError with the system's reason.
+void prepare_output_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IOError(dir + ": cannot create the folder: " + ec.message());
+  if (!fs::is_directory(dir, ec)) throw IOError(dir + ": exists and is not a folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw IOError(dir + ": cannot write into the folder: " + std::strerror(errno));
+}
+
 int run_command(const std::string& config, const std::vector<std::string>& sets, const std::string& csv,
                 const std::string& json) {
   install_stop_handlers();
   ExperimentConfig cfg = load_and_install(config, sets);
+  std::optional<OutputFile> csv_file, json_file;  // opened now: a bad path fails before the run, not after
+  if (!csv.empty()) csv_file.emplace(csv);
+  if (!json.empty()) json_file.emplace(json);
   std::fputs(format_header(cfg).c_str(), stdout);
   std::fflush(stdout);
   ProgressBar bar;
@@ -104,8 +141,8 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   bar.clear();
   std::fputs(format_footer(result).c_str(), stdout);
   std::fflush(stdout);
-  if (!csv.empty()) write_csv(csv, cfg, result);
-  if (!json.empty()) write_json(json, cfg, result);
+  write_all({[&] { csv_file ? write_csv(*csv_file, cfg, result) : void(); },
+             [&] { json_file ? write_json(*json_file, cfg, result) : void(); }});
   if (result.stopped) {
     int sig = interrupt_signal();
     std::fprintf(stderr, "ringrt: interrupted by %s after %zu of %zu rows\n", signal_name(sig), result.rows.size(),
@@ -118,20 +155,26 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
 int schedule_command(const std::string& config, const std::vector<std::string>& sets, int64_t count, bool as_json,
                      const std::string& dot, const std::string& emit_dir, const std::string& target) {
   ExperimentConfig cfg = load_and_install(config, sets);
+  std::optional<OutputFile> dot_file;  // outputs checked before planning: a bad path fails at once
+  if (!dot.empty()) dot_file.emplace(dot);
+  if (!emit_dir.empty()) prepare_output_dir(emit_dir);
   ScopedSettings scope(cfg.settings);
-  Tensor lazy = allreduce_of(cfg, make_allreduce_input(cfg, count));
+  // planned from shapes alone: no memory for the input, nothing compiled or run
+  Tensor lazy = allreduce_of(cfg, allreduce_input_placeholder(cfg, count));
   Schedule schedule = lazy.schedule();
-  if (!dot.empty()) write_schedule_dot(dot, lazy, cfg.settings);
-  if (!emit_dir.empty()) {  // stderr: stdout stays the documented text or JSON
-    std::vector<std::string> files = schedule.emit_sources(emit_dir, target);
-    std::cerr << "ringrt: wrote " << files.size() << " " << target << " kernel source" << (files.size() == 1 ? "" : "s")
-              << " to " << emit_dir << "\n";
-  }
   int64_t ndev = static_cast<int64_t>(cfg.devices.size());
   std::fputs(
       (as_json ? schedule_json(schedule, ndev, count, cfg.dtype) : schedule_text(schedule, ndev, count, cfg.dtype))
           .c_str(),
       stdout);
+  std::fflush(stdout);
+  write_all({[&] { dot_file ? write_schedule_dot(*dot_file, lazy, cfg.settings) : void(); },
+             [&] {
+               if (emit_dir.empty()) return;  // stderr: stdout stays the documented text or JSON
+               std::vector<std::string> files = schedule.emit_sources(emit_dir, target);
+               std::cerr << "ringrt: wrote " << files.size() << " " << target << " kernel source"
+                         << (files.size() == 1 ? "" : "s") << " to " << emit_dir << "\n";
+             }});
   return 0;
 }
 
@@ -147,10 +190,13 @@ int config_command(const std::string& config, const std::vector<std::string>& se
 CLI::Validator positive_count() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        return text.find_first_not_of("0123456789") == std::string::npos &&
-                       text.find_first_not_of('0') != std::string::npos
-                   ? ""
-                   : "expected a count of elements >= 1, got '" + text + "'";
+        if (text.find_first_not_of("0123456789") != std::string::npos ||
+            text.find_first_not_of('0') == std::string::npos)
+          return "expected a count of elements >= 1, got '" + text + "'";
+        int64_t v = 0;  // CLI11 would clamp a count past int64 silently
+        if (std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc())
+          return "count '" + text + "' is out of range: at most " + std::to_string(INT64_MAX) + " elements";
+        return "";
       },
       "N>=1");
 }
@@ -214,6 +260,18 @@ int main(int argc, char** argv) {
     std::cerr << "ringrt: " << e.what() << "\n";
   } catch (const std::bad_alloc&) {
     std::cerr << "ringrt: out of host memory: the sizes asked for do not fit in this machine's memory\n";
+  } catch (const std::system_error& e) {  // a limit of the environment, not a bug: no thread, no memory
+    int code = e.code().value();
+    bool resource = e.code().category() == std::generic_category() || e.code().category() == std::system_category();
+    if (!resource || (code != EAGAIN && code != ENOMEM && code != EMFILE && code != ENFILE)) {
+      std::cerr << "ringrt: internal error: " << e.what() << "\n";
+      return 3;
+    }
+    std::cerr << "ringrt: out of a system resource (" << e.what() << "): "
+              << (code == EMFILE || code == ENFILE
+                      ? "too many open files (see ulimit -n)"
+                      : "could not start a thread or map memory (see ulimit -v, ulimit -u)")
+              << "\n";
   } catch (const std::exception& e) {
     std::cerr << "ringrt: internal error: " << e.what() << "\n";
     return 3;

@@ -120,17 +120,17 @@ std::string format_footer(const ExperimentResult& result) {
   return out;
 }
 
-void write_csv(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result) {
+void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result) {
   std::ostringstream out;
   out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend\n";
   for (const ResultRow& r : result.rows)
     out << fmt::format("{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},{},{}\n", r.bytes, r.count, r.type, r.redop, r.algo,
                        r.time_us, r.algbw, r.busbw, r.wrong < 0 ? "" : std::to_string(r.wrong), cfg.devices.size(),
                        cfg.backend);
-  write_file(path, out.str());  // no link followed
+  file.write(out.str());
 }
 
-void write_json(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result) {
+void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result) {
   using Json = nlohmann::ordered_json;
   Json j;
   j["backend"] = cfg.backend;
@@ -161,7 +161,7 @@ void write_json(const std::string& path, const ExperimentConfig& cfg, const Expe
                  {"write_us", result.step->write_us ? Json(*result.step->write_us) : Json(nullptr)}};
   std::ostringstream out;
   out << j.dump(2) << "\n";
-  write_file(path, out.str());  // no link followed
+  file.write(out.str());
 }
 
 std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype) {
@@ -186,10 +186,10 @@ std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count,
   return out;
 }
 
-void write_schedule_dot(const std::string& path, const Tensor& lazy, const AllreduceSettings& settings) {
+void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings) {
   std::ostringstream out;
   out << lazy.to_dot(settings);
-  write_file(path, out.str());  // no link followed
+  file.write(out.str());
 }
 
 }  // namespace ringrt

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "rewrite/files.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
@@ -28,13 +29,13 @@ std::string format_row(const ResultRow& row);
 std::string format_footer(const ExperimentResult& result);
 
 // One CSV line per row, with a header line; columns size_bytes, count, type, redop, algo, time_us,
-// algbw_gbs, busbw_gbs, wrong (empty when not checked), ndev, backend. Throws ConfigError when the
-// file cannot be written.
-void write_csv(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result);
+// algbw_gbs, busbw_gbs, wrong (empty when not checked), ndev, backend, into a file opened before the
+// run. Throws IOError (path and reason) when the file cannot be written.
+void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result);
 // {"backend", "devices", "groups", "collective", "op", "dtype", "settings": [header's setting lines],
 //  "rows": [{"size", "count", "type", "redop", "algo", "time_us", "algbw", "busbw", "wrong"}...],
-//  "step": {...} or null}. Throws ConfigError when the file cannot be written.
-void write_json(const std::string& path, const ExperimentConfig& cfg, const ExperimentResult& result);
+//  "step": {...} or null}. Throws IOError (path and reason) when the file cannot be written.
+void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result);
 
 // The contract of `ringrt schedule --json` (DESIGN.md): {"algorithms": [...], "ndev": n, "count": N,
 // "dtype": "...", "copies": [{"src": "CPU:0", "dst": "CPU:1", "bytes": B}, ...], "kernels": K},
@@ -43,7 +44,7 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
 // The human form: algorithms, copy and kernel counts, then Schedule::to_string().
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype);
 // Graphviz DOT of `lazy`'s graph after the multi-device lowering (lower_multi with `settings`), as
-// UOpGraph::write_dot writes it. Throws ConfigError when the file cannot be written.
-void write_schedule_dot(const std::string& path, const Tensor& lazy, const AllreduceSettings& settings);
+// UOpGraph::write_dot writes it. Throws IOError (path and reason) when the file cannot be written.
+void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings);
 
 }  // namespace ringrt

@@ -89,6 +89,13 @@ void hold(TensorState& st, const std::vector<std::shared_ptr<Storage>>& more) {
     if (std::find(st.storages.begin(), st.storages.end(), m) == st.storages.end()) st.storages.push_back(m);
 }
 
+void check_has_memory(const TensorState& st, const char* op) {
+  if (st.placeholder)
+    throw DeviceError(std::string(op) +
+                      ": a Tensor::placeholder (or a tensor built on one) has no memory or values; it is for "
+                      "planning only (schedule, algorithms, to_dot)");
+}
+
 StatePtr make_state(UOp u, std::vector<std::shared_ptr<Storage>> storages) {
   auto s = std::make_shared<TensorState>();
   s->uop = u;
@@ -375,6 +382,7 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
   GraphUse use;
   std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   std::vector<StatePtr> todo;
+  for (const StatePtr& st : states) check_has_memory(*st, "realize");
   for (const StatePtr& st : states)
     if (!is_realized(*st)) todo.push_back(st);
   if (todo.empty()) return;
@@ -402,6 +410,7 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
 
 void own(const StatePtr& st) {
   GraphUse use;
+  check_has_memory(*st, "write");
   std::lock_guard<std::recursive_mutex> lock(realize_mutex());
   if (st->borrowed) {
     copy_out(st);

@@ -35,6 +35,8 @@ struct TensorState {
   // contiguous() of a view, see as_buffer_view). A value all the same: it gets its own copy before
   // that buffer is written (an assignment's write) or before it is written itself (own).
   bool borrowed = false;
+  // Made by Tensor::placeholder, or built on one: a graph for planning, with buffers that have no memory.
+  bool placeholder = false;
 };
 using StatePtr = std::shared_ptr<TensorState>;
 
@@ -43,6 +45,10 @@ struct TensorAccess {
   static const StatePtr& state(const Tensor& t) { return t.s_; }
   static Tensor wrap(StatePtr s) { return Tensor(std::move(s)); }
 };
+
+// Throws DeviceError naming op when st is a placeholder (Tensor::placeholder): it has no memory to
+// realize, read or write.
+void check_has_memory(const TensorState& st, const char* op);
 
 // A new live state of u that keeps storages alive.
 StatePtr make_state(UOp u, std::vector<std::shared_ptr<DeviceStorage>> storages);

@@ -1,6 +1,7 @@
 // Google Benchmark microbenchmarks of ringrt's planning (issue 7, part 3): lowering and scheduling
-// an 8-device allreduce, and the rewrite of large graphs with the serial and the TBB-parallel
-// driver at 1 and 2 threads (the crossover tells RewriteOptions::parallel_min_nodes).
+// an 8-device allreduce, planning a ring over 8..1024 devices (BM_Schedule/devices:N), and the rewrite of large graphs
+// with the serial and the TBB-parallel driver at 1 and 2 threads (the crossover tells
+// RewriteOptions::parallel_min_nodes).
 //
 //   build/release/ringrt_bench --benchmark_filter=Rewrite
 //
@@ -117,5 +118,24 @@ BENCHMARK(BM_Schedule8)
     ->ArgNames({"count", "algo"})
     ->ArgsProduct({{1 << 20}, {0, 1, 2}})
     ->Unit(benchmark::kMicrosecond);
+
+// Planning a ring allreduce of 1024 float32 per device over n cpu devices from a placeholder input
+// (Tensor::schedule: lowering, planning and each kernel's IR; nothing allocated or compiled). The plan
+// has about 64(n-1) copies (32 nonempty chunks), so the time should grow about linearly with n.
+void BM_Schedule(benchmark::State& state) {
+  int n = static_cast<int>(state.range(0));
+  AllreduceSettings s = current_settings();
+  s.ring = 2;
+  ScopedSettings scope(s);
+  Tensor y = Tensor::placeholder({n, 1024}, DType::float32, cpu_devices(n), 0).sum({0});
+  size_t copies = 0;
+  for (auto _ : state) {
+    Schedule plan = y.schedule();
+    copies = plan.copy_items.size();
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["copies"] = static_cast<double>(copies);
+}
+BENCHMARK(BM_Schedule)->ArgNames({"devices"})->RangeMultiplier(2)->Range(8, 1024)->Unit(benchmark::kMillisecond);
 
 }  // namespace

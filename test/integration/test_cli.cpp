@@ -470,3 +470,56 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_keeps_the_rows_finished) {
   BOOST_TEST(written.find("\n256,64,float32,sum,naive,") != std::string::npos, written);
   BOOST_TEST(fs::is_empty(dir.path() / "tmp"));  // no ringrt-cc-* folder, no compiler temporaries
 }
+
+BOOST_AUTO_TEST_CASE(output_paths_are_checked_before_the_run) {
+  TempDir dir;
+  std::string js = (dir.path() / "out.json").string();
+  // a --csv naming a folder: refused with the system's reason before any row runs; --json untouched
+  CliResult r = run_cli(
+      {"run", "configs/naive.yaml", "--set", "experiment.counts=[8]", "--csv", dir.path().string(), "--json", js});
+  BOOST_TEST(r.status == 2, r.err);
+  BOOST_TEST(r.err.find(dir.path().string() + ": cannot write the file: Is a directory") != std::string::npos, r.err);
+  BOOST_TEST(table_rows(r.out).empty(), r.out);
+  // --dot into a missing folder: nothing planned or printed
+  r = run_cli(
+      {"schedule", "configs/naive.yaml", "--count", "8", "--json", "--dot", (dir.path() / "no/x.dot").string()});
+  BOOST_TEST(r.status == 2, r.err);
+  BOOST_TEST(r.err.find("No such file or directory") != std::string::npos, r.err);
+  BOOST_TEST(r.out.empty(), r.out);
+}
+
+BOOST_AUTO_TEST_CASE(schedule_plans_without_memory_or_compiling) {
+  TempDir dir;
+  fs::path cache = dir.path() / "cache";
+  // 2^28 float32 per device on 4 devices: 4 GiB if it were allocated; ring chunks of 2^26 elements
+  CliResult r = run_cli({"schedule", "configs/ring.yaml", "--count", "268435456", "--json"},
+                        {"RINGRT_CACHE_DIR=" + cache.string()});
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  json j = json::parse(r.out);
+  BOOST_TEST(j["copies"].size() == 24u);  // ring: 2n(n-1)
+  for (const auto& c : j["copies"]) BOOST_TEST(c["bytes"] == (int64_t{1} << 28));
+  BOOST_TEST(!fs::exists(cache));  // nothing compiled
+}
+
+BOOST_AUTO_TEST_CASE(limits_of_the_input_exit_2) {
+  TempDir dir;
+  auto expect_2 = [](const CliResult& r, const std::string& words) {
+    BOOST_TEST(r.status == 2, r.err);
+    BOOST_TEST(r.err.find(words) != std::string::npos, r.err);
+  };
+  expect_2(run_cli({"schedule", "configs/naive.yaml", "--count", "99999999999999999999"}), "out of range");
+  std::string deep = dir.write("deep.yaml", "a: " + std::string(100000, '[') + std::string(100000, ']') + "\n");
+  expect_2(run_cli({"config", deep}), "nested too deeply");
+  std::string counts = "experiment:\n  counts: [1";
+  for (int i = 0; i < 4096; ++i) counts += ", 1";
+  expect_2(run_cli({"config", dir.write("long.yaml", counts + "]\n")}),
+           "long.yaml:2:11: key 'experiment.counts': expected a list of at most 4096 entries, got 4097 entries");
+  // a small address space: thread creation fails (EAGAIN); a resource message, not an internal error
+  std::string cmd = "cd " + shell_quote(RINGRT_SOURCE_DIR) + " && ulimit -v 50000 && " + shell_quote(RINGRT_CLI_PATH) +
+                    " run configs/naive.yaml --set 'experiment.counts=[8]' >/dev/null 2>" +
+                    shell_quote((dir.path() / "err").string());
+  int raw = std::system(cmd.c_str());
+  BOOST_TEST((WIFEXITED(raw) ? WEXITSTATUS(raw) : -1) == 2);
+  BOOST_TEST(read_file(dir.path() / "err").find("out of a system resource") != std::string::npos,
+             read_file(dir.path() / "err"));
+}

@@ -139,3 +139,49 @@ BOOST_AUTO_TEST_CASE(a_realized_tensor_emits_nothing) {
   BOOST_TEST(s.emit_sources((tmp.path / "empty").string(), "cpu").empty());
   BOOST_TEST(fs::is_directory(tmp.path / "empty"));
 }
+
+BOOST_AUTO_TEST_CASE(a_placeholder_plans_like_a_realized_input_and_never_runs) {
+  ScopedSettings scope(all2all());
+  Tensor p = Tensor::placeholder({4, 400}, DType::float32, cpu_devices(4), 0);
+  Schedule planned = p.sum({0}).schedule(), real = sharded_ones(4, 400).sum({0}).schedule();
+  BOOST_TEST(planned.to_string() == real.to_string());
+  BOOST_TEST((planned.copies() == real.copies()));
+  BOOST_TEST_REQUIRE(planned.kernel_items.size() == real.kernel_items.size());
+  for (size_t i = 0; i < planned.kernel_items.size(); ++i)
+    BOOST_TEST(planned.kernel_items[i].name == real.kernel_items[i].name);
+  BOOST_TEST(p.shape() == (Shape{4, 400}), boost::test_tools::per_element());
+  BOOST_CHECK_THROW(p.realize(), DeviceError);
+  BOOST_CHECK_THROW(p.host(), DeviceError);
+  BOOST_CHECK_THROW((p.sum({0}) * 2.0).realize(), DeviceError);
+  BOOST_CHECK_THROW(p.write_shards(std::vector<HostBuffer>(4, HostBuffer(DType::float32, {1, 400}))), DeviceError);
+  Tensor x = sharded_ones(4, 400);
+  BOOST_CHECK_THROW(x.assign(p), DeviceError);
+  BOOST_TEST(x.sum({0}).to_vector<float>()[0] == 4.0f);  // the refused assign left x as it was
+  BOOST_CHECK_THROW(Tensor::placeholder({3, 8}, DType::float32, cpu_devices(2), 0), ShapeError);
+}
+
+// The ring's plan from its definition (rewrite/rules/allreduce.cpp): n chunks, each reduced over n-1
+// steps around the ring (one copy and one combining kernel per chunk and step), then forwarded n-1
+// steps (one copy each, stored straight into scratch), and one kernel reassembling the chunks:
+// 2n(n-1) copies, each over a ring edge, and n(n-1) + 1 kernels.
+BOOST_AUTO_TEST_CASE(a_64_device_ring_plans_its_defined_items) {
+  const int64_t n = 64, count = 32 * n;  // 32 elements per chunk: every chunk is the same length
+  AllreduceSettings s;
+  s.ring = 2;
+  std::vector<std::string> devs = cpu_devices(static_cast<int>(n));
+  Tensor y = Tensor::placeholder({n, count}, DType::float32, devs, 0).sum({0});
+  Lowered low = lower_multi({uop_of(y)}, s);
+  BOOST_TEST(low.algorithms == std::vector<std::string>{"ring"}, boost::test_tools::per_element());
+  ItemPlan plan = plan_schedule(low.roots);
+  BOOST_TEST(plan.copies() == static_cast<size_t>(2 * n * (n - 1)));
+  BOOST_TEST(plan.kernels() == static_cast<size_t>(n * (n - 1) + 1));
+  auto index = [&](const std::string& d) { return std::find(devs.begin(), devs.end(), d) - devs.begin(); };
+  size_t off_ring = 0, other_length = 0;
+  for (const ScheduleItem& it : plan.items) {
+    if (it.kind != ScheduleItem::Kind::copy) continue;
+    off_ring += (index(it.ast.src(0).device().name()) + 1) % n != index(it.device.name());
+    other_length += prod(it.ast.shape()) != count / n;
+  }
+  BOOST_TEST(off_ring == 0u);
+  BOOST_TEST(other_length == 0u);
+}
