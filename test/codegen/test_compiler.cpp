@@ -450,6 +450,9 @@ BOOST_AUTO_TEST_CASE(a_compiler_that_cannot_run_or_no_temporary_folder_is_a_user
     std::string what = e.what();
     BOOST_TEST(what.find((dir / "file").string()) != std::string::npos, what);
   }
+  std::filesystem::remove_all(dir);
+}
+
 // A stop request (rewrite/interrupt.hpp; the `ringrt` program's SIGINT/SIGTERM) kills a compile in
 // progress, the compiler's whole process group (here sh and its sleep, which holds the output pipe
 // open: the compile returns only once both are gone), and removes its folder; a compile asked for
