@@ -376,7 +376,7 @@ BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
   };
   expect_2(run_cli({"run", dir.path().string()}), "is a directory");
   std::string two_docs = dir.write("two.yaml", "backend: cpu\n---\nbogus: 1\n");
-  expect_2(run_cli({"config", two_docs}), two_docs + ":3:1: a second YAML document");
+  expect_2(run_cli({"config", two_docs}), two_docs + ":2:1: a second YAML document");
   for (const char* opt : {"--csv", "--json"})
     expect_2(run_cli({"run", "configs/naive.yaml", opt, ""}), "an empty path");
   expect_2(run_cli({"schedule", "configs/naive.yaml", "--count", "8", "--dot", ""}), "an empty path");
