@@ -18,6 +18,7 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
+#include "runtime/cli/memory_budget.hpp"
 
 namespace ringrt {
 namespace {
@@ -72,8 +73,12 @@ struct Reference {
   std::vector<double> tolerance;  // floats: allowed |got - value|; empty: compare `exact` bit for bit
 };
 
-Reference reference_of(const HostBuffer& in, int64_t ndev, int64_t count, Ops op) {
-  DType dt = in.dtype;
+// Device d's element i as it is stored in the dtype (rounded or wrapped), read back as double.
+using StoredValue = std::function<double(int64_t d, int64_t i)>;
+
+// The reference of an allreduce over ndev devices of count elements each, from their stored values:
+// one reference for all devices (nothing per device is held on the host).
+Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const StoredValue& value) {
   Reference r{HostBuffer(dt, {count}), {}, {}};
   bool is_int = !is_float(dt);
   // Rounding-free cases: integers (wrapping is exact), max/min, and small integers in 16-bit floats
@@ -85,9 +90,9 @@ Reference reference_of(const HostBuffer& in, int64_t ndev, int64_t count, Ops op
   if (!is_int) r.value.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     if (is_int) {
-      int64_t acc = in.get_int(i);
+      int64_t acc = static_cast<int64_t>(value(0, i));
       for (int64_t d = 1; d < ndev; ++d) {
-        int64_t v = in.get_int(d * count + i);
+        int64_t v = static_cast<int64_t>(value(d, i));
         acc = op == Ops::MAX   ? std::max(acc, v)
               : op == Ops::MIN ? std::min(acc, v)
               : op == Ops::MUL ? static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v))
@@ -96,9 +101,9 @@ Reference reference_of(const HostBuffer& in, int64_t ndev, int64_t count, Ops op
       r.exact.set_int(i, acc);
       continue;
     }
-    double acc = in.get(i), mag = std::abs(acc);
+    double acc = value(0, i), mag = std::abs(acc);
     for (int64_t d = 1; d < ndev; ++d) {
-      double v = in.get(d * count + i);
+      double v = value(d, i);
       acc = combine(op, acc, v);
       mag = op == Ops::MUL ? mag * std::abs(v) : mag + std::abs(v);
     }
@@ -107,6 +112,16 @@ Reference reference_of(const HostBuffer& in, int64_t ndev, int64_t count, Ops op
     if (!exact) r.tolerance[static_cast<size_t>(i)] = static_cast<double>(ndev) * epsilon(dt) * mag;
   }
   return r;
+}
+
+// The reference of allreduce_input_data(cfg, count), computed element by element from input_value
+// (never the (ndev, count) host data: at large counts that alone is the whole payload again).
+Reference input_reference(const ExperimentConfig& cfg, int64_t count) {
+  HostBuffer one(cfg.dtype, {1});  // rounds or wraps a value into the dtype, as the input data does
+  return reference_of(cfg.dtype, static_cast<int64_t>(cfg.devices.size()), count, cfg.op, [&](int64_t d, int64_t i) {
+    one.set(0, input_value(cfg.dtype, cfg.op, d, i));
+    return is_float(cfg.dtype) ? one.get(0) : static_cast<double>(one.get_int(0));
+  });
 }
 
 int64_t count_wrong(const Reference& ref, const HostBuffer& got) {
@@ -185,7 +200,7 @@ using FinishRow = std::function<void(ResultRow)>;
 // bucket once into a new tensor, in order (as DDP launches them).
 void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
                               const FinishRow& finish_row, ExperimentResult& result) {
-  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
+  check_fits(cfg, counts);  // every bucket is held at once
   std::vector<Tensor> inputs, outputs;
   for (int64_t count : counts) inputs.push_back(make_allreduce_input(cfg, count));
   std::vector<double> bucket_us(counts.size(), 0.0);
@@ -207,9 +222,7 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
   std::vector<ResultRow> rows;
   for (size_t b = 0; b < inputs.size(); ++b) {
     ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
-    if (cfg.check)
-      row.wrong =
-          check_result(cfg, outputs[b], reference_of(allreduce_input_data(cfg, counts[b]), ndev, counts[b], cfg.op));
+    if (cfg.check) row.wrong = check_result(cfg, outputs[b], input_reference(cfg, counts[b]));
     rows.push_back(row);
     finish_row(std::move(row));
   }
@@ -240,6 +253,7 @@ size_t row_of(size_t d, int step, size_t nrows) { return (d + static_cast<size_t
 // the last step's buckets are checked against the host reduction of the rows that step wrote.
 void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
                           const FinishRow& finish_row, ExperimentResult& result) {
+  check_fits(cfg, counts);  // every bucket is held at once
   size_t ndev = cfg.devices.size();
   std::vector<std::vector<HostBuffer>> rows;
   std::vector<Tensor> buckets;
@@ -276,12 +290,12 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
   for (size_t b = 0; b < buckets.size(); ++b) {
     ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, buckets[b]), bucket_us[b]);
     if (cfg.check) {  // the reference from the host rows the last step wrote, never from the devices
-      HostBuffer in(cfg.dtype, {static_cast<int64_t>(ndev), counts[b]});
-      for (size_t d = 0; d < ndev; ++d) {
-        const HostBuffer& r = rows[b][row_of(d, last, ndev + 1)];
-        std::copy(r.bytes.begin(), r.bytes.end(), in.bytes.begin() + static_cast<std::ptrdiff_t>(d * r.bytes.size()));
-      }
-      row.wrong = check_result(cfg, buckets[b], reference_of(in, static_cast<int64_t>(ndev), counts[b], cfg.op));
+      auto value = [&](int64_t d, int64_t i) {
+        const HostBuffer& r = rows[b][row_of(static_cast<size_t>(d), last, ndev + 1)];
+        return is_float(cfg.dtype) ? r.get(i) : static_cast<double>(r.get_int(i));
+      };
+      row.wrong =
+          check_result(cfg, buckets[b], reference_of(cfg.dtype, static_cast<int64_t>(ndev), counts[b], cfg.op, value));
     }
     rows_out.push_back(row);
     finish_row(std::move(row));
@@ -290,11 +304,13 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
   result.step->write_us = write_us / cfg.iters;
 }
 
-// The sweep of counts: for each, `warmup` untimed and `iters` timed allreduces, then its row.
+// The sweep of counts: for each, `warmup` untimed and `iters` timed allreduces, then its row. A count
+// whose estimated memory does not fit is refused before anything of it is allocated (check_fits:
+// ResourceError); each count's tensors are gone before the next one starts.
 void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
                 const FinishRow& finish_row) {
-  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
   for (int64_t count : counts) {
+    check_fits(cfg, {count});
     Tensor x = make_allreduce_input(cfg, count), y = x;
     double timed_us = 0;
     for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
@@ -306,8 +322,7 @@ void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
     }
     ResultRow row = make_row(cfg, count, allreduce_of(cfg, x), timed_us);
     // the reference starts from the host data again, not from anything the devices computed
-    if (cfg.check)
-      row.wrong = check_result(cfg, y, reference_of(allreduce_input_data(cfg, count), ndev, count, cfg.op));
+    if (cfg.check) row.wrong = check_result(cfg, y, input_reference(cfg, count));
     finish_row(std::move(row));
   }
 }
@@ -329,7 +344,14 @@ HostBuffer allreduce_input_data(const ExperimentConfig& cfg, int64_t count) {
 }
 
 Tensor make_allreduce_input(const ExperimentConfig& cfg, int64_t count) {
-  Tensor x = Tensor::from_host(allreduce_input_data(cfg, count), cfg.devices.at(0)).shard(cfg.devices, 0);
+  // each device's row goes straight to it (no whole copy on the first device to shard from)
+  std::vector<HostBuffer> rows;
+  for (int64_t d = 0; d < static_cast<int64_t>(cfg.devices.size()); ++d) {
+    HostBuffer row(cfg.dtype, {1, count});
+    for (int64_t i = 0; i < count; ++i) row.set(i, input_value(cfg.dtype, cfg.op, d, i));
+    rows.push_back(std::move(row));
+  }
+  Tensor x = Tensor::from_shards(std::move(rows), cfg.devices, 0);
   x.realize();
   return x;
 }

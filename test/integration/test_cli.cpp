@@ -523,3 +523,22 @@ BOOST_AUTO_TEST_CASE(limits_of_the_input_exit_2) {
   BOOST_TEST(read_file(dir.path() / "err").find("out of a system resource") != std::string::npos,
              read_file(dir.path() / "err"));
 }
+
+BOOST_AUTO_TEST_CASE(a_size_that_does_not_fit_is_refused_before_it_starts) {
+  TempDir dir;
+  // ulimit -v about 2.9 GiB: 8 elements fit; 2^28 float32 on each of 4 devices (4 GiB of input alone)
+  // do not, and are refused with the numbers before anything of that size is allocated
+  std::string cmd = "cd " + shell_quote(RINGRT_SOURCE_DIR) + " && ulimit -v 3000000 && " +
+                    shell_quote(RINGRT_CLI_PATH) +
+                    " run configs/naive.yaml --set 'experiment.counts=[8, 268435456]' --set experiment.warmup=0"
+                    " --set experiment.iters=1 >" +
+                    shell_quote((dir.path() / "out").string()) + " 2>" + shell_quote((dir.path() / "err").string());
+  int raw = std::system(cmd.c_str());
+  std::string out = read_file(dir.path() / "out"), err = read_file(dir.path() / "err");
+  BOOST_TEST((WIFEXITED(raw) ? WEXITSTATUS(raw) : -1) == 2, err);
+  BOOST_TEST(err.find("count 268435456 x 4 devices float32 needs about ") != std::string::npos, err);
+  BOOST_TEST(err.find("GiB available (ulimit -v)") != std::string::npos, err);
+  auto rows = table_rows(out);
+  BOOST_TEST_REQUIRE(rows.size() == 1u, out);  // the row of 8; none for the size refused
+  BOOST_TEST(rows[0].at(1) == "8");
+}

@@ -1,0 +1,91 @@
+#include "runtime/cli/memory_budget.hpp"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "rewrite/errors.hpp"
+#include "runtime/cli/experiment.hpp"
+
+namespace ringrt {
+namespace {
+
+// A "Key:   N kB" line of a /proc file, in bytes; nullopt when absent.
+std::optional<int64_t> proc_kb(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) != 0) continue;
+    std::istringstream fields(line.substr(key.size() + 1));
+    int64_t kb = 0;
+    if (fields >> kb) return kb * 1024;
+  }
+  return std::nullopt;
+}
+
+// What is left under resource limit `which` given `used` bytes; nullopt when unlimited or unreadable.
+std::optional<int64_t> left_under(int which, std::optional<int64_t> used) {
+  rlimit lim{};
+  if (::getrlimit(which, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY || !used) return std::nullopt;
+  return std::max<int64_t>(0, static_cast<int64_t>(lim.rlim_cur) - *used);
+}
+
+int64_t devices_of(const std::string& tuple) { return 1 + std::count(tuple.begin(), tuple.end(), ','); }
+
+double gib(int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30); }
+
+}  // namespace
+
+std::optional<MemoryAvailable> memory_available() {
+  std::optional<MemoryAvailable> best;
+  auto consider = [&](std::optional<int64_t> bytes, const char* limit) {
+    if (bytes && (!best || *bytes < best->bytes)) best = MemoryAvailable{*bytes, limit};
+  };
+  consider(proc_kb("/proc/meminfo", "MemAvailable"), "MemAvailable");
+  consider(left_under(RLIMIT_AS, proc_kb("/proc/self/status", "VmSize")), "ulimit -v");
+  consider(left_under(RLIMIT_DATA, proc_kb("/proc/self/status", "VmData")), "ulimit -d");
+  return best;
+}
+
+MemoryNeed estimate_need(const ExperimentConfig& cfg, const std::vector<int64_t>& counts) {
+  MemoryNeed need;
+  need.device_is_host = cfg.backend == "cpu";
+  int64_t ndev = static_cast<int64_t>(cfg.devices.size()), size = itemsize(cfg.dtype);
+  // the check's reference per element: the exact value in the dtype, and for floats the value and the
+  // tolerance in double (experiment.cpp's Reference), plus one device's result gathered
+  int64_t check_per_element = 2 * size + (is_float(cfg.dtype) ? 16 : 0);
+  int64_t staging = 0, check = 0;
+  for (int64_t count : counts) {
+    Schedule s = allreduce_of(cfg, allreduce_input_placeholder(cfg, count)).schedule();
+    need.device += ndev * count * size;  // the input
+    for (const CopyItem& c : s.copy_items) need.device += c.bytes;
+    for (const KernelItem& k : s.kernel_items) need.device += devices_of(k.device) * k.numel * size;
+    staging = std::max(staging, ndev * count * size);
+    check = std::max(check, cfg.check ? count * check_per_element : 0);
+  }
+  need.host = std::max(staging, check);
+  return need;
+}
+
+void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts) {
+  std::optional<MemoryAvailable> avail = memory_available();
+  if (!avail) return;
+  MemoryNeed need = estimate_need(cfg, counts);
+  if (need.total() <= avail->bytes) return;
+  std::string what = counts.size() == 1 ? fmt::format("count {}", counts[0])
+                                        : fmt::format("{} buckets of {} elements in all", counts.size(), [&] {
+                                            int64_t n = 0;
+                                            for (int64_t c : counts) n += c;
+                                            return n;
+                                          }());
+  throw ResourceError(fmt::format(
+      "out of host memory: {} x {} devices {} needs about {:.2f} GiB (device buffers {:.2f} GiB{}, host check "
+      "{:.2f} GiB), {:.2f} GiB available ({}); refused before allocating: choose smaller experiment.sizes",
+      what, cfg.devices.size(), dtype_name(cfg.dtype), gib(need.total()), gib(need.device),
+      need.device_is_host ? "" : " on the GPUs, not counted here", gib(need.host), gib(avail->bytes), avail->limit));
+}
+
+}  // namespace ringrt
