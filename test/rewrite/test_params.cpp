@@ -86,6 +86,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"runtime.inline_small", "RINGRT_INLINE_SMALL"},
       {"runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE"},
       {"runtime.program_cache", "RINGRT_PROGRAM_CACHE"},
+      {"runtime.kernel_opt", "RINGRT_KERNEL_OPT"},
       {"runtime.watchdog_s", "RINGRT_WATCHDOG_S"},
       {"runtime.cache_dir", "RINGRT_CACHE_DIR"},
       {"runtime.cxx", "CXX"}};
