@@ -145,13 +145,31 @@ std::string arg_str(const Arg& arg) {
       arg);
 }
 
+namespace {
+struct TupleHash {
+  size_t operator()(const DeviceTuple& t) const {
+    uint64_t h = t.size();
+    for (const auto& s : t) h = mix(h, std::hash<std::string>()(s));
+    return h;
+  }
+};
+}  // namespace
+
+DeviceSpec::DeviceSpec(const DeviceTuple& tuple) {
+  // Never freed: nodes in the process-wide graph may outlive any other static (and so this table).
+  static auto* table = new std::unordered_set<DeviceTuple, TupleHash>();
+  static std::mutex lock;
+  std::lock_guard<std::mutex> guard(lock);
+  v_ = &*table->insert(tuple).first;  // node-based: the element's address is stable
+}
+
 const std::string& DeviceSpec::name() const {
   if (!single()) throw InternalError("DeviceSpec::name on " + to_string());
   return std::get<std::string>(v_);
 }
 const DeviceTuple& DeviceSpec::names() const {
   if (!tuple()) throw InternalError("DeviceSpec::names on '" + to_string() + "'");
-  return std::get<DeviceTuple>(v_);
+  return *std::get<const DeviceTuple*>(v_);
 }
 size_t DeviceSpec::count() const { return none() ? 0 : single() ? 1 : names().size(); }
 std::string DeviceSpec::to_string() const {

@@ -58,12 +58,15 @@ using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, 
                          Spans, VarArg, BufferArg>;
 std::string arg_str(const Arg& arg);
 
-// Where a node lives: nowhere (constants), one device, or a tuple of devices.
+// Where a node lives: nowhere (constants), one device, or a tuple of devices. A tuple is interned:
+// every DeviceSpec of equal names shares one immutable copy (kept for the process's life), so copying,
+// comparing and hashing a spec costs O(1) whatever the tuple's length (nodes on a tuple of n devices
+// would otherwise each hold all n names: n^2 for a ring's plan).
 class DeviceSpec {
  public:
   DeviceSpec() = default;
   DeviceSpec(std::string one) : v_(std::move(one)) {}
-  DeviceSpec(DeviceTuple tuple) : v_(std::move(tuple)) {}
+  DeviceSpec(const DeviceTuple& tuple);  // O(length) once: looks up (or adds) the interned copy
   bool none() const { return v_.index() == 0; }
   bool single() const { return v_.index() == 1; }
   bool tuple() const { return v_.index() == 2; }
@@ -72,10 +75,10 @@ class DeviceSpec {
   size_t count() const;              // 0, 1 or the tuple's length
   std::string to_string() const;     // "", "CPU:0" or "(CPU:0, CPU:1)"
   Arg as_arg() const;
-  bool operator==(const DeviceSpec&) const = default;
+  bool operator==(const DeviceSpec&) const = default;  // tuples by identity: interned, so by value
 
  private:
-  std::variant<std::monostate, std::string, DeviceTuple> v_;
+  std::variant<std::monostate, std::string, const DeviceTuple*> v_;
 };
 
 class UOpGraph;

@@ -102,7 +102,7 @@ class Planner {
 
   // Items whose output the value ast reads; its realized leaves go to `reads`.
   std::vector<size_t> producers_of(const UOp& ast, std::vector<UOp>* reads = nullptr) {
-    std::set<size_t> deps;
+    std::vector<size_t> deps;  // sorted and deduplicated at the end (a std::set cost a node per entry)
     std::vector<UOp> stack{ast};
     NodeSet seen;
     while (!stack.empty()) {
@@ -112,12 +112,14 @@ class Planner {
       if (u != ast && realized_.count(u.node())) {
         if (reads) reads->push_back(u);
         auto it = producer_.find(u.node());
-        if (it != producer_.end()) deps.insert(it->second.begin(), it->second.end());
+        if (it != producer_.end()) deps.insert(deps.end(), it->second.begin(), it->second.end());
         continue;
       }
       for (const UOp& s : u.src()) stack.push_back(s);
     }
-    return {deps.begin(), deps.end()};
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    return deps;
   }
 
   // Adds an item and returns what a reader of its output waits for: the item, or, for an item that
@@ -227,8 +229,6 @@ std::string ItemPlan::to_string() const {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     const auto& it = items[i];
-    std::vector<std::string> deps;
-    for (size_t d : it.deps) deps.push_back(std::to_string(d));
     if (it.kind == ScheduleItem::Kind::copy) {
       out += fmt::format("{:3} COPY   {} -> {} {} B", i, it.ast.src(0).device().to_string(), it.device.to_string(),
                          prod(it.ast.shape()) * itemsize(it.ast.dtype()));
@@ -236,7 +236,7 @@ std::string ItemPlan::to_string() const {
       out += fmt::format("{:3} KERNEL {} {} {}", i, it.device.to_string(), dtype_name(it.ast.dtype()),
                          shape_str(it.ast.shape()));
     }
-    out += deps.empty() ? "\n" : fmt::format("  after {}\n", fmt::join(deps, ","));
+    out += it.deps.empty() ? "\n" : fmt::format("  after {}\n", fmt::join(it.deps, ","));
   }
   return out;
 }
