@@ -264,7 +264,7 @@ class Program::Binding {
       const std::vector<int64_t>& written = p_.memory_.written(base);
       std::vector<Block>& blocks = mem_.at(base);
       if (written.front() < 0 || written.size() != ptrs.size() ||
-          std::any_of(ptrs.begin(), ptrs.end(), [&](void* p) { return p != ptrs[0]; }))
+          std::any_of(ptrs.begin(), ptrs.end(), [first = ptrs[0]](void* p) { return p != first; }))
         continue;
       for (size_t b = 0; b < blocks.size(); ++b)
         if (!std::binary_search(written.begin(), written.end(), static_cast<int64_t>(b))) blocks[b].ptr = ptrs[0];
