@@ -16,6 +16,7 @@
 #include <set>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
 #include "rewrite/hash.hpp"
 #include "rewrite/params.hpp"
 
@@ -122,16 +123,6 @@ std::optional<std::filesystem::path> existing_private_dir() {
 
 int open_dir(const std::filesystem::path& dir) { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
 
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 }  // namespace
 
 CompileStats compile_stats() { return {g_compiles.load(), g_hits.load(), g_runs.load()}; }
@@ -146,20 +137,24 @@ void warn_once(const std::string& once_key, const std::string& message) {
   if (warned.insert(once_key).second) std::fprintf(stderr, "ringrt: warning: %s\n", message.c_str());
 }
 
-// The tunable runtime.cache_dir (rewrite/params.hpp), else the XDG fallbacks, else none.
+// The tunable runtime.cache_dir (rewrite/params.hpp), else the XDG fallbacks, else none. A relative
+// $XDG_CACHE_HOME is ignored, as the XDG base directory specification says.
 std::filesystem::path cache_dir() {
   if (std::string d = current_runtime_params().cache_dir; !d.empty()) return d;
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return std::filesystem::path(d) / "ringrt";
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty() && d.front() == '/') return std::filesystem::path(d) / "ringrt";
   if (std::string d = env("HOME"); !d.empty()) return std::filesystem::path(d) / ".cache" / "ringrt";
   return {};
 }
 
+// $TMPDIR, or /tmp when it is unset or empty (an empty value counts as unset, as for every variable
+// ringrt reads).
 std::filesystem::path temp_root() {
+  std::string dir = env("TMPDIR");
+  std::filesystem::path tmp = dir.empty() ? std::filesystem::path("/tmp") : std::filesystem::path(dir);
   std::error_code ec;
-  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
-  if (ec)
-    throw IOError(fmt::format("the temporary folder ($TMPDIR={}) is not usable: {}",
-                              env("TMPDIR").empty() ? "unset" : env("TMPDIR"), ec.message()));
+  if (!std::filesystem::is_directory(tmp, ec))
+    throw IOError(fmt::format("the temporary folder {} ($TMPDIR{}) is not usable: {}", tmp.string(),
+                              dir.empty() ? " unset" : "", ec ? ec.message() : "not a directory"));
   return tmp;
 }
 
@@ -261,7 +256,7 @@ std::filesystem::path CompileCache::store(const std::string& key, std::string_vi
   };
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) throw IOError(fmt::format("cannot write the kernel cache entry {}: {}", tmp.string(), sys_error(errno)));
-  bool ok = write_all(fd, bytes) && write_all(fd, record(key, bytes)) && ::fsync(fd) == 0;
+  bool ok = write_bytes(fd, bytes) == 0 && write_bytes(fd, record(key, bytes)) == 0 && ::fsync(fd) == 0;
   int err = errno;
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -303,8 +298,8 @@ CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
       std::filesystem::path own = private_cache_dir();
       if (own != primary) {
         a.path = CompileCache(own).store(key, suffix, a.bytes);
-        warn_once("store " + primary.string(),
-                  fmt::format("{}; this process keeps its kernels in {} (removed at exit)", first.what(), own.string()));
+        warn_once("store " + primary.string(), fmt::format("{}; this process keeps its kernels in {} (removed at exit)",
+                                                           first.what(), own.string()));
         return a;
       }
     } catch (const IOError& second) {

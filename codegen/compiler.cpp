@@ -26,6 +26,7 @@
 
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
 #include "rewrite/interrupt.hpp"
 #include "rewrite/params.hpp"
 
@@ -205,16 +206,6 @@ std::string dl_error() {
   return err ? err : "unknown error";
 }
 
-bool write_fd(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 }  // namespace
 
 HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : path_(std::move(label)) {
@@ -224,7 +215,7 @@ HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : 
   int fd = ::memfd_create(("ringrt-" + path_.filename().string()).c_str(), MFD_CLOEXEC);
   if (fd < 0) {
     memory_failure = fmt::format("memfd_create: {}", std::strerror(errno));
-  } else if (!write_fd(fd, bytes)) {
+  } else if (write_bytes(fd, bytes) != 0) {
     memory_failure = fmt::format("write: {}", std::strerror(errno));
     ::close(fd);
   } else {
@@ -259,7 +250,7 @@ HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : 
     if (out < 0) {
       file_failure = fmt::format("{}: {}", file.string(), std::strerror(errno));
     } else {
-      bool ok = write_fd(out, bytes);
+      bool ok = write_bytes(out, bytes) == 0;
       int err = errno;
       ok = ::close(out) == 0 && ok;
       if (!ok) file_failure = fmt::format("{}: {}", file.string(), std::strerror(err));
@@ -276,9 +267,10 @@ HostLibrary::HostLibrary(std::string_view bytes, std::filesystem::path label) : 
     std::filesystem::remove(file, ignored);
   }
   if (!handle_ && no_memfd)  // the environment: a noexec $TMPDIR where memory files are not allowed
-    throw IOError(fmt::format("cannot load the kernel library {}: from memory: {}; from a private file: {}; set "
-                              "TMPDIR to a folder on a mount that allows executables",
-                              path_.string(), memory_failure, file_failure));
+    throw IOError(
+        fmt::format("cannot load the kernel library {}: from memory: {}; from a private file: {}; set "
+                    "TMPDIR to a folder on a mount that allows executables",
+                    path_.string(), memory_failure, file_failure));
   if (!handle_)
     throw CompileError(fmt::format("cannot load the kernel library {}: from memory: {}; from a private file: {}",
                                    path_.string(), memory_failure, file_failure));
@@ -350,9 +342,10 @@ void HostCompiler::run_compiler(const std::vector<std::string>& argv, const std:
   if (!failure.empty() && interrupt_signal())
     throw Interrupted(fmt::format("{}: host compile stopped ({})", name, failure));
   if (start_error != 0 || argv.empty())
-    throw ConfigError(fmt::format("the host C++ compiler '{}' (runtime.cxx, $CXX) cannot be run: {}; set CXX "
-                                  "to a C++ compiler such as g++ or clang++",
-                                  cxx_, start_error != 0 ? std::strerror(start_error) : "the command is empty"));
+    throw ConfigError(
+        fmt::format("the host C++ compiler '{}' (runtime.cxx, $CXX) cannot be run: {}; set CXX "
+                    "to a C++ compiler such as g++ or clang++",
+                    cxx_, start_error != 0 ? std::strerror(start_error) : "the command is empty"));
   if (failure.empty() && !std::filesystem::exists(product)) failure = "no " + product.filename().string();
   if (!failure.empty())
     throw CompileError(fmt::format("{}: host compile failed ({}): {}\n{}", name, failure, fmt::join(argv, " "), log));

@@ -70,17 +70,23 @@ void OutputFile::write(const std::string& text) {
   Fd f{fd_};  // closed on every path out
   fd_ = -1;
   if (::ftruncate(f.fd, 0) != 0) fail(path_, fmt::format("cannot truncate the file: {}", std::strerror(errno)));
-  for (size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(f.fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(path_, fmt::format("writing the file failed: {}", std::strerror(errno)));
-    done += static_cast<size_t>(n);
-  }
+  if (int err = write_bytes(f.fd, text)) fail(path_, fmt::format("writing the file failed: {}", std::strerror(err)));
   if (::close(f.fd) != 0) {
     f.fd = -1;
     fail(path_, fmt::format("writing the file failed: {}", std::strerror(errno)));
   }
   f.fd = -1;
+}
+
+int write_bytes(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return 0;
 }
 
 void write_file(const std::string& path, const std::string& text) { OutputFile(path).write(text); }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace ringrt {
 
@@ -12,6 +13,10 @@ namespace ringrt {
 // for a file that cannot be opened, is not a regular file (a folder, a FIFO, a device), is longer
 // than max_bytes, or fails to read (e.g. EIO).
 std::string read_file(const std::string& path, size_t max_bytes);
+
+// Writes all of bytes to the open file descriptor fd, retrying short writes and EINTR. Returns 0, or the
+// errno of the write that failed (EIO when a write wrote nothing without an error).
+int write_bytes(int fd, std::string_view bytes);
 
 // Writes text to path, creating it (mode 0644 before the umask) or truncating it. A symbolic link at
 // path is refused, not followed (O_NOFOLLOW), so a link planted in a shared folder cannot make ringrt

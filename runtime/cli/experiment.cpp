@@ -304,11 +304,13 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
   result.step->write_us = write_us / cfg.iters;
 }
 
-// The sweep of counts: for each, `warmup` untimed and `iters` timed allreduces, then its row. A count
-// whose estimated memory does not fit is refused before anything of it is allocated (check_fits:
-// ResourceError); each count's tensors are gone before the next one starts.
+// The sweep of counts: for each, `warmup` untimed and `iters` timed allreduces, then its row. Every
+// count's estimated memory is checked before the first one runs, and again just before it runs (what
+// the earlier counts left behind counts then): one that does not fit is refused before anything of it
+// is allocated (check_fits: ResourceError); each count's tensors are gone before the next one starts.
 void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
                 const FinishRow& finish_row) {
+  for (int64_t count : counts) check_fits(cfg, {count});
   for (int64_t count : counts) {
     check_fits(cfg, {count});
     Tensor x = make_allreduce_input(cfg, count), y = x;

@@ -31,6 +31,14 @@
 
 namespace {
 
+// status, unless what was printed to stdout could not all be written (a full disk, a closed pipe,
+// /dev/full): then a message and exit status 2, as for any output file that cannot be written.
+int with_stdout_checked(int status) {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
+  std::fprintf(stderr, "ringrt: cannot write the standard output: %s\n", std::strerror(errno));
+  return status == 0 || status == 1 ? 2 : status;
+}
+
 using namespace ringrt;
 
 // A one-line progress bar on stderr, drawn only when stderr is a terminal (nothing when piped).
@@ -250,9 +258,10 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    if (run->parsed()) return run_command(config, sets, csv, json);
-    if (sched->parsed()) return schedule_command(config, sets, count, as_json, dot, emit_dir, target);
-    return config_command(config, sets, dump);
+    if (run->parsed()) return with_stdout_checked(run_command(config, sets, csv, json));
+    if (sched->parsed())
+      return with_stdout_checked(schedule_command(config, sets, count, as_json, dot, emit_dir, target));
+    return with_stdout_checked(config_command(config, sets, dump));
   } catch (const Interrupted& e) {  // a stop request outside the sweep
     std::cerr << "ringrt: " << e.what() << "\n";
     return 128 + interrupt_signal();
@@ -272,6 +281,12 @@ int main(int argc, char** argv) {
                       ? "too many open files (see ulimit -n)"
                       : "could not start a thread or map memory (see ulimit -v, ulimit -u)")
               << "\n";
+  } catch (const TimeoutError& e) {  // the watchdog: an item outlived runtime.watchdog_s
+    std::cerr << "ringrt: timeout: " << e.what() << "\n";
+    return 3;
+  } catch (const CompileError& e) {
+    std::cerr << "ringrt: kernel compile failed: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "ringrt: internal error: " << e.what() << "\n";
     return 3;

@@ -4,7 +4,8 @@
 //
 // Estimate: the device buffers are the input (count elements on every device), plus what the schedule
 // writes (Schedule: every copy's bytes and every kernel item's numel times the dtype's size on each
-// device of its tuple; an upper bound, as the executor reuses scratch); the host side is the larger of
+// device of its tuple, then 1.5 times that: memory_budget.cpp says what the margin covers, measured);
+// the host side is the larger of
 // the input's staging (one (1, count) buffer per device, handed to Tensor::from_shards) and the check
 // (experiment.cpp's reference: about 20 bytes per element for floats, plus one device's result).
 // On the cpu backend device buffers are host memory and count against the same limit; on hip only the
