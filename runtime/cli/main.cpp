@@ -139,13 +139,27 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   ProgressBar bar;
   ExperimentObserver observer;
   observer.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
+  ExperimentResult finished;  // the rows so far: written to --csv/--json if the run fails part way
   observer.row = [&](const ResultRow& row) {
     bar.clear();
     std::fputs(format_row(row).c_str(), stdout);
     std::fflush(stdout);
+    finished.rows.push_back(row);
   };
   observer.stop = [] { return interrupt_signal() != 0; };
-  ExperimentResult result = run_experiment(cfg, observer);
+  ExperimentResult result;
+  try {
+    result = run_experiment(cfg, observer);
+  } catch (...) {  // a timeout, a size refused, ...: keep what finished, then report the error as usual
+    bar.clear();
+    try {
+      write_all({[&] { csv_file ? write_csv(*csv_file, cfg, finished) : void(); },
+                 [&] { json_file ? write_json(*json_file, cfg, finished) : void(); }});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ringrt: %s\n", e.what());
+    }
+    throw;
+  }
   bar.clear();
   std::fputs(format_footer(result).c_str(), stdout);
   std::fflush(stdout);
