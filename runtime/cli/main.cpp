@@ -134,6 +134,8 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   std::optional<OutputFile> csv_file, json_file;  // opened now: a bad path fails before the run, not after
   if (!csv.empty()) csv_file.emplace(csv);
   if (!json.empty()) json_file.emplace(json);
+  if (std::error_code ec; csv_file && json_file && std::filesystem::equivalent(csv, json, ec))
+    throw IOError("--csv " + csv + " and --json " + json + " name the same file");
   std::fputs(format_header(cfg).c_str(), stdout);
   std::fflush(stdout);
   ProgressBar bar;
