@@ -40,6 +40,13 @@ double input_value(DType dt, Ops op, int64_t d, int64_t i) {
   return (static_cast<double>(h % 20001) - 10000.0) / 3000.0;  // not exact in binary: rounding happens
 }
 
+// Device d's input data: a (1, count) row of input_value, rounded or wrapped into the dtype.
+HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d) {
+  HostBuffer row(cfg.dtype, {1, count});
+  for (int64_t i = 0; i < count; ++i) row.set(i, input_value(cfg.dtype, cfg.op, d, i));
+  return row;
+}
+
 double epsilon(DType dt) {
   switch (dt) {
     case DType::float64:
@@ -114,8 +121,8 @@ Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const Stor
   return r;
 }
 
-// The reference of allreduce_input_data(cfg, count), computed element by element from input_value
-// (never the (ndev, count) host data: at large counts that alone is the whole payload again).
+// The reference of the allreduce of make_allreduce_input(cfg, count), computed element by element from
+// input_value (never the (ndev, count) host data: at large counts that alone is the whole payload again).
 Reference input_reference(const ExperimentConfig& cfg, int64_t count) {
   HostBuffer one(cfg.dtype, {1});  // rounds or wraps a value into the dtype, as the input data does
   return reference_of(cfg.dtype, static_cast<int64_t>(cfg.devices.size()), count, cfg.op, [&](int64_t d, int64_t i) {
@@ -229,18 +236,13 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
   result.step = step_summary(cfg, rows, step_us);
 }
 
-// The host data of one in-place bucket: ndev + 1 rows of shape (1, count), row r as device r's data of
-// allreduce_input_data (r == ndev: a device that is not there). Step s gives device d row
+// The host data of one in-place bucket: ndev + 1 rows of shape (1, count), row r as device r's input
+// data (input_row; r == ndev: a device that is not there). Step s gives device d row
 // (d + s) % (ndev + 1): each device's data changes every step, and so does the set of rows reduced
 // (one is left out), so a step whose writes did not land gives a different result.
 std::vector<HostBuffer> bucket_rows(const ExperimentConfig& cfg, int64_t count) {
-  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
   std::vector<HostBuffer> rows;
-  for (int64_t r = 0; r <= ndev; ++r) {
-    HostBuffer h(cfg.dtype, {1, count});
-    for (int64_t i = 0; i < count; ++i) h.set(i, input_value(cfg.dtype, cfg.op, r, i));
-    rows.push_back(std::move(h));
-  }
+  for (int64_t r = 0; r <= static_cast<int64_t>(cfg.devices.size()); ++r) rows.push_back(input_row(cfg, count, r));
   return rows;
 }
 
@@ -310,9 +312,14 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
 // is allocated (check_fits: ResourceError); each count's tensors are gone before the next one starts.
 void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
                 const FinishRow& finish_row) {
-  for (int64_t count : counts) check_fits(cfg, {count});
+  std::vector<MemoryNeed> needs;  // planned once per count; checked now and again when its turn comes
   for (int64_t count : counts) {
-    check_fits(cfg, {count});
+    needs.push_back(estimate_need(cfg, {count}));
+    check_fits(cfg, {count}, needs.back());
+  }
+  for (size_t c = 0; c < counts.size(); ++c) {
+    int64_t count = counts[c];
+    check_fits(cfg, {count}, needs[c]);
     Tensor x = make_allreduce_input(cfg, count), y = x;
     double timed_us = 0;
     for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
@@ -337,22 +344,10 @@ int64_t ExperimentResult::wrong() const {
   return w;
 }
 
-HostBuffer allreduce_input_data(const ExperimentConfig& cfg, int64_t count) {
-  int64_t ndev = static_cast<int64_t>(cfg.devices.size());
-  HostBuffer in(cfg.dtype, {ndev, count});
-  for (int64_t d = 0; d < ndev; ++d)
-    for (int64_t i = 0; i < count; ++i) in.set(d * count + i, input_value(cfg.dtype, cfg.op, d, i));
-  return in;
-}
-
 Tensor make_allreduce_input(const ExperimentConfig& cfg, int64_t count) {
   // each device's row goes straight to it (no whole copy on the first device to shard from)
   std::vector<HostBuffer> rows;
-  for (int64_t d = 0; d < static_cast<int64_t>(cfg.devices.size()); ++d) {
-    HostBuffer row(cfg.dtype, {1, count});
-    for (int64_t i = 0; i < count; ++i) row.set(i, input_value(cfg.dtype, cfg.op, d, i));
-    rows.push_back(std::move(row));
-  }
+  for (int64_t d = 0; d < static_cast<int64_t>(cfg.devices.size()); ++d) rows.push_back(input_row(cfg, count, d));
   Tensor x = Tensor::from_shards(std::move(rows), cfg.devices, 0);
   x.realize();
   return x;

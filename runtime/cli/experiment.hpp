@@ -72,9 +72,6 @@ struct ExperimentObserver {
 // Throws ShapeError/DeviceError/ConfigError from the Tensor API.
 ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObserver& observer = {});
 
-// The (ndev, count) host data of one allreduce: row d is device d's data (see the header comment).
-HostBuffer allreduce_input_data(const ExperimentConfig& cfg, int64_t count);
-
 // The (ndev, count) input of one allreduce, sharded on axis 0 over cfg.devices and realized; row d
 // is device d's data (see the header comment).
 Tensor make_allreduce_input(const ExperimentConfig& cfg, int64_t count);

@@ -141,6 +141,10 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   ProgressBar bar;
   ExperimentObserver observer;
   observer.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
+  auto write_outputs = [&](const ExperimentResult& r) {
+    write_all({[&] { csv_file ? write_csv(*csv_file, cfg, r) : void(); },
+               [&] { json_file ? write_json(*json_file, cfg, r) : void(); }});
+  };
   ExperimentResult finished;  // the rows so far: written to --csv/--json if the run fails part way
   observer.row = [&](const ResultRow& row) {
     bar.clear();
@@ -155,8 +159,7 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   } catch (...) {  // a timeout, a size refused, ...: keep what finished, then report the error as usual
     bar.clear();
     try {
-      write_all({[&] { csv_file ? write_csv(*csv_file, cfg, finished) : void(); },
-                 [&] { json_file ? write_json(*json_file, cfg, finished) : void(); }});
+      write_outputs(finished);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ringrt: %s\n", e.what());
     }
@@ -165,8 +168,7 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   bar.clear();
   std::fputs(format_footer(result).c_str(), stdout);
   std::fflush(stdout);
-  write_all({[&] { csv_file ? write_csv(*csv_file, cfg, result) : void(); },
-             [&] { json_file ? write_json(*json_file, cfg, result) : void(); }});
+  write_outputs(result);
   if (result.stopped) {
     int sig = interrupt_signal();
     std::fprintf(stderr, "ringrt: interrupted by %s after %zu of %zu rows\n", signal_name(sig), result.rows.size(),

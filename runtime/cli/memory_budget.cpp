@@ -77,10 +77,12 @@ MemoryNeed estimate_need(const ExperimentConfig& cfg, const std::vector<int64_t>
 }
 
 void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts) {
+  check_fits(cfg, counts, estimate_need(cfg, counts));
+}
+
+void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const MemoryNeed& need) {
   std::optional<MemoryAvailable> avail = memory_available();
-  if (!avail) return;
-  MemoryNeed need = estimate_need(cfg, counts);
-  if (need.total() <= avail->bytes) return;
+  if (!avail || need.total() <= avail->bytes) return;
   std::string what = counts.size() == 1 ? fmt::format("count {}", counts[0])
                                         : fmt::format("{} buckets of {} elements in all", counts.size(), [&] {
                                             int64_t n = 0;

@@ -54,5 +54,7 @@ MemoryNeed estimate_need(const ExperimentConfig& cfg, const std::vector<int64_t>
 // "count N x 4 devices float32 needs about X GiB (device buffers A GiB, host check B GiB), Y GiB
 // available (MemAvailable)". Does nothing when nothing can be read.
 void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts);
+// The same for a need estimated before (estimate_need plans the schedule: a sweep plans each count once).
+void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const MemoryNeed& need);
 
 }  // namespace ringrt
