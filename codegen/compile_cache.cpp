@@ -14,6 +14,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <vector>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
@@ -271,45 +272,56 @@ std::filesystem::path CompileCache::store(const std::string& key, std::string_vi
   return final_path;
 }
 
-CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
-                               const std::function<std::string()>& compile) {
+std::optional<CachedArtifact> find_cached(const std::string& key, std::string_view suffix) {
   std::filesystem::path primary = trusted_cache_dir();
   std::vector<std::filesystem::path> dirs{primary};
   if (auto own = existing_private_dir(); own && *own != primary) dirs.push_back(*own);
   for (const auto& dir : dirs) {
     CompileCache cache(dir);
     std::string refused;
-    if (auto bytes = cache.load(key, suffix, &refused)) {
-      count_cache_hit();
-      return {std::move(*bytes), cache.path(key, suffix)};
-    }
+    if (auto bytes = cache.load(key, suffix, &refused))
+      return CachedArtifact{std::move(*bytes), cache.path(key, suffix)};
     if (!refused.empty()) {
       std::string p = cache.path(key, suffix).string();
       warn_once("entry " + p, fmt::format("the kernel cache entry {} is refused ({}); compiling it again", p, refused));
     }
   }
-  CachedArtifact a{compile(), {}};
-  count_compile();
+  return std::nullopt;
+}
+
+std::filesystem::path publish_artifact(const std::string& key, std::string_view suffix, std::string_view bytes) {
+  std::filesystem::path primary = trusted_cache_dir();
   try {
-    a.path = CompileCache(primary).store(key, suffix, a.bytes);
-    return a;
+    return CompileCache(primary).store(key, suffix, bytes);
   } catch (const IOError& first) {
     try {
       std::filesystem::path own = private_cache_dir();
       if (own != primary) {
-        a.path = CompileCache(own).store(key, suffix, a.bytes);
+        std::filesystem::path stored = CompileCache(own).store(key, suffix, bytes);
         warn_once("store " + primary.string(), fmt::format("{}; this process keeps its kernels in {} (removed at exit)",
                                                            first.what(), own.string()));
-        return a;
+        return stored;
       }
     } catch (const IOError& second) {
       warn_once("store " + primary.string(),
                 fmt::format("{}; and {}; kernels are kept in memory only", first.what(), second.what()));
-      return a;
+      return {};
     }
     warn_once("store " + primary.string(), fmt::format("{}; kernels are kept in memory only", first.what()));
-    return a;
+    return {};
   }
+}
+
+CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
+                               const std::function<std::string()>& compile) {
+  if (auto found = find_cached(key, suffix)) {
+    count_cache_hit();
+    return std::move(*found);
+  }
+  CachedArtifact a{compile(), {}};
+  count_compile();
+  a.path = publish_artifact(key, suffix, a.bytes);
+  return a;
 }
 
 }  // namespace ringrt::codegen

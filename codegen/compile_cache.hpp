@@ -90,6 +90,13 @@ struct CachedArtifact {
 // Counts a cache hit or a compile. Exceptions from compile() propagate.
 CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
                                const std::function<std::string()>& compile);
+// The two halves of cached_artifact, for entries that are not compiled one by one (the kernel index,
+// HostCompiler::load_kernels). find_cached: the verified entry from the same folders, nullopt when none
+// holds a whole, trusted one (a refused entry is named in one warning); counts nothing.
+// publish_artifact: stores it with the same fallbacks and returns where (empty when nowhere); never throws
+// IOError.
+std::optional<CachedArtifact> find_cached(const std::string& key, std::string_view suffix);
+std::filesystem::path publish_artifact(const std::string& key, std::string_view suffix, std::string_view bytes);
 
 // Prints "ringrt: warning: <message>" on stderr once per `once_key` per process. Thread-safe.
 void warn_once(const std::string& once_key, const std::string& message);

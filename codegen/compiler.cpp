@@ -284,10 +284,14 @@ HostLibrary::~HostLibrary() {
   if (memfd_ >= 0) ::close(memfd_);
 }
 
+CpuKernelFn HostLibrary::find(const std::string& name) const {
+  return reinterpret_cast<CpuKernelFn>(::dlsym(handle_, name.c_str()));
+}
+
 CpuKernelFn HostLibrary::function(const std::string& name) const {
-  void* sym = ::dlsym(handle_, name.c_str());
-  if (!sym) throw CompileError(fmt::format("{}: no such kernel in {}", name, path_.string()));
-  return reinterpret_cast<CpuKernelFn>(sym);
+  CpuKernelFn fn = find(name);
+  if (!fn) throw CompileError(fmt::format("{}: no such kernel in {}", name, path_.string()));
+  return fn;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -355,6 +359,52 @@ std::shared_ptr<HostLibrary> HostCompiler::load(const std::string& source, const
   CachedArtifact a = artifact(source, name);  // verified bytes: a damaged or swapped entry was rebuilt
   std::filesystem::path label = a.path.empty() ? std::filesystem::path(name + std::string(suffix())) : a.path;
   return std::make_shared<HostLibrary>(a.bytes, label);
+}
+
+namespace {
+constexpr std::string_view kIndexSuffix = ".idx";  // a kernel's index entry: the key of its batch
+}  // namespace
+
+HostKernel HostCompiler::indexed_kernel(const Kernel& k, const std::string& index_key,
+                                        std::map<std::string, std::shared_ptr<HostLibrary>>& batches) const {
+  std::optional<CachedArtifact> index = find_cached(index_key, kIndexSuffix);
+  if (!index) return {};
+  std::shared_ptr<HostLibrary>& lib = batches[index->bytes];
+  if (!lib) {
+    std::optional<CachedArtifact> batch = find_cached(index->bytes, suffix());
+    if (!batch) return {};
+    count_cache_hit();
+    lib = std::make_shared<HostLibrary>(batch->bytes, batch->path);
+  }
+  if (CpuKernelFn fn = lib->find(k.name)) return {lib, fn};
+  warn_once("entry " + index->path.string(), fmt::format("the kernel index entry {} names a library without {}; "
+                                                         "compiling it again",
+                                                         index->path.string(), k.name));
+  return {};
+}
+
+std::vector<HostKernel> HostCompiler::load_kernels(std::span<const Kernel> ks) const {
+  std::vector<HostKernel> out(ks.size());
+  std::vector<std::string> index_keys;
+  std::map<std::string, std::shared_ptr<HostLibrary>> batches;
+  std::vector<Kernel> missing;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    index_keys.push_back(cache_key(render_cpp(ks[i]), identity()));
+    out[i] = indexed_kernel(ks[i], index_keys[i], batches);
+    if (!out[i].fn) missing.push_back(ks[i]);
+  }
+  if (missing.empty()) return out;
+  std::string source = render_cpp(missing);
+  CachedArtifact a = artifact(source, missing[0].name);
+  auto lib = std::make_shared<HostLibrary>(
+      a.bytes, a.path.empty() ? std::filesystem::path(missing[0].name + std::string(suffix())) : a.path);
+  std::string batch_key = cache_key(source, identity());
+  for (size_t i = 0; i < ks.size(); ++i) {
+    if (out[i].fn) continue;
+    out[i] = {lib, lib->function(ks[i].name)};
+    if (!a.path.empty()) publish_artifact(index_keys[i], kIndexSuffix, batch_key);
+  }
+  return out;
 }
 
 }  // namespace ringrt::codegen

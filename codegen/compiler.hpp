@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +68,8 @@ class HostLibrary {
   HostLibrary& operator=(const HostLibrary&) = delete;
   // The kernel `name`. Throws CompileError when the library has no such symbol.
   CpuKernelFn function(const std::string& name) const;
+  // The kernel `name`, nullptr when the library has no such symbol.
+  CpuKernelFn find(const std::string& name) const;
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -98,6 +102,14 @@ class HostCompiler : public Compiler {
   const std::string& identity() const override { return identity_; }
   // Compiles (or finds in the cache) and dlopens the shared object built from `source`.
   std::shared_ptr<HostLibrary> load(const std::string& source, const std::string& name) const;
+  // The kernels `ks` (render_cpp), in order, each found through the kernel index when an earlier batch,
+  // of this process or another, compiled it: a kernel's index entry (`<key of its own source>.idx`, a
+  // verified cache entry like any other) names the batch entry (`.so`) that holds it. The kernels no
+  // batch holds are compiled together, in one compiler run, as one new batch, and indexed. So programs
+  // that share kernels share their compiled code, and a batch is compiled once for all of them. An index
+  // entry that names a missing, refused or foreign batch is a miss (compiled and indexed again). Same
+  // errors as load().
+  std::vector<HostKernel> load_kernels(std::span<const Kernel> ks) const;
 
  protected:
   std::string compile_uncached(const std::string& source, const std::string& name) const override;
@@ -112,6 +124,10 @@ class HostCompiler : public Compiler {
   // exists.
   void run_compiler(const std::vector<std::string>& argv, const std::filesystem::path& cwd, const std::string& name,
                     const std::filesystem::path& product) const;
+  // `k` through its index entry `index_key`, loading the batch it names into `batches` (by batch key)
+  // unless already there; an empty HostKernel on a miss.
+  HostKernel indexed_kernel(const Kernel& k, const std::string& index_key,
+                            std::map<std::string, std::shared_ptr<HostLibrary>>& batches) const;
 
   std::string cxx_;
   std::vector<std::string> flags_;

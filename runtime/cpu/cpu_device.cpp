@@ -28,8 +28,9 @@ struct CpuKernel : CompiledKernel {
   const codegen::Kernel& kernel() const override { return k; }
 };
 
-// One compiler and one table of loaded kernels for every cpu device: they share the host. Kernels
-// compiled together share one shared object (one compiler run). The table holds kernels weakly: a
+// One compiler and one table of loaded kernels for every cpu device: they share the host. The kernels
+// a program needs that no earlier program (of any process: the kernel index, HostCompiler::load_kernels)
+// compiled are compiled together, in one compiler run, into one shared object. The table holds kernels weakly: a
 // kernel (and its shared object, once none of its kernels is left) is unloaded when no cached program
 // holds it, so a process that compiles new kernels forever (a constant that changes every step) keeps
 // those of the programs cached (runtime.program_cache) only. Work already queued holds its library.
@@ -53,12 +54,12 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<
   }
   std::unordered_map<std::string, std::shared_ptr<CpuKernel>> made;
   if (!missing.empty()) {
-    auto lib = compiler.load(codegen::render_cpp(missing), missing[0].name);
-    for (const auto& k : missing) {
+    std::vector<codegen::HostKernel> host = compiler.load_kernels(missing);
+    for (size_t i = 0; i < missing.size(); ++i) {
       auto ck = std::make_shared<CpuKernel>();
-      ck->k = k;
-      ck->host = {lib, lib->function(k.name)};
-      made.emplace(key(k), ck);
+      ck->k = missing[i];
+      ck->host = std::move(host[i]);
+      made.emplace(key(missing[i]), ck);
     }
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& [k, ck] : made) loaded[k] = ck;

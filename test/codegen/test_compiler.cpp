@@ -384,6 +384,52 @@ BOOST_AUTO_TEST_CASE(damaged_and_swapped_entries_are_rebuilt) {
   std::filesystem::remove_all(dir);
 }
 
+// HostCompiler::load_kernels: a kernel an earlier batch compiled comes from that batch through its
+// index entry; only the others are compiled, together, in one compiler run. A damaged index entry, or
+// one that names a library without the kernel, is a miss: one warning, compiled again, right values.
+BOOST_AUTO_TEST_CASE(the_kernel_index_shares_kernels_between_batches) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  auto kernel = [](int c) {
+    UOpGraph g;
+    UOp b = new_buffer(DeviceSpec("CPU:0"), 8, DType::int32, &g);
+    return lower_kernel(b * b.const_like(2) + b.const_like(c), fmt::format("doubling_{}", c));
+  };
+  std::vector<Kernel> k{kernel(61), kernel(62), kernel(63)};
+  HostCompiler cc;
+  auto load = [&](std::vector<size_t> which, uint64_t compiles, uint64_t hits) {
+    std::vector<Kernel> ks;
+    for (size_t i : which) ks.push_back(k[i]);
+    CompileStats before = compile_stats();
+    std::vector<HostKernel> got = cc.load_kernels(ks);
+    BOOST_TEST(compile_stats().compiles - before.compiles == compiles);
+    BOOST_TEST(compile_stats().cache_hits - before.cache_hits == hits);
+    for (size_t j = 0; j < which.size(); ++j) check_doubling(got[j].fn, 61 + static_cast<int>(which[j]));
+    return got;
+  };
+  auto first = load({0, 1}, 1, 0);
+  auto second = load({1, 2}, 1, 1);  // kernel 1 from the first batch, kernel 2 compiled alone
+  BOOST_TEST(second[0].library->path() == first[1].library->path());
+  load({0, 1, 2}, 0, 2);  // two batches, nothing compiled
+
+  auto index_entry = [&](size_t i) { return dir / (cache_key(render_cpp(k[i]), cc.identity()) + ".idx"); };
+  std::filesystem::resize_file(index_entry(2), 10);
+  {
+    CaptureStderr err;
+    load({2}, 0, 1);  // a miss; its batch of one, compiled above, is still cached
+    std::string text = err.text();
+    BOOST_TEST(text.find(index_entry(2).string() + " is refused") != std::string::npos, text);
+  }
+  // kernel 0's index entry, well formed, names kernel 2's batch (which lacks kernel 0)
+  CompileCache(dir).store(index_entry(0).stem().string(), ".idx", cache_key(render_cpp(k[2]), cc.identity()));
+  CaptureStderr err;
+  load({0}, 1, 1);
+  std::string text = err.text();
+  BOOST_TEST(text.find("names a library without doubling_61") != std::string::npos, text);
+  load({0}, 0, 1);  // indexed again
+  std::filesystem::remove_all(dir);
+}
+
 // A cache that cannot be written: a path that is a regular file, a folder under a file, an entry name
 // taken by a folder. One warning, a working run, and the next load in the process finds the kernel in
 // the private fallback folder.
