@@ -44,11 +44,16 @@ BOOST_AUTO_TEST_CASE(damaged_entries_are_rebuilt_by_the_next_run) {
 BOOST_AUTO_TEST_CASE(an_unusable_cache_folder_is_one_warning_and_a_working_run) {
   TempDir dir;
   std::string file = dir.write("file", "not a folder");
-  for (const std::string& env : {"RINGRT_CACHE_DIR=" + file, "RINGRT_CACHE_DIR=" + file + "/sub", std::string("HOME=")}) {
-    CliResult r = run_cli(small_run(), {env, "XDG_CACHE_HOME="});
+  fs::path tmp = dir.path() / "tmp";  // the private folder goes here, and must be gone after the run
+  fs::create_directory(tmp);
+  for (const std::string& env :
+       {"RINGRT_CACHE_DIR=" + file, "RINGRT_CACHE_DIR=" + file + "/sub", std::string("HOME=")}) {
+    CliResult r = run_cli(small_run(), {env, "XDG_CACHE_HOME=", "TMPDIR=" + tmp.string()});
     BOOST_TEST(r.status == 0, env << ": " << r.err);
     BOOST_TEST(count_of(r.err, "ringrt: warning:") == 1u, env << ": " << r.err);
     BOOST_TEST(r.err.find("removed at exit") != std::string::npos, r.err);
+    BOOST_TEST(r.err.find(tmp.string()) != std::string::npos, r.err);
+    BOOST_TEST(fs::is_empty(tmp), env << ": the private folder was left in " << tmp);
   }
 }
 
