@@ -465,6 +465,9 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_keeps_the_rows_finished) {
   BOOST_TEST(
       read_file(err).find(fmt::format("ringrt: interrupted by SIGTERM after {} of 6 rows", rows)) != std::string::npos,
       read_file(err));
+  BOOST_TEST(text.find(fmt::format("# #wrong in all: 0 stopped after {} of 6 rows\n", rows)) != std::string::npos,
+             text);
+  BOOST_TEST(text.find(" OK\n") == std::string::npos, text);  // a stopped run never says OK
   std::string written = read_file(csv);
   BOOST_TEST(static_cast<size_t>(std::count(written.begin(), written.end(), '\n')) == rows + 1, written);
   BOOST_TEST(written.find("\n256,64,float32,sum,naive,") != std::string::npos, written);
