@@ -483,6 +483,11 @@ BOOST_AUTO_TEST_CASE(output_paths_are_checked_before_the_run) {
   BOOST_TEST(r.status == 2, r.err);
   BOOST_TEST(r.err.find(dir.path().string() + ": cannot write the file: Is a directory") != std::string::npos, r.err);
   BOOST_TEST(table_rows(r.out).empty(), r.out);
+  // a procfs file looks regular but cannot be written: refused up front too
+  r = run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]", "--csv", "/proc/version"});
+  BOOST_TEST(r.status == 2, r.err);
+  BOOST_TEST(r.err.find("/proc/version: is a kernel interface file") != std::string::npos, r.err);
+  BOOST_TEST(table_rows(r.out).empty(), r.out);
   // --dot into a missing folder: nothing planned or printed
   r = run_cli(
       {"schedule", "configs/naive.yaml", "--count", "8", "--json", "--dot", (dir.path() / "no/x.dot").string()});
