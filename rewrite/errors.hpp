@@ -1,5 +1,5 @@
 // The one error family of ringrt. User errors (UserError: ConfigError, ShapeError, DeviceError,
-// IOError) say what to change in the input; InternalError is a bug in ringrt; CompileError and
+// IOError, ResourceError) say what to change in the input; InternalError is a bug in ringrt; CompileError and
 // TimeoutError come from the toolchain and the executor. Every error is a std::runtime_error, so a
 // caller can catch them all at once. The `ringrt` program exits 2 for a UserError, 128 + the signal
 // for Interrupted, 3 for the rest.
@@ -31,6 +31,11 @@ struct DeviceError : UserError {
 };
 // A file or folder that cannot be read or written: the message names the path and the system's reason.
 struct IOError : UserError {
+  using UserError::UserError;
+};
+// A run larger than the machine's memory or the process limits allow (runtime/cli/memory_budget.hpp
+// check_fits): the message gives what is needed and what is available.
+struct ResourceError : UserError {
   using UserError::UserError;
 };
 // A kernel that did not compile: the message carries the kernel name and the compiler log.

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +15,27 @@
 
 namespace ringrt {
 namespace {
+
+// Whether path is a file of a kernel interface (procfs, sysfs, ...): it passes as a regular file, but
+// truncating or writing it fails (or worse, changes a kernel setting) only when the output is written.
+// Checked on the path before opening: opening one for writing may already be refused (EACCES) or
+// have effects.
+bool kernel_interface(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return false;  // a new file, or a reason open() reports
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case PROC_SUPER_MAGIC:
+    case SYSFS_MAGIC:
+    case DEBUGFS_MAGIC:
+    case TRACEFS_MAGIC:
+    case SECURITYFS_MAGIC:
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // Closes the descriptor when it goes out of scope.
 struct Fd {
@@ -50,6 +73,8 @@ std::string read_file(const std::string& path, size_t max_bytes) {
 }
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+  if (kernel_interface(path_))
+    fail(path_, "is a kernel interface file (procfs, sysfs), not a regular file; not written");
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
   if (fd_ < 0 && errno == ELOOP) fail(path_, "is a symbolic link; ringrt does not write through links");
   if (fd_ < 0) fail(path_, fmt::format("cannot write the file: {}", std::strerror(errno)));

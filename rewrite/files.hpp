@@ -27,7 +27,8 @@ void write_file(const std::string& path, const std::string& text);
 // A file opened for writing now and written later: a long run checks its output paths before it
 // starts, so a path that cannot be written fails at once, not after hours of work. Opening creates the
 // file (mode 0644 before the umask) and leaves what is in it; write() replaces it. The same refusals as
-// write_file (a link, anything but a regular file). Not copyable; closes the file when destroyed.
+// write_file (a link, anything but a regular file: a folder, a FIFO, a device such as /dev/null, and a
+// procfs or sysfs file, which looks regular but fails when written). Not copyable; closes the file when destroyed.
 class OutputFile {
  public:
   // Throws IOError naming the path and the system's reason (a directory, a missing folder, EACCES, ...).

@@ -8,11 +8,12 @@
 #include <atomic>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/node_map.hpp"
 
 namespace ringrt {
 namespace {
 
-using Memo = std::unordered_map<const detail::Node*, UOp>;
+using Memo = NodeMap<UOp>;  // flat: known() looks it up for every node visited
 
 class Rewriter {
  public:
@@ -22,11 +23,12 @@ class Rewriter {
         order_(root.graph().toposort({root})),
         results_(order_.size()),
         wave_(order_.size()),
-        done_(order_.size(), 0) {
+        done_(order_.size(), 0),
+        pos_(order_.size()) {
     for (size_t i = 0; i < order_.size(); ++i) {
       pos_[order_[i].node()] = i;
       int w = 0;
-      for (const auto& s : order_[i].src()) w = std::max(w, wave_[pos_.at(s.node())] + 1);
+      for (const auto& s : order_[i].src()) w = std::max(w, wave_[*pos_.find(s.node())] + 1);
       wave_[i] = w;
     }
   }
@@ -82,8 +84,8 @@ class Rewriter {
     std::vector<UOp> src;
     bool changed = false;
     for (const auto& s : node.src()) {
-      src.push_back(results_[pos_.at(s.node())]);
-      memo.emplace(src.back().node(), src.back());  // a finished result is a fixpoint
+      src.push_back(results_[*pos_.find(s.node())]);
+      memo.insert(src.back().node(), src.back());  // a finished result is a fixpoint
       changed = changed || src.back() != s;
     }
     return full(changed ? node.replace(std::move(src)) : node, memo);
@@ -92,8 +94,8 @@ class Rewriter {
   // What y is known to rewrite to: from this thread's memo, or from an input node already finished
   // (serial: visited earlier; parallel: in an earlier wave, so reading it is race-free).
   std::optional<UOp> known(const UOp& y, const Memo& memo) const {
-    if (auto it = memo.find(y.node()); it != memo.end()) return it->second;
-    if (auto it = pos_.find(y.node()); it != pos_.end() && done_[it->second]) return results_[it->second];
+    if (const UOp* m = memo.find(y.node())) return *m;
+    if (const size_t* p = pos_.find(y.node()); p && done_[*p]) return results_[*p];
     return std::nullopt;
   }
 
@@ -155,7 +157,7 @@ class Rewriter {
   std::vector<UOp> results_;
   std::vector<int> wave_;
   std::vector<char> done_;  // input node i's result is final
-  std::unordered_map<const detail::Node*, size_t> pos_;
+  NodeMap<size_t> pos_;     // read by every thread of the parallel driver (never written then)
   std::atomic<bool> converged_{true};
   std::atomic<size_t> rewrites_{0};
 };

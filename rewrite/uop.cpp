@@ -2,14 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <tbb/concurrent_unordered_map.h>
 
 #include <algorithm>
 #include <atomic>
 #include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/depth_first_search.hpp>
 #include <boost/graph/graphviz.hpp>
-#include <boost/property_map/property_map.hpp>
 #include <cmath>
 #include <mutex>
 #include <numeric>
@@ -20,6 +17,8 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/node.hpp"
+#include "rewrite/node_map.hpp"
+#include "rewrite/node_table.hpp"
 
 namespace ringrt {
 
@@ -198,8 +197,8 @@ using Vertex = BoostGraph::vertex_descriptor;
 
 struct UOpGraph::Impl {
   BoostGraph g;
-  std::mutex create;  // guards vertex creation; look-ups go through the lock-free table
-  tbb::concurrent_unordered_multimap<uint64_t, const Node*> table;
+  std::mutex create;  // guards vertex creation; look-ups take only the table's shard lock
+  NodeTable table;
   std::atomic<int64_t> next_id{0}, next_buffer{0};
   std::atomic<size_t> alive{0};  // num_vertices(g), readable without the lock
 };
@@ -217,27 +216,23 @@ size_t UOpGraph::alive() const { return impl_->alive.load(std::memory_order_rela
 
 size_t UOpGraph::collect(const std::vector<UOp>& keep) {
   std::lock_guard<std::mutex> lock(impl_->create);
-  std::unordered_set<const Node*> live;  // mark: iteratively, deep chains cannot overflow the stack
+  NodeSet live(
+      impl_->alive.load(std::memory_order_relaxed));  // mark: iteratively, deep chains cannot overflow the stack
   std::vector<const Node*> stack;
   for (const UOp& k : keep)
-    if (k.valid() && live.insert(k.node()).second) stack.push_back(k.node());
+    if (k.valid() && live.insert(k.node())) stack.push_back(k.node());
   while (!stack.empty()) {
     const Node* n = stack.back();
     stack.pop_back();
     for (const UOp& s : n->src)
-      if (live.insert(s.node()).second) stack.push_back(s.node());
+      if (live.insert(s.node())) stack.push_back(s.node());
   }
   std::vector<Vertex> dead;  // sweep: no live node has an edge into a dead one
   for (auto [v, end] = boost::vertices(impl_->g); v != end; ++v)
-    if (!live.count(&impl_->g[*v])) dead.push_back(*v);
+    if (!live.contains(&impl_->g[*v])) dead.push_back(*v);
   for (Vertex v : dead) {
     const Node& n = impl_->g[v];
-    auto [lo, hi] = impl_->table.equal_range(n.hash);
-    for (auto it = lo; it != hi; ++it)
-      if (it->second == &n) {
-        impl_->table.unsafe_erase(it);
-        break;
-      }
+    impl_->table.erase(n.hash, &n);
     boost::clear_out_edges(v, impl_->g);
   }
   for (Vertex v : dead) boost::remove_vertex(v, impl_->g);
@@ -264,12 +259,7 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   auto same = [&](const Node* n) {
     return n->op == op && n->dtype == dtype && n->src == proto.src && same_arg(n->arg, proto.arg);
   };
-  auto find = [&]() -> const Node* {
-    auto [lo, hi] = impl_->table.equal_range(h);
-    for (auto it = lo; it != hi; ++it)
-      if (same(it->second)) return it->second;
-    return nullptr;
-  };
+  auto find = [&]() -> const Node* { return impl_->table.find(h, same); };
   if (const Node* hit = find()) return UOp(hit);
 
   infer(proto);  // throws before anything is created
@@ -282,27 +272,32 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   Node& node = impl_->g[v];
   node.vertex = v;
   for (const auto& s : node.src) boost::add_edge(v, static_cast<Vertex>(s.node()->vertex), impl_->g);
-  impl_->table.insert({h, &node});
+  impl_->table.insert(h, &node);
   impl_->alive.fetch_add(1, std::memory_order_relaxed);
   return UOp(&node);
 }
 
 std::vector<UOp> UOpGraph::toposort(const std::vector<UOp>& roots) const {
-  // Boost's depth-first visit is iterative (its own stack), so deep chains cannot overflow the call
-  // stack; it follows out-edges in source order, so the order is structural.
-  struct Visitor : boost::default_dfs_visitor {
-    std::vector<UOp>* out;
-    void finish_vertex(Vertex v, const BoostGraph& g) const { out->push_back(UOp(&g[v])); }
-  };
+  // Depth-first, iterative (an explicit stack: deep chains cannot overflow the call stack), sources
+  // in order, so the order is structural: each node after its sources, the first root's first. The
+  // walk follows Node::src, which mirrors the vertex's out-edges (as Boost's depth_first_visit did,
+  // which spent a hash-map node per vertex on its colors).
   std::vector<UOp> out;
-  std::unordered_map<Vertex, boost::default_color_type> colors;
-  auto color = boost::make_assoc_property_map(colors);
-  Visitor vis;
-  vis.out = &out;
+  NodeSet seen;
+  std::vector<std::pair<const Node*, size_t>> stack;  // (node, next source to visit)
   for (const auto& r : roots) {
-    auto v = static_cast<Vertex>(r.node()->vertex);
-    if (colors.count(v)) continue;
-    boost::depth_first_visit(impl_->g, v, vis, color);
+    if (!seen.insert(r.node())) continue;
+    stack.push_back({r.node(), 0});
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (next == n->src.size()) {
+        out.push_back(UOp(n));
+        stack.pop_back();
+        continue;
+      }
+      const Node* s = n->src[next++].node();
+      if (seen.insert(s)) stack.push_back({s, 0});
+    }
   }
   return out;
 }

@@ -10,12 +10,11 @@
 #include <unordered_set>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/node_map.hpp"
 #include "rewrite/plan/memory_plan.hpp"
 
 namespace ringrt {
 namespace {
-
-using NodeSet = std::unordered_set<const detail::Node*>;
 
 // A copy can read x straight from memory when x is a contiguous range of a realized value
 // (rewrite/plan/memory_plan.hpp). Returns that realized value, or nothing.
@@ -53,7 +52,8 @@ bool in_place_hazard(const UOp& assign, const NodeSet& realized) {
 
 class Planner {
  public:
-  explicit Planner(const std::vector<UOp>& roots) : order_(roots.at(0).graph().toposort(roots)) {
+  explicit Planner(const std::vector<UOp>& roots)
+      : order_(roots.at(0).graph().toposort(roots)), realized_(order_.size()), producer_(order_.size()) {
     for (const UOp& r : roots) roots_.insert(r.node());
   }
 
@@ -71,7 +71,7 @@ class Planner {
 
   // Decide which values are written to memory.
   void choose_boundaries() {
-    std::unordered_map<const detail::Node*, bool> has_reduce;
+    NodeMap<char> has_reduce(order_.size());
     for (const UOp& u : order_) {
       if (exists_without_item(u)) realized_.insert(u.node());
       switch (u.op()) {
@@ -108,18 +108,21 @@ class Planner {
     while (!stack.empty()) {
       UOp u = stack.back();
       stack.pop_back();
-      if (!seen.insert(u.node()).second) continue;
+      if (!seen.insert(u.node())) continue;
       if (u != ast && realized_.count(u.node())) {
         if (reads) reads->push_back(u);
-        auto it = producer_.find(u.node());
-        if (it != producer_.end()) deps.insert(deps.end(), it->second.begin(), it->second.end());
+        writers_of(u, deps);
         continue;
       }
       for (const UOp& s : u.src()) stack.push_back(s);
     }
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    sort_unique(deps);
     return deps;
+  }
+
+  static void sort_unique(std::vector<size_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
   }
 
   // Adds an item and returns what a reader of its output waits for: the item, or, for an item that
@@ -127,8 +130,75 @@ class Planner {
   std::vector<size_t> add(ScheduleItem::Kind kind, const UOp& ast, const UOp& target, const DeviceSpec& device,
                           std::vector<size_t> deps, std::vector<UOp> reads = {}) {
     if (prod(kind == ScheduleItem::Kind::copy ? ast.shape() : target.shape()) == 0) return deps;
+    WriteSite site = write_site(target);
+    after_writers(site, deps);
     plan_.items.push_back({kind, ast, target, device, std::move(deps), std::move(reads)});
+    sites_.push_back(site);
     return {plan_.items.size() - 1};
+  }
+
+  // WAW: an item waits for the last earlier items writing the same block of the same memory, so that
+  // the last writer of a block is the one every later reader waits for (writers_of stops there).
+  void after_writers(const WriteSite& site, std::vector<size_t>& deps) {
+    if (!site.base) return;
+    std::unordered_map<int64_t, size_t>& last = last_writer_[site.base];
+    size_t before = deps.size();
+    if (site.block < 0) {
+      for (const auto& [block, item] : last) deps.push_back(item);
+      last.clear();
+    } else {
+      for (int64_t b : {site.block, int64_t{-1}})
+        if (auto it = last.find(b); it != last.end()) deps.push_back(it->second);
+    }
+    last[site.block] = plan_.items.size();
+    if (deps.size() == before) return;
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  }
+
+  // RAW: appends to deps the items a reader of the realized value r waits for: r's producer, or, for an
+  // alias (AFTER, MSELECT, MSTACK), the items that wrote the bytes r names. Along an AFTER chain a
+  // STORE counts when its item's write site overlaps r's (same memory, same block or a whole one); one
+  // writing r's exact block ends the walk down the chain (earlier writers of that block come before it:
+  // after_writers). Sources of an AFTER other than its first that are no STORE with an item of their
+  // own (an ordering edge, a skipped empty store's pass-through) count whole.
+  void writers_of(const UOp& r, std::vector<size_t>& deps) {
+    if (!exists_without_item(r) || r.op() == Ops::BUFFER) {
+      if (const auto* p = producer_.find(r.node())) append(deps, *p);
+      return;
+    }
+    WriteSite read = write_site(r);
+    std::vector<std::pair<UOp, bool>> stack{{r, true}};  // (node, filtered by read's site)
+    std::set<std::pair<const detail::Node*, bool>> seen;
+    while (!stack.empty()) {
+      auto [u, filtered] = stack.back();
+      stack.pop_back();
+      if (!seen.insert({u.node(), filtered}).second) continue;
+      if (!exists_without_item(u) || u.op() == Ops::BUFFER) {
+        if (const auto* p = producer_.find(u.node())) append(deps, *p);
+        continue;
+      }
+      bool covered = false;
+      if (u.op() == Ops::AFTER)
+        for (size_t i = 1; i < u.src().size(); ++i) {
+          const UOp& s = u.src(i);
+          const size_t* own = store_item_.find(s.node());
+          if (!own) {
+            stack.push_back({s, false});
+            continue;
+          }
+          const WriteSite& w = sites_[*own];
+          bool same = filtered && read.base && w.base == read.base;
+          if (same && w.block >= 0 && read.block >= 0 && w.block != read.block) continue;  // other bytes
+          deps.push_back(*own);
+          covered = covered || (same && (w.block < 0 || w.block == read.block));
+        }
+      if (u.op() == Ops::MSTACK) {
+        for (const UOp& s : u.src()) stack.push_back({s, false});
+      } else if (!covered) {
+        stack.push_back({u.src(0), filtered});
+      }
+    }
   }
 
   // A copy item: reads[0] is the realized value whose contiguous range the copy reads.
@@ -143,8 +213,9 @@ class Planner {
   // A kernel item computing ast into target.
   std::vector<size_t> add_kernel(const UOp& ast, const UOp& target, const DeviceSpec& device) {
     if (ast != target && realized_.count(ast.node())) {  // a kernel that copies a realized value
-      auto it = producer_.find(ast.node());
-      std::vector<size_t> deps = it == producer_.end() ? std::vector<size_t>{} : it->second;
+      std::vector<size_t> deps;
+      writers_of(ast, deps);
+      sort_unique(deps);
       return add(ScheduleItem::Kind::kernel, ast, target, device, std::move(deps), {ast});
     }
     std::vector<UOp> reads;
@@ -153,27 +224,31 @@ class Planner {
   }
 
   void emit(const UOp& u) {
-    auto& mine = producer_[u.node()];
     switch (u.op()) {
       case Ops::AFTER:
       case Ops::MSTACK:
-      case Ops::MSELECT:
-        for (const UOp& s : u.src())
-          if (auto it = producer_.find(s.node()); it != producer_.end())
-            mine.insert(mine.end(), it->second.begin(), it->second.end());
-        if (roots_.count(u.node()))  // a result never shares memory with its inputs: copy it
-          mine = add(ScheduleItem::Kind::kernel, u, u, u.device(), mine, {u});
+      case Ops::MSELECT:               // aliases: their readers find the writers (writers_of)
+        if (roots_.count(u.node())) {  // a result never shares memory with its inputs: copy it
+          std::vector<size_t> deps;
+          writers_of(u, deps);
+          sort_unique(deps);
+          producer_[u.node()] = add(ScheduleItem::Kind::kernel, u, u, u.device(), std::move(deps), {u});
+        }
         return;
       case Ops::STORE: {
         const UOp &target = u.src(0), &value = u.src(1);
+        size_t items = plan_.items.size();
         // a copy stored into a scratch buffer writes straight into it
-        append(mine, value.op() == Ops::COPY ? add_copy(value, target) : add_kernel(value, target, target.device()));
+        producer_[u.node()] =
+            value.op() == Ops::COPY ? add_copy(value, target) : add_kernel(value, target, target.device());
+        if (plan_.items.size() > items) store_item_[u.node()] = items;
         return;
       }
       default:
         break;
     }
     if (!realized_.count(u.node()) || u.op() == Ops::BUFFER) return;
+    auto& mine = producer_[u.node()];
     if (u.op() == Ops::COPY) {
       if (used_only_by_stores(u)) return;
       append(mine, add_copy(u, u));
@@ -202,8 +277,8 @@ class Planner {
         }
       uses_counted_ = true;
     }
-    auto it = uses_.find(copy.node());
-    return it != uses_.end() && it->second.any && !it->second.other && !roots_.count(copy.node());
+    const Uses* use = uses_.find(copy.node());
+    return use && use->any && !use->other && !roots_.count(copy.node());
   }
 
   struct Uses {
@@ -211,9 +286,14 @@ class Planner {
   };
   std::vector<UOp> order_;
   NodeSet roots_, realized_;
-  std::unordered_map<const detail::Node*, std::vector<size_t>> producer_;
+  // items computing a realized value that is no alias, or a STORE's item (or, for a STORE that wrote
+  // nothing, what it would have waited for)
+  NodeMap<std::vector<size_t>> producer_;
+  NodeMap<size_t> store_item_;                                                                // a STORE's own item
+  std::vector<WriteSite> sites_;                                                              // each item's write site
+  std::unordered_map<const detail::Node*, std::unordered_map<int64_t, size_t>> last_writer_;  // per base, block
   ItemPlan plan_;
-  std::unordered_map<const detail::Node*, Uses> uses_;
+  NodeMap<Uses> uses_;
   bool uses_counted_ = false;
 };
 

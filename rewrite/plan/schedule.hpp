@@ -23,7 +23,9 @@ struct ScheduleItem {
   UOp ast;                   // kernel: the value computed (leaves are realized values); copy: the COPY
   UOp target;                // what it writes: a BUFFER, an MSELECT of one, or the realized node itself
   DeviceSpec device;         // where it runs; a tuple kernel launches once per device
-  std::vector<size_t> deps;  // indices of the items it waits for
+  std::vector<size_t> deps;  // indices of the items it waits for: those that wrote the bytes it reads
+                             // (the block of a buffer, through AFTER chains: not every earlier store
+                             // into the buffer) and the last earlier writer of the block it writes
   std::vector<UOp> reads;    // kernel: the realized values its ast reads (its leaves), in a fixed order;
                              // copy: the one realized value whose contiguous range it reads
 };

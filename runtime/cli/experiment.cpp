@@ -363,6 +363,7 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
   ScopedSettings scope(cfg.settings);
   ExperimentResult result;
   std::vector<int64_t> counts = cfg.sweep_counts();
+  result.planned = counts.size();
   int64_t total = (cfg.warmup + cfg.iters) * static_cast<int64_t>(counts.size()), done = 0;
   struct Stop {};  // thrown by check_stop when observer.stop asks for it
   auto check_stop = [&] {

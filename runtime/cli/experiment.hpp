@@ -47,6 +47,7 @@ struct ExperimentResult {
   std::vector<ResultRow> rows;  // the rows finished, in order (all of them unless stopped)
   std::optional<StepSummary> step;
   bool stopped = false;   // ended early: observer.stop said so, or a compile was Interrupted
+  size_t planned = 0;     // the rows the sweep asked for (cfg.sweep_counts().size())
   int64_t wrong() const;  // sum of the checked rows' #wrong
 };
 

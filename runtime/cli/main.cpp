@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
   } catch (const Interrupted& e) {  // a stop request outside the sweep
     std::cerr << "ringrt: " << e.what() << "\n";
     return 128 + interrupt_signal();
-  } catch (const UserError& e) {  // ConfigError, ShapeError, DeviceError, IOError
+  } catch (const UserError& e) {  // ConfigError, ShapeError, DeviceError, IOError, ResourceError
     std::cerr << "ringrt: " << e.what() << "\n";
   } catch (const std::bad_alloc&) {
     std::cerr << "ringrt: out of host memory: the sizes asked for do not fit in this machine's memory\n";

@@ -23,13 +23,6 @@
 
 namespace ringrt {
 
-// A run larger than the machine's memory or the process limits allow: the message gives what is needed
-// and what is available. A UserError (exit 2). (Kept here, not in rewrite/errors.hpp, while only the
-// runner throws it.)
-struct ResourceError : UserError {
-  using UserError::UserError;
-};
-
 struct MemoryNeed {
   int64_t device = 0;          // bytes of device buffers, all devices together
   int64_t host = 0;            // bytes of host buffers at the peak (input staging or the check)

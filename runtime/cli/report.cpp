@@ -112,8 +112,12 @@ std::string format_footer(const ExperimentResult& result) {
     out += s.write_us ? fmt::format("; host writes {:.1f} us per step (not in the step time)\n", *s.write_us) : "\n";
   }
   bool checked = std::any_of(result.rows.begin(), result.rows.end(), [](const ResultRow& r) { return r.wrong >= 0; });
-  out += checked ? fmt::format("# #wrong in all: {} {}\n", result.wrong(), result.wrong() == 0 ? "OK" : "FAILED")
-                 : "# #wrong in all: not checked\n";
+  std::string verdict =
+      !checked ? "not checked" : fmt::format("{} {}", result.wrong(), result.wrong() ? "FAILED" : "OK");
+  if (result.stopped)  // a stopped run is never OK: the rows not run were not checked
+    verdict = fmt::format("{}{}stopped after {} of {} rows", checked ? fmt::format("{} ", result.wrong()) : "",
+                          result.wrong() ? "FAILED, " : "", result.rows.size(), result.planned);
+  out += "# #wrong in all: " + verdict + "\n";
   double sum = 0;
   for (const ResultRow& r : result.rows) sum += r.busbw;
   out += fmt::format("# Avg bus bandwidth: {:.3f} GB/s\n", result.rows.empty() ? 0.0 : sum / result.rows.size());

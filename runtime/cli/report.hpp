@@ -25,7 +25,8 @@ std::string format_header(const ExperimentConfig& cfg);
 // One table line: size (B), count, type, redop, algo, time (us), algbw (GB/s), busbw (GB/s), #wrong
 // ("N/A" when not checked).
 std::string format_row(const ResultRow& row);
-// The closing "# " lines: the step summary (with buckets), #wrong in all, the mean busbw.
+// The closing "# " lines: the step summary (with buckets), #wrong in all ("0 OK", "N FAILED", "not
+// checked"; a stopped run: "0 stopped after N of M rows", never OK), the mean busbw.
 std::string format_footer(const ExperimentResult& result);
 
 // One CSV line per row, with a header line; columns size_bytes, count, type, redop, algo, time_us,

@@ -75,14 +75,16 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<
 
 class CpuDevice : public Device {
  public:
-  explicit CpuDevice(std::string name) : name_(std::move(name)), worker_([this] { run(); }) {}
+  // The queue thread starts with the first queued task (enqueue): planning on placeholders (ringrt
+  // schedule over 1024 devices) makes devices but starts no threads.
+  explicit CpuDevice(std::string name) : name_(std::move(name)) {}
   ~CpuDevice() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
-    worker_.join();
+    if (worker_.joinable()) worker_.join();
     for (auto& [bytes, blocks] : free_)
       for (void* p : blocks) std::free(p);
   }
@@ -162,11 +164,14 @@ class CpuDevice : public Device {
   // one address space: a kernel reads any cpu device's memory in place
   bool can_read_peer(const Device& peer) const override { return dynamic_cast<const CpuDevice*>(&peer) != nullptr; }
 
-  void synchronize() override {
-    submit([] {}, {}).wait_for(std::chrono::hours(24 * 365));
-  }
-  // An empty task runs after everything queued before it (the queue is in order); it never fails.
+  void synchronize() override { (void)drain(std::chrono::hours(24 * 365)); }
+  // An empty task runs after everything queued before it (the queue is in order); it never fails. A
+  // device that never queued anything has nothing to drain (and starts no thread for it).
   bool drain(std::chrono::milliseconds timeout) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!worker_.joinable() && !busy_) return true;
+    }
     return submit([] {}, {}).wait_for(timeout);
   }
 
@@ -201,6 +206,7 @@ class CpuDevice : public Device {
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (!worker_.joinable()) worker_ = std::thread([this] { run(); });  // throws before anything is queued
       queue_.push_back(std::move(t));
     }
     cv_.notify_one();
@@ -247,7 +253,7 @@ class CpuDevice : public Device {
   bool stop_ = false;
   std::map<size_t, std::vector<void*>> free_;
   MemoryCounter memory_;  // in use, peak and cached bytes (memory_stats)
-  std::thread worker_;    // last: starts after every member above exists
+  std::thread worker_;    // the queue thread, started by the first queued task; guarded by mu_
 };
 
 }  // namespace

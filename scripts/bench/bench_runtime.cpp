@@ -122,6 +122,9 @@ BENCHMARK(BM_Schedule8)
 // Planning a ring allreduce of 1024 float32 per device over n cpu devices from a placeholder input
 // (Tensor::schedule: lowering, planning and each kernel's IR; nothing allocated or compiled). The plan
 // has about 64(n-1) copies (32 nonempty chunks), so the time should grow about linearly with n.
+// Measured (dev preset, 2 busy cores): 8: 2 ms, 64: 0.11 s, 256: 0.86 s, 1024: 4.0 s (it was 2.2 ms,
+// 0.19 s, 1.7 s, 11.8 s before precise dependencies and the flat node tables). About half is building
+// the lowered graph (hash-consing, Boost vertices), a sixth planning, a tenth collecting it after.
 void BM_Schedule(benchmark::State& state) {
   int n = static_cast<int>(state.range(0));
   AllreduceSettings s = current_settings();

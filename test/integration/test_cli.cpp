@@ -465,6 +465,9 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_keeps_the_rows_finished) {
   BOOST_TEST(
       read_file(err).find(fmt::format("ringrt: interrupted by SIGTERM after {} of 6 rows", rows)) != std::string::npos,
       read_file(err));
+  BOOST_TEST(text.find(fmt::format("# #wrong in all: 0 stopped after {} of 6 rows\n", rows)) != std::string::npos,
+             text);
+  BOOST_TEST(text.find(" OK\n") == std::string::npos, text);  // a stopped run never says OK
   std::string written = read_file(csv);
   BOOST_TEST(static_cast<size_t>(std::count(written.begin(), written.end(), '\n')) == rows + 1, written);
   BOOST_TEST(written.find("\n256,64,float32,sum,naive,") != std::string::npos, written);
@@ -479,6 +482,11 @@ BOOST_AUTO_TEST_CASE(output_paths_are_checked_before_the_run) {
       {"run", "configs/naive.yaml", "--set", "experiment.counts=[8]", "--csv", dir.path().string(), "--json", js});
   BOOST_TEST(r.status == 2, r.err);
   BOOST_TEST(r.err.find(dir.path().string() + ": cannot write the file: Is a directory") != std::string::npos, r.err);
+  BOOST_TEST(table_rows(r.out).empty(), r.out);
+  // a procfs file looks regular but cannot be written: refused up front too
+  r = run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]", "--csv", "/proc/version"});
+  BOOST_TEST(r.status == 2, r.err);
+  BOOST_TEST(r.err.find("/proc/version: is a kernel interface file") != std::string::npos, r.err);
   BOOST_TEST(table_rows(r.out).empty(), r.out);
   // --dot into a missing folder: nothing planned or printed
   r = run_cli(
@@ -508,6 +516,14 @@ BOOST_AUTO_TEST_CASE(schedule_plans_without_memory_or_compiling) {
   BOOST_TEST(j["copies"].size() == 24u);  // ring: 2n(n-1)
   for (const auto& c : j["copies"]) BOOST_TEST(c["bytes"] == (int64_t{1} << 28));
   BOOST_TEST(!fs::exists(cache));  // nothing compiled
+  // planning starts no device threads: 256 cpu devices plan in 1.5 GB of address space (a queue thread
+  // each, at the usual 8 MiB stack reservation, was 2 GiB: "could not start a thread")
+  std::string cmd = "cd " + shell_quote(RINGRT_SOURCE_DIR) + " && ulimit -v 1500000 && " +
+                    shell_quote(RINGRT_CLI_PATH) +
+                    " schedule configs/ring.yaml --count 8 --set devices.count=256 --json >" +
+                    shell_quote((dir.path() / "out").string()) + " 2>&1";
+  int raw = std::system(cmd.c_str());
+  BOOST_TEST((WIFEXITED(raw) ? WEXITSTATUS(raw) : -1) == 0, read_file(dir.path() / "out"));
 }
 
 BOOST_AUTO_TEST_CASE(limits_of_the_input_exit_2) {
@@ -524,9 +540,11 @@ BOOST_AUTO_TEST_CASE(limits_of_the_input_exit_2) {
   expect_2(run_cli({"config", dir.write("long.yaml", counts + "]\n")}),
            "long.yaml:2:11: key 'experiment.counts': expected a list of at most 4096 entries, got 4097 entries");
   // a small address space: thread creation fails (EAGAIN); a resource message, not an internal error
-  std::string cmd = "cd " + shell_quote(RINGRT_SOURCE_DIR) + " && ulimit -v 50000 && " + shell_quote(RINGRT_CLI_PATH) +
-                    " run configs/naive.yaml --set 'experiment.counts=[8]' >/dev/null 2>" +
-                    shell_quote((dir.path() / "err").string());
+  // (without inline_small the copies are queued, so a device's queue thread must start)
+  std::string cmd =
+      "cd " + shell_quote(RINGRT_SOURCE_DIR) + " && ulimit -v 50000 && " + shell_quote(RINGRT_CLI_PATH) +
+      " run configs/naive.yaml --set 'experiment.counts=[8]' --set runtime.inline_small=false >/dev/null 2>" +
+      shell_quote((dir.path() / "err").string());
   int raw = std::system(cmd.c_str());
   BOOST_TEST((WIFEXITED(raw) ? WEXITSTATUS(raw) : -1) == 2);
   BOOST_TEST(read_file(dir.path() / "err").find("out of a system resource") != std::string::npos,

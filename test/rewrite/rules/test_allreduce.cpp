@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/lower/lower.hpp"
+#include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
@@ -169,6 +171,29 @@ BOOST_AUTO_TEST_CASE(ring_copies_follow_the_ring_edges) {
   int64_t bytes = 0;
   for (const auto& c : copies) bytes += c.bytes;
   BOOST_TEST(bytes == 400 * 4 * 3 * 2);
+}
+
+// Dependencies are the items whose writes the reader's bytes overlap: a ring copy waits for the one
+// item that wrote the chunk it forwards (plus at most one more: the value it is combined with), never
+// for every earlier store into the same scratch buffer, so the edges grow linearly with the copies.
+BOOST_DATA_TEST_CASE(ring_copies_wait_for_the_writer_of_their_bytes, bdata::make({3, 8, 16}), n) {
+  AllreduceSettings s;
+  s.ring = 2;
+  ScopedSettings scope(s);
+  Tensor y = Tensor::placeholder({n, 32 * n}, DType::float32, test::null_devices(n), 0).sum({0});
+  Lowered low = lower_multi({uop_of(y)}, s);
+  ItemPlan plan = plan_schedule(low.roots);
+  BOOST_TEST(plan.copies() == static_cast<size_t>(2 * n * (n - 1)));
+  size_t edges = 0, most = 0;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const ScheduleItem& item = plan.items[i];
+    for (size_t d : item.deps) BOOST_TEST(d < i);
+    if (item.kind == ScheduleItem::Kind::copy) most = std::max(most, item.deps.size());
+    edges += item.deps.size();
+  }
+  BOOST_TEST(most <= 2u);
+  // each copy at most 2, each per-chunk kernel a few, the reassembly one per chunk's last store
+  BOOST_TEST(edges <= 3 * plan.items.size());
 }
 
 BOOST_AUTO_TEST_CASE(all2all_has_24_copies) {
