@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -75,7 +76,9 @@ std::string check_record(std::string_view entry, const std::string& key) {
   if (r.substr(0, kMagic.size()) != kMagic || get_u64(r.substr(56)) != fnv1a(r.substr(0, 56)))
     return "no valid ringrt record at its end (damaged, truncated, or not written by ringrt)";
   std::string_view k = r.substr(8, kKeySize);
-  if (k != key) return fmt::format("holds the entry of another kernel (key {})", k);
+  if (k != key)
+    return is_cache_key(k) ? fmt::format("holds the entry of another kernel (key {})", k)
+                           : std::string("holds the entry of another kernel (its key is not a cache key)");
   uint64_t size = get_u64(r.substr(40));
   if (size != entry.size() - kRecordSize)
     return fmt::format("size {} where its record says {}", entry.size() - kRecordSize, size);
@@ -203,6 +206,11 @@ std::string cache_key(std::string_view source, std::string_view identity) {
   return fmt::format("{:016x}{:016x}", fnv1a(all), mix64(all));
 }
 
+bool is_cache_key(std::string_view key) {
+  return key.size() == kKeySize &&
+         std::all_of(key.begin(), key.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 std::filesystem::path CompileCache::path(const std::string& key, std::string_view suffix) const {
   return dir_ / (key + std::string(suffix));
 }
@@ -213,6 +221,7 @@ std::optional<std::string> CompileCache::load(const std::string& key, std::strin
     if (refused) *refused = std::move(why);
     return std::nullopt;
   };
+  if (!is_cache_key(key)) return refuse("not a cache key");
   std::filesystem::path p = path(key, suffix);
   // O_NOFOLLOW: a link is refused, not followed; O_NONBLOCK: a planted FIFO cannot block the open
   int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -247,6 +256,7 @@ std::optional<std::string> CompileCache::load(const std::string& key, std::strin
 
 std::filesystem::path CompileCache::store(const std::string& key, std::string_view suffix,
                                           std::string_view bytes) const {
+  if (!is_cache_key(key)) throw InternalError(fmt::format("not a kernel cache key: '{}'", key));
   std::filesystem::path final_path = path(key, suffix);
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::filesystem::path tmp = dir_ / fmt::format(".{}{}.{}.{:x}.tmp", key, suffix, ::getpid(), rng());
@@ -273,6 +283,7 @@ std::filesystem::path CompileCache::store(const std::string& key, std::string_vi
 }
 
 std::optional<CachedArtifact> find_cached(const std::string& key, std::string_view suffix) {
+  if (!is_cache_key(key)) return std::nullopt;  // the caller names what gave it (an index entry)
   std::filesystem::path primary = trusted_cache_dir();
   std::vector<std::filesystem::path> dirs{primary};
   if (auto own = existing_private_dir(); own && *own != primary) dirs.push_back(*own);
@@ -280,7 +291,7 @@ std::optional<CachedArtifact> find_cached(const std::string& key, std::string_vi
     CompileCache cache(dir);
     std::string refused;
     if (auto bytes = cache.load(key, suffix, &refused))
-      return CachedArtifact{std::move(*bytes), cache.path(key, suffix)};
+      return CachedArtifact{std::move(*bytes), cache.path(key, suffix), true};
     if (!refused.empty()) {
       std::string p = cache.path(key, suffix).string();
       warn_once("entry " + p, fmt::format("the kernel cache entry {} is refused ({}); compiling it again", p, refused));

@@ -60,6 +60,9 @@ std::filesystem::path private_cache_dir();
 std::filesystem::path temp_root();
 // 32 hex digits: two independent 64-bit hashes of (entry format, identity, source).
 std::string cache_key(std::string_view source, std::string_view identity);
+// True when `key` has cache_key's form (32 lowercase hex digits): the only names CompileCache reads or
+// writes, so a key read from an entry (the kernel index) cannot name a file outside the cache folder.
+bool is_cache_key(std::string_view key);
 
 class CompileCache {
  public:
@@ -68,11 +71,12 @@ class CompileCache {
   std::filesystem::path path(const std::string& key, std::string_view suffix) const;
   // The artifact's bytes when the entry exists and passes every check (see Trust above). nullopt when
   // it is absent, or when it is refused: then `*refused` (if given) says why ("a symbolic link",
-  // "owned by uid 65534", "checksum mismatch", ...).
+  // "owned by uid 65534", "checksum mismatch", "not a cache key", ...).
   std::optional<std::string> load(const std::string& key, std::string_view suffix,
                                   std::string* refused = nullptr) const;
   // Publishes bytes and their record atomically (temporary file, fsync, rename) and returns the final
-  // path. Throws IOError naming the path and the system's reason when it cannot write.
+  // path. Throws IOError naming the path and the system's reason when it cannot write, InternalError
+  // when !is_cache_key(key).
   std::filesystem::path store(const std::string& key, std::string_view suffix, std::string_view bytes) const;
 
  private:
@@ -83,6 +87,7 @@ class CompileCache {
 struct CachedArtifact {
   std::string bytes;
   std::filesystem::path path;
+  bool from_cache = false;  // found in a cache folder (else compiled by this call)
 };
 // The one cache policy every compiler uses: the entry `key` from trusted_cache_dir() or, when this
 // process made one, private_cache_dir(); on a miss or a refused entry, compile() (counted) and publish

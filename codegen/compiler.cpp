@@ -355,10 +355,28 @@ void HostCompiler::run_compiler(const std::vector<std::string>& argv, const std:
     throw CompileError(fmt::format("{}: host compile failed ({}): {}\n{}", name, failure, fmt::join(argv, " "), log));
 }
 
-std::shared_ptr<HostLibrary> HostCompiler::load(const std::string& source, const std::string& name) const {
+std::shared_ptr<HostLibrary> HostCompiler::load_library(const std::string& source, const std::string& name,
+                                                        bool* published) const {
   CachedArtifact a = artifact(source, name);  // verified bytes: a damaged or swapped entry was rebuilt
-  std::filesystem::path label = a.path.empty() ? std::filesystem::path(name + std::string(suffix())) : a.path;
-  return std::make_shared<HostLibrary>(a.bytes, label);
+  auto label = [&] { return a.path.empty() ? std::filesystem::path(name + std::string(suffix())) : a.path; };
+  if (published) *published = !a.path.empty();
+  if (!a.from_cache) return std::make_shared<HostLibrary>(a.bytes, label());
+  try {
+    return std::make_shared<HostLibrary>(a.bytes, label());
+  } catch (const CompileError& e) {  // a whole entry of bytes the loader refuses: compiled again
+    warn_once(
+        "entry " + a.path.string(),
+        fmt::format("the kernel cache entry {} cannot be loaded ({}); compiling it again", a.path.string(), e.what()));
+  }
+  a.bytes = compile_uncached(source, name);
+  count_compile();
+  a.path = publish_artifact(cache_key(source, identity()), suffix(), a.bytes);
+  if (published) *published = !a.path.empty();
+  return std::make_shared<HostLibrary>(a.bytes, label());
+}
+
+std::shared_ptr<HostLibrary> HostCompiler::load(const std::string& source, const std::string& name) const {
+  return load_library(source, name, nullptr);
 }
 
 namespace {
@@ -369,18 +387,25 @@ HostKernel HostCompiler::indexed_kernel(const Kernel& k, const std::string& inde
                                         std::map<std::string, std::shared_ptr<HostLibrary>>& batches) const {
   std::optional<CachedArtifact> index = find_cached(index_key, kIndexSuffix);
   if (!index) return {};
+  auto miss = [&](const std::string& why) {
+    warn_once("entry " + index->path.string(),
+              fmt::format("the kernel index entry {} {}; compiling {} again", index->path.string(), why, k.name));
+    return HostKernel{};
+  };
+  if (!is_cache_key(index->bytes)) return miss("names no cache entry");  // never a path of its own choosing
   std::shared_ptr<HostLibrary>& lib = batches[index->bytes];
   if (!lib) {
     std::optional<CachedArtifact> batch = find_cached(index->bytes, suffix());
     if (!batch) return {};
+    try {
+      lib = std::make_shared<HostLibrary>(batch->bytes, batch->path);
+    } catch (const CompileError& e) {
+      return miss(fmt::format("names a library that cannot be loaded ({})", e.what()));
+    }
     count_cache_hit();
-    lib = std::make_shared<HostLibrary>(batch->bytes, batch->path);
   }
   if (CpuKernelFn fn = lib->find(k.name)) return {lib, fn};
-  warn_once("entry " + index->path.string(), fmt::format("the kernel index entry {} names a library without {}; "
-                                                         "compiling it again",
-                                                         index->path.string(), k.name));
-  return {};
+  return miss("names a library without " + k.name);
 }
 
 std::vector<HostKernel> HostCompiler::load_kernels(std::span<const Kernel> ks) const {
@@ -395,14 +420,13 @@ std::vector<HostKernel> HostCompiler::load_kernels(std::span<const Kernel> ks) c
   }
   if (missing.empty()) return out;
   std::string source = render_cpp(missing);
-  CachedArtifact a = artifact(source, missing[0].name);
-  auto lib = std::make_shared<HostLibrary>(
-      a.bytes, a.path.empty() ? std::filesystem::path(missing[0].name + std::string(suffix())) : a.path);
+  bool published = false;
+  std::shared_ptr<HostLibrary> lib = load_library(source, missing[0].name, &published);
   std::string batch_key = cache_key(source, identity());
   for (size_t i = 0; i < ks.size(); ++i) {
     if (out[i].fn) continue;
     out[i] = {lib, lib->function(ks[i].name)};
-    if (!a.path.empty()) publish_artifact(index_keys[i], kIndexSuffix, batch_key);
+    if (published) publish_artifact(index_keys[i], kIndexSuffix, batch_key);
   }
   return out;
 }

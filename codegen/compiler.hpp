@@ -124,6 +124,10 @@ class HostCompiler : public Compiler {
   // exists.
   void run_compiler(const std::vector<std::string>& argv, const std::filesystem::path& cwd, const std::string& name,
                     const std::filesystem::path& product) const;
+  // load(), and whether the library's entry is published (`*published`, when given). An entry that
+  // passes every check but whose bytes the loader refuses (a compiler that exited 0 with a broken
+  // output) is one warning and compiled again.
+  std::shared_ptr<HostLibrary> load_library(const std::string& source, const std::string& name, bool* published) const;
   // `k` through its index entry `index_key`, loading the batch it names into `batches` (by batch key)
   // unless already there; an empty HostKernel on a miss.
   HostKernel indexed_kernel(const Kernel& k, const std::string& index_key,

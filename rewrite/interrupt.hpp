@@ -12,6 +12,9 @@ namespace ringrt {
 void request_interrupt(int sig) noexcept;
 // The signal of the pending request to stop; 0 when there is none. Async-signal-safe.
 int interrupt_signal() noexcept;
+// Milliseconds since the pending request was recorded (CLOCK_MONOTONIC); -1 when there is none.
+// Async-signal-safe.
+long long interrupt_age_ms() noexcept;
 // Forgets the request (tests).
 void clear_interrupt() noexcept;
 

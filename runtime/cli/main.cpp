@@ -74,9 +74,11 @@ class ProgressBar {
 // rewrite/interrupt.hpp), and the run stops at its next safe point: the experiment runner between two
 // allreduces, a compile in progress by killing the compiler (its temporary folder is removed). The
 // rows finished are printed and written (--csv, --json), and the exit status is 128 + the signal. A
-// second signal ends the process at once, the default way.
+// second signal ends the process at once, the default way, unless it repeats the first within a second:
+// one sender delivering twice (coreutils `timeout` signals the command and then its process group).
 extern "C" void on_stop_signal(int sig) {
-  if (interrupt_signal() != 0) {
+  if (int first = interrupt_signal(); first != 0) {
+    if (sig == first && interrupt_age_ms() < 1000) return;
     ::signal(sig, SIG_DFL);  // both async-signal-safe; delivered when this handler returns
     ::raise(sig);
     return;

@@ -15,6 +15,7 @@
 #include "codegen/render.hpp"
 #include "rewrite/interpreter.hpp"
 #include "test/codegen/random_kernel.hpp"
+#include "test/support/checks.hpp"
 
 namespace ringrt::test {
 
@@ -73,7 +74,8 @@ inline void check_against_interpreter(const std::vector<UOp>& asts, const std::v
       const HostBuffer& w = want[want.size() == 1 ? 0 : static_cast<size_t>(d)];
       if (got.bytes == w.bytes) continue;
       int64_t bad = 0;
-      while (bad < got.numel() && bytes_hex(got, bad) == bytes_hex(w, bad)) ++bad;
+      while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
+      if (bad == got.numel()) continue;
       BOOST_ERROR(labels[i] << ", device " << d << ": element " << bad << " of " << got.numel() << " is 0x"
                             << bytes_hex(got, bad) << " (" << got.get(bad) << "), the interpreter says 0x"
                             << bytes_hex(w, bad) << " (" << w.get(bad) << ")\n"

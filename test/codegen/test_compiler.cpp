@@ -427,6 +427,33 @@ BOOST_AUTO_TEST_CASE(the_kernel_index_shares_kernels_between_batches) {
   std::string text = err.text();
   BOOST_TEST(text.find("names a library without doubling_61") != std::string::npos, text);
   load({0}, 0, 1);  // indexed again
+  // an index entry whose content is no key (here a path out of the folder) names nothing
+  CompileCache(dir).store(index_entry(1).stem().string(), ".idx", "../planted-aaaaaaaaaaaaaaaaaaaaa");
+  CaptureStderr planted;
+  load({1}, 1, 0);
+  text = planted.text();
+  BOOST_TEST(text.find("names no cache entry; compiling doubling_62 again") != std::string::npos, text);
+  std::filesystem::remove_all(dir);
+}
+
+// A whole entry (its record right) whose bytes the loader refuses, as a compiler that exits 0 with a
+// broken output leaves: one warning, compiled again, and the next load finds the good entry.
+BOOST_AUTO_TEST_CASE(an_entry_that_cannot_be_loaded_is_compiled_again) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  std::string src = doubling_source(71);
+  HostCompiler cc;
+  CompileCache(dir).store(cache_key(src, cc.identity()), ".so", "this is not a shared object");
+  CompileStats before = compile_stats();
+  CaptureStderr err;
+  check_doubling(cc.load(src, "doubling")->function("doubling"), 71);
+  std::string text = err.text();
+  BOOST_TEST(compile_stats().compiles == before.compiles + 1);
+  BOOST_TEST(text.find("cannot be loaded") != std::string::npos, text);
+  before = compile_stats();
+  check_doubling(cc.load(src, "doubling")->function("doubling"), 71);
+  BOOST_TEST(compile_stats().cache_hits == before.cache_hits + 1);
+  BOOST_TEST(compile_stats().compiles == before.compiles);
   std::filesystem::remove_all(dir);
 }
 

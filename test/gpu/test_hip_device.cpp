@@ -111,10 +111,8 @@ void check_kernel(Device& dev, const UOp& ast, const ringrt::BufferLookup& looku
     const HostBuffer& w = want[want.size() == 1 ? 0 : static_cast<size_t>(d)];
     if (got.bytes == w.bytes) continue;
     int64_t bad = 0;
-    int size = ringrt::itemsize(k.dtype);
-    while (bad < got.numel() &&
-           std::memcmp(got.bytes.data() + bad * size, w.bytes.data() + bad * size, static_cast<size_t>(size)) == 0)
-      ++bad;
+    while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
+    if (bad == got.numel()) continue;
     BOOST_ERROR(label << ", _device_num " << d << ": element " << bad << " of " << got.numel() << " is " << got.get(bad)
                       << ", the interpreter says " << w.get(bad) << "\n"
                       << ringrt::print_graph(ast) << k.dump() << codegen::render_hip(k));

@@ -18,6 +18,21 @@ namespace ringrt::test {
 
 namespace fs = std::filesystem;
 
+// True in a sanitizer build (the asan and tsan presets): the sanitizers reserve terabytes of address
+// space for their shadow memory at start, so a program run under `ulimit -v` dies before main. Tests
+// that limit the address space skip those runs there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizedBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizedBuild = true;
+#else
+constexpr bool kSanitizedBuild = false;
+#endif
+#else
+constexpr bool kSanitizedBuild = false;
+#endif
+
 // A fresh directory under the system temp directory, removed with everything in it.
 class TempDir {
  public:
@@ -66,9 +81,12 @@ struct CliResult {
 // Runs `ringrt args...` in the source directory (so "configs/x.yaml" works) with stdin from
 // /dev/null and stdout/stderr captured (not a TTY). Every tunable's environment variable and
 // RINGRT_TEST_CORRUPT are removed first; `env` entries ("RING=2") are then set.
-inline CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+// `limits`, when given, is shell text run before the program in the same shell (e.g. "ulimit -v 50000").
+inline CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                         const std::string& limits = "") {
   TempDir dir;
-  std::string cmd = "cd " + shell_quote(RINGRT_SOURCE_DIR) + " && env -u RINGRT_TEST_CORRUPT";
+  std::string cmd = "cd " + shell_quote(RINGRT_SOURCE_DIR) + (limits.empty() ? "" : " && " + limits) +
+                    " && env -u RINGRT_TEST_CORRUPT";
   for (const Tunable& t : tunables())
     if (!t.env.empty()) cmd += " -u " + std::string(t.env);
   for (const std::string& e : env) cmd += " " + shell_quote(e);

@@ -1,5 +1,6 @@
 // Small helpers shared by the Boost.Test suites (header only; include after <boost/test/unit_test.hpp>).
 //
+// - same_element(got, want, i): an element compared bit for bit, any NaN matching any NaN.
 // - message_has(...): a predicate for BOOST_CHECK_EXCEPTION that checks what() names every given part
 //   (the op, the shapes, the axis, ...), and prints the message when it does not.
 // - RINGRT_RUN_IN_CHILD(): runs the rest of the current test case in a child process (this executable
@@ -12,14 +13,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "rewrite/host_buffer.hpp"
+
 extern char** environ;
 
 namespace ringrt::test {
+
+// Element i of got matches want's: the same bytes, or NaN in both. IEEE 754 leaves the sign and payload
+// of an arithmetic NaN to the hardware: x86 returns one operand's, in the order the compiler chose (a
+// kernel at -O3 and the interpreter at -O0 differ), a GPU a canonical NaN.
+inline bool same_element(const HostBuffer& got, const HostBuffer& want, int64_t i) {
+  size_t size = static_cast<size_t>(itemsize(got.dtype));
+  if (std::memcmp(got.bytes.data() + static_cast<size_t>(i) * size, want.bytes.data() + static_cast<size_t>(i) * size,
+                  size) == 0)
+    return true;
+  return is_float(got.dtype) && std::isnan(got.get(i)) && std::isnan(want.get(i));
+}
 
 // A BOOST_CHECK_EXCEPTION predicate: true when e.what() contains every part.
 inline auto message_has(std::vector<std::string> parts) {
