@@ -73,6 +73,12 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<
   return out;
 }
 
+// memcpy, and nothing for 0 bytes: an empty tensor's buffer (or a host vector's data()) may be null,
+// and memcpy with a null pointer is undefined even for 0 bytes (UBSan reports it).
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes != 0) std::memcpy(dst, src, bytes);
+}
+
 class CpuDevice : public Device {
  public:
   // The queue thread starts with the first queued task (enqueue): planning on placeholders (ringrt
@@ -121,8 +127,8 @@ class CpuDevice : public Device {
   MemoryStats memory_stats() const override { return memory_.stats(); }
   void reset_peak_memory() override { memory_.reset_peak(); }
 
-  void copy_in(void* dst, const void* host, size_t bytes) override { std::memcpy(dst, host, bytes); }
-  void copy_out(void* host, const void* src, size_t bytes) override { std::memcpy(host, src, bytes); }
+  void copy_in(void* dst, const void* host, size_t bytes) override { copy_bytes(dst, host, bytes); }
+  void copy_out(void* host, const void* src, size_t bytes) override { copy_bytes(host, src, bytes); }
 
   std::shared_ptr<CompiledKernel> compile(const codegen::Kernel& kernel) override {
     return compile_for_host({kernel}).at(0);
@@ -154,7 +160,7 @@ class CpuDevice : public Device {
   Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
     if (!dynamic_cast<CpuDevice*>(&from))
       return submit([&from, src, dst, bytes] { from.copy_out(dst, src, bytes); }, std::move(after));
-    return enqueue([src, dst, bytes] { std::memcpy(dst, src, bytes); }, std::move(after), bytes <= kInlineBytes);
+    return enqueue([src, dst, bytes] { copy_bytes(dst, src, bytes); }, std::move(after), bytes <= kInlineBytes);
   }
 
   Event submit(std::function<void()> fn, std::vector<Event> after) override {
