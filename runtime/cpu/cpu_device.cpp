@@ -30,10 +30,11 @@ struct CpuKernel : CompiledKernel {
 
 // One compiler and one table of loaded kernels for every cpu device: they share the host. The kernels
 // a program needs that no earlier program (of any process: the kernel index, HostCompiler::load_kernels)
-// compiled are compiled together, in one compiler run, into one shared object. The table holds kernels weakly: a
-// kernel (and its shared object, once none of its kernels is left) is unloaded when no cached program
-// holds it, so a process that compiles new kernels forever (a constant that changes every step) keeps
-// those of the programs cached (runtime.program_cache) only. Work already queued holds its library.
+// compiled are compiled together, in one compiler run, into one shared object. The table holds kernels
+// weakly: a kernel (and its shared object, once none of its kernels is left) is unloaded when no cached
+// program holds it, so a process that compiles new kernels forever (a constant that changes every
+// step) keeps those of the programs cached (runtime.program_cache) only. Work already queued holds its
+// library.
 std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<codegen::Kernel>& ks) {
   static std::mutex mu;
   // by name + IR: kernels of equal code() but other sizes share a name and a function, not the entry,
