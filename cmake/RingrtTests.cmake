@@ -23,7 +23,7 @@ set(RINGRT_TEST_ENVIRONMENT "" CACHE STRING "VAR=value;... added to the environm
 # samples still report separately in the test's output, and `<exe> --run_test=<case>/_<i>` runs one.
 set(RINGRT_TEST_GROUPS
   codegen_test_matrix_kernels "^matrix_kernels_match_interpreter$"
-  hiprtc_test_matrix_hiprtc "^matrix_kernels_compile_for_gfx90a$"
+  hiprtc_test_matrix_hiprtc "^matrix_kernels_compile$"
   rewrite_rules_test_allreduce "^(matrix|runtime_matches_interpreter)$")
 
 # Seconds the slowest tests take on a cold run (2 cores, empty kernel cache), as their CTest COST:
@@ -33,7 +33,7 @@ set(RINGRT_TEST_GROUPS
 set(RINGRT_TEST_COSTS
   codegen_test_matrix_kernels.matrix_kernels_match_interpreter=47
   rewrite_rules_test_allreduce.runtime_matches_interpreter=30
-  hiprtc_test_matrix_hiprtc.matrix_kernels_compile_for_gfx90a=30
+  hiprtc_test_matrix_hiprtc.matrix_kernels_compile=30
   rewrite_rules_test_allreduce.matrix=29
   integration_test_cli.bad_input_found_by_the_breaker=8
   integration_test_cli.every_config_runs_with_no_wrong_values/_0=4)
@@ -50,7 +50,7 @@ target_link_libraries(ringrt_test_options INTERFACE ringrt Boost::unit_test_fram
 target_compile_definitions(ringrt_test_options INTERFACE
   BOOST_TEST_DYN_LINK RINGRT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")   # for configs/, reference/
 if(RINGRT_WITH_HIP)
-  target_link_libraries(ringrt_test_options INTERFACE hip::host)   # tests may call hipRTC directly
+  ringrt_gpu_test_options(ringrt_test_options INTERFACE ${RINGRT_GPU_PLATFORM})  # tests may call the platform
 endif()
 # Test code builds at -O0 without debug information where the build type says -O2 -g (RelWithDebInfo:
 # the dev and tsan presets): the test sources are most of the build, their template-heavy Boost.Test code
@@ -127,6 +127,29 @@ foreach(src IN LISTS RINGRT_TEST_SOURCES)
     WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}"
     ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${kernel_opt} ${RINGRT_TEST_ENVIRONMENT})
 endforeach()
+
+# nvrtc: the GPU compiler and device tests built again against ringrt_nvidia (cmake/RingrtGpu.cmake), so
+# CI compiles every kernel with NVRTC for sm_90 and links the nvidia hip backend with no GPU and no second
+# full build (with no GPU the device tests skip). Their own main (not ringrt_test_support's library,
+# which links ringrt) and no precompiled header (its HIP defines differ).
+if(TARGET ringrt_nvidia)
+  foreach(src hiprtc/test_matrix_hiprtc.cpp hiprtc/test_hiprtc.cpp gpu/test_hip_device.cpp)
+    get_filename_component(stem "${src}" NAME_WE)
+    set(target "nvrtc_${stem}")
+    add_executable(${target} test/${src} test/support/test_main.cpp)
+    target_link_libraries(${target} PRIVATE ringrt_nvidia Boost::unit_test_framework)
+    target_compile_definitions(${target} PRIVATE BOOST_TEST_DYN_LINK RINGRT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+    ringrt_gpu_test_options(${target} PRIVATE nvidia)
+    target_compile_options(${target} PRIVATE $<$<CONFIG:RelWithDebInfo>:-O0 -g0>)
+    set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc")
+    ringrt_warnings(${target})
+    boost_test_discover_tests(${target} LABELS nvrtc GROUP_DATA_CASES "^matrix_kernels_compile$"
+      COSTS ${RINGRT_TEST_COSTS} WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc"
+      ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${RINGRT_TEST_ENVIRONMENT})
+  endforeach()
+else()
+  message(STATUS "ringrt: no NVRTC tests (they need an amd build and the CUDA toolkit: CUDA_HOME)")
+endif()
 
 # install_consumer: install this build into a scratch prefix, then configure, build and run
 # test/consumer against it, as a user of find_package(ringrt CONFIG) would.

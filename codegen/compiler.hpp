@@ -4,9 +4,10 @@
 //
 // - HostCompiler: the host C++ compiler ($CXX, else g++) builds a shared object from render_cpp's
 //   source; HostLibrary dlopens it and hands out the kernels' function pointers.
-// - HiprtcCompiler: hipRTC builds a code object for one gfx target from render_hip's source; the HIP
-//   runtime loads it with hipModuleLoadData. Debian's hipRTC aborts the process for targets it does not
-//   know (gfx94x, gfx11xx), so the target is checked against an allow-list before hipRTC is called.
+// - HiprtcCompiler: the GPU platform's runtime compiler builds a code object for one target from
+//   render_hip's source: hipRTC for a gfx target on AMD, NVRTC for an sm_XY target on NVIDIA (the build's
+//   RINGRT_GPU_PLATFORM; codegen/rtc_platform.hpp). The hip backend loads it with hipModuleLoadData.
+//   Debian's hipRTC aborts the process for targets it does not know, so the target is checked first.
 // All methods are thread-safe; artifacts are immutable once published.
 #pragma once
 
@@ -138,24 +139,27 @@ class HostCompiler : public Compiler {
   std::string identity_;
 };
 
-// True when `arch` is a target Debian's hipRTC compiles for without a GPU: gfx90a, gfx908, gfx906 or
-// gfx1030, optionally with target features (":sramecc+", ":xnack-").
+#ifdef RINGRT_HAVE_HIP
+// True when the platform's runtime compiler targets `arch` without a GPU present. AMD: a gfx target the
+// installed HIP's release supports (Debian's 5.2: gfx90a, gfx908, gfx906, gfx1030), optionally with
+// target features (":sramecc+", ":xnack-"). NVIDIA: sm_XY or sm_XYa for an XY NVRTC lists.
 bool hiprtc_supports_arch(std::string_view arch);
 
-#ifdef RINGRT_HAVE_HIP
 class HiprtcCompiler : public Compiler {
  public:
-  // `arch` as the device reports it (gcnArchName), e.g. "gfx90a:sramecc+:xnack-". Throws CompileError,
-  // without calling hipRTC, when !hiprtc_supports_arch(arch).
+  // `arch` as the device reports it: "gfx90a:sramecc+:xnack-" (gcnArchName) on AMD, "sm_90" on NVIDIA.
+  // Throws CompileError, without calling the runtime compiler, when !hiprtc_supports_arch(arch).
   explicit HiprtcCompiler(std::string arch);
-  // "hiprtc <version> | HIP <version> | --offload-arch=<arch> <options>"
+  // "hiprtc <version> | HIP <HIP_VERSION> | --offload-arch=<arch> -O3 -ffp-contract=off" on AMD,
+  // "nvrtc <version> | CUDA <CUDA_VERSION> | --gpu-architecture=<arch> --fmad=false ..." on NVIDIA
   const std::string& identity() const override { return identity_; }
   const std::string& arch() const { return arch_; }
 
  protected:
-  // The code object (ELF) hipRTC produces. Throws CompileError with the program log.
+  // The code object hipRTC (an ELF .hsaco) or NVRTC (a cubin) produces. Throws CompileError with the
+  // program log.
   std::string compile_uncached(const std::string& source, const std::string& name) const override;
-  std::string_view suffix() const override { return ".hsaco"; }
+  std::string_view suffix() const override;
 
  private:
   std::string arch_;

@@ -1,25 +1,86 @@
-// The hipRTC compiler (see compiler.hpp). Follows rocm-examples: every hipRTC call is checked, and the
-// program log is fetched before the compile status is checked, so a failed compile reports its
-// diagnostics. Debian 12's hipRTC (ROCm 5.2) compiles for the targets below with no GPU present and
-// aborts the whole process for newer ones (gfx94x, gfx11xx), hence the allow-list checked first.
+// The GPU runtime compiler (see compiler.hpp): hipRTC on AMD, NVRTC on NVIDIA, one source through
+// codegen/rtc_platform.hpp. Follows rocm-examples: every call is checked, and the program log is
+// fetched before the compile status is checked, so a failed compile reports its diagnostics.
+//
+// Targets. NVRTC lists the sm_XY targets it compiles for (nvrtcGetSupportedArchs). hipRTC has no such
+// call, and Debian 12's hipRTC (ROCm 5.2) aborts the whole process on a target it does not know, so the
+// AMD targets come from a table of the ROCm release that first supports each (ROCm's release notes:
+// MI300's gfx942 from 6.0, RDNA3 from 5.5, RDNA4 from 6.4, MI350's gfx950 from 7.0), checked against the
+// installed HIP_VERSION before hipRTC is called: on Debian's 5.2 that is gfx906, gfx908, gfx90a, gfx1030.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <array>
+#include <charconv>
 
 #include "codegen/compiler.hpp"
+#include "codegen/rtc_platform.hpp"
 #include "rewrite/errors.hpp"
-
-#ifdef RINGRT_HAVE_HIP
-#include <hip/hip_version.h>
-#include <hip/hiprtc.h>
-#endif
 
 namespace ringrt::codegen {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kHiprtcArchs{"gfx90a", "gfx908", "gfx906", "gfx1030"};
+#if defined(RINGRT_GPU_NVIDIA)
+
+// The sm_XY numbers this NVRTC compiles for; empty when NVRTC cannot say.
+const std::vector<int>& nvrtc_archs() {
+  static const std::vector<int> archs = [] {
+    int n = 0;
+    std::vector<int> out;
+    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) return out;
+    out.resize(static_cast<size_t>(n));
+    if (nvrtcGetSupportedArchs(out.data()) != NVRTC_SUCCESS) out.clear();
+    return out;
+  }();
+  return archs;
+}
+
+std::vector<std::string> supported_targets() {
+  std::vector<std::string> out;
+  for (int a : nvrtc_archs()) out.push_back(fmt::format("sm_{}", a));
+  return out;
+}
+
+// "sm_90", or "sm_90a" (the arch-specific features of sm_90).
+bool supports(std::string_view arch) {
+  if (!arch.starts_with("sm_")) return false;
+  std::string_view digits = arch.substr(3);
+  if (digits.ends_with('a')) digits.remove_suffix(1);
+  int number = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) return false;
+  for (int a : nvrtc_archs())
+    if (a == number) return true;
+  return false;
+}
+
+#else
+
+struct AmdTarget {
+  std::string_view name;
+  int since;  // HIP_VERSION of the first ROCm release whose hipRTC compiles it (major*10^7 + minor*10^5)
+};
+constexpr int rocm(int major, int minor) { return major * 10000000 + minor * 100000; }
+constexpr std::array<AmdTarget, 10> kAmdTargets{{
+    {"gfx906", rocm(5, 0)},
+    {"gfx908", rocm(5, 0)},
+    {"gfx90a", rocm(5, 0)},
+    {"gfx1030", rocm(5, 0)},
+    {"gfx1100", rocm(5, 5)},
+    {"gfx1101", rocm(5, 5)},
+    {"gfx1102", rocm(5, 5)},
+    {"gfx942", rocm(6, 0)},
+    {"gfx1200", rocm(6, 4)},
+    {"gfx950", rocm(7, 0)},
+}};
+
+std::vector<std::string> supported_targets() {
+  std::vector<std::string> out;
+  for (const AmdTarget& t : kAmdTargets)
+    if (HIP_VERSION >= t.since) out.emplace_back(t.name);
+  return out;
+}
 
 bool valid_feature(std::string_view f) {  // "sramecc+", "xnack-"
   if (f.size() < 2 || (f.back() != '+' && f.back() != '-')) return false;
@@ -27,13 +88,12 @@ bool valid_feature(std::string_view f) {  // "sramecc+", "xnack-"
   return name == "sramecc" || name == "xnack";
 }
 
-}  // namespace
-
-bool hiprtc_supports_arch(std::string_view arch) {
+// "gfx90a", optionally with target features: "gfx90a:sramecc+:xnack-".
+bool supports(std::string_view arch) {
   size_t colon = arch.find(':');
   std::string_view base = arch.substr(0, colon);
   bool known = false;
-  for (auto a : kHiprtcArchs) known = known || a == base;
+  for (const AmdTarget& t : kAmdTargets) known = known || (t.name == base && HIP_VERSION >= t.since);
   while (known && colon != std::string_view::npos) {
     arch = arch.substr(colon + 1);
     colon = arch.find(':');
@@ -42,7 +102,11 @@ bool hiprtc_supports_arch(std::string_view arch) {
   return known;
 }
 
-#ifdef RINGRT_HAVE_HIP
+#endif
+
+}  // namespace
+
+bool hiprtc_supports_arch(std::string_view arch) { return supports(arch); }
 
 // Throws CompileError naming the call, file:line, the kernel and hipRTC's error string.
 #define RINGRT_HIPRTC_CHECK(call, name, log)                                                            \
@@ -55,21 +119,24 @@ bool hiprtc_supports_arch(std::string_view arch) {
 
 HiprtcCompiler::HiprtcCompiler(std::string arch) : arch_(std::move(arch)) {
   if (!hiprtc_supports_arch(arch_))
-    throw CompileError(
-        fmt::format("hipRTC target '{}' is not supported by this HIP (ROCm {}.{}): supported are {} "
-                    "with optional :sramecc± / :xnack± features",
-                    arch_, HIP_VERSION_MAJOR, HIP_VERSION_MINOR, fmt::join(kHiprtcArchs, ", ")));
-  options_ = {"--offload-arch=" + arch_, "-O3", "-ffp-contract=off"};
+    throw CompileError(fmt::format("{} target '{}' is not supported by this {}: supported are {}{}", rtc::kCompiler,
+                                   arch_, rtc::toolkit_release(), fmt::join(supported_targets(), ", "),
+                                   rtc::kFeatures));
+  options_ = rtc::options(arch_);
   int major = 0, minor = 0;
   std::string version = hiprtcVersion(&major, &minor) == HIPRTC_SUCCESS ? fmt::format("{}.{}", major, minor) : "?";
-  identity_ = fmt::format("hiprtc {} | HIP {} | {}", version, HIP_VERSION, fmt::join(options_, " "));
+  identity_ = fmt::format("{} {} | {} | {}", rtc::kCompiler, version, rtc::toolkit_id(), fmt::join(options_, " "));
 }
 
+std::string_view HiprtcCompiler::suffix() const { return rtc::kSuffix; }
+
 std::string HiprtcCompiler::compile_uncached(const std::string& source, const std::string& name) const {
-  if (!hiprtc_supports_arch(arch_)) throw CompileError(fmt::format("{}: unsupported hipRTC target {}", name, arch_));
+  if (!hiprtc_supports_arch(arch_))
+    throw CompileError(fmt::format("{}: unsupported {} target {}", name, rtc::kCompiler, arch_));
   hiprtcProgram prog = nullptr;
-  RINGRT_HIPRTC_CHECK(hiprtcCreateProgram(&prog, source.c_str(), (name + ".hip").c_str(), 0, nullptr, nullptr), name,
-                      "");
+  RINGRT_HIPRTC_CHECK(
+      hiprtcCreateProgram(&prog, source.c_str(), (name + std::string(rtc::kSourceSuffix)).c_str(), 0, nullptr, nullptr),
+      name, "");
   struct Destroy {
     hiprtcProgram* p;
     ~Destroy() { hiprtcDestroyProgram(p); }  // a failure here is not worth more than the leak
@@ -85,15 +152,13 @@ std::string HiprtcCompiler::compile_uncached(const std::string& source, const st
     while (!log.empty() && log.back() == '\0') log.pop_back();
   }
   if (status != HIPRTC_SUCCESS)
-    throw CompileError(
-        fmt::format("{}: hiprtcCompileProgram for {} failed: {}\n{}", name, arch_, hiprtcGetErrorString(status), log));
+    throw CompileError(fmt::format("{}: {}CompileProgram for {} failed: {}\n{}", name, rtc::kCompiler, arch_,
+                                   hiprtcGetErrorString(status), log));
   size_t size = 0;
   RINGRT_HIPRTC_CHECK(hiprtcGetCodeSize(prog, &size), name, log);
   std::string code(size, '\0');
   RINGRT_HIPRTC_CHECK(hiprtcGetCode(prog, code.data()), name, log);
   return code;
 }
-
-#endif  // RINGRT_HAVE_HIP
 
 }  // namespace ringrt::codegen

@@ -18,6 +18,13 @@ struct Dialect {
   const char* sin;
   const char* sqrtf;  // float -> float, correctly rounded
   const char* sqrt;   // double -> double
+  // The prelude's primitives: a float's bits and back (float f / unsigned x), double isfinite and fabs.
+  // g++ has builtins for all four; NVRTC lacks __builtin_fabs, so the GPU dialect uses the device
+  // functions HIP and CUDA both define (__float_as_uint, __uint_as_float, isfinite, fabs).
+  const char* float_bits;  // an expression of `f`
+  const char* bits_float;  // an expression of `x`
+  const char* isfinite;
+  const char* fabs;
 };
 
 // The storage type of a dtype: float, double, unsigned short (float16, bfloat16), int, long long,

@@ -12,7 +12,16 @@ namespace {
 
 // glibc's double functions, declared here rather than through <cmath> and compiled with
 // -fno-builtin-* so g++ never folds them at compile time: the interpreter calls the same functions.
-const cstyle::Dialect kCpu{"static inline", "exp2", "log2", "sin", "__builtin_sqrtf", "__builtin_sqrt"};
+const cstyle::Dialect kCpu{"static inline",
+                           "exp2",
+                           "log2",
+                           "sin",
+                           "__builtin_sqrtf",
+                           "__builtin_sqrt",
+                           "__builtin_bit_cast(unsigned, f)",
+                           "__builtin_bit_cast(float, x)",
+                           "__builtin_isfinite",
+                           "__builtin_fabs"};
 
 // Loop splitting (cstyle::gid_ranges) up to this many loops per kernel: an allreduce's reassembly
 // of n chunks needs n; beyond it the body's code size grows for little gain.

@@ -1,15 +1,15 @@
 // The helper functions every generated translation unit starts with (see render_common.hpp). They
 // mirror rewrite/dtype.hpp's float16/bfloat16 conversions bit for bit (round to nearest even, NaN
 // stays NaN) and rewrite/interpreter.cpp's integer and NaN rules, in plain C that g++, clang and hipRTC
-// all accept (no headers, __builtin_bit_cast instead of memcpy).
+// all accept (no headers; the dialect spells the bit casts, isfinite and fabs).
+#include <fmt/format.h>
+
 #include "codegen/render_common.hpp"
 
 namespace ringrt::codegen::cstyle {
 
 std::string prelude(const Dialect& d) {
   static constexpr const char* kText = R"(
-RT_FN unsigned rt_fbits(float f) { return __builtin_bit_cast(unsigned, f); }
-RT_FN float rt_bitsf(unsigned x) { return __builtin_bit_cast(float, x); }
 RT_FN unsigned short rt_f2h(float f) {  // branch-free (selects only), so loops over it vectorize
   unsigned x = rt_fbits(f);
   unsigned sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
@@ -41,7 +41,6 @@ RT_FN unsigned short rt_f2bf(float f) {
   x += 0x7fffu + ((x >> 16) & 1u);
   return (unsigned short)(x >> 16);
 }
-RT_FN long long rt_d2i(double v) { return (__builtin_isfinite(v) && __builtin_fabs(v) < 9.2e18) ? (long long)v : 0LL; }
 RT_FN long long rt_idiv(long long a, long long b) {
   return (b == 0 || (b == -1 && a == (-9223372036854775807LL - 1))) ? 0LL : a / b;
 }
@@ -55,7 +54,14 @@ RT_FN double rt_min(double a, double b) { return (a != a || a < b) ? a : b; }
 RT_FN long long rt_floordiv(long long a, long long d) { return a / d - ((a % d != 0 && a < 0) ? 1 : 0); }
 RT_FN long long rt_floormod(long long a, long long d) { return a - rt_floordiv(a, d) * d; }
 )";
-  return std::string("\n#define RT_FN ") + d.fn + kText;
+  // The dialect's primitives first; kText builds on them.
+  return fmt::format(
+             "\n#define RT_FN {}\n"
+             "RT_FN unsigned rt_fbits(float f) {{ return {}; }}\n"
+             "RT_FN float rt_bitsf(unsigned x) {{ return {}; }}\n"
+             "RT_FN long long rt_d2i(double v) {{ return ({}(v) && {}(v) < 9.2e18) ? (long long)v : 0LL; }}",
+             d.fn, d.float_bits, d.bits_float, d.isfinite, d.fabs) +
+         kText;
 }
 
 }  // namespace ringrt::codegen::cstyle

@@ -16,11 +16,13 @@ namespace ringrt {
 
 namespace {
 
-// The file suffix of a target; ConfigError for an unknown one.
+// The file suffix of a target; ConfigError for an unknown one. "hip" and "nvidia" are one source
+// (render_hip): hipRTC compiles it on AMD, NVRTC on NVIDIA.
 const char* suffix_of(const std::string& target) {
   if (target == "cpu") return ".cpp";
   if (target == "hip") return ".hip";
-  throw ConfigError(fmt::format("kernel source target '{}': expected 'hip' or 'cpu'", target));
+  if (target == "nvidia") return ".cu";
+  throw ConfigError(fmt::format("kernel source target '{}': expected 'hip', 'nvidia' or 'cpu'", target));
 }
 
 }  // namespace

@@ -56,11 +56,12 @@ struct Schedule {
   int64_t kernels() const { return kernel_count; }             // kernel items (one per launch on a device tuple)
   std::string to_string() const { return listing; }
   // The source of kernel item i (an index into kernel_items) for a target: "cpu" is render_cpp's C++
-  // (HostCompiler compiles it), "hip" is render_hip's HIP C++ (HiprtcCompiler compiles it). Throws
-  // ConfigError for another target, std::out_of_range for a bad i.
+  // (HostCompiler compiles it), "hip" and "nvidia" are render_hip's HIP C++, one source that hipRTC
+  // compiles on AMD and NVRTC on NVIDIA (HiprtcCompiler). Throws ConfigError for another target,
+  // std::out_of_range for a bad i.
   std::string source(size_t i, const std::string& target) const;
   // Writes source(i, target) of every kernel item to one file per item in dir, named
-  // "<item index, 3 digits>_<kernel name>.<cpp|hip>" (e.g. "004_r_1f0c2d9e8a7b6c5d.hip"); creates dir
+  // "<item index, 3 digits>_<kernel name>.<cpp|hip|cu>" (e.g. "004_r_1f0c2d9e8a7b6c5d.hip"); creates dir
   // and its parents, overwrites files of the same name. Returns the paths in kernel_items order.
   // Throws ConfigError for a bad target (before writing anything), IOError for a directory or file that
   // cannot be created or written. Reference: tinygrad's DEBUG=4 source dump (one kernel's source per item).

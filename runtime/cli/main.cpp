@@ -1,6 +1,6 @@
 // The `ringrt` program (DESIGN.md "The ringrt program and YAML"):
 //   ringrt run CONFIG.yaml [--set key=value]... [--csv FILE] [--json FILE]
-//   ringrt schedule CONFIG.yaml --count N [--json] [--dot FILE] [--emit-source DIR --target hip|cpu]
+//   ringrt schedule CONFIG.yaml --count N [--json] [--dot FILE] [--emit-source DIR --target hip|nvidia|cpu]
 //   ringrt config CONFIG.yaml [--set key=value]... [--dump]
 // Exit status: 0 ok, 1 wrong results, 2 bad input (command line, config, environment, shapes,
 // devices), 3 an internal or toolchain failure (a bug: CompileError, TimeoutError, InternalError),
@@ -262,8 +262,8 @@ int main(int argc, char** argv) {
   sched->add_flag("--json", as_json, "print the documented JSON object");
   sched->add_option("--dot", dot, "write the lowered graph as Graphviz DOT")->check(non_empty);
   CLI::Option* emit = sched->add_option("--emit-source", emit_dir, "write the kernel sources to DIR")->check(non_empty);
-  sched->add_option("--target", target, "the kind of source to emit")
-      ->check(CLI::IsMember({"hip", "cpu"}))
+  sched->add_option("--target", target, "the kind of source to emit: hip (hipRTC), nvidia (NVRTC), cpu (g++)")
+      ->check(CLI::IsMember({"hip", "nvidia", "cpu"}))
       ->needs(emit);
   emit->needs(sched->get_option("--target"));
 

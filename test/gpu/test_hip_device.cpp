@@ -252,7 +252,7 @@ BOOST_AUTO_TEST_CASE(kernel_args_match_code_object_metadata) {
   UOp c = g.buffer(two, DType::float32, 100, 2);
   const std::vector<std::pair<UOp, size_t>> asts{
       {dn, 0}, {a.cast(DType::float32) + dn, 1}, {a.cast(DType::float32) + b.cast(DType::float32) + c + dn, 3}};
-  codegen::HiprtcCompiler compiler("gfx90a");
+  codegen::HiprtcCompiler compiler(RINGRT_TEST_GPU_ARCH);
   for (const auto& [ast, inputs] : asts) {
     codegen::Kernel k = codegen::lower_kernel(ast);
     BOOST_TEST_CONTEXT(k.name << " with " << inputs << " inputs") {

@@ -1,8 +1,9 @@
-// hipRTC (no GPU needed): every random kernel AST of the CPU fuzz test also compiles for gfx90a; an
-// unsupported target (gfx942, gfx11xx, which abort Debian's hipRTC) is a CompileError and never reaches
-// hipRTC; a bad source is a CompileError with the program log; the second compile is a cache hit.
-// Without HIP (RINGRT_HAVE_HIP undefined) the one case here is skipped (a false precondition), which
-// CTest reports as skipped.
+// The GPU compiler (no GPU needed), for RINGRT_TEST_GPU_ARCH: hipRTC for gfx90a here, NVRTC for sm_90 in
+// nvrtc_test_hiprtc (built against ringrt_nvidia: cmake/RingrtTests.cmake). Every random kernel AST of
+// the CPU fuzz test also compiles; an unsupported target (on AMD gfx942 and gfx11xx, which abort Debian's
+// hipRTC) is a CompileError and never reaches the compiler; a bad source is a CompileError with the
+// program log; the second compile is a cache hit. Without HIP (RINGRT_HAVE_HIP undefined) the one case
+// here is skipped (a false precondition), which CTest reports as skipped.
 #include <fmt/format.h>
 #include <stdlib.h>
 
@@ -21,15 +22,34 @@ namespace utf = boost::unit_test;
 using namespace ringrt;
 using namespace ringrt::codegen;
 
-BOOST_AUTO_TEST_CASE(arch_allow_list) {  // pure string checks: no HIP needed
-  for (const char* ok : {"gfx90a", "gfx908", "gfx906", "gfx1030", "gfx90a:sramecc+:xnack-", "gfx908:xnack+"})
-    BOOST_TEST(hiprtc_supports_arch(ok), ok);
-  for (const char* bad :
-       {"gfx942", "gfx940", "gfx1100", "gfx90", "gfx90a:", "gfx90a:bogus+", "gfx90a:xnack", "", "sm_90"})
-    BOOST_TEST(!hiprtc_supports_arch(bad), bad);
-}
-
 #ifdef RINGRT_HAVE_HIP
+
+#ifdef RINGRT_TEST_NVIDIA
+// Targets this build compiles for and refuses (NVIDIA: the sm_XY NVRTC lists; CUDA 13 dropped sm_50..72).
+const std::vector<std::string> kSupported{"sm_90", "sm_90a", "sm_80", "sm_100"};
+const std::vector<std::string> kRefused{"sm_50", "sm_9", "sm_90b", "sm_", "gfx90a", "", "sm_90:xnack+"};
+const std::vector<std::string> kRefusedCompiles{"sm_50", "gfx90a"};
+constexpr std::string_view kTargetOption = "--gpu-architecture=sm_90a";
+constexpr std::string_view kNoContraction = "--fmad=false";
+constexpr const char* kFeatureArch = "sm_90a";
+constexpr const char* kOtherArch = "sm_80";
+#else
+// Debian's HIP 5.2: gfx942 (ROCm 6.0) and gfx1100 (5.5) are refused before hipRTC, which would abort.
+const std::vector<std::string> kSupported{"gfx90a",       "gfx908", "gfx906", "gfx1030", "gfx90a:sramecc+:xnack-",
+                                          "gfx908:xnack+"};
+const std::vector<std::string> kRefused{
+    "gfx942", "gfx940", "gfx1100", "gfx90", "gfx90a:", "gfx90a:bogus+", "gfx90a:xnack", "", "sm_90"};
+const std::vector<std::string> kRefusedCompiles{"gfx942", "gfx1100", "gfx90a:bogus+"};
+constexpr std::string_view kTargetOption = "--offload-arch=gfx90a:sramecc+:xnack-";
+constexpr std::string_view kNoContraction = "-ffp-contract=off";
+constexpr const char* kFeatureArch = "gfx90a:sramecc+:xnack-";
+constexpr const char* kOtherArch = "gfx1030";
+#endif
+
+BOOST_AUTO_TEST_CASE(arch_allow_list) {  // no compiler call: the checks come first
+  for (const std::string& ok : kSupported) BOOST_TEST(hiprtc_supports_arch(ok), ok);
+  for (const std::string& bad : kRefused) BOOST_TEST(!hiprtc_supports_arch(bad), bad);
+}
 
 namespace {
 
@@ -61,7 +81,7 @@ bool is_code_object(const std::string& bytes) {
 }  // namespace
 
 // The seeds of test/codegen/test_fuzz.cpp (8 batches of 30), two batches per hipRTC program.
-BOOST_DATA_TEST_CASE(random_kernels_compile_for_gfx90a, bdata::xrange(4), batch) {
+BOOST_DATA_TEST_CASE(random_kernels_compile, bdata::xrange(4), batch) {
   UOpGraph g;
   std::vector<Kernel> kernels;
   for (int i = 0; i < 60; ++i) {
@@ -71,7 +91,7 @@ BOOST_DATA_TEST_CASE(random_kernels_compile_for_gfx90a, bdata::xrange(4), batch)
   std::string src = render_hip(kernels);
   std::string code;
   try {
-    code = HiprtcCompiler("gfx90a").compile(src, fmt::format("fuzz_batch_{}", batch));
+    code = HiprtcCompiler(RINGRT_TEST_GPU_ARCH).compile(src, fmt::format("fuzz_batch_{}", batch));
   } catch (const CompileError& e) {
     BOOST_FAIL("seeds " << 1000 + batch * 60 << ".." << 1000 + batch * 60 + 59 << ": " << e.what());
   }
@@ -79,7 +99,7 @@ BOOST_DATA_TEST_CASE(random_kernels_compile_for_gfx90a, bdata::xrange(4), batch)
 }
 
 BOOST_AUTO_TEST_CASE(unsupported_targets_are_compile_errors_not_aborts) {
-  for (const char* arch : {"gfx942", "gfx1100", "gfx90a:bogus+"}) {
+  for (const std::string& arch : kRefusedCompiles) {
     try {
       HiprtcCompiler cc(arch);
       cc.compile("extern \"C\" __global__ void k() {}", "k");
@@ -97,27 +117,29 @@ BOOST_AUTO_TEST_CASE(target_features_and_cache_hits) {
   Kernel k = lower_kernel(b.reshape({2, 400}).shard_local(0).alu(Ops::SQRT));
   std::string src = render_hip(k);
   BOOST_TEST(src.find("in0[gid + 400*dnum]") != std::string::npos, src);
-  HiprtcCompiler cc("gfx90a:sramecc+:xnack-");
-  BOOST_TEST(cc.identity().find("--offload-arch=gfx90a:sramecc+:xnack-") != std::string::npos, cc.identity());
+  HiprtcCompiler cc(kFeatureArch);
+  BOOST_TEST(cc.identity().find(kTargetOption) != std::string::npos, cc.identity());
+  BOOST_TEST(cc.identity().find(kNoContraction) != std::string::npos, cc.identity());  // numerics as the interpreter
   CompileStats before = compile_stats();
   BOOST_TEST(is_code_object(cc.compile(src, k.name)));
   BOOST_TEST(compile_stats().compiles == before.compiles + 1);
-  BOOST_TEST(is_code_object(HiprtcCompiler("gfx90a:sramecc+:xnack-").compile(src, k.name)));
+  BOOST_TEST(is_code_object(HiprtcCompiler(kFeatureArch).compile(src, k.name)));
   BOOST_TEST(compile_stats().compiles == before.compiles + 1);
   BOOST_TEST(compile_stats().cache_hits == before.cache_hits + 1);
-  BOOST_TEST(is_code_object(HiprtcCompiler("gfx1030").compile(src, k.name)));  // another target: its own key
+  BOOST_TEST(is_code_object(HiprtcCompiler(kOtherArch).compile(src, k.name)));  // another target: its own key
   BOOST_TEST(compile_stats().compiles == before.compiles + 2);
 }
 
 BOOST_AUTO_TEST_CASE(bad_source_is_a_compile_error_with_the_log) {
   TempCache cache;
   try {
-    HiprtcCompiler("gfx90a").compile("extern \"C\" __global__ void k(float* o) { o[0] = undeclared_x; }", "bad_kernel");
+    HiprtcCompiler(RINGRT_TEST_GPU_ARCH)
+        .compile("extern \"C\" __global__ void k(float* o) { o[0] = undeclared_x; }", "bad_kernel");
     BOOST_FAIL("no CompileError");
   } catch (const CompileError& e) {
     std::string what = e.what();
     BOOST_TEST(what.find("bad_kernel") != std::string::npos, what);
-    BOOST_TEST(what.find("undeclared_x") != std::string::npos, what);  // from hipRTC's program log
+    BOOST_TEST(what.find("undeclared_x") != std::string::npos, what);  // from the compiler's program log
   }
 }
 

@@ -1,5 +1,7 @@
-// hipRTC (no GPU needed): every kernel of the multi-device allreduce test matrix (test/support/
-// allreduce_matrix.hpp: ndev x algorithm x dtype x op x numel) compiles for gfx90a. The kernels are
+// The GPU compiler (no GPU needed): every kernel of the multi-device allreduce test matrix (test/support/
+// allreduce_matrix.hpp: ndev x algorithm x dtype x op x numel) compiles for RINGRT_TEST_GPU_ARCH: with
+// hipRTC for gfx90a (hiprtc_test_matrix_hiprtc), with NVRTC for sm_90 (nvrtc_test_matrix_hiprtc, built
+// against ringrt_nvidia: cmake/RingrtTests.cmake). The kernels are
 // the ones realize() compiles (codegen/item_kernel.hpp lower_item), rendered by render_hip and
 // deduplicated by source over the whole matrix; 40 kernels share one hipRTC program, which costs
 // ~14x less than a program each (hipRTC's fixed cost per program dominates these small kernels). Six
@@ -37,14 +39,14 @@ bool is_code_object(const std::string& bytes) {
 
 }  // namespace
 
-BOOST_DATA_TEST_CASE(matrix_kernels_compile_for_gfx90a, bdata::xrange(kParts), part) {
+BOOST_DATA_TEST_CASE(matrix_kernels_compile, bdata::xrange(kParts), part) {
   size_t items = 0, distinct = 0;
   auto render = [](const Kernel& k) { return render_hip(k); };
   std::vector<test::MatrixKernel> ks = test::matrix_kernels_part(part, kParts, render, &items, &distinct);
   BOOST_TEST_MESSAGE("matrix: " << items << " kernel items, " << distinct << " distinct kernels; part " << part << ": "
                                 << ks.size());
   BOOST_TEST_REQUIRE(ks.size() >= distinct / kParts);
-  HiprtcCompiler cc("gfx90a");
+  HiprtcCompiler cc(RINGRT_TEST_GPU_ARCH);
   for (size_t first = 0; first < ks.size(); first += kPerProgram) {
     std::vector<Kernel> batch;
     for (size_t i = first; i < std::min(ks.size(), first + kPerProgram); ++i) batch.push_back(ks[i].kernel);
@@ -67,7 +69,7 @@ BOOST_DATA_TEST_CASE(matrix_kernels_compile_for_gfx90a, bdata::xrange(kParts), p
 
 #else  // no HIP: report the matrix compile as skipped
 
-BOOST_AUTO_TEST_CASE(matrix_kernels_compile_for_gfx90a, *utf::precondition([](utf::test_unit_id) {
+BOOST_AUTO_TEST_CASE(matrix_kernels_compile, *utf::precondition([](utf::test_unit_id) {
                        boost::test_tools::assertion_result r(false);
                        r.message() << "built without HIP (RINGRT_HAVE_HIP undefined)";
                        return r;

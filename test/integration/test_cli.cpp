@@ -201,10 +201,10 @@ BOOST_AUTO_TEST_CASE(schedule_text_and_dot) {
   BOOST_TEST(read_file(dot).rfind("digraph", 0) == 0u);
 }
 
-// --emit-source writes one file per kernel item ("<item>_<kernel name>.<cpp|hip>", as many as the
-// JSON's "kernels"), and each compiles: cpu files with the host compiler, hip files with hipRTC for
-// gfx90a when HIP is built.
-BOOST_DATA_TEST_CASE(emit_source_writes_one_compiling_file_per_kernel, bdata::make({"cpu", "hip"}), target) {
+// --emit-source writes one file per kernel item ("<item>_<kernel name>.<cpp|hip|cu>", as many as the
+// JSON's "kernels"), and each compiles: cpu files with the host compiler, hip and nvidia files (one
+// source) with the build's GPU compiler when the hip backend is built (hipRTC for gfx90a, NVRTC for sm_90).
+BOOST_DATA_TEST_CASE(emit_source_writes_one_compiling_file_per_kernel, bdata::make({"cpu", "hip", "nvidia"}), target) {
   TempDir dir;
   fs::path out = dir.path() / "kernels";
   CliResult r = run_cli(
@@ -217,8 +217,8 @@ BOOST_DATA_TEST_CASE(emit_source_writes_one_compiling_file_per_kernel, bdata::ma
   std::sort(files.begin(), files.end());
   BOOST_TEST(static_cast<int64_t>(files.size()) == kernels);
   BOOST_TEST(r.err.find(fmt::format("wrote {} {} kernel sources", kernels, target)) != std::string::npos, r.err);
-  const std::regex name(std::string(R"((\d{3})_([Er]_[0-9a-f]{16})\.)") +
-                        (std::string(target) == "cpu" ? "cpp" : "hip"));
+  const std::string t = target, suffix = t == "cpu" ? "cpp" : t == "hip" ? "hip" : "cu";
+  const std::regex name(std::string(R"((\d{3})_([Er]_[0-9a-f]{16})\.)") + suffix);
   std::set<int> items;
   for (const fs::path& f : files) {
     std::smatch m;
@@ -232,7 +232,7 @@ BOOST_DATA_TEST_CASE(emit_source_writes_one_compiling_file_per_kernel, bdata::ma
     } else {
       BOOST_TEST(src.find("extern \"C\" __global__ void " + kernel + "(") != std::string::npos, src);
 #ifdef RINGRT_HAVE_HIP
-      std::string code = codegen::HiprtcCompiler("gfx90a").compile(src, kernel);
+      std::string code = codegen::HiprtcCompiler(RINGRT_TEST_GPU_ARCH).compile(src, kernel);
       BOOST_TEST(code.compare(0, 4,
                               "\x7f"
                               "ELF") == 0,

@@ -86,11 +86,13 @@ BOOST_AUTO_TEST_CASE(emit_sources_writes_one_compilable_file_per_kernel_item) {
   fs::path dir = tmp.path / "a" / "b";  // parents are created
   std::vector<std::string> cpu = s.emit_sources(dir.string(), "cpu");
   std::vector<std::string> hip = s.emit_sources(dir.string(), "hip");
+  std::vector<std::string> nvidia = s.emit_sources(dir.string(), "nvidia");  // the same source, for NVRTC
   BOOST_TEST_REQUIRE(cpu.size() == s.kernel_items.size());
   BOOST_TEST_REQUIRE(hip.size() == s.kernel_items.size());
+  BOOST_TEST_REQUIRE(nvidia.size() == s.kernel_items.size());
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
-  BOOST_TEST(files == 2 * s.kernel_items.size());
+  BOOST_TEST(files == 3 * s.kernel_items.size());
   const std::regex name(R"((\d{3})_([Er]_[0-9a-f]{16})\.(cpp|hip))");
   codegen::HostCompiler cc;
   for (size_t i = 0; i < cpu.size(); ++i) {
@@ -102,6 +104,8 @@ BOOST_AUTO_TEST_CASE(emit_sources_writes_one_compilable_file_per_kernel_item) {
     BOOST_TEST(m[2].str() == ki.name);
     BOOST_TEST(m[3].str() == "cpp");
     BOOST_TEST(fs::path(hip[i]).filename().string() == fmt::format("{:03}_{}.hip", ki.item, ki.name));
+    BOOST_TEST(fs::path(nvidia[i]).filename().string() == fmt::format("{:03}_{}.cu", ki.item, ki.name));
+    BOOST_TEST(slurp(nvidia[i]) == slurp(hip[i]));
     BOOST_TEST(slurp(cpu[i]) == codegen::render_cpp(kernel_of(s, i)));
     BOOST_TEST(slurp(hip[i]) == codegen::render_hip(kernel_of(s, i)));
     BOOST_TEST(slurp(hip[i]).find("extern \"C\" __global__ void " + ki.name + "(") != std::string::npos);

@@ -25,9 +25,9 @@
 #include "rewrite/dtype.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
-#include "runtime/engine/internal.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/device/memory.hpp"
+#include "runtime/engine/internal.hpp"
 #include "test/runtime/api/tensor_ops.hpp"
 
 namespace bdata = boost::unit_test::data;
@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(hip_kernels_compile) {
              x.bitcast(DType::float16).cast(DType::uint32) + u.max();
   ringrt::Schedule s = r.schedule();
   BOOST_TEST_REQUIRE(!s.kernel_items.empty());
-  ringrt::codegen::HiprtcCompiler cc("gfx90a");
+  ringrt::codegen::HiprtcCompiler cc(RINGRT_TEST_GPU_ARCH);
   for (size_t i = 0; i < s.kernel_items.size(); ++i)
     BOOST_CHECK_NO_THROW(cc.compile(s.source(i, "hip"), s.kernel_items[i].name));
 }
