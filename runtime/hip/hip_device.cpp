@@ -37,9 +37,9 @@ class HipDevice final : public Device {
       : index_(index), name_(fmt::format("HIP:{}", index)), pool_(std::make_shared<EventPool>(name_)) {
     try {
       DeviceGuard guard(index_, name_);
-      hipDeviceProp_t props;
+      hipDeviceProp_t props{};
       RINGRT_HIP_CHECK(name_, hipGetDeviceProperties(&props, index_));
-      arch_ = props.gcnArchName;
+      arch_ = gpu_arch_name(props);
       RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&compute_, hipStreamNonBlocking));
       RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&copy_, hipStreamNonBlocking));
     } catch (...) {
@@ -522,7 +522,7 @@ class HipDevice final : public Device {
 
   const int index_;
   const std::string name_;
-  std::string arch_;  // gcnArchName, e.g. "gfx90a:sramecc+:xnack-"
+  std::string arch_;  // the compile target (gpu_arch_name), e.g. "gfx90a:sramecc+:xnack-" or "sm_90"
   hipStream_t compute_ = nullptr, copy_ = nullptr;
 
   std::mutex alloc_mu_;  // free_blocks_

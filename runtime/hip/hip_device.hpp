@@ -41,9 +41,10 @@
 // (cpu), the bytes come from that device's copy_out into pinned memory, then hipMemcpyAsync.
 //
 // Kernels. compile() renders the kernel with codegen::render_hip, compiles it with HiprtcCompiler for
-// the device's gcnArchName (through the on-disk cache), loads it with hipModuleLoadData and looks it up
-// with hipModuleGetFunction; the result is cached per kernel (name and IR). launch() runs one thread
-// per element: blocks of kBlockSize threads, launch_blocks(numel) of them, arguments packed as
+// the device's architecture (gcnArchName; sm_XY on NVIDIA: hip_platform.hpp gpu_arch_name) through the
+// on-disk cache, loads it with hipModuleLoadData and looks it up with hipModuleGetFunction; the result
+// is cached per kernel (name and IR). launch() runs one thread per element: blocks of kBlockSize
+// threads, launch_blocks(numel) of them, arguments packed as
 // pack_kernel_args says, passed with hipModuleLaunchKernel's `extra` buffer.
 //
 // Teardown. The destructor drains the queue, synchronizes the device, then frees cached blocks and
@@ -66,8 +67,9 @@
 
 namespace ringrt {
 
-// {"HIP:0", ..., "HIP:n-1"} for the n GPUs the HIP runtime sees (HIP_VISIBLE_DEVICES applies); empty
-// when there is none, when hipGetDeviceCount reports hipErrorNoDevice or hipErrorInsufficientDriver.
+// {"HIP:0", ..., "HIP:n-1"} for the n GPUs the HIP runtime sees (HIP_VISIBLE_DEVICES applies; on
+// NVIDIA, CUDA_VISIBLE_DEVICES); empty when there is none, when hipGetDeviceCount reports
+// hipErrorNoDevice or hipErrorInsufficientDriver.
 // Queried once per process and cached. Throws DeviceError only for any other hipGetDeviceCount error.
 // Thread-safe.
 std::vector<std::string> hip_device_names();

@@ -33,18 +33,18 @@ std::string_view short_file(std::string_view file) {
   return file;
 }
 
-}  // namespace
-
-std::string hip_error_message(std::string_view device, std::string_view call, hipError_t rc, const char* file,
-                              int line) {
+// The message of a failed call whose error is called `name` and described by `text` (null: unknown).
+std::string failure_message(std::string_view device, std::string_view call, const char* name, const char* text,
+                            const char* file, int line) {
   auto or_unknown = [](const char* s) { return std::string_view(s ? s : "unknown HIP error"); };
   // ROCm 5.2's hipGetErrorString often returns the name itself: say it once then.
-  std::string_view name = or_unknown(hipGetErrorName(rc)), text = or_unknown(hipGetErrorString(rc));
-  std::string error = text == name ? std::string(name) : fmt::format("{} ({})", name, text);
+  std::string_view n = or_unknown(name), t = or_unknown(text);
+  std::string error = t == n ? std::string(n) : fmt::format("{} ({})", n, t);
   return fmt::format("{}: {} failed at {}:{}: {}", device, call, short_file(file), line, error);
 }
 
-void log_hip_error(std::string_view device, std::string_view call, hipError_t rc, const char* file, int line) noexcept {
+template <class Rc>
+void log_failure(std::string_view device, std::string_view call, Rc rc, const char* file, int line) noexcept {
   try {
     std::string msg = "ringrt: " + hip_error_message(device, call, rc, file, line) + "; continuing\n";
     std::fputs(msg.c_str(), stderr);
@@ -52,6 +52,32 @@ void log_hip_error(std::string_view device, std::string_view call, hipError_t rc
     std::fputs("ringrt: a HIP call failed during teardown (and formatting its message failed too)\n", stderr);
   }
 }
+
+}  // namespace
+
+std::string hip_error_message(std::string_view device, std::string_view call, hipError_t rc, const char* file,
+                              int line) {
+  return failure_message(device, call, hipGetErrorName(rc), hipGetErrorString(rc), file, line);
+}
+
+void log_hip_error(std::string_view device, std::string_view call, hipError_t rc, const char* file, int line) noexcept {
+  log_failure(device, call, rc, file, line);
+}
+
+#ifdef RINGRT_GPU_NVIDIA
+std::string hip_error_message(std::string_view device, std::string_view call, CUresult rc, const char* file, int line) {
+  const char *name = nv::driver_error_name(rc), *text = nv::driver_error_string(rc);
+  if (!name && rc == nv::kNoEntryPoint) {  // no driver: what the module call wrappers return
+    name = "CUDA_ERROR_NOT_INITIALIZED";
+    text = "the CUDA runtime provides no driver entry point (no or too old NVIDIA driver)";
+  }
+  return failure_message(device, call, name, text, file, line);
+}
+
+void log_hip_error(std::string_view device, std::string_view call, CUresult rc, const char* file, int line) noexcept {
+  log_failure(device, call, rc, file, line);
+}
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // launch geometry and arguments

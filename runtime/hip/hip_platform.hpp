@@ -1,0 +1,176 @@
+// The GPU platform of the hip backend, and the one place in ringrt that knows it (internal to
+// runtime/hip/). runtime/hip is written against the HIP runtime API; this header supplies it:
+//
+//   - AMD (default): the HIP runtime itself, <hip/hip_runtime_api.h>.
+//   - NVIDIA (RINGRT_GPU_NVIDIA defined): the CUDA runtime, <cuda_runtime_api.h>, under the HIP names
+//     runtime/hip uses (types as aliases, constants and runtime calls as macros, in the way of
+//     ggml-cuda/vendors/hip.h in the other direction). The module calls (hipModule*) are CUDA *driver*
+//     calls returning CUresult; ringrt does not link libcuda (a machine without the NVIDIA driver
+//     could not even start the program), so they go through entry points the CUDA runtime hands out
+//     (cudaGetDriverEntryPointByVersion), looked up once at first use. <cuda.h> gives their types
+//     and constants only.
+//
+// Environment: on NVIDIA the CUDA runtime reads CUDA_VISIBLE_DEVICES where HIP reads
+// HIP_VISIBLE_DEVICES; runtime/hip reads neither itself. Device names are "HIP:i" on both platforms.
+// Include only where HIP is built (RINGRT_HAVE_HIP); include hip_check.hpp rather than this directly.
+#pragma once
+
+#include <string>
+
+#ifndef RINGRT_GPU_NVIDIA
+
+#include <hip/hip_runtime_api.h>
+
+namespace ringrt::hip_detail {
+
+// The compile target of a device for the GPU compiler: its gcnArchName, e.g. "gfx90a:sramecc+:xnack-".
+inline std::string gpu_arch_name(const hipDeviceProp_t& props) { return props.gcnArchName; }
+
+}  // namespace ringrt::hip_detail
+
+#else  // RINGRT_GPU_NVIDIA
+
+#include <cuda.h>  // driver API types and constants only: nothing of libcuda is linked
+#include <cuda_runtime_api.h>
+
+// ---- types
+using hipError_t = cudaError_t;
+using hipStream_t = cudaStream_t;
+using hipEvent_t = cudaEvent_t;
+using hipDeviceProp_t = cudaDeviceProp;
+using hipModule_t = CUmodule;
+using hipFunction_t = CUfunction;
+
+// ---- constants
+#define hipSuccess cudaSuccess
+#define hipErrorOutOfMemory cudaErrorMemoryAllocation
+#define hipErrorNoDevice cudaErrorNoDevice
+#define hipErrorInvalidDevice cudaErrorInvalidDevice
+#define hipErrorInsufficientDriver cudaErrorInsufficientDriver
+#define hipErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
+#define hipStreamNonBlocking cudaStreamNonBlocking
+#define hipEventDisableTiming cudaEventDisableTiming
+#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define hipHostMallocDefault cudaHostAllocDefault
+#define HIP_LAUNCH_PARAM_BUFFER_POINTER CU_LAUNCH_PARAM_BUFFER_POINTER
+#define HIP_LAUNCH_PARAM_BUFFER_SIZE CU_LAUNCH_PARAM_BUFFER_SIZE
+#define HIP_LAUNCH_PARAM_END CU_LAUNCH_PARAM_END
+
+// ---- runtime calls (same arguments, same order)
+#define hipGetErrorName cudaGetErrorName
+#define hipGetErrorString cudaGetErrorString
+#define hipGetLastError cudaGetLastError
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipGetDevice cudaGetDevice
+#define hipSetDevice cudaSetDevice
+#define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define hipDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define hipDeviceDisablePeerAccess cudaDeviceDisablePeerAccess
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipHostMalloc cudaHostAlloc  // (void** p, size_t bytes, unsigned flags)
+#define hipHostFree cudaFreeHost
+#define hipMemcpy cudaMemcpy
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpyPeerAsync cudaMemcpyPeerAsync
+#define hipStreamCreateWithFlags cudaStreamCreateWithFlags
+#define hipStreamDestroy cudaStreamDestroy
+#define hipStreamWaitEvent cudaStreamWaitEvent
+#define hipEventCreateWithFlags cudaEventCreateWithFlags
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventDestroy cudaEventDestroy
+
+// ---- module calls: the CUDA driver API through the runtime's entry points
+#define hipModuleLoadData ::ringrt::nv::module_load_data
+#define hipModuleGetFunction ::ringrt::nv::module_get_function
+#define hipModuleLaunchKernel ::ringrt::nv::launch_kernel
+#define hipModuleUnload ::ringrt::nv::module_unload
+
+namespace ringrt::nv {
+
+// The driver function `name` of the type of Fn (e.g. decltype(&cuModuleLoadData)), as the driver's
+// CUDA 12.0 ABI has it; null when the runtime or the driver cannot provide it (no driver, too old).
+// The result of the lookup is left in no error state of the runtime. Thread-safe.
+template <class Fn>
+Fn driver_entry(const char* name) noexcept {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &status) != cudaSuccess ||
+      status != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+// The driver calls bind to the calling thread's current context, which the runtime creates lazily:
+// cudaSetDevice of the current device makes that device's primary context current (CUDA >= 12).
+inline void bind_primary_context() noexcept {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) (void)cudaGetLastError();
+}
+
+// What a module call returns when its driver entry point is unavailable.
+inline constexpr CUresult kNoEntryPoint = CUDA_ERROR_NOT_INITIALIZED;
+
+inline CUresult module_load_data(CUmodule* module, const void* image) noexcept {
+  static const auto fn = driver_entry<decltype(&cuModuleLoadData)>("cuModuleLoadData");
+  if (!fn) return kNoEntryPoint;
+  bind_primary_context();
+  return fn(module, image);
+}
+
+inline CUresult module_get_function(CUfunction* function, CUmodule module, const char* name) noexcept {
+  static const auto fn = driver_entry<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
+  return fn ? fn(function, module, name) : kNoEntryPoint;
+}
+
+inline CUresult module_unload(CUmodule module) noexcept {
+  static const auto fn = driver_entry<decltype(&cuModuleUnload)>("cuModuleUnload");
+  if (!fn) return kNoEntryPoint;
+  bind_primary_context();
+  return fn(module);
+}
+
+// hipModuleLaunchKernel's arguments: grid and block sizes, dynamic shared memory (bytes), the stream,
+// and the kernel arguments either one pointer each (params) or packed (extra, HIP_LAUNCH_PARAM_*).
+inline CUresult launch_kernel(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+                              unsigned block_y, unsigned block_z, unsigned shared_bytes, cudaStream_t stream,
+                              void** params, void** extra) noexcept {
+  static const auto fn = driver_entry<decltype(&cuLaunchKernel)>("cuLaunchKernel");
+  if (!fn) return kNoEntryPoint;
+  return fn(function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream, params, extra);
+}
+
+// cuGetErrorName / cuGetErrorString of rc; null when unknown or when the driver is unavailable.
+inline const char* driver_error_name(CUresult rc) noexcept {
+  static const auto fn = driver_entry<decltype(&cuGetErrorName)>("cuGetErrorName");
+  const char* s = nullptr;
+  if (!fn || fn(rc, &s) != CUDA_SUCCESS) return nullptr;
+  return s;
+}
+inline const char* driver_error_string(CUresult rc) noexcept {
+  static const auto fn = driver_entry<decltype(&cuGetErrorString)>("cuGetErrorString");
+  const char* s = nullptr;
+  if (!fn || fn(rc, &s) != CUDA_SUCCESS) return nullptr;
+  return s;
+}
+
+}  // namespace ringrt::nv
+
+namespace ringrt::hip_detail {
+
+// The compile target of a device for the GPU compiler: "sm_<major><minor>" of its compute capability,
+// e.g. "sm_90" (CUDA has no gcnArchName).
+inline std::string gpu_arch_name(const hipDeviceProp_t& props) {
+  return "sm_" + std::to_string(props.major) + std::to_string(props.minor);
+}
+
+}  // namespace ringrt::hip_detail
+
+#endif  // RINGRT_GPU_NVIDIA
