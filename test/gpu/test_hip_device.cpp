@@ -179,11 +179,15 @@ BOOST_AUTO_TEST_CASE(missing_devices_are_device_errors) {
 
 BOOST_AUTO_TEST_CASE(check_macros_name_call_place_device_and_error) {
   RINGRT_RUN_IN_CHILD();  // HIP calls on a machine that may have no GPU
-  const std::string invalid = hipGetErrorString(hipErrorInvalidDevice);
+  // No such device; where there is no driver (CUDA) or no GPU, the runtime says that first.
+  const hipError_t rc = hipSetDevice(1 << 20);
+  BOOST_TEST((rc == hipErrorInvalidDevice || rc == hipErrorInsufficientDriver || rc == hipErrorNoDevice), rc);
+  (void)hipGetLastError();
+  const std::string name = hipGetErrorName(rc), text = hipGetErrorString(rc);
   auto fails = [] { RINGRT_HIP_CHECK("HIP:7", hipSetDevice(1 << 20)); };
-  BOOST_CHECK_EXCEPTION(fails(), ringrt::DeviceError,
-                        message_has({"HIP:7: ", "hipSetDevice(1 << 20) failed at ",
-                                     "test/gpu/test_hip_device.cpp:", "hipErrorInvalidDevice", invalid}));
+  BOOST_CHECK_EXCEPTION(
+      fails(), ringrt::DeviceError,
+      message_has({"HIP:7: ", "hipSetDevice(1 << 20) failed at ", "test/gpu/test_hip_device.cpp:", name, text}));
   auto fails_as = [] { RINGRT_HIP_CHECK_AS(ringrt::CompileError, "HIP:7 (kernel k)", hipSetDevice(1 << 20)); };
   BOOST_CHECK_EXCEPTION(fails_as(), ringrt::CompileError, message_has({"HIP:7 (kernel k)", "hipSetDevice"}));
   BOOST_CHECK_NO_THROW(RINGRT_HIP_LOG("HIP:7", hipSetDevice(1 << 20)));  // logs to stderr, goes on
@@ -232,8 +236,14 @@ BOOST_AUTO_TEST_CASE(kernel_args_follow_render_hip_signature) {
 
 // The layout above is the one the compiler gives render_hip's kernels: the (offset, size) of every
 // argument and the kernarg segment size in the code object's AMDGPU metadata, read with llvm-readelf
-// (skipped when it is not installed). hipRTC compiles for gfx90a without a GPU.
+// (skipped when it is not installed). hipRTC compiles for gfx90a without a GPU. A cubin keeps its
+// parameters in binary .nv.info records, not YAML: on NVIDIA the layout is checked by the GPU cases,
+// which launch these kernels and compare every value with the interpreter.
 BOOST_AUTO_TEST_CASE(kernel_args_match_code_object_metadata) {
+#ifdef RINGRT_TEST_NVIDIA
+  BOOST_TEST_MESSAGE("a cubin has no AMDGPU metadata: checked on AMD builds only");
+  return;
+#endif
   std::string readelf;
   for (const char* tool : {"llvm-readelf", "llvm-readelf-15", "llvm-readelf-14"}) {
     if (std::system(fmt::format("command -v {} >/dev/null 2>&1", tool).c_str()) == 0) {
