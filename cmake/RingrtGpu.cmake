@@ -51,15 +51,25 @@ function(ringrt_gpu_platform target platform)
   endif()
 endfunction()
 
-# What a test program needs to call the platform directly (test/gpu includes runtime/hip/'s headers) and
-# which target the GPU compiler tests build for: RINGRT_TEST_GPU_ARCH (gfx90a, sm_90), RINGRT_TEST_NVIDIA.
-# `scope` is INTERFACE for an interface library, PRIVATE for an executable.
-function(ringrt_gpu_test_options target scope platform)
+# A program that calls the platform's API itself (test/gpu, scripts/bench/gpu_floor.cpp include
+# runtime/hip/hip_platform.hpp): its headers, libraries and RINGRT_GPU_NVIDIA. `scope`: INTERFACE for an
+# interface library, PRIVATE for an executable.
+function(ringrt_gpu_client target scope platform)
   if(platform STREQUAL "amd")
     target_link_libraries(${target} ${scope} hip::host)
-    target_compile_definitions(${target} ${scope} RINGRT_TEST_GPU_ARCH="gfx90a")
   else()
     target_link_libraries(${target} ${scope} CUDA::cudart_static)
-    target_compile_definitions(${target} ${scope} RINGRT_GPU_NVIDIA=1 RINGRT_TEST_NVIDIA=1 RINGRT_TEST_GPU_ARCH="sm_90")
+    target_compile_definitions(${target} ${scope} RINGRT_GPU_NVIDIA=1)
+  endif()
+endfunction()
+
+# A test program of the GPU backend: a platform client, and the target the GPU compiler tests build for
+# (RINGRT_TEST_GPU_ARCH: gfx90a or sm_90; RINGRT_TEST_NVIDIA on nvidia).
+function(ringrt_gpu_test_options target scope platform)
+  ringrt_gpu_client(${target} ${scope} ${platform})
+  if(platform STREQUAL "amd")
+    target_compile_definitions(${target} ${scope} RINGRT_TEST_GPU_ARCH="gfx90a")
+  else()
+    target_compile_definitions(${target} ${scope} RINGRT_TEST_NVIDIA=1 RINGRT_TEST_GPU_ARCH="sm_90")
   endif()
 endfunction()

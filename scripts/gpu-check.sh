@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The GPU check (issue 16), for a machine with a GPU: an NVIDIA one with the CUDA toolkit (PRESET=nvidia,
+# the default) or an AMD one with ROCm (PRESET=dev). In one run it
+#   1. builds the preset's ringrt, its GPU tests and ringrt_gpu_floor,
+#   2. runs the gpu-labelled tests with LOGICAL logical devices (RINGRT_HIP_LOGICAL_DEVICES),
+#   3. sweeps `ringrt run configs/gpu.yaml` (1 KiB to 1 GiB per device, every value checked: #wrong) with
+#      naive, ring, all2all and auto (the default thresholds),
+#   4. measures the floor of an allreduce on that GPU: device-to-device copy bandwidth (ringrt_gpu_floor).
+# Usage: OUT=DIR [PRESET=nvidia] [LOGICAL=4] [JOBS=$(nproc)] scripts/gpu-check.sh
+# Writes DIR/env.txt, build.log, gpu-tests.log, sweep-<algorithm>.{txt,csv}, floor.txt (after its command line, the CSV rows). A failed step is
+# reported and the others still run; exit status 1 when any step failed, else 0.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-build/gpu-check}"
+PRESET="${PRESET:-nvidia}"
+LOGICAL="${LOGICAL:-4}"
+JOBS="${JOBS:-$(nproc)}"
+mkdir -p "$OUT"
+status=0
+
+# step NAME LOG COMMAND...: runs COMMAND with stdout and stderr appended to LOG; a failure is noted.
+step() {
+  local name=$1 log=$2
+  shift 2
+  echo "== $name ($(date -u +%T)): $*" | tee -a "$log" >&2
+  if ! "$@" >>"$log" 2>&1; then
+    echo "!! $name failed: see $log" >&2
+    status=1
+  fi
+}
+
+{
+  date -u
+  uname -a
+  nvidia-smi -L 2>&1 || rocm-smi --showproductname 2>&1 || true
+  cmake --version | head -1
+} >"$OUT/env.txt" 2>&1
+
+step configure "$OUT/build.log" cmake --preset "$PRESET"
+step build "$OUT/build.log" cmake --build --preset "$PRESET" -j "$JOBS" \
+  --target ringrt_cli ringrt_gpu_floor gpu_test_hip_device
+bin="build/$PRESET"
+
+export RINGRT_HIP_LOGICAL_DEVICES="$LOGICAL"
+step gpu-tests "$OUT/gpu-tests.log" ctest --test-dir "$bin" -L gpu --timeout 300 --output-on-failure
+
+sizes=()
+for ((s = 1024; s <= 1073741824; s *= 4)); do sizes+=("$s"); done
+for algo in naive ring all2all auto; do
+  case $algo in
+    naive) sets=(--set allreduce.ring=0 --set allreduce.all2all=0) ;;
+    ring) sets=(--set allreduce.ring=2 --set allreduce.all2all=0) ;;
+    all2all) sets=(--set allreduce.all2all=2) ;;
+    auto) sets=() ;;
+  esac
+  step "sweep $algo" "$OUT/sweep-$algo.txt" "$bin/ringrt" run configs/gpu.yaml --set backend=hip --set devices.count="$LOGICAL" \
+    "${sets[@]}" --csv "$OUT/sweep-$algo.csv"
+done
+step floor "$OUT/floor.txt" "$bin/ringrt_gpu_floor" 1073741824 5 "$LOGICAL" -- "${sizes[@]}"
+exit "$status"
