@@ -51,7 +51,7 @@ function(ringrt_gpu_platform target platform)
   endif()
 endfunction()
 
-# A program that calls the platform's API itself (test/gpu, scripts/bench/gpu_floor.cpp include
+# A program that calls the platform's API itself (test/gpu, scripts/bench/gpu/floor.cpp include
 # runtime/hip/hip_platform.hpp): its headers, libraries and RINGRT_GPU_NVIDIA. `scope`: INTERFACE for an
 # interface library, PRIVATE for an executable.
 function(ringrt_gpu_client target scope platform)

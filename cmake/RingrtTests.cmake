@@ -147,8 +147,8 @@ if(TARGET ringrt_nvidia)
       COSTS ${RINGRT_TEST_COSTS} WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc"
       ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${RINGRT_TEST_ENVIRONMENT})
   endforeach()
-else()
-  message(STATUS "ringrt: no NVRTC tests (they need an amd build and the CUDA toolkit: CUDA_HOME)")
+elseif(RINGRT_GPU_PLATFORM STREQUAL "amd")
+  message(STATUS "ringrt: no nvrtc tests: the CUDA toolkit was not found (CUDA_HOME, or nvcc on PATH)")
 endif()
 
 # install_consumer: install this build into a scratch prefix, then configure, build and run

@@ -42,10 +42,13 @@ inline std::string toolkit_id() { return "CUDA " + std::to_string(CUDA_VERSION);
 inline std::string toolkit_release() {
   return "CUDA " + std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10);
 }
-// No FMA contraction (NVRTC ignores the source's clang pragma; --fmad=false is its switch), C++17, and
-// no warnings for the prelude's helpers a kernel does not call (#177: declared but never referenced).
+// The interpreter's numerics: no FMA contraction (NVRTC ignores the source's clang pragma; --fmad=false
+// is its switch), IEEE round-to-nearest division and square root, subnormals kept (NVRTC's defaults,
+// spelled out). C++17, and no warnings for the prelude's helpers a kernel does not call (#177).
 inline std::vector<std::string> options(const std::string& arch) {
-  return {"--gpu-architecture=" + arch, "--fmad=false", "-std=c++17", "--diag-suppress=177"};
+  return {"--gpu-architecture=" + arch, "--fmad=false", "--prec-div=true",
+          "--prec-sqrt=true",           "--ftz=false",  "-std=c++17",
+          "--diag-suppress=177"};
 }
 #else
 inline constexpr std::string_view kCompiler = "hiprtc";
