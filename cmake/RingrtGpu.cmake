@@ -24,7 +24,7 @@ endif()
 # Debian's hip-config.cmake fails unless hipcc is installed; QUIET keeps HIP optional.
 # hipRTC lives inside libamdhip64 in ROCm 5.2, so hip::host is all that is needed.
 find_package(hip CONFIG QUIET)
-find_package(CUDAToolkit QUIET)  # CUDA::cudart_static, CUDA::nvrtc
+find_package(CUDAToolkit QUIET)  # CUDA::cudart_static, CUDA_nvrtc_LIBRARY
 set(RINGRT_GPU_FOUND_amd ${hip_FOUND})
 set(RINGRT_GPU_FOUND_nvidia ${CUDAToolkit_FOUND})
 
@@ -47,7 +47,9 @@ function(ringrt_gpu_platform target platform)
     target_link_libraries(${target} PRIVATE hip::host)
   else()
     target_compile_definitions(${target} PRIVATE RINGRT_GPU_NVIDIA=1)
-    target_link_libraries(${target} PRIVATE CUDA::cudart_static CUDA::nvrtc)
+    # NVRTC's library file, not the target CUDA::nvrtc: that one links the driver stub (libcuda.so), and
+    # a binary that needs libcuda.so.1 does not start where there is no driver.
+    target_link_libraries(${target} PRIVATE CUDA::cudart_static "${CUDA_nvrtc_LIBRARY}")
   endif()
 endfunction()
 
