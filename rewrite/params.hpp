@@ -67,6 +67,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(bool, allreduce_in_place, "runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE", true, kSwitch01, "an allreduce reads a buffer in place, not a contiguous copy of it") \
   X(int64_t, program_cache, "runtime.program_cache", "RINGRT_PROGRAM_CACHE", 512, int_in(1, 1 << 20), "compiled programs kept (least recently used dropped beyond); one per graph structure and settings") \
   X(int, kernel_opt, "runtime.kernel_opt", "RINGRT_KERNEL_OPT", 3, int_in(0, 3), "optimization level (-O) of cpu kernels: 3 runs fastest, 1 compiles about twice as fast (the tests use 1)") \
+  X(int, hip_logical, "runtime.hip_logical_devices", "RINGRT_HIP_LOGICAL_DEVICES", 0, int_in(0, 1024), "HIP devices to expose: 0 one per GPU; n: HIP:0..n-1 on the GPUs in turn (HIP:i on GPU i mod count), each with its own streams, events and memory; read at the first enumeration") \
   X(double, watchdog_s, "runtime.watchdog_s", "RINGRT_WATCHDOG_S", 60, seconds_in(0.001, 1e7), "seconds an item of a run may take before the run fails with a TimeoutError") \
   X(std::string, cache_dir, "runtime.cache_dir", "RINGRT_CACHE_DIR", "", kFolder, "compiled-kernel cache; empty: $XDG_CACHE_HOME/ringrt, else ~/.cache/ringrt (no YAML)") \
   X(std::string, cxx, "runtime.cxx", "CXX", "g++", kCommand, "host C++ compiler command for cpu kernels, may start with a launcher: ccache g++ (no YAML)")

@@ -328,6 +328,10 @@ struct Loader {
 
   // Resolves the backend and the devices, then the checks that join several keys.
   void finish() {
+    // The HIP devices are fixed at the first enumeration (hip_device_names): a config that sets
+    // runtime.hip_logical_devices installs it before this one, so that the devices it names exist.
+    if (cfg.origins.count("runtime.hip_logical_devices"))
+      set_runtime_params(cfg.runtime, {"runtime.hip_logical_devices"});
     cfg.backend = backend == "auto" ? (hip_devices().empty() ? "cpu" : "hip") : backend;
     bool cpu = cfg.backend == "cpu";
     int64_t available = cpu ? 1024 : static_cast<int64_t>(hip_devices().size());

@@ -22,7 +22,9 @@
 //                                            out-of-place reduce of fixed inputs (false)
 //
 // Precedence: --set > environment (the tunables' variables) > YAML > default. The ringrt program
-// installs `runtime` for the process (set_runtime_params) before it runs anything. Only this header's
+// installs `runtime` for the process (set_runtime_params) before it runs anything; parsing itself
+// installs runtime.hip_logical_devices when the config, the environment or --set gives it, since
+// resolving the devices enumerates the HIP devices, which fixes their names for the process. Only this header's
 // users see ExperimentConfig; yaml-cpp stays inside config.cpp.
 #pragma once
 

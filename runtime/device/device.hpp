@@ -112,7 +112,7 @@ class Device {
   }
   // True when kernels on this device may read `peer`'s memory in place (the executor then reads a
   // copy's source directly instead of copying it; see perf_options().peer_reads). Default: false.
-  // cpu: every cpu device (one address space); hip: would need hipDeviceEnablePeerAccess.
+  // cpu: every cpu device (one address space); hip: a HIP device on the same GPU or on one with peer access.
   virtual bool can_read_peer(const Device& peer) const {
     (void)peer;
     return false;

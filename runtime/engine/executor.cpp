@@ -330,7 +330,7 @@ std::vector<Event> Program::submit_copy(size_t i, Binding& memory, const std::ve
   MemoryRange src = copy_source(item.ast, item.reads);
   const Block& from = memory.resolve(src.base).at(0);
   size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
-  if (bytes == 0) return {};
+  if (bytes == 0) return after;  // nothing to copy, but what waits for it still waits for what it waited for
   const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
   return {target.at(0).device->copy_from(*from.device, src_ptr, target[0].ptr, bytes, after)};
 }

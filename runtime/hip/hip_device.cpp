@@ -1,4 +1,5 @@
-// The hip backend (see hip_device.hpp for the design: streams, helper threads, memory, peer copies).
+// The hip backend (see hip_device.hpp for the design: streams, helper threads, memory, peer copies,
+// logical devices). Memory and peer access are in hip_memory.cpp.
 #include "runtime/hip/hip_device.hpp"
 
 #include <fmt/format.h>
@@ -22,6 +23,7 @@
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
 #include "runtime/hip/hip_check.hpp"
+#include "runtime/hip/hip_memory.hpp"
 #include "runtime/hip/hip_support.hpp"
 
 namespace ringrt {
@@ -33,15 +35,22 @@ using namespace hip_detail;
 
 class HipDevice final : public Device {
  public:
-  explicit HipDevice(int index)
-      : index_(index), name_(fmt::format("HIP:{}", index)), pool_(std::make_shared<EventPool>(name_)) {
+  // The logical device HIP:index on GPU `gpu` (hip_physical_gpu).
+  HipDevice(int index, int gpu)
+      : index_(index),
+        gpu_(gpu),
+        name_(fmt::format("HIP:{}", index)),
+        blocks_(gpu, name_),
+        pinned_(name_),
+        pool_(std::make_shared<EventPool>(name_)) {
+    gpu_user_added(gpu_);  // release() says it is gone
     try {
-      DeviceGuard guard(index_, name_);
+      DeviceGuard guard(gpu_, name_);
       hipDeviceProp_t props{};
-      RINGRT_HIP_CHECK(name_, hipGetDeviceProperties(&props, index_));
+      RINGRT_HIP_CHECK(name_, hipGetDeviceProperties(&props, gpu_));
       arch_ = gpu_arch_name(props);
-      RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&compute_, hipStreamNonBlocking));
-      RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&copy_, hipStreamNonBlocking));
+      for (hipStream_t* s : {&compute_, &copy_, &host_})
+        RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(s, hipStreamNonBlocking));
     } catch (...) {
       release();
       throw;
@@ -81,59 +90,37 @@ class HipDevice final : public Device {
   HipDevice& operator=(const HipDevice&) = delete;
 
   const std::string& name() const override { return name_; }
-  int index() const { return index_; }
+
+  // A HipDevice on the same GPU (one address space), or on a GPU this one has peer access to (enabled
+  // here on first use and cached, hip_memory.hpp peer_access: a GPU that cannot gets false).
+  bool can_read_peer(const Device& peer) const override {
+    const auto* p = dynamic_cast<const HipDevice*>(&peer);
+    return p && peer_access(gpu_, p->gpu_, name_);
+  }
 
   // ---- memory: synchronous, thread-safe
 
-  void* allocate(size_t bytes) override {
-    size_t rounded = round_up(bytes);
-    {
-      std::lock_guard<std::mutex> lock(alloc_mu_);
-      auto it = free_blocks_.find(rounded);
-      if (it != free_blocks_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        memory_.allocated(bytes, rounded);
-        return p;
-      }
-    }
-    DeviceGuard guard(index_, name_);
-    void* p = nullptr;
-    hipError_t rc = hipMalloc(&p, rounded);
-    std::string retried;
-    if (rc == hipErrorOutOfMemory) {
-      (void)hipGetLastError();
-      size_t released = release_free_blocks();  // give the cache back to HIP and try once more
-      retried = fmt::format(", retried after releasing {} cached bytes", released);
-      rc = hipMalloc(&p, rounded);
-    }
-    if (rc != hipSuccess)
-      throw DeviceError(fmt::format("{} (allocating {} bytes{})",
-                                    hip_error_message(name_, "hipMalloc(&p, rounded)", rc, __FILE__, __LINE__), bytes,
-                                    retried));
-    memory_.allocated(bytes, 0);
-    return p;
-  }
+  void* allocate(size_t bytes) override { return blocks_.allocate(bytes); }
+  void free(void* ptr, size_t bytes) override { blocks_.free(ptr, bytes); }
+  MemoryStats memory_stats() const override { return blocks_.stats(); }
+  void reset_peak_memory() override { blocks_.reset_peak(); }
 
-  void free(void* ptr, size_t bytes) override {
-    if (!ptr) return;
-    std::lock_guard<std::mutex> lock(alloc_mu_);
-    free_blocks_[round_up(bytes)].push_back(ptr);
-    memory_.freed(bytes, round_up(bytes));
-  }
-
-  MemoryStats memory_stats() const override { return memory_.stats(); }
-  void reset_peak_memory() override { memory_.reset_peak(); }
-
+  // Returns once the bytes are in device memory. Not a plain hipMemcpy: from pageable memory it returns
+  // once the bytes are staged, before the DMA lands them (the CUDA runtime documents this), and on the
+  // legacy stream, which this device's non-blocking streams do not wait for, so a kernel queued next
+  // could read the old bytes. Waiting for a copy on a stream of its own (host_) covers both.
   void copy_in(void* dst, const void* host, size_t bytes) override {
     if (bytes == 0) return;
-    DeviceGuard guard(index_, name_);
-    RINGRT_HIP_CHECK(name_, hipMemcpy(dst, host, bytes, hipMemcpyHostToDevice));
+    DeviceGuard guard(gpu_, name_);
+    RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, host_));
+    RINGRT_HIP_CHECK(name_, hipStreamSynchronize(host_));
   }
 
+  // A device-to-host hipMemcpy returns once the bytes are in host memory; the caller has waited for
+  // the work that wrote src.
   void copy_out(void* host, const void* src, size_t bytes) override {
     if (bytes == 0) return;
-    DeviceGuard guard(index_, name_);
+    DeviceGuard guard(gpu_, name_);
     RINGRT_HIP_CHECK(name_, hipMemcpy(host, src, bytes, hipMemcpyDeviceToHost));
   }
 
@@ -155,9 +142,9 @@ class HipDevice final : public Device {
     auto hk = std::make_shared<HipKernel>();
     hk->k = k;
     hk->index = index_;
-    hk->module = std::make_shared<Module>(index_, name_);
+    hk->module = std::make_shared<Module>(gpu_, name_);
     {
-      DeviceGuard guard(index_, name_);
+      DeviceGuard guard(gpu_, name_);
       RINGRT_HIP_CHECK_AS(CompileError, label, hipModuleLoadData(&hk->module->handle, code.data()));
       RINGRT_HIP_CHECK_AS(CompileError, label, hipModuleGetFunction(&hk->fn, hk->module->handle, k.name.c_str()));
     }
@@ -198,6 +185,8 @@ class HipDevice final : public Device {
     return push(std::move(t));
   }
 
+  // A copy of 0 bytes enqueues nothing but still records its event after `after` (issue_loop): its
+  // Event completes after them and carries their order to whatever waits for it.
   Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
     Task t;
     t.what = fmt::format("copy of {} bytes from {}", bytes, from.name());
@@ -208,23 +197,23 @@ class HipDevice final : public Device {
       t.host_wait = true;
       t.enqueue = [this, &from, src, dst, bytes](hipStream_t stream) -> Resources {
         if (bytes == 0) return {};
-        void* pinned = take_pinned(bytes);
+        void* pinned = pinned_.take(bytes);
         try {
           from.copy_out(pinned, src, bytes);
           RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, pinned, bytes, hipMemcpyHostToDevice, stream));
         } catch (...) {
-          give_pinned(bytes, pinned);
+          pinned_.give(bytes, pinned);
           throw;
         }
         return Resources{nullptr, std::make_pair(bytes, pinned)};
       };
-    } else if (peer->index_ == index_) {
+    } else if (peer->gpu_ == gpu_) {  // this device, or another logical device on the same GPU
       t.enqueue = [this, src, dst, bytes](hipStream_t stream) {
         if (bytes) RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, stream));
         return Resources{};
       };
     } else {
-      t.peer = peer->index_;  // staged through the host without peer access: `after` waits there
+      t.peer = peer->gpu_;  // staged through the host without peer access: `after` waits there
       t.enqueue = [this, peer, src, dst, bytes](hipStream_t stream) {
         return enqueue_peer_copy(*peer, src, dst, bytes, stream);
       };
@@ -243,12 +232,14 @@ class HipDevice final : public Device {
     return push(std::move(t));
   }
 
-  // Waits for everything submitted so far (a marker through the queue), then hipDeviceSynchronize.
+  // Waits for everything submitted so far (a marker through the queue), then for this device's streams
+  // (not hipDeviceSynchronize: other logical devices on the GPU need not be waited for).
   // Must not be called from a function submitted to this device (it would wait for itself).
   void synchronize() override {
     wait_event(submit([] {}, {}), false);
-    DeviceGuard guard(index_, name_);
-    RINGRT_HIP_CHECK(name_, hipDeviceSynchronize());
+    DeviceGuard guard(gpu_, name_);
+    RINGRT_HIP_CHECK(name_, hipStreamSynchronize(compute_));
+    RINGRT_HIP_CHECK(name_, hipStreamSynchronize(copy_));
   }
 
  private:
@@ -264,7 +255,7 @@ class HipDevice final : public Device {
     std::function<void()> host;                     // or host work, run on the issuer
     bool on_copy_stream = false;
     bool host_wait = false;  // wait for `after` on the host (enqueue reads the source on the host)
-    int peer = -1;           // a copy from HIP:peer: host_wait unless this device has peer access
+    int peer = -1;           // a copy from a device on GPU `peer`: host_wait unless this GPU has peer access
     Event done;
   };
   struct Pending {                            // GPU work enqueued, for the completer
@@ -273,8 +264,6 @@ class HipDevice final : public Device {
     std::string what;
     Resources keep;
   };
-
-  static size_t round_up(size_t bytes) { return (std::max<size_t>(bytes, 1) + 255) / 256 * 256; }
 
   Event push(Task t) {
     Event e = t.done;
@@ -330,9 +319,9 @@ class HipDevice final : public Device {
       }
       try {
         // Per task: host work may change this thread's current device.
-        RINGRT_HIP_CHECK(name_, hipSetDevice(index_));
+        RINGRT_HIP_CHECK(name_, hipSetDevice(gpu_));
         hipStream_t stream = t.on_copy_stream ? copy_ : compute_;
-        bool on_host = t.host || t.host_wait || (t.peer >= 0 && !peer_access(t.peer));
+        bool on_host = t.host || t.host_wait || (t.peer >= 0 && !peer_access(gpu_, t.peer, name_));
         for (const Event& e : t.after) wait_after(e, on_host ? nullptr : stream);  // an error fails this task
         if (t.host) {
           wait_event(last_done, false);  // in order: after everything before it, whatever its outcome
@@ -365,7 +354,7 @@ class HipDevice final : public Device {
 
   // The completer: waits for each enqueued piece of GPU work in order and completes its Event.
   void complete_loop() {
-    (void)hipSetDevice(index_);  // only for tidiness: hipEventSynchronize does not need it
+    (void)hipSetDevice(gpu_);  // only for tidiness: hipEventSynchronize does not need it
     for (;;) {
       Pending p;
       {
@@ -377,7 +366,7 @@ class HipDevice final : public Device {
       }
       hipError_t rc = hipEventSynchronize(p.native->event);
       p.native.reset();
-      if (p.keep.pinned) give_pinned(p.keep.pinned->first, p.keep.pinned->second);
+      if (p.keep.pinned) pinned_.give(p.keep.pinned->first, p.keep.pinned->second);
       p.keep.module.reset();
       if (rc == hipSuccess) {
         p.done.set_done();
@@ -388,45 +377,26 @@ class HipDevice final : public Device {
     }
   }
 
-  // Peer copy src (on peer) -> dst (here) on `stream` (this device's copy stream; issuer thread).
+  // Peer copy src (on peer, another GPU) -> dst (here) on `stream` (this device's copy stream; issuer
+  // thread).
   Resources enqueue_peer_copy(HipDevice& peer, const void* src, void* dst, size_t bytes, hipStream_t stream) {
     if (bytes == 0) return {};
-    if (peer_access(peer.index_)) {
-      RINGRT_HIP_CHECK(name_, hipMemcpyPeerAsync(dst, index_, src, peer.index_, bytes, stream));
+    if (peer_access(gpu_, peer.gpu_, name_)) {
+      RINGRT_HIP_CHECK(name_, hipMemcpyPeerAsync(dst, gpu_, src, peer.gpu_, bytes, stream));
       return {};
     }
-    void* pinned = take_pinned(bytes);
+    void* pinned = pinned_.take(bytes);
     try {
       {
-        DeviceGuard guard(peer.index_, peer.name_);
+        DeviceGuard guard(peer.gpu_, peer.name_);
         RINGRT_HIP_CHECK(peer.name_, hipMemcpy(pinned, src, bytes, hipMemcpyDeviceToHost));
       }
       RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, pinned, bytes, hipMemcpyHostToDevice, stream));
     } catch (...) {
-      give_pinned(bytes, pinned);
+      pinned_.give(bytes, pinned);
       throw;
     }
     return Resources{nullptr, std::make_pair(bytes, pinned)};
-  }
-
-  // Whether this device can read peer's memory, enabling peer access on first use (issuer thread:
-  // this device is current).
-  bool peer_access(int peer) {
-    auto& table = peer_table();
-    std::lock_guard<std::mutex> lock(table.mu);
-    if (auto it = table.access.find({index_, peer}); it != table.access.end()) return it->second;
-    int can = 0;
-    RINGRT_HIP_CHECK(name_, hipDeviceCanAccessPeer(&can, index_, peer));
-    if (can) {
-      hipError_t rc = hipDeviceEnablePeerAccess(peer, 0);
-      if (rc == hipErrorPeerAccessAlreadyEnabled) {
-        (void)hipGetLastError();  // enabled before, by this process: fine
-      } else if (rc != hipSuccess) {
-        throw DeviceError(hip_error_message(name_, "hipDeviceEnablePeerAccess(peer, 0)", rc, __FILE__, __LINE__));
-      }
-    }
-    table.access[{index_, peer}] = can != 0;
-    return can != 0;
   }
 
   hipEvent_t take_event() {
@@ -443,73 +413,26 @@ class HipDevice final : public Device {
     return e;
   }
 
-  void* take_pinned(size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(pool_mu_);
-      auto it = pinned_.find(bytes);
-      if (it != pinned_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        return p;
-      }
-    }
-    void* p = nullptr;
-    RINGRT_HIP_CHECK(name_, hipHostMalloc(&p, bytes, hipHostMallocDefault));
-    return p;
-  }
-  void give_pinned(size_t bytes, void* p) {
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    pinned_[bytes].push_back(p);
-  }
-
-  // hipFree of every cached block; returns their total size. Logs failures.
-  size_t release_free_blocks() {
-    std::lock_guard<std::mutex> lock(alloc_mu_);
-    size_t total = 0;
-    for (auto& [bytes, blocks] : free_blocks_) {
-      for (void* p : blocks) RINGRT_HIP_LOG(name_, hipFree(p));
-      total += bytes * blocks.size();
-    }
-    free_blocks_.clear();
-    memory_.released(total);
-    return total;
-  }
-
   // Frees everything this device holds; logs errors and never throws (destructor, failed constructor).
+  // Synchronizes this device's streams only: other logical devices on the GPU keep running.
   void release() noexcept {
     if (g_hip_gone) return;  // after the exit handler: the HIP runtime may be gone, leak instead
     try {
-      DeviceGuard guard(index_, name_);
-      if (compute_ || copy_) RINGRT_HIP_LOG(name_, hipDeviceSynchronize());
+      DeviceGuard guard(gpu_, name_);
+      for (hipStream_t s : {compute_, copy_, host_})
+        if (s) RINGRT_HIP_LOG(name_, hipStreamSynchronize(s));
       {
         std::lock_guard<std::mutex> lock(kernels_mu_);
         kernels_.clear();  // modules unload with their last kernel
       }
-      release_free_blocks();
+      blocks_.release();
       {
         std::lock_guard<std::mutex> lock(pool_->mu);  // events still held by Events: ~EventPool
         for (hipEvent_t e : pool_->free) RINGRT_HIP_LOG(name_, hipEventDestroy(e));
         pool_->free.clear();
       }
-      {
-        std::lock_guard<std::mutex> lock(pool_mu_);
-        for (auto& [bytes, buffers] : pinned_)
-          for (void* p : buffers) RINGRT_HIP_LOG(name_, hipHostFree(p));
-        pinned_.clear();
-      }
-      {
-        auto& table = peer_table();
-        std::lock_guard<std::mutex> lock(table.mu);
-        for (auto it = table.access.begin(); it != table.access.end();) {
-          if (it->first.first != index_) {
-            ++it;
-            continue;
-          }
-          if (it->second) RINGRT_HIP_LOG(name_, hipDeviceDisablePeerAccess(it->first.second));
-          it = table.access.erase(it);
-        }
-      }
-      for (hipStream_t* s : {&compute_, &copy_}) {
+      pinned_.release();
+      for (hipStream_t* s : {&compute_, &copy_, &host_}) {
         if (*s) RINGRT_HIP_LOG(name_, hipStreamDestroy(*s));
         *s = nullptr;
       }
@@ -518,20 +441,19 @@ class HipDevice final : public Device {
     } catch (...) {
       std::fprintf(stderr, "ringrt: %s: teardown stopped early\n", name_.c_str());
     }
+    gpu_user_gone(gpu_, name_);  // the GPU's last device: disables the peer access it enabled
   }
 
-  const int index_;
+  const int index_;  // the logical device: its name, messages
+  const int gpu_;    // the GPU ordinal: every hipSetDevice, peer-access key and module load
   const std::string name_;
   std::string arch_;  // the compile target (gpu_arch_name), e.g. "gfx90a:sramecc+:xnack-" or "sm_90"
-  hipStream_t compute_ = nullptr, copy_ = nullptr;
+  hipStream_t compute_ = nullptr, copy_ = nullptr;  // the queue's streams (kernels; copy_from)
+  hipStream_t host_ = nullptr;                      // copy_in's copies
 
-  std::mutex alloc_mu_;  // free_blocks_
-  std::map<size_t, std::vector<void*>> free_blocks_;
-  MemoryCounter memory_;  // in use, peak and cached bytes (memory_stats)
-
+  BlockCache blocks_;                // device memory
+  PinnedPool pinned_;                // staging buffers of staged copies
   std::shared_ptr<EventPool> pool_;  // hipEvents, shared with the handles of this device's Events
-  std::mutex pool_mu_;               // pinned_
-  std::map<size_t, std::vector<void*>> pinned_;
 
   std::mutex kernels_mu_;  // kernels_, compiler_
   std::unordered_map<std::string, std::shared_ptr<HipKernel>> kernels_;
@@ -549,11 +471,15 @@ class HipDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_hip_device(int index) {
-  std::vector<std::string> names = hip_device_names();
-  if (index < 0 || index >= static_cast<int>(names.size()))
-    throw DeviceError(fmt::format("HIP:{} does not exist: the HIP runtime reports {} GPU(s){}{}", index, names.size(),
-                                  names.empty() ? "" : ": ", fmt::join(names, ", ")));
-  return std::make_unique<HipDevice>(index);
+  const HipTopology& t = hip_topology();
+  if (index < 0 || index >= static_cast<int>(t.names.size())) {
+    std::string logical = static_cast<int>(t.names.size()) == t.gpus
+                              ? ""
+                              : fmt::format(" (runtime.hip_logical_devices: {} devices)", t.names.size());
+    throw DeviceError(fmt::format("HIP:{} does not exist: the HIP runtime reports {} GPU(s){}{}{}", index, t.gpus,
+                                  logical, t.names.empty() ? "" : ": ", fmt::join(t.names, ", ")));
+  }
+  return std::make_unique<HipDevice>(index, hip_physical_gpu(index, t.gpus));
 }
 
 void register_hip_backend() {

@@ -1,12 +1,21 @@
-// The hip backend: one Device "HIP:i" per GPU that the HIP runtime reports (DESIGN.md "Runtime").
+// The hip backend: one Device "HIP:i" per GPU that the HIP runtime reports, or n logical devices on
+// those GPUs (DESIGN.md "Runtime").
 // Reference: rocm-examples (HIP_CHECK, the peer-access sequence), tinygrad runtime/ops_hip.py (modules
 // from hipRTC code objects, arguments packed into one buffer), ggml-cuda (a queue per device).
 // Compiled only when HIP is built (RINGRT_HAVE_HIP); the build lists register_hip_backend among the
 // built-in backends, which registers hip_device_names and make_hip_device with the device registry
 // (runtime/device/registry.cpp). This header includes no HIP header; the check macros are in hip_check.hpp.
 //
-// Streams and threads. Each device owns a compute stream (kernels) and a copy stream (copy_from), both
-// hipStreamNonBlocking, and two helper threads:
+// Logical devices. runtime.hip_logical_devices = n > 0 (RINGRT_HIP_LOGICAL_DEVICES) exposes HIP:0 ..
+// HIP:n-1 on the GPUs in turn: HIP:i on GPU hip_physical_gpu(i, gpus) = i mod gpus, so every
+// multi-device schedule runs on one GPU. A device keeps two numbers: its logical index (its name,
+// _device_num's messages, the kernels it compiled) and its GPU ordinal (every hipSetDevice, module load
+// and peer-access key). Logical devices on one GPU share nothing but the GPU and its context: each has
+// its own streams, helper threads, events, block cache and kernels. The names are fixed at the first
+// enumeration (hip_device_names): the tunable is read then, once per process.
+//
+// Streams and threads. Each device owns a compute stream (kernels), a copy stream (copy_from) and a
+// stream for copy_in, all hipStreamNonBlocking, and two helper threads:
 //   - the issuer takes queued work in submission order, waits on the host for the work's `after`
 //     events, then enqueues it on its stream and records a hipEvent_t after it; host functions
 //     (submit) run on the issuer itself, once every earlier piece of work has completed;
@@ -28,17 +37,27 @@
 // when it is known at issue time; a GPU fault in work waited for on the GPU shows in that work's own
 // Event (and usually in all later work, as HIP errors of a faulted device are sticky).
 //
-// Memory. allocate uses hipMalloc through a per-device cache: sizes round up to 256 bytes, freed blocks
-// are kept by size and reused; on hipErrorOutOfMemory the cache is released once and the allocation
-// retried. Device memory needs no pre-faulting. free() returns a block to the cache at once, so the
-// caller must have waited for every queued use of it.
+// Memory (hip_memory.cpp). allocate uses hipMalloc through a per-device cache: sizes round up to 256
+// bytes, freed blocks are kept by size and reused; on hipErrorOutOfMemory the cache is released once
+// and the allocation retried. Device memory needs no pre-faulting. free() returns a block to the cache
+// at once, so the caller must have waited for every queued use of it. copy_in and copy_out are
+// synchronous: copy_in enqueues hipMemcpyAsync on its own stream and waits for that stream (a plain
+// hipMemcpy from pageable memory may return before the bytes land, on the legacy stream that the
+// non-blocking streams do not wait for); copy_out is a device-to-host hipMemcpy, which returns once
+// the bytes are in host memory.
 //
-// Peer copies. copy_from(HIP:j) enables peer access from this device to j once per pair
-// (hipDeviceCanAccessPeer, hipDeviceEnablePeerAccess; already enabled is fine) and copies with
-// hipMemcpyPeerAsync on this device's copy stream. Without peer access the bytes go through pinned
-// host memory (hipHostMalloc, cached by size): device j -> host with a synchronous hipMemcpy on the
-// issuer, host -> this device with hipMemcpyAsync on the copy stream. From a device of another backend
-// (cpu), the bytes come from that device's copy_out into pinned memory, then hipMemcpyAsync.
+// Copies between HIP devices. From a device on the same GPU (itself, or another logical device):
+// hipMemcpyAsync device to device on this device's copy stream, ordered after `after` on the GPU, no
+// peer access involved. From a device on GPU j: this GPU's peer access to j is decided once per pair of
+// GPUs and cached process-wide (hip_memory.hpp peer_access: hipDeviceCanAccessPeer, then
+// hipDeviceEnablePeerAccess; access someone else enabled counts but is not ours; any failure is
+// logged once and cached as no access), then hipMemcpyPeerAsync on the copy stream. Without peer access
+// the bytes go through pinned host memory (hipHostMalloc, cached by size): GPU j -> host with a
+// synchronous hipMemcpy on the issuer, host -> this device with hipMemcpyAsync on the copy stream. From
+// a device of another backend (cpu), the bytes come from that device's copy_out into pinned memory,
+// then hipMemcpyAsync. A copy of 0 bytes enqueues nothing but still records its event, so its Event
+// completes after `after`. can_read_peer (the executor's peer reads) is true for a HIP device on the
+// same GPU or on a GPU this one has peer access to (decided, and enabled, by the same cached call).
 //
 // Kernels. compile() renders the kernel with codegen::render_hip, compiles it with HiprtcCompiler for
 // the device's architecture (gcnArchName; sm_XY on NVIDIA: hip_platform.hpp gpu_arch_name) through the
@@ -47,8 +66,9 @@
 // threads, launch_blocks(numel) of them, arguments packed as
 // pack_kernel_args says, passed with hipModuleLaunchKernel's `extra` buffer.
 //
-// Teardown. The destructor drains the queue, synchronizes the device, then frees cached blocks and
-// pinned buffers, destroys events and streams and disables the peer access it enabled; errors are
+// Teardown. The destructor drains the queue, synchronizes its streams (not the GPU: other logical
+// devices may still run there), then frees cached blocks and pinned buffers, destroys events and
+// streams; the last device of a GPU to go disables the peer access enabled from it; errors are
 // logged to stderr and never thrown. The registry never destroys its devices (runtime/device/registry.cpp:
 // storages may be freed at any point of exit), and the HIP runtime shuts itself down at exit; so the
 // first device registers an exit handler
@@ -67,18 +87,27 @@
 
 namespace ringrt {
 
-// {"HIP:0", ..., "HIP:n-1"} for the n GPUs the HIP runtime sees (HIP_VISIBLE_DEVICES applies; on
-// NVIDIA, CUDA_VISIBLE_DEVICES); empty when there is none, when hipGetDeviceCount reports
-// hipErrorNoDevice or hipErrorInsufficientDriver.
-// Queried once per process and cached. Throws DeviceError only for any other hipGetDeviceCount error.
-// Thread-safe.
+// The HIP device names, {"HIP:0", ..., "HIP:n-1"}: one per GPU the HIP runtime sees (HIP_VISIBLE_DEVICES
+// applies; on NVIDIA, CUDA_VISIBLE_DEVICES), or, when runtime.hip_logical_devices
+// (RINGRT_HIP_LOGICAL_DEVICES, rewrite/params.hpp) is n > 0, n logical devices on those GPUs in turn
+// (HIP:i on GPU hip_physical_gpu(i, gpus)). Empty when there is no GPU, whatever the tunable: when
+// hipGetDeviceCount reports none, hipErrorNoDevice or hipErrorInsufficientDriver.
+// Queried once per process and cached: the tunable is read at the first call (of this function, of
+// the registry's "HIP" backend or of make_hip_device) and later changes are ignored. Throws DeviceError
+// for any other hipGetDeviceCount error, ConfigError for a malformed RINGRT_HIP_LOGICAL_DEVICES (the
+// next call tries again). Thread-safe.
 std::vector<std::string> hip_device_names();
 
-// The device HIP:index: its streams and threads are created here. Throws DeviceError naming "HIP:index"
-// and the GPUs that exist when index is out of range, or the failing HIP call.
+// The device HIP:index (on GPU hip_physical_gpu(index, GPUs)): its streams and threads are created here.
+// Throws DeviceError naming "HIP:index" and the devices and GPUs that exist when index is out of range,
+// or the failing HIP call.
 std::unique_ptr<Device> make_hip_device(int index);
 // Registers the "HIP" backend with the device registry (called by register_builtin_backends).
 void register_hip_backend();
+
+// The GPU ordinal of logical HIP device `logical` among `gpus` GPUs: logical mod gpus (the devices take
+// the GPUs in turn); -1 when logical < 0 or gpus < 1. Pure.
+int hip_physical_gpu(int logical, int gpus);
 
 namespace hip_launch {
 

@@ -79,6 +79,7 @@ using hipFunction_t = CUfunction;
 #define hipMemcpyPeerAsync cudaMemcpyPeerAsync
 #define hipStreamCreateWithFlags cudaStreamCreateWithFlags
 #define hipStreamDestroy cudaStreamDestroy
+#define hipStreamSynchronize cudaStreamSynchronize
 #define hipStreamWaitEvent cudaStreamWaitEvent
 #define hipEventCreateWithFlags cudaEventCreateWithFlags
 #define hipEventRecord cudaEventRecord

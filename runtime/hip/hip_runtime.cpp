@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/params.hpp"
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_device.hpp"
 #include "runtime/hip/hip_support.hpp"
@@ -103,23 +104,32 @@ std::vector<std::byte> pack_kernel_args(const std::vector<void*>& bufs, int32_t 
 // ---------------------------------------------------------------------------------------------
 // device enumeration
 
-std::vector<std::string> hip_device_names() {
+int hip_physical_gpu(int logical, int gpus) { return logical < 0 || gpus < 1 ? -1 : logical % gpus; }
+
+namespace hip_detail {
+
+const HipTopology& hip_topology() {
   // A static initialized by a lambda: if the lambda throws, the next call tries again.
-  static const std::vector<std::string> names = [] {
-    int count = 0;
-    hipError_t rc = hipGetDeviceCount(&count);
+  static const HipTopology topology = [] {
+    HipTopology t;
+    hipError_t rc = hipGetDeviceCount(&t.gpus);
     if (rc == hipErrorNoDevice || rc == hipErrorInsufficientDriver) {
       (void)hipGetLastError();  // leave no sticky error behind for later callers
-      return std::vector<std::string>{};
+      return HipTopology{};
     }
     if (rc != hipSuccess)
       throw DeviceError(hip_error_message("HIP", "hipGetDeviceCount(&count)", rc, __FILE__, __LINE__));
-    std::vector<std::string> v;
-    for (int i = 0; i < count; ++i) v.push_back(fmt::format("HIP:{}", i));
-    return v;
+    int logical = current_runtime_params().hip_logical;  // read once: the names are fixed from here on
+    int n = t.gpus > 0 && logical > 0 ? logical : t.gpus;
+    for (int i = 0; i < n; ++i) t.names.push_back(fmt::format("HIP:{}", i));
+    return t;
   }();
-  return names;
+  return topology;
 }
+
+}  // namespace hip_detail
+
+std::vector<std::string> hip_device_names() { return hip_detail::hip_topology().names; }
 
 // ---------------------------------------------------------------------------------------------
 // exit-time teardown (hip_support.hpp register_live)

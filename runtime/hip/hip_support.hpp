@@ -1,6 +1,7 @@
-// The hip backend's building blocks (internal to runtime/hip/): the current-device guard, the event
-// pool and the native event handle, the process-wide peer-access table, loaded modules and compiled
+// The hip backend's building blocks (internal to runtime/hip/): the GPUs and the HIP devices on them,
+// the current-device guard, the event pool and the native event handle, loaded modules and compiled
 // kernels, and the exit-time flag after which no destructor calls HIP (hip_device.hpp "Teardown").
+// Memory and peer access are in hip_memory.hpp.
 #pragma once
 
 #include <atomic>
@@ -22,7 +23,15 @@ namespace ringrt::hip_detail {
 
 using namespace std::chrono_literals;
 
-// Makes `index` the calling thread's current device for the guard's lifetime (hipSetDevice is
+// The GPUs the HIP runtime reports and the HIP devices ("HIP:i", logical) on them, from the first call
+// on (hip_device_names() returns `names`). Throws as hip_device_names does; thread-safe.
+struct HipTopology {
+  int gpus = 0;                    // GPUs the HIP runtime reports
+  std::vector<std::string> names;  // HIP:0 .. HIP:n-1; HIP:i is on GPU hip_physical_gpu(i, gpus)
+};
+const HipTopology& hip_topology();
+
+// Makes GPU `index` the calling thread's current device for the guard's lifetime (hipSetDevice is
 // per-thread state); restores the previous device afterwards, logging a failure.
 class DeviceGuard {
  public:
@@ -84,20 +93,9 @@ struct HipNative final : Event::Native {
   }
 };
 
-// Peer access enabled from device `dst` to device `src` memory, process-wide (it is context state of
-// the HIP runtime, not of one Device object): (dst, src) -> whether dst can access src.
-struct PeerTable {
-  std::mutex mu;
-  std::map<std::pair<int, int>, bool> access;
-};
-inline PeerTable& peer_table() {
-  static PeerTable t;
-  return t;
-}
-
-// A module loaded on one device; unloaded (on that device) with the last kernel that uses it.
+// A module loaded on GPU `index`; unloaded (on that GPU) with the last kernel that uses it.
 struct Module {
-  int index;
+  int index;  // the GPU ordinal
   std::string device;
   hipModule_t handle = nullptr;
   Module(int i, std::string d) : index(i), device(std::move(d)) {}
@@ -116,7 +114,7 @@ struct Module {
 
 struct HipKernel : CompiledKernel {
   codegen::Kernel k;
-  int index = -1;  // the device the module is loaded on
+  int index = -1;  // the (logical) HIP device that compiled it: only that device launches it
   std::shared_ptr<Module> module;
   hipFunction_t fn = nullptr;
   const codegen::Kernel& kernel() const override { return k; }

@@ -4,12 +4,15 @@
 // child process) and is empty where there is no /dev/kfd; the registry and make_hip_device report a
 // missing GPU as a DeviceError naming it; the check macros' messages; the launch geometry; the
 // kernel-argument layout, against render_hip's signature and against the argument offsets in the
-// metadata of a hipRTC code object (gfx90a, read with llvm-readelf).
+// metadata of a hipRTC code object (gfx90a, read with llvm-readelf); logical devices' GPUs
+// (hip_physical_gpu) and names (none without a GPU, whatever RINGRT_HIP_LOGICAL_DEVICES).
 // With a GPU (cases with a precondition, skipped without one): allocation and copy round trips, kernels
 // lowered from UOp graphs (hand-written and random, test/codegen/random_kernel.hpp) compared bit for bit
 // with the reference interpreter, queue order and events (host work, a cpu device's event, errors);
-// Event native handles and copies between a GPU and a cpu device; with two GPUs, peer copies and a
-// cross-device chain ordered on the GPUs (hipStreamWaitEvent).
+// Event native handles and copies between a GPU and a cpu device; a 0-byte copy ordered after a kernel;
+// four logical devices on one GPU (copies, peer reads, a ring allreduce; in a child process, as the
+// device names are fixed at the first enumeration); with two GPUs, peer copies and a cross-device
+// chain ordered on the GPUs (hipStreamWaitEvent).
 // Built without HIP (RINGRT_HAVE_HIP undefined), the one case exits 77, which CTest reports as skipped.
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
@@ -18,6 +21,7 @@
 #ifdef RINGRT_HAVE_HIP
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <chrono>
@@ -36,120 +40,18 @@
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/interpreter.hpp"
+#include "rewrite/settings.hpp"
+#include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_device.hpp"
 #include "test/codegen/random_kernel.hpp"
+#include "test/gpu/hip_test_support.hpp"
 #include "test/support/checks.hpp"
 
-using namespace std::chrono_literals;
-using ringrt::Device;
-using ringrt::DType;
-using ringrt::Event;
-using ringrt::HostBuffer;
-using ringrt::UOp;
+using namespace hip_test;
 using ringrt::test::message_has;
-namespace codegen = ringrt::codegen;
 namespace hl = ringrt::hip_launch;
-
-namespace {
-
-constexpr auto kWait = 120s;  // generous: the first launch on a GPU includes hipRTC compiles
-
-// A precondition: at least n GPUs (the case is skipped, not failed, without them).
-struct GpusAtLeast {
-  size_t n;
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
-    size_t have = ringrt::hip_device_names().size();
-    boost::test_tools::assertion_result r(have >= n);
-    r.message() << "needs " << n << " GPU(s); the HIP runtime reports " << have;
-    return r;
-  }
-};
-
-void wait(const Event& e, const char* what) { BOOST_REQUIRE_MESSAGE(e.wait_for(kWait), what << " did not complete"); }
-
-std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 17 + (i >> 9)) & 0xff);
-  return v;
-}
-
-// Runs kernel k on dev with _device_num = d: uploads its inputs (lookup's data for device d, or the one
-// copy), launches, and returns the output. The output starts as 0xab bytes, so a missed write shows.
-HostBuffer run_on(Device& dev, const codegen::Kernel& k, const ringrt::BufferLookup& lookup, int d) {
-  auto ck = dev.compile(k);
-  HostBuffer out(k.dtype, k.shape);
-  std::fill(out.bytes.begin(), out.bytes.end(), std::byte{0xab});
-  std::vector<std::pair<void*, size_t>> blocks;
-  void* o = dev.allocate(out.bytes.size());
-  blocks.push_back({o, out.bytes.size()});
-  dev.copy_in(o, out.bytes.data(), out.bytes.size());
-  std::vector<void*> bufs{o};
-  for (const auto& in : k.inputs) {
-    const std::vector<HostBuffer>* data = lookup(in.buffer_id);
-    BOOST_REQUIRE_MESSAGE(data && !data->empty(), "no data for buffer " << in.buffer_id);
-    const HostBuffer& h = (*data)[data->size() == 1 ? 0 : static_cast<size_t>(d)];
-    void* p = dev.allocate(h.bytes.size());
-    dev.copy_in(p, h.bytes.data(), h.bytes.size());
-    blocks.push_back({p, h.bytes.size()});
-    bufs.push_back(p);
-  }
-  wait(dev.launch(*ck, bufs, d, {}), "the launch");
-  dev.copy_out(out.bytes.data(), o, out.bytes.size());
-  for (auto [p, n] : blocks) dev.free(p, n);
-  return out;
-}
-
-// Lowers ast, runs it on dev for every device number in [0, ndev) and compares the bytes with the
-// interpreter's.
-void check_kernel(Device& dev, const UOp& ast, const ringrt::BufferLookup& lookup, int ndev, const std::string& label) {
-  codegen::Kernel k = codegen::lower_kernel(ast);
-  std::vector<HostBuffer> want = ringrt::Interpreter(lookup).evaluate(ast);
-  for (int d = 0; d < ndev; ++d) {
-    HostBuffer got = run_on(dev, k, lookup, d);
-    const HostBuffer& w = want[want.size() == 1 ? 0 : static_cast<size_t>(d)];
-    if (got.bytes == w.bytes) continue;
-    int64_t bad = 0;
-    while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
-    if (bad == got.numel()) continue;
-    BOOST_ERROR(label << ", _device_num " << d << ": element " << bad << " of " << got.numel() << " is " << got.get(bad)
-                      << ", the interpreter says " << w.get(bad) << "\n"
-                      << ringrt::print_graph(ast) << k.dump() << codegen::render_hip(k));
-    return;
-  }
-}
-
-// Buffers of a hand-written graph and their data.
-struct Graph {
-  ringrt::UOpGraph g;
-  std::map<int64_t, std::vector<HostBuffer>> data;
-
-  UOp buffer(const ringrt::DeviceSpec& dev, DType dt, int64_t n, int ndev) {
-    UOp b = ringrt::new_buffer(dev, n, dt, &g);
-    auto& v = data[std::get<ringrt::BufferArg>(b.arg()).id];
-    for (int d = 0; d < ndev; ++d) {
-      HostBuffer h(dt, {n});
-      for (int64_t i = 0; i < n; ++i) {
-        if (ringrt::is_float(dt)) {
-          h.set(i, static_cast<double>((i * 7 + d * 3) % 23) * 0.25 - 2.5);
-        } else {
-          h.set_int(i, (i * 7919 + d * 104729) % 200003 - 100001);
-        }
-      }
-      v.push_back(std::move(h));
-    }
-    return b;
-  }
-  ringrt::BufferLookup lookup() const {
-    return [this](int64_t id) -> const std::vector<HostBuffer>* {
-      auto it = data.find(id);
-      return it == data.end() ? nullptr : &it->second;
-    };
-  }
-};
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // without a GPU
@@ -166,6 +68,28 @@ BOOST_AUTO_TEST_CASE(device_names_neither_throw_nor_abort) {
     BOOST_TEST_MESSAGE("no /dev/kfd: expecting no HIP devices");
     BOOST_TEST(names.empty());
   }
+}
+
+// Logical HIP devices take the GPUs in turn: HIP:i on GPU i mod count.
+BOOST_AUTO_TEST_CASE(logical_devices_take_the_gpus_in_turn) {
+  struct Case {
+    int logical, gpus, want;
+  };
+  for (Case c : {Case{0, 1, 0}, Case{3, 1, 0}, Case{0, 2, 0}, Case{1, 2, 1}, Case{2, 2, 0}, Case{5, 2, 1},
+                 Case{7, 4, 3}, Case{8, 4, 0}, Case{1023, 8, 7}, Case{-1, 2, -1}, Case{0, 0, -1}, Case{3, -1, -1}})
+    BOOST_TEST(ringrt::hip_physical_gpu(c.logical, c.gpus) == c.want, "HIP:" << c.logical << " of " << c.gpus);
+}
+
+// RINGRT_HIP_LOGICAL_DEVICES=4: HIP:0 .. HIP:3 where a GPU exists, none without one.
+BOOST_AUTO_TEST_CASE(logical_devices_need_a_gpu) {
+  if (!in_child_with_logical_devices("4")) return;
+  std::vector<std::string> names = ringrt::hip_device_names();
+  if (gpu_count() == 0) {
+    BOOST_TEST(names.empty());
+  } else {
+    BOOST_TEST(names == (std::vector<std::string>{"HIP:0", "HIP:1", "HIP:2", "HIP:3"}), fmt::format("{}", names));
+  }
+  BOOST_CHECK_EXCEPTION(ringrt::make_hip_device(4), ringrt::DeviceError, message_has({"HIP:4", "GPU"}));
 }
 
 BOOST_AUTO_TEST_CASE(missing_devices_are_device_errors) {
@@ -450,6 +374,78 @@ BOOST_AUTO_TEST_CASE(native_handles_and_copies_to_and_from_a_cpu_device) {
   BOOST_TEST((out == in));
   cpu.free(host, bytes);
   for (void* b : {p, q, r}) dev.free(b, bytes);
+}
+
+// A copy of 0 bytes completes after what it waits for, and its Event carries that order (a native
+// handle): a cpu device's copy that waits for it alone reads the kernel's output.
+BOOST_AUTO_TEST_CASE(zero_byte_copy_is_ordered_after_a_kernel) {
+  Device& dev = ringrt::device("HIP:0");
+  Device& cpu = ringrt::device("CPU:0");
+  Graph g;
+  constexpr int64_t n = 1 << 16;
+  constexpr size_t bytes = n * sizeof(float);
+  UOp a = g.buffer(ringrt::DeviceSpec(std::string("HIP:0")), DType::float32, n, 1);
+  auto ck = dev.compile(codegen::lower_kernel(a + a));
+  std::vector<float> src = g.data.begin()->second[0].to_vector<float>();
+  void* in = dev.allocate(bytes);
+  void* out = dev.allocate(bytes);
+  dev.copy_in(in, src.data(), bytes);
+  Event ran = dev.launch(*ck, {out, in}, 0, {});
+  Event zero = dev.copy_from(dev, in, out, 0, {ran});
+  BOOST_TEST(zero.wait_ready(kWait));
+  BOOST_TEST(static_cast<bool>(zero.native()));
+  auto* host = static_cast<float*>(cpu.allocate(bytes));
+  wait(cpu.copy_from(dev, out, host, bytes, {zero}), "the copy to CPU:0");
+  BOOST_TEST(ran.done());  // the device completes its work in order
+  for (int64_t i = 0; i < n; ++i) BOOST_TEST(host[i] == 2 * src[static_cast<size_t>(i)], "element " << i);
+  cpu.free(host, bytes);
+  dev.free(in, bytes);
+  dev.free(out, bytes);
+}
+
+// Four logical devices on GPU 0 (RINGRT_HIP_LOGICAL_DEVICES = 4 x the GPUs: HIP:0, HIP:g, HIP:2g,
+// HIP:3g, in a child process): each reads the others in place, copies between them run on the GPU
+// (device to device, ordered by hipEvents), and a ring allreduce over them, with and without peer
+// reads, matches host arithmetic.
+BOOST_AUTO_TEST_CASE(four_logical_devices_on_one_gpu) {
+  const int gpus = gpu_count();
+  if (!in_child_with_logical_devices(std::to_string(4 * gpus))) return;
+  std::vector<std::string> names;
+  std::vector<Device*> devs;
+  for (int i = 0; i < 4; ++i) devs.push_back(&ringrt::device(names.emplace_back(fmt::format("HIP:{}", i * gpus))));
+  for (Device* a : devs)
+    for (Device* b : devs) BOOST_TEST(a->can_read_peer(*b), a->name() << " reads " << b->name());
+  BOOST_TEST(!devs[0]->can_read_peer(ringrt::device("CPU:0")));
+
+  constexpr size_t bytes = 4099;  // HIP:0 -> 1 -> 2 -> 3 -> HIP:0 again, each copy after the one before
+  std::vector<unsigned char> in = pattern(bytes, 4), out(bytes, 0);
+  std::vector<void*> bufs;
+  for (Device* d : devs) bufs.push_back(d->allocate(bytes));
+  bufs.push_back(devs[0]->allocate(bytes));
+  devs[0]->copy_in(bufs[0], in.data(), bytes);
+  Event e;
+  e.set_done();
+  for (size_t i = 1; i <= 4; ++i) {
+    e = devs[i % 4]->copy_from(*devs[i - 1], bufs[i - 1], bufs[i], bytes, {e});
+    BOOST_TEST(e.wait_ready(kWait));
+    BOOST_TEST(static_cast<bool>(e.native()), "copy " << i << " is GPU work, not staged on the host");
+  }
+  wait(e, "the copy back to the first device");
+  devs[0]->copy_out(out.data(), bufs[4], bytes);
+  BOOST_TEST((out == in));
+  for (size_t i = 0; i <= 4; ++i) devs[i % 4]->free(bufs[i], bytes);
+
+  ringrt::AllreduceSettings s = ringrt::current_settings();
+  s.ring = 2;
+  ringrt::ScopedSettings scope(s);
+  for (bool peer_reads : {true, false}) {
+    ringrt::set_perf_options(ringrt::PerfOptions{peer_reads, true, true});
+    ringrt::Tensor x = ringrt::Tensor::arange(4 * 300).reshape({4, 300}).shard(names, 0);
+    std::vector<float> got = x.sum({0}).to_vector<float>();
+    BOOST_TEST_REQUIRE(got.size() == 300u);
+    for (size_t j = 0; j < got.size(); ++j)  // sum over rows i of i * 300 + j
+      BOOST_TEST(got[j] == static_cast<float>(1800 + 4 * j), "element " << j << ", peer reads " << peer_reads);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

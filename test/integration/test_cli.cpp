@@ -337,6 +337,13 @@ BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {
   BOOST_TEST(r.out.find("experiment.sizes = {min: 1 KiB, max: 64 MiB, factor: 4}  <- configs/hierarchical.yaml:13:") !=
                  std::string::npos,
              r.out);
+  TempDir dir;  // runtime.hip_logical_devices from a file (the environment's is checked in test_params)
+  std::string logical = dir.write("l.yaml", "runtime: {hip_logical_devices: 2}\n");
+  CliResult l = run_cli({"config", logical, "--dump"});
+  BOOST_TEST(
+      l.out.find("runtime.hip_logical_devices = 2  (env RINGRT_HIP_LOGICAL_DEVICES; default 0; ") != std::string::npos,
+      l.out << l.err);
+  BOOST_TEST(l.out.find(")  <- " + logical + ":1:32\n") != std::string::npos, l.out);
   CliResult set = run_cli({"config", "configs/hierarchical.yaml", "--dump", "--set", "experiment.sizes.max=4KiB"});
   // a map set leaf by leaf: every origin its leaves came from
   BOOST_TEST(set.out.find("experiment.sizes = {min: 1 KiB, max: 4 KiB, factor: 4}  <- configs/hierarchical.yaml:13:") !=

@@ -87,6 +87,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE"},
       {"runtime.program_cache", "RINGRT_PROGRAM_CACHE"},
       {"runtime.kernel_opt", "RINGRT_KERNEL_OPT"},
+      {"runtime.hip_logical_devices", "RINGRT_HIP_LOGICAL_DEVICES"},
       {"runtime.watchdog_s", "RINGRT_WATCHDOG_S"},
       {"runtime.cache_dir", "RINGRT_CACHE_DIR"},
       {"runtime.cxx", "CXX"}};
@@ -238,4 +239,36 @@ BOOST_AUTO_TEST_CASE(dump_names_every_tunable_and_its_origin) {
   for (size_t at = 0; (at = d.find("  <- default\n", at)) != std::string::npos; ++at) ++defaults;
   BOOST_TEST(lines == tunables().size());
   BOOST_TEST(defaults == tunables().size() - 2);
+}
+
+// runtime.hip_logical_devices (read by the hip backend at its first enumeration): from the environment
+// and from a file, within [0, 1024], dumped with its origin.
+BOOST_AUTO_TEST_CASE(hip_logical_devices_from_environment_file_and_dump) {
+  FreshStore fresh;
+  {
+    ScopedEnv none("RINGRT_HIP_LOGICAL_DEVICES", nullptr);
+    BOOST_TEST(current_runtime_params().hip_logical == 0);  // default: one device per GPU
+  }
+  ScopedEnv env("RINGRT_HIP_LOGICAL_DEVICES", "4");
+  BOOST_TEST(current_runtime_params().hip_logical == 4);
+  AllreduceSettings a;
+  RuntimeParams r;
+  BOOST_TEST(error_of([&] {
+               set_param({a, r}, "runtime.hip_logical_devices", "8", ParamSource::file, "y:1:2");
+             }) == "");
+  BOOST_TEST(r.hip_logical == 8);
+  BOOST_TEST(error_of([&] {
+               set_param({a, r}, "runtime.hip_logical_devices", "1025", ParamSource::file, "y:1:2");
+             }) == "y:1:2: key 'runtime.hip_logical_devices': expected an integer in [0, 1024], got '1025'");
+  std::string d = dump_params({a, r}, {{"runtime.hip_logical_devices", "y:1:2"}});
+  BOOST_TEST(d.find("runtime.hip_logical_devices = 8  (env RINGRT_HIP_LOGICAL_DEVICES; default 0; HIP devices to "
+                    "expose: ") != std::string::npos,
+             d);
+  BOOST_TEST(d.find("GPU i mod count), each with its own streams, events and memory; read at the first "
+                    "enumeration)  <- y:1:2\n") != std::string::npos,
+             d);
+  ScopedEnv bad("RINGRT_HIP_LOGICAL_DEVICES", "-1");
+  BOOST_TEST(error_of([] { current_runtime_params(); }) ==
+             "environment variable RINGRT_HIP_LOGICAL_DEVICES: key 'runtime.hip_logical_devices': expected an "
+             "integer in [0, 1024], got '-1'");
 }

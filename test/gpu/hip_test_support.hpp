@@ -1,0 +1,158 @@
+// Helpers of the hip backend's tests (test/gpu/test_hip_device.cpp): preconditions, waits, byte
+// patterns, running a kernel on a device against the interpreter, hand-written graphs with data, and
+// child processes with logical HIP devices. Included where HIP is built (RINGRT_HAVE_HIP).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/kernel.hpp"
+#include "codegen/render.hpp"
+#include "rewrite/interpreter.hpp"
+#include "runtime/device/device.hpp"
+#include "runtime/hip/hip_check.hpp"
+#include "runtime/hip/hip_device.hpp"
+#include "test/support/checks.hpp"
+
+namespace hip_test {
+
+using namespace std::chrono_literals;
+using ringrt::Device;
+using ringrt::DType;
+using ringrt::Event;
+using ringrt::HostBuffer;
+using ringrt::UOp;
+namespace codegen = ringrt::codegen;
+
+constexpr auto kWait = 120s;  // generous: the first launch on a GPU includes hipRTC compiles
+
+// A precondition: at least n HIP devices (the case is skipped, not failed, without them): n GPUs, or
+// logical devices on fewer GPUs when RINGRT_HIP_LOGICAL_DEVICES is set.
+struct GpusAtLeast {
+  size_t n;
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
+    size_t have = ringrt::hip_device_names().size();
+    boost::test_tools::assertion_result r(have >= n);
+    r.message() << "needs " << n << " HIP device(s); there are " << have;
+    return r;
+  }
+};
+
+inline void wait(const Event& e, const char* what) {
+  BOOST_REQUIRE_MESSAGE(e.wait_for(kWait), what << " did not complete");
+}
+
+inline std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 17 + (i >> 9)) & 0xff);
+  return v;
+}
+
+// Runs kernel k on dev with _device_num = d: uploads its inputs (lookup's data for device d, or the one
+// copy), launches, and returns the output. The output starts as 0xab bytes, so a missed write shows.
+inline HostBuffer run_on(Device& dev, const codegen::Kernel& k, const ringrt::BufferLookup& lookup, int d) {
+  auto ck = dev.compile(k);
+  HostBuffer out(k.dtype, k.shape);
+  std::fill(out.bytes.begin(), out.bytes.end(), std::byte{0xab});
+  std::vector<std::pair<void*, size_t>> blocks;
+  void* o = dev.allocate(out.bytes.size());
+  blocks.push_back({o, out.bytes.size()});
+  dev.copy_in(o, out.bytes.data(), out.bytes.size());
+  std::vector<void*> bufs{o};
+  for (const auto& in : k.inputs) {
+    const std::vector<HostBuffer>* data = lookup(in.buffer_id);
+    BOOST_REQUIRE_MESSAGE(data && !data->empty(), "no data for buffer " << in.buffer_id);
+    const HostBuffer& h = (*data)[data->size() == 1 ? 0 : static_cast<size_t>(d)];
+    void* p = dev.allocate(h.bytes.size());
+    dev.copy_in(p, h.bytes.data(), h.bytes.size());
+    blocks.push_back({p, h.bytes.size()});
+    bufs.push_back(p);
+  }
+  wait(dev.launch(*ck, bufs, d, {}), "the launch");
+  dev.copy_out(out.bytes.data(), o, out.bytes.size());
+  for (auto [p, n] : blocks) dev.free(p, n);
+  return out;
+}
+
+// Lowers ast, runs it on dev for every device number in [0, ndev) and compares the bytes with the
+// interpreter's.
+inline void check_kernel(Device& dev, const UOp& ast, const ringrt::BufferLookup& lookup, int ndev,
+                         const std::string& label) {
+  codegen::Kernel k = codegen::lower_kernel(ast);
+  std::vector<HostBuffer> want = ringrt::Interpreter(lookup).evaluate(ast);
+  for (int d = 0; d < ndev; ++d) {
+    HostBuffer got = run_on(dev, k, lookup, d);
+    const HostBuffer& w = want[want.size() == 1 ? 0 : static_cast<size_t>(d)];
+    if (got.bytes == w.bytes) continue;
+    int64_t bad = 0;
+    while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
+    if (bad == got.numel()) continue;
+    BOOST_ERROR(label << ", _device_num " << d << ": element " << bad << " of " << got.numel() << " is " << got.get(bad)
+                      << ", the interpreter says " << w.get(bad) << "\n"
+                      << ringrt::print_graph(ast) << k.dump() << codegen::render_hip(k));
+    return;
+  }
+}
+
+// Buffers of a hand-written graph and their data.
+struct Graph {
+  ringrt::UOpGraph g;
+  std::map<int64_t, std::vector<HostBuffer>> data;
+
+  UOp buffer(const ringrt::DeviceSpec& dev, DType dt, int64_t n, int ndev) {
+    UOp b = ringrt::new_buffer(dev, n, dt, &g);
+    auto& v = data[std::get<ringrt::BufferArg>(b.arg()).id];
+    for (int d = 0; d < ndev; ++d) {
+      HostBuffer h(dt, {n});
+      for (int64_t i = 0; i < n; ++i) {
+        if (ringrt::is_float(dt)) {
+          h.set(i, static_cast<double>((i * 7 + d * 3) % 23) * 0.25 - 2.5);
+        } else {
+          h.set_int(i, (i * 7919 + d * 104729) % 200003 - 100001);
+        }
+      }
+      v.push_back(std::move(h));
+    }
+    return b;
+  }
+  ringrt::BufferLookup lookup() const {
+    return [this](int64_t id) -> const std::vector<HostBuffer>* {
+      auto it = data.find(id);
+      return it == data.end() ? nullptr : &it->second;
+    };
+  }
+};
+
+// The GPUs the HIP runtime reports (0 when it reports an error), whatever runtime.hip_logical_devices.
+inline int gpu_count() {
+  int n = 0;
+  if (hipGetDeviceCount(&n) != hipSuccess) {
+    (void)hipGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+// Runs the current case again in a child process whose RINGRT_HIP_LOGICAL_DEVICES is `value` (the HIP
+// devices are fixed at a process's first enumeration, so the parent's cannot change); true in the
+// child, which goes on with the case, false in the parent, which is done once the child passed.
+inline bool in_child_with_logical_devices(const std::string& value) {
+  if (ringrt::test::in_child()) return true;
+  const char* name = "RINGRT_HIP_LOGICAL_DEVICES";
+  std::optional<std::string> old;
+  if (const char* v = std::getenv(name)) old = v;
+  setenv(name, value.c_str(), 1);
+  ringrt::test::check_current_case_in_child();
+  old ? setenv(name, old->c_str(), 1) : unsetenv(name);
+  return false;
+}
+
+}  // namespace hip_test
