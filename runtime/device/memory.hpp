@@ -11,7 +11,8 @@ namespace ringrt {
 
 // One device's memory, in bytes. in_use and peak count the bytes asked for (a tensor of n float32
 // elements on a device adds 4n there); cached counts whole blocks as the allocator holds them
-// (rounded up to its granularity: 64 bytes on the cpu backend, 256 on hip).
+// (rounded up to its granularity: 64 bytes on the cpu backend; on hip, its size classes,
+// hip_launch::cache_block_size).
 struct MemoryStats {
   int64_t in_use = 0;       // handed out to live allocations (tensor storages, an executor's scratch)
   int64_t peak = 0;         // the highest in_use since the device was created or reset_peak_memory

@@ -20,7 +20,17 @@
 //     events, then enqueues it on its stream and records a hipEvent_t after it; host functions
 //     (submit) run on the issuer itself, once every earlier piece of work has completed;
 //   - the completer waits (hipEventSynchronize) for those hipEvents in order and completes the Events
-//     handed out by launch/copy_from (with a DeviceError when the GPU reports one).
+//     handed out by launch/copy_from (with a DeviceError when the GPU reports one). The pool's events
+//     are created with hipEventBlockingSync (CUDA: cudaEventBlockingSync): the completer sleeps until
+//     the GPU signals instead of spinning a core per device for as long as the work runs.
+// Poisoned devices. A GPU error is sticky (every later call on the faulted device fails, and a queue
+// of another device that waits for one of its events on the GPU may never be released), so the first
+// error the completer sees poisons the device: the Events of its work still pending fail at once with
+// that error (the completer no longer waits for them), work taken by the issuer fails, and push
+// refuses new work (launch, copy_from, submit, synchronize) with a DeviceError naming the first error
+// (hip_launch::poisoned_message); another device about to wait on a poisoned device's event on its GPU
+// fails that task instead. synchronize waits at most runtime.watchdog_s for the queue, then throws
+// TimeoutError (a hung kernel or host function); drain is bounded by its timeout.
 // The Device contract is one in-order queue per device, so work on the two streams is chained: when
 // consecutive work lands on different streams, the later one hipStreamWaitEvent()s the earlier one's
 // event. Callers of launch/copy_from/submit never block.
@@ -37,10 +47,15 @@
 // when it is known at issue time; a GPU fault in work waited for on the GPU shows in that work's own
 // Event (and usually in all later work, as HIP errors of a faulted device are sticky).
 //
-// Memory (hip_memory.cpp). allocate uses hipMalloc through a per-device cache: sizes round up to 256
-// bytes, freed blocks are kept by size and reused; on hipErrorOutOfMemory the cache is released once
-// and the allocation retried. Device memory needs no pre-faulting. free() returns a block to the cache
-// at once, so the caller must have waited for every queued use of it. copy_in and copy_out are
+// Memory (hip_memory.cpp). allocate uses hipMalloc through a per-device cache: sizes round up to size
+// classes (hip_launch::cache_block_size: 256-byte steps below 1 MiB, eight classes per doubling above),
+// freed blocks are kept by class and reused, up to hip_launch::device_cache_cap bytes per device (a
+// quarter of the GPU's memory, split among its logical devices); a block freed beyond the cap goes back
+// to HIP at once (hipFree). On hipErrorOutOfMemory both caches (the blocks and the pinned staging
+// buffers) are released once and the allocation retried. Pinned staging buffers (hipHostMalloc) are
+// kept by the same size classes up to hip_launch::kPinnedCacheCap bytes per device. Device memory
+// needs no pre-faulting. free() returns a block at once, so the caller must have waited for every
+// queued use of it. copy_in and copy_out are
 // synchronous: copy_in enqueues hipMemcpyAsync on its own stream and waits for that stream (a plain
 // hipMemcpy from pageable memory may return before the bytes land, on the legacy stream that the
 // non-blocking streams do not wait for); copy_out is a device-to-host hipMemcpy, which returns once
@@ -66,15 +81,20 @@
 // threads, launch_blocks(numel) of them, arguments packed as
 // pack_kernel_args says, passed with hipModuleLaunchKernel's `extra` buffer.
 //
-// Teardown. The destructor drains the queue, synchronizes its streams (not the GPU: other logical
-// devices may still run there), then frees cached blocks and pinned buffers, destroys events and
-// streams; the last device of a GPU to go disables the peer access enabled from it; errors are
-// logged to stderr and never thrown. The registry never destroys its devices (runtime/device/registry.cpp:
-// storages may be freed at any point of exit), and the HIP runtime shuts itself down at exit; so the
-// first device registers an exit handler
-// (after HIP is initialized, hence run before HIP's own) that shuts every live device down the same
-// way, after which no destructor (device, module, event pool) makes a HIP call: they leak instead.
-// Work submitted after a device was shut down is refused with a DeviceError.
+// Teardown. Shutdown (the destructor, the exit handler) is bounded: work queued but not issued yet
+// fails at once (its Event completes with a DeviceError saying the device was shut down; the registry
+// drains the queues before, at exit); the issuer finishes its current task (a wait for `after` events
+// gives up); the GPU work issued so far is waited for by polling its last event (hipEventQuery). All
+// of that within a few seconds (kShutdownWait in hip_device.cpp): past it, a hung kernel or host
+// function, shutdown logs that it abandoned work, detaches the threads still busy and leaks the device
+// (DeviceOwner, hip_support.hpp: the threads still use it). Otherwise it joins the threads, synchronizes
+// its streams (not the GPU: other logical devices may still run there), frees cached blocks and pinned
+// buffers, destroys events and streams; the last device of a GPU to go disables the peer access
+// enabled from it; errors are logged to stderr and never thrown. The registry never destroys its devices
+// (runtime/device/registry.cpp: storages may be freed at any point of exit), and the HIP runtime shuts itself down at
+// exit; so the first device registers an exit handler (after HIP is initialized, hence run before HIP's own) that shuts
+// every live device down the same way, after which no destructor (device, module, event pool) makes a HIP call: they
+// leak instead. Work submitted after a device was shut down is refused with a DeviceError.
 #pragma once
 
 #include <cstddef>
@@ -125,6 +145,36 @@ int64_t launch_blocks(int64_t numel);
 // laid out with each argument at its natural alignment, as the kernel ABI expects: the pointers in
 // bufs at 0, 8, 16, ...; dnum (4 bytes) next; n at the next multiple of 8; the size rounded up to 8.
 std::vector<std::byte> pack_kernel_args(const std::vector<void*>& bufs, int32_t dnum, int64_t n);
+
+// ---- memory caches (hip_memory.cpp; see "Memory" above). Pure.
+
+// The block a cache hands out for a request of `bytes`: below 1 MiB, a multiple of 256 bytes (what
+// HIP's allocator aligns to anyway); from 1 MiB on, a multiple of an eighth of the largest power of two
+// not above `bytes` (1 MiB, 1.125 MiB, ..., 2 MiB, 2.25 MiB, ...). So at most 1/8 of a block is waste
+// (plain powers of two would waste up to half of the GPU's memory), while a run whose sizes vary a
+// little (a ragged last shard) still reuses blocks: 8 classes per doubling instead of one per size.
+// 0 asks for 256 bytes.
+size_t cache_block_size(size_t bytes);
+// Whether a cache that keeps `cached` bytes may keep one more freed block of `block` bytes under a cap
+// of `cap` bytes (else the block is freed at once).
+constexpr bool cache_keeps(size_t cached, size_t block, size_t cap) { return block <= cap && cached <= cap - block; }
+// The cap of one device's cache of freed device blocks: a quarter of its GPU's memory (`gpu_bytes`,
+// hipDeviceProp_t::totalGlobalMem), shared evenly by the `devices_on_gpu` logical devices there
+// (runtime.hip_logical_devices), so the caches of one GPU keep at most a quarter of it together; the
+// rest stays free for other processes, other logical devices' allocations and HIP's own use.
+size_t device_cache_cap(size_t gpu_bytes, int devices_on_gpu);
+// The cap of one device's cache of pinned host staging buffers: pinned memory is host memory the OS
+// can neither swap nor move, so a device keeps little of it; a larger staged copy allocates and frees
+// its buffer (hipHostMalloc) each time.
+inline constexpr size_t kPinnedCacheCap = size_t{256} << 20;
+
+// ---- failure messages of queued work (hip_device.cpp; see "Teardown" and "Streams"). Pure.
+
+// The error of work (`what`, e.g. "launch of E_4") that device `device` refuses or fails because an
+// earlier GPU error, `first_error` (hip_error_message's text), left it unusable.
+std::string poisoned_message(const std::string& device, const std::string& what, const std::string& first_error);
+// The error of work that device `device` never ran because it was shut down first.
+std::string shut_down_message(const std::string& device, const std::string& what);
 
 }  // namespace hip_launch
 

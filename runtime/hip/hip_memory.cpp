@@ -8,6 +8,7 @@
 
 #include "rewrite/errors.hpp"
 #include "runtime/hip/hip_check.hpp"
+#include "runtime/hip/hip_device.hpp"
 #include "runtime/hip/hip_support.hpp"
 
 namespace ringrt::hip_detail {
@@ -15,31 +16,39 @@ namespace ringrt::hip_detail {
 // ---------------------------------------------------------------------------------------------
 // device memory
 
+void BlockCache::set_cap(size_t cap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cap_ = cap;
+}
+
 void* BlockCache::allocate(size_t bytes) {
-  size_t rounded = round_up(bytes);
+  size_t block = hip_launch::cache_block_size(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_blocks_.find(rounded);
+    auto it = free_blocks_.find(block);
     if (it != free_blocks_.end() && !it->second.empty()) {
       void* p = it->second.back();
       it->second.pop_back();
-      memory_.allocated(bytes, rounded);
+      cached_ -= block;
+      memory_.allocated(bytes, block);
       return p;
     }
   }
   DeviceGuard guard(gpu_, name_);
   void* p = nullptr;
-  hipError_t rc = hipMalloc(&p, rounded);
+  hipError_t rc = hipMalloc(&p, block);
   std::string retried;
   if (rc == hipErrorOutOfMemory) {
     (void)hipGetLastError();
-    size_t released = release();  // give the cache back to HIP and try once more
-    retried = fmt::format(", retried after releasing {} cached bytes", released);
-    rc = hipMalloc(&p, rounded);
+    // Give both caches back to HIP and try once more: pinned buffers are not device memory, but on a
+    // GPU that shares the host's memory (an APU) or under a driver that counts them, they compete.
+    size_t released = release(), pinned = pinned_.release();
+    retried = fmt::format(", retried after releasing {} cached bytes and {} pinned bytes", released, pinned);
+    rc = hipMalloc(&p, block);
   }
   if (rc != hipSuccess)
     throw DeviceError(fmt::format("{} (allocating {} bytes{})",
-                                  hip_error_message(name_, "hipMalloc(&p, rounded)", rc, __FILE__, __LINE__), bytes,
+                                  hip_error_message(name_, "hipMalloc(&p, block)", rc, __FILE__, __LINE__), bytes,
                                   retried));
   memory_.allocated(bytes, 0);
   return p;
@@ -47,9 +56,24 @@ void* BlockCache::allocate(size_t bytes) {
 
 void BlockCache::free(void* ptr, size_t bytes) {
   if (!ptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  free_blocks_[round_up(bytes)].push_back(ptr);
-  memory_.freed(bytes, round_up(bytes));
+  size_t block = hip_launch::cache_block_size(bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (hip_launch::cache_keeps(cached_, block, cap_)) {
+      free_blocks_[block].push_back(ptr);
+      cached_ += block;
+      memory_.freed(bytes, block);
+      return;
+    }
+  }
+  memory_.freed(bytes, 0);  // over the cap: back to HIP now
+  if (g_hip_gone) return;   // after the exit handler: the HIP runtime may be gone, leak instead
+  try {
+    DeviceGuard guard(gpu_, name_);
+    RINGRT_HIP_LOG(name_, hipFree(ptr));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ringrt: %s; a block of %zu bytes leaks\n", e.what(), block);
+  }
 }
 
 size_t BlockCache::release() noexcept {
@@ -60,6 +84,7 @@ size_t BlockCache::release() noexcept {
     total += bytes * blocks.size();
   }
   free_blocks_.clear();
+  cached_ = 0;
   memory_.released(total);
   return total;
 }
@@ -68,30 +93,93 @@ size_t BlockCache::release() noexcept {
 // pinned host buffers
 
 void* PinnedPool::take(size_t bytes) {
+  size_t block = hip_launch::cache_block_size(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = pinned_.find(bytes);
+    auto it = pinned_.find(block);
     if (it != pinned_.end() && !it->second.empty()) {
       void* p = it->second.back();
       it->second.pop_back();
+      cached_ -= block;
       return p;
     }
   }
   void* p = nullptr;
-  RINGRT_HIP_CHECK(name_, hipHostMalloc(&p, bytes, hipHostMallocDefault));
+  hipError_t rc = hipHostMalloc(&p, block, hipHostMallocDefault);
+  if (rc == hipErrorOutOfMemory) {  // free what is kept and try once more
+    (void)hipGetLastError();
+    (void)release();
+    rc = hipHostMalloc(&p, block, hipHostMallocDefault);
+  }
+  if (rc != hipSuccess)
+    throw DeviceError(fmt::format(
+        "{} (a staging buffer of {} bytes)",
+        hip_error_message(name_, "hipHostMalloc(&p, block, hipHostMallocDefault)", rc, __FILE__, __LINE__), bytes));
   return p;
 }
 
-void PinnedPool::give(size_t bytes, void* p) {
-  std::lock_guard<std::mutex> lock(mu_);
-  pinned_[bytes].push_back(p);
+void PinnedPool::give(size_t bytes, void* p) noexcept {
+  size_t block = hip_launch::cache_block_size(bytes);
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (hip_launch::cache_keeps(cached_, block, hip_launch::kPinnedCacheCap)) {
+      pinned_[block].push_back(p);
+      cached_ += block;
+      return;
+    }
+  } catch (...) {  // no memory for the map's node: free the buffer instead
+  }
+  if (!g_hip_gone) RINGRT_HIP_LOG(name_, hipHostFree(p));
 }
 
-void PinnedPool::release() noexcept {
+size_t PinnedPool::release() noexcept {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [bytes, buffers] : pinned_)
+  size_t total = 0;
+  for (auto& [bytes, buffers] : pinned_) {
     for (void* p : buffers) RINGRT_HIP_LOG(name_, hipHostFree(p));
+    total += bytes * buffers.size();
+  }
   pinned_.clear();
+  cached_ = 0;
+  return total;
+}
+
+// ---------------------------------------------------------------------------------------------
+// staged copies
+
+Staged enqueue_copy_via_host(PinnedPool& pinned, const std::string& name, Device& from, const void* src, void* dst,
+                             size_t bytes, hipStream_t stream) {
+  if (bytes == 0) return std::nullopt;
+  void* buffer = pinned.take(bytes);
+  try {
+    from.copy_out(buffer, src, bytes);
+    RINGRT_HIP_CHECK(name, hipMemcpyAsync(dst, buffer, bytes, hipMemcpyHostToDevice, stream));
+  } catch (...) {
+    pinned.give(bytes, buffer);
+    throw;
+  }
+  return std::make_pair(bytes, buffer);
+}
+
+Staged enqueue_peer_copy(PinnedPool& pinned, GpuName to, GpuName from, const void* src, void* dst, size_t bytes,
+                         hipStream_t stream) {
+  if (bytes == 0) return std::nullopt;
+  if (peer_access(to.gpu, from.gpu, to.name)) {
+    RINGRT_HIP_CHECK(to.name, hipMemcpyPeerAsync(dst, to.gpu, src, from.gpu, bytes, stream));
+    return std::nullopt;
+  }
+  void* buffer = pinned.take(bytes);
+  try {
+    {
+      DeviceGuard guard(from.gpu, from.name);
+      RINGRT_HIP_CHECK(from.name, hipMemcpy(buffer, src, bytes, hipMemcpyDeviceToHost));
+    }
+    RINGRT_HIP_CHECK(to.name, hipMemcpyAsync(dst, buffer, bytes, hipMemcpyHostToDevice, stream));
+  } catch (...) {
+    pinned.give(bytes, buffer);
+    throw;
+  }
+  return std::make_pair(bytes, buffer);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,28 +4,57 @@
 // built (RINGRT_HAVE_HIP).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "runtime/device/device.hpp"
 #include "runtime/device/memory.hpp"
+#include "runtime/hip/hip_check.hpp"
 
 namespace ringrt::hip_detail {
 
+// Pinned host buffers (hipHostMalloc) for copies staged through the host, kept by size class
+// (hip_launch::cache_block_size) up to hip_launch::kPinnedCacheCap bytes; a buffer given back beyond
+// the cap is freed at once. Thread-safe.
+class PinnedPool {
+ public:
+  explicit PinnedPool(std::string name) : name_(std::move(name)) {}
+  // A buffer of at least `bytes`: a kept one of the same class, else hipHostMalloc; on
+  // hipErrorOutOfMemory the kept buffers are freed and the allocation retried once. Throws DeviceError.
+  void* take(size_t bytes);
+  // Returns p, taken for `bytes`: kept when the cap allows, else hipHostFree (logged on failure).
+  void give(size_t bytes, void* p) noexcept;
+  // hipHostFree of every kept buffer; returns their total size in bytes. Logs failures, never throws.
+  size_t release() noexcept;
+
+ private:
+  const std::string name_;
+  std::mutex mu_;  // pinned_, cached_
+  std::map<size_t, std::vector<void*>> pinned_;
+  size_t cached_ = 0;  // bytes kept in pinned_
+};
+
 // Device memory of one HIP device (named `name`, on GPU `gpu`): hipMalloc through a cache of freed
-// blocks by size; sizes round up to 256 bytes. Thread-safe.
+// blocks by size class (hip_launch::cache_block_size), keeping at most `cap` bytes (set_cap; 0 until
+// then: nothing is kept). Thread-safe.
 class BlockCache {
  public:
-  BlockCache(int gpu, std::string name) : gpu_(gpu), name_(std::move(name)) {}
-  // A block of at least `bytes`: a cached one of the same rounded size, else hipMalloc on the GPU; on
-  // hipErrorOutOfMemory the cache is released once and the allocation retried. Throws DeviceError
-  // (naming the device, the size and whether it retried).
+  // `pinned`: the same device's staging buffers, released too when device memory runs out.
+  BlockCache(int gpu, std::string name, PinnedPool& pinned) : gpu_(gpu), name_(std::move(name)), pinned_(pinned) {}
+  // The most bytes of freed blocks kept (hip_launch::device_cache_cap).
+  void set_cap(size_t cap);
+  // A block of at least `bytes`: a cached one of the same size class, else hipMalloc on the GPU; on
+  // hipErrorOutOfMemory both caches (this one and the pinned buffers) are released once and the
+  // allocation retried. Throws DeviceError (naming the device, the size and whether it retried).
   void* allocate(size_t bytes);
-  // Returns ptr (of `bytes`, as allocated) to the cache at once: the caller has waited for its uses.
+  // Returns ptr (of `bytes`, as allocated) at once: the caller has waited for its uses. Kept in the
+  // cache when the cap allows, else hipFree (which may wait for the GPU; logged on failure, never
+  // throws; after the exit handler the block leaks instead, hip_support.hpp g_hip_gone).
   void free(void* ptr, size_t bytes);
   // hipFree of every cached block; returns their total size in bytes. Logs failures, never throws.
   size_t release() noexcept;
@@ -33,30 +62,35 @@ class BlockCache {
   void reset_peak() { memory_.reset_peak(); }
 
  private:
-  static size_t round_up(size_t bytes) { return (std::max<size_t>(bytes, 1) + 255) / 256 * 256; }
   const int gpu_;
   const std::string name_;
-  std::mutex mu_;  // free_blocks_
+  PinnedPool& pinned_;
+  std::mutex mu_;  // free_blocks_, cached_, cap_
   std::map<size_t, std::vector<void*>> free_blocks_;
-  MemoryCounter memory_;  // in use, peak and cached bytes
+  size_t cached_ = 0, cap_ = 0;  // bytes kept in free_blocks_; the most kept
+  MemoryCounter memory_;         // in use, peak and cached bytes
 };
 
-// Pinned host buffers (hipHostMalloc) kept by exact size, for copies staged through the host.
-// Thread-safe.
-class PinnedPool {
- public:
-  explicit PinnedPool(std::string name) : name_(std::move(name)) {}
-  // A buffer of `bytes`: a kept one, else hipHostMalloc. Throws DeviceError.
-  void* take(size_t bytes);
-  void give(size_t bytes, void* p);
-  // hipHostFree of every kept buffer; logs failures, never throws.
-  void release() noexcept;
+// ---- copies staged through pinned host memory, enqueued on the destination's stream (issuer thread)
 
- private:
-  const std::string name_;
-  std::mutex mu_;
-  std::map<size_t, std::vector<void*>> pinned_;
+// The pinned buffer a staged copy keeps until its GPU work completes (the size asked, the buffer; it
+// goes back with PinnedPool::give); none for a copy that needed none.
+using Staged = std::optional<std::pair<size_t, void*>>;
+// A HIP device as the copies name it: its GPU ordinal and its name ("HIP:1").
+struct GpuName {
+  int gpu;
+  const std::string& name;
 };
+
+// src (`bytes` on device `from` of another backend, read with its copy_out into a pinned buffer) ->
+// dst on `stream`; `name` is the destination device's. Throws DeviceError (the buffer goes back then).
+Staged enqueue_copy_via_host(PinnedPool& pinned, const std::string& name, Device& from, const void* src, void* dst,
+                             size_t bytes, hipStream_t stream);
+// src on HIP device `from` (another GPU) -> dst on device `to`, on `stream` (`to`'s copy stream):
+// hipMemcpyPeerAsync with peer access, else through a pinned buffer (a synchronous hipMemcpy from
+// `from`'s GPU, then hipMemcpyAsync). Throws DeviceError naming the device whose call failed.
+Staged enqueue_peer_copy(PinnedPool& pinned, GpuName to, GpuName from, const void* src, void* dst, size_t bytes,
+                         hipStream_t stream);
 
 // ---- peer access: process-wide, keyed by GPU ordinal (it is context state of the HIP runtime, shared
 // by every logical device on a GPU).

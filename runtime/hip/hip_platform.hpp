@@ -44,12 +44,14 @@ using hipFunction_t = CUfunction;
 // ---- constants
 #define hipSuccess cudaSuccess
 #define hipErrorOutOfMemory cudaErrorMemoryAllocation
+#define hipErrorNotReady cudaErrorNotReady
 #define hipErrorNoDevice cudaErrorNoDevice
 #define hipErrorInvalidDevice cudaErrorInvalidDevice
 #define hipErrorInsufficientDriver cudaErrorInsufficientDriver
 #define hipErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
 #define hipStreamNonBlocking cudaStreamNonBlocking
 #define hipEventDisableTiming cudaEventDisableTiming
+#define hipEventBlockingSync cudaEventBlockingSync
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
@@ -84,6 +86,7 @@ using hipFunction_t = CUfunction;
 #define hipEventCreateWithFlags cudaEventCreateWithFlags
 #define hipEventRecord cudaEventRecord
 #define hipEventSynchronize cudaEventSynchronize
+#define hipEventQuery cudaEventQuery
 #define hipEventDestroy cudaEventDestroy
 
 // ---- module calls: the CUDA driver API through the runtime's entry points

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -99,6 +101,28 @@ std::vector<std::byte> pack_kernel_args(const std::vector<void*>& bufs, int32_t 
   return args;
 }
 
+size_t cache_block_size(size_t bytes) {
+  constexpr size_t kSmall = size_t{1} << 20;
+  if (bytes < kSmall) return (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  size_t step = std::bit_floor(bytes) / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+size_t device_cache_cap(size_t gpu_bytes, int devices_on_gpu) {
+  return gpu_bytes / 4 / static_cast<size_t>(std::max(devices_on_gpu, 1));
+}
+
+std::string poisoned_message(const std::string& device, const std::string& what, const std::string& first_error) {
+  return fmt::format(
+      "{}: {} not run: the device is unusable after an earlier GPU error (the errors of a faulted GPU are "
+      "sticky): {}",
+      device, what, first_error);
+}
+
+std::string shut_down_message(const std::string& device, const std::string& what) {
+  return fmt::format("{}: {} not run: the device was shut down first", device, what);
+}
+
 }  // namespace hip_launch
 
 // ---------------------------------------------------------------------------------------------
@@ -171,6 +195,11 @@ void unregister_live(const void* device) {
   auto& live = live_devices();
   std::lock_guard<std::mutex> lock(live.mu);
   live.shutdown.erase(device);
+}
+
+DeviceOwner::~DeviceOwner() {
+  unregister_live(d_);
+  if (shutdown_()) delete d_;  // else abandoned work still uses it: it leaks
 }
 
 }  // namespace hip_detail

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,29 +53,34 @@ class DeviceGuard {
   bool restore_ = false;
 };
 
-// Waits for e, forever; true when e completed without an error. `rethrow`: rethrow e's error.
-inline bool wait_event(const Event& e, bool rethrow) {
-  try {
-    while (!e.wait_for(100ms)) {
-    }
-    return true;
-  } catch (...) {
-    if (rethrow) throw;
-    return false;
-  }
-}
-
 // Exit-time teardown (see hip_device.hpp "Teardown"). True once the exit handler has shut every
 // device down: from then on no destructor makes a HIP call (the HIP runtime may be gone), it leaks.
 inline std::atomic<bool> g_hip_gone{false};
 
 // The hipEvents of one device, reused: an event returns here when the last holder of its handle
 // (HipNative) lets go, so an event is never recorded again while another queue may still wait on it.
+// Also the device's poisoned state (hip_device.hpp "Streams"), which the handles carry to the queues of
+// other devices that would wait for this one's events on their GPU.
 struct EventPool {
   std::string device;
-  std::mutex mu;
+  std::mutex mu;  // free, first_error
   std::vector<hipEvent_t> free;
+  std::atomic<bool> poisoned{false};
+  std::string first_error;  // set once, with poisoned
   explicit EventPool(std::string d) : device(std::move(d)) {}
+  // Marks the device unusable after a GPU error (`error`, its message); the first error is kept.
+  void poison(const std::string& error) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (poisoned) return;
+    first_error = error;
+    poisoned = true;
+  }
+  // The first GPU error of the device; none while it is usable.
+  std::optional<std::string> poison_error() {
+    if (!poisoned) return std::nullopt;
+    std::lock_guard<std::mutex> lock(mu);
+    return first_error;
+  }
   ~EventPool() {
     if (g_hip_gone) return;
     for (hipEvent_t e : free) RINGRT_HIP_LOG(device, hipEventDestroy(e));
@@ -118,6 +124,49 @@ struct HipKernel : CompiledKernel {
   std::shared_ptr<Module> module;
   hipFunction_t fn = nullptr;
   const codegen::Kernel& kernel() const override { return k; }
+};
+
+// The Device make_hip_device hands out: owns a HIP device (`d`, its class private to hip_device.cpp)
+// and, when destroyed, unregisters it from the exit handler and calls `shutdown` (true: it stopped
+// cleanly), then destroys it, or leaks it when its shutdown abandoned work, as the threads still
+// running then use it (hip_device.hpp "Teardown"). Forwards every call, unwrapping peer devices.
+class DeviceOwner final : public Device {
+ public:
+  DeviceOwner(Device* d, std::function<bool()> shutdown) : d_(d), shutdown_(std::move(shutdown)) {}
+  ~DeviceOwner() override;
+  DeviceOwner(const DeviceOwner&) = delete;
+  DeviceOwner& operator=(const DeviceOwner&) = delete;
+
+  const std::string& name() const override { return d_->name(); }
+  bool can_read_peer(const Device& peer) const override { return d_->can_read_peer(unwrap(peer)); }
+  void* allocate(size_t bytes) override { return d_->allocate(bytes); }
+  void free(void* ptr, size_t bytes) override { d_->free(ptr, bytes); }
+  MemoryStats memory_stats() const override { return d_->memory_stats(); }
+  void reset_peak_memory() override { d_->reset_peak_memory(); }
+  void copy_in(void* dst, const void* host, size_t bytes) override { d_->copy_in(dst, host, bytes); }
+  void copy_out(void* host, const void* src, size_t bytes) override { d_->copy_out(host, src, bytes); }
+  std::shared_ptr<CompiledKernel> compile(const codegen::Kernel& k) override { return d_->compile(k); }
+  Event launch(const CompiledKernel& k, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) override {
+    return d_->launch(k, std::move(bufs), dnum, std::move(after));
+  }
+  Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
+    return d_->copy_from(unwrap(from), src, dst, bytes, std::move(after));
+  }
+  Event submit(std::function<void()> fn, std::vector<Event> after) override {
+    return d_->submit(std::move(fn), std::move(after));
+  }
+  void synchronize() override { d_->synchronize(); }
+  bool drain(std::chrono::milliseconds timeout) override { return d_->drain(timeout); }
+
+ private:
+  // The owned device of an owner; any other device as it is.
+  template <class D>
+  static D& unwrap(D& dev) {
+    if (const auto* owner = dynamic_cast<const DeviceOwner*>(&dev)) return *owner->d_;
+    return dev;
+  }
+  Device* d_;
+  std::function<bool()> shutdown_;
 };
 
 // The HIP devices alive in this process, for the exit handler. register_live is called at the end of a
