@@ -1,15 +1,20 @@
 // Helpers of the hip backend's tests (test/gpu/test_hip_device.cpp): preconditions, waits, byte
-// patterns, running a kernel on a device against the interpreter, hand-written graphs with data, and
-// child processes with logical HIP devices. Included where HIP is built (RINGRT_HAVE_HIP).
+// patterns, running a kernel on a device against the interpreter, hand-written graphs with data,
+// reading a code object's kernel-argument metadata, and child processes with logical HIP devices. Included where HIP is
+// built (RINGRT_HAVE_HIP).
 #pragma once
 
 #include <fmt/format.h>
 
 #include <boost/test/unit_test.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -139,6 +144,47 @@ inline int gpu_count() {
     return 0;
   }
   return n;
+}
+
+// The llvm-readelf on PATH (under one of its usual names); empty when there is none.
+inline std::string find_readelf() {
+  for (const char* tool : {"llvm-readelf", "llvm-readelf-15", "llvm-readelf-14"})
+    if (std::system(fmt::format("command -v {} >/dev/null 2>&1", tool).c_str()) == 0) return tool;
+  return {};
+}
+
+// `readelf --notes` of a code object: its AMDGPU metadata as YAML (and readelf's errors).
+inline std::string read_notes(const std::string& readelf, const std::filesystem::path& object) {
+  std::string cmd = fmt::format("{} --notes '{}' 2>&1", readelf, object.string());
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  BOOST_REQUIRE(pipe);
+  std::string notes;
+  char chunk[4096];
+  for (size_t got; (got = std::fread(chunk, 1, sizeof chunk, pipe.get())) > 0;) notes.append(chunk, got);
+  return notes;
+}
+
+// The kernel arguments' offsets and sizes and the kernarg segment size in read_notes's YAML: one map
+// per argument, keys sorted (.offset before .size); hidden arguments, if any, last.
+struct ArgLayout {
+  std::vector<size_t> offsets, sizes;
+  size_t segment = 0;
+};
+inline ArgLayout kernel_arg_layout(const std::string& notes) {
+  static const std::regex kField(R"(\n\s*(?:- )?\.(offset|size|kernarg_segment_size):\s+(\d+))");
+  ArgLayout layout;
+  for (std::sregex_iterator it(notes.begin(), notes.end(), kField), end; it != end; ++it) {
+    size_t v = std::stoul((*it)[2]);
+    std::string key = (*it)[1];
+    if (key == "offset") {
+      layout.offsets.push_back(v);
+    } else if (key == "size") {
+      layout.sizes.push_back(v);
+    } else {
+      layout.segment = v;
+    }
+  }
+  return layout;
 }
 
 // Runs the current case again in a child process whose RINGRT_HIP_LOGICAL_DEVICES is `value` (the HIP

@@ -12,7 +12,10 @@
 // Event native handles and copies between a GPU and a cpu device; a 0-byte copy ordered after a kernel;
 // four logical devices on one GPU (copies, peer reads, a ring allreduce; in a child process, as the
 // device names are fixed at the first enumeration); with two GPUs, peer copies and a cross-device
-// chain ordered on the GPUs (hipStreamWaitEvent).
+// chain ordered on the GPUs (hipStreamWaitEvent). Freed blocks cached by size class; shutdown failing
+// the work still queued. Size classes, cache caps and the errors of a poisoned or shut-down device are
+// checked without a GPU. Not tested (it would fault the GPU of the whole process, and on AMD a memory
+// fault aborts it): the poisoning itself, after a kernel that writes out of bounds.
 // Built without HIP (RINGRT_HAVE_HIP undefined), the one case exits 77, which CTest reports as skipped.
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
@@ -29,7 +32,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -131,6 +133,61 @@ BOOST_AUTO_TEST_CASE(launch_blocks_cover_every_element_once) {
   BOOST_TEST(hl::launch_blocks(hl::kMaxElements) * hl::kBlockSize <= int64_t{0xffffffff});
 }
 
+// Size classes: 256-byte steps below 1 MiB, eight per doubling above; a class is its own class, never
+// smaller than the request, and wastes at most an eighth of it from 1 MiB on.
+BOOST_AUTO_TEST_CASE(cache_size_classes_and_caps) {
+  constexpr size_t MiB = size_t{1} << 20;
+  constexpr size_t GiB = size_t{1} << 30;
+  const std::vector<size_t> requests{0,       1,           256,         257,     MiB - 1,    MiB,
+                                     MiB + 1, 2 * MiB - 1, 2 * MiB + 1, 3 * MiB, 5 * GiB + 1};
+  const std::vector<size_t> classes{
+      256, 256, 256, 512, MiB, MiB, MiB + MiB / 8, 2 * MiB, 2 * MiB + MiB / 4, 3 * MiB, 5 * GiB + GiB / 2};
+  for (size_t i = 0; i < requests.size(); ++i)
+    BOOST_TEST(hl::cache_block_size(requests[i]) == classes[i], requests[i] << " bytes");
+  size_t prev = 0;
+  for (size_t bytes = 1; bytes < (size_t{1} << 34); bytes = bytes * 5 / 4 + 37) {
+    size_t block = hl::cache_block_size(bytes);
+    BOOST_TEST_CONTEXT(bytes << " bytes -> " << block) {
+      BOOST_TEST(block >= bytes);
+      BOOST_TEST(block % 256 == 0u);
+      BOOST_TEST(block >= prev);  // monotone
+      BOOST_TEST(hl::cache_block_size(block) == block);
+      if (bytes >= MiB) BOOST_TEST(block - bytes <= bytes / 8);
+    }
+    prev = block;
+  }
+  // The cap: blocks are kept while the total stays within it.
+  BOOST_TEST(hl::cache_keeps(0, 256, 1024));
+  BOOST_TEST(hl::cache_keeps(768, 256, 1024));
+  BOOST_TEST(!hl::cache_keeps(1024, 256, 1024));
+  BOOST_TEST(!hl::cache_keeps(0, 2048, 1024));
+  BOOST_TEST(!hl::cache_keeps(0, 256, 0));  // no cap set yet: nothing kept
+  size_t cached = 0, kept = 0;              // 100 MiB staging buffers under the pinned cap (256 MiB): two kept
+  for (int i = 0; i < 5; ++i) {
+    if (!hl::cache_keeps(cached, 100 * MiB, hl::kPinnedCacheCap)) continue;
+    cached += 100 * MiB;
+    ++kept;
+  }
+  BOOST_TEST(kept == 2u);
+  BOOST_TEST(hl::device_cache_cap(size_t{64} << 30, 1) == size_t{16} << 30);  // a quarter of the GPU
+  BOOST_TEST(hl::device_cache_cap(size_t{64} << 30, 4) == size_t{4} << 30);   // split among 4 logical devices
+  BOOST_TEST(hl::device_cache_cap(size_t{64} << 30, 0) == size_t{16} << 30);
+}
+
+// The errors of work a poisoned or shut-down device does not run name the device, the work and (when
+// poisoned) the first GPU error.
+BOOST_AUTO_TEST_CASE(poisoned_and_shut_down_messages) {
+  std::string first =
+      "HIP:1: hipEventSynchronize(event) failed at runtime/hip/hip_device.cpp:420: "
+      "hipErrorIllegalAddress (an illegal memory access was encountered) (after the launch of E_4)";
+  std::string poisoned = hl::poisoned_message("HIP:1", "copy of 8 bytes from HIP:0", first);
+  BOOST_TEST(poisoned.starts_with("HIP:1: copy of 8 bytes from HIP:0 not run: "));
+  BOOST_TEST(poisoned.find("unusable after an earlier GPU error") != std::string::npos);
+  BOOST_TEST(poisoned.ends_with(first));
+  BOOST_TEST(hl::shut_down_message("HIP:2", "host function") ==
+             "HIP:2: host function not run: the device was shut down first");
+}
+
 BOOST_AUTO_TEST_CASE(kernel_args_follow_render_hip_signature) {
   // (T* out, const U0* in0, ..., int dnum, long long n): pointers, then dnum, then n aligned to 8.
   int a = 0, b = 0, c = 0;
@@ -168,13 +225,7 @@ BOOST_AUTO_TEST_CASE(kernel_args_match_code_object_metadata) {
   BOOST_TEST_MESSAGE("a cubin has no AMDGPU metadata: checked on AMD builds only");
   return;
 #endif
-  std::string readelf;
-  for (const char* tool : {"llvm-readelf", "llvm-readelf-15", "llvm-readelf-14"}) {
-    if (std::system(fmt::format("command -v {} >/dev/null 2>&1", tool).c_str()) == 0) {
-      readelf = tool;
-      break;
-    }
-  }
+  std::string readelf = find_readelf();
   if (readelf.empty()) {
     BOOST_TEST_MESSAGE("llvm-readelf not found: the code object metadata is not checked");
     return;
@@ -192,27 +243,8 @@ BOOST_AUTO_TEST_CASE(kernel_args_match_code_object_metadata) {
     BOOST_TEST_CONTEXT(k.name << " with " << inputs << " inputs") {
       BOOST_REQUIRE_EQUAL(k.inputs.size(), inputs);
       std::filesystem::path hsaco = compiler.compile_to_path(codegen::render_hip(k), k.name);
-      std::string cmd = fmt::format("{} --notes '{}' 2>&1", readelf, hsaco.string());
-      std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-      BOOST_REQUIRE(pipe);
-      std::string notes;
-      char chunk[4096];
-      for (size_t got; (got = std::fread(chunk, 1, sizeof chunk, pipe.get())) > 0;) notes.append(chunk, got);
-      // One YAML map per argument, keys sorted (.offset before .size); hidden arguments, if any, last.
-      static const std::regex kField(R"(\n\s*(?:- )?\.(offset|size|kernarg_segment_size):\s+(\d+))");
-      std::vector<size_t> offsets, sizes;
-      size_t segment = 0;
-      for (std::sregex_iterator it(notes.begin(), notes.end(), kField), end; it != end; ++it) {
-        size_t v = std::stoul((*it)[2]);
-        std::string key = (*it)[1];
-        if (key == "offset") {
-          offsets.push_back(v);
-        } else if (key == "size") {
-          sizes.push_back(v);
-        } else {
-          segment = v;
-        }
-      }
+      std::string notes = read_notes(readelf, hsaco);
+      auto [offsets, sizes, segment] = kernel_arg_layout(notes);
       const size_t args = inputs + 3;  // out, the inputs, dnum, n
       BOOST_REQUIRE_MESSAGE(offsets.size() >= args && sizes.size() >= args, "expected " << args << " arguments in\n"
                                                                                         << notes);
@@ -258,6 +290,47 @@ BOOST_AUTO_TEST_CASE(allocate_and_copy_round_trip) {
     }
   }
   dev.synchronize();
+}
+
+// A freed block is cached as its size class (memory_stats().cached grows by the class, not the
+// request) and handed back for any request of that class.
+BOOST_AUTO_TEST_CASE(freed_blocks_are_cached_by_size_class) {
+  Device& dev = ringrt::device("HIP:0");
+  for (size_t bytes : {size_t{1000}, (size_t{1} << 20) + 1}) {
+    BOOST_TEST_CONTEXT(bytes << " bytes") {
+      size_t block = hl::cache_block_size(bytes);
+      void* p = dev.allocate(bytes);
+      int64_t cached = dev.memory_stats().cached;
+      dev.free(p, bytes);
+      BOOST_TEST(dev.memory_stats().cached - cached == static_cast<int64_t>(block));
+      BOOST_TEST(dev.allocate(block - 1) == p);  // another size of the same class
+      dev.free(p, block - 1);
+    }
+  }
+}
+
+// Shutdown does not run what is still queued: those Events fail at once with a DeviceError (while the
+// task the issuer is on, a host function blocked here, still finishes afterwards and succeeds).
+BOOST_AUTO_TEST_CASE(shutdown_fails_queued_work) {
+  std::unique_ptr<Device> dev = ringrt::make_hip_device(0);
+  std::atomic<bool> started{false}, release{false};
+  Event running = dev->submit(
+      [&] {
+        started = true;
+        while (!release) std::this_thread::sleep_for(1ms);
+      },
+      {});
+  while (!started) std::this_thread::sleep_for(1ms);
+  std::atomic<bool> ran{false};
+  Event queued = dev->submit([&] { ran = true; }, {});
+  Event copy = dev->copy_from(*dev, nullptr, nullptr, 0, {});
+  std::thread stopper([&] { dev.reset(); });  // waits for `running`, up to its deadline
+  for (const Event* e : {&queued, &copy})
+    BOOST_CHECK_EXCEPTION(e->wait_for(kWait), ringrt::DeviceError, message_has({"HIP:0", "not run", "shut down"}));
+  release = true;
+  stopper.join();
+  BOOST_TEST(running.wait_for(kWait));
+  BOOST_TEST(!ran.load());
 }
 
 BOOST_AUTO_TEST_CASE(kernels_match_interpreter) {
