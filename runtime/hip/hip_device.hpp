@@ -67,7 +67,7 @@
 // GPUs and cached process-wide (hip_memory.hpp peer_access: hipDeviceCanAccessPeer, then
 // hipDeviceEnablePeerAccess; access someone else enabled counts but is not ours; any failure is
 // logged once and cached as no access), then hipMemcpyPeerAsync on the copy stream. Without peer access
-// the bytes go through pinned host memory (hipHostMalloc, cached by size): GPU j -> host with a
+// the bytes go through pinned host memory (hipHostMalloc, cached by size class): GPU j -> host with a
 // synchronous hipMemcpy on the issuer, host -> this device with hipMemcpyAsync on the copy stream. From
 // a device of another backend (cpu), the bytes come from that device's copy_out into pinned memory,
 // then hipMemcpyAsync. A copy of 0 bytes enqueues nothing but still records its event, so its Event

@@ -1,7 +1,7 @@
 // The hip backend's memory and peer access (internal to runtime/hip/): a device's cache of hipMalloc
-// blocks, its pool of pinned host buffers for staged copies, and the process-wide peer-access table
-// keyed by GPU (hip_device.hpp "Memory", "Peer copies", "Logical devices"). Include only where HIP is
-// built (RINGRT_HAVE_HIP).
+// blocks, its pool of pinned host buffers, the copies staged through them, and the process-wide
+// peer-access table keyed by GPU (hip_device.hpp "Memory", "Peer copies", "Logical devices"). Include
+// only where HIP is built (RINGRT_HAVE_HIP).
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // The hip backend's building blocks (internal to runtime/hip/): the GPUs and the HIP devices on them,
 // the current-device guard, the event pool and the native event handle, loaded modules and compiled
-// kernels, and the exit-time flag after which no destructor calls HIP (hip_device.hpp "Teardown").
-// Memory and peer access are in hip_memory.hpp.
+// kernels, the Device handed out (DeviceOwner), and the exit-time flag after which no destructor
+// calls HIP (hip_device.hpp "Teardown"). Memory and peer access are in hip_memory.hpp.
 #pragma once
 
 #include <atomic>
