@@ -3,7 +3,7 @@
 # runtime/hip/ and codegen/hiprtc_compiler.cpp are one source for two platforms, chosen at configure
 # time with RINGRT_GPU_PLATFORM:
 #   amd     the HIP runtime and hipRTC (Debian's HIP packages; the default)
-#   nvidia  the CUDA runtime and NVRTC (the CUDA toolkit: CUDA_HOME, or nvcc on PATH), their names mapped
+#   nvidia  the CUDA runtime and NVRTC (the CUDA toolkit: CUDAToolkit_ROOT, CUDA_HOME, or nvcc on PATH), mapped
 #           onto HIP's by runtime/hip/hip_platform.hpp and codegen/rtc_platform.hpp
 # Those are the GPU platform sources (RINGRT_GPU_SOURCES); every other source is platform-neutral and
 # compiled once, into the object library ringrt_core. A build for one platform therefore builds the
@@ -24,9 +24,17 @@ endif()
 # Debian's hip-config.cmake fails unless hipcc is installed; QUIET keeps HIP optional.
 # hipRTC lives inside libamdhip64 in ROCm 5.2, so hip::host is all that is needed.
 find_package(hip CONFIG QUIET)
+# CMake's FindCUDAToolkit reads CUDAToolkit_ROOT and nvcc on PATH, not CUDA_HOME: map it.
+if(NOT DEFINED CUDAToolkit_ROOT AND DEFINED ENV{CUDA_HOME})
+  set(CUDAToolkit_ROOT "$ENV{CUDA_HOME}")
+endif()
 find_package(CUDAToolkit QUIET)  # CUDA::cudart_static, CUDA_nvrtc_LIBRARY
 set(RINGRT_GPU_FOUND_amd ${hip_FOUND})
-set(RINGRT_GPU_FOUND_nvidia ${CUDAToolkit_FOUND})
+if(CUDAToolkit_FOUND AND CUDA_nvrtc_LIBRARY)
+  set(RINGRT_GPU_FOUND_nvidia TRUE)
+else()
+  set(RINGRT_GPU_FOUND_nvidia FALSE)  # no toolkit, or one without NVRTC
+endif()
 
 # The sources (relative to the repository root) that include a platform's headers.
 function(ringrt_split_gpu_sources all_var gpu_var)

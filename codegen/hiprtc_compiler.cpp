@@ -42,14 +42,17 @@ std::vector<std::string> supported_targets() {
   return out;
 }
 
-// "sm_90", or "sm_90a" (the arch-specific features of sm_90).
+// "sm_90", or "sm_90a" (sm_90's arch-specific features; NVRTC has them from sm_90 on, no sm_80a), spelled
+// as NVRTC spells them (no leading zero), for an XY that NVRTC lists.
 bool supports(std::string_view arch) {
   if (!arch.starts_with("sm_")) return false;
   std::string_view digits = arch.substr(3);
-  if (digits.ends_with('a')) digits.remove_suffix(1);
+  bool specific = digits.ends_with('a');
+  if (specific) digits.remove_suffix(1);
+  if (digits.empty() || digits.front() == '0') return false;
   int number = 0;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
-  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) return false;
+  if (ec != std::errc() || end != digits.data() + digits.size() || (specific && number < 90)) return false;
   for (int a : nvrtc_archs())
     if (a == number) return true;
   return false;
@@ -60,19 +63,22 @@ bool supports(std::string_view arch) {
 struct AmdTarget {
   std::string_view name;
   int since;  // HIP_VERSION of the first ROCm release whose hipRTC compiles it (major*10^7 + minor*10^5)
+  std::array<std::string_view, 2> features;  // the target features it takes, in target-ID order
 };
 constexpr int rocm(int major, int minor) { return major * 10000000 + minor * 100000; }
+// Features from LLVM's AMDGPU processor table: a feature the target lacks (gfx1030:xnack+) makes
+// Debian's hipRTC abort the process, so it is refused here like an unknown target.
 constexpr std::array<AmdTarget, 10> kAmdTargets{{
-    {"gfx906", rocm(5, 0)},
-    {"gfx908", rocm(5, 0)},
-    {"gfx90a", rocm(5, 0)},
-    {"gfx1030", rocm(5, 0)},
-    {"gfx1100", rocm(5, 5)},
-    {"gfx1101", rocm(5, 5)},
-    {"gfx1102", rocm(5, 5)},
-    {"gfx942", rocm(6, 0)},
-    {"gfx1200", rocm(6, 4)},
-    {"gfx950", rocm(7, 0)},
+    {"gfx906", rocm(5, 0), {"sramecc", "xnack"}},
+    {"gfx908", rocm(5, 0), {"sramecc", "xnack"}},
+    {"gfx90a", rocm(5, 0), {"sramecc", "xnack"}},
+    {"gfx1030", rocm(5, 0), {}},
+    {"gfx1100", rocm(5, 5), {}},
+    {"gfx1101", rocm(5, 5), {}},
+    {"gfx1102", rocm(5, 5), {}},
+    {"gfx942", rocm(6, 0), {"sramecc", "xnack"}},
+    {"gfx1200", rocm(6, 4), {}},
+    {"gfx950", rocm(7, 0), {"sramecc", "xnack"}},
 }};
 
 std::vector<std::string> supported_targets() {
@@ -82,24 +88,26 @@ std::vector<std::string> supported_targets() {
   return out;
 }
 
-bool valid_feature(std::string_view f) {  // "sramecc+", "xnack-"
-  if (f.size() < 2 || (f.back() != '+' && f.back() != '-')) return false;
-  std::string_view name = f.substr(0, f.size() - 1);
-  return name == "sramecc" || name == "xnack";
-}
-
-// "gfx90a", optionally with target features: "gfx90a:sramecc+:xnack-".
+// "gfx90a", optionally with the target's features, each once, in order, + or -: "gfx90a:sramecc+:xnack-".
 bool supports(std::string_view arch) {
   size_t colon = arch.find(':');
   std::string_view base = arch.substr(0, colon);
-  bool known = false;
-  for (const AmdTarget& t : kAmdTargets) known = known || (t.name == base && HIP_VERSION >= t.since);
-  while (known && colon != std::string_view::npos) {
+  const AmdTarget* target = nullptr;
+  for (const AmdTarget& t : kAmdTargets)
+    if (t.name == base && HIP_VERSION >= t.since) target = &t;
+  if (!target) return false;
+  size_t next = 0;  // features before this index were given or passed over
+  while (colon != std::string_view::npos) {
     arch = arch.substr(colon + 1);
     colon = arch.find(':');
-    known = valid_feature(arch.substr(0, colon));
+    std::string_view f = arch.substr(0, colon);
+    if (f.size() < 2 || (f.back() != '+' && f.back() != '-')) return false;
+    f.remove_suffix(1);
+    while (next < target->features.size() && target->features[next] != f) ++next;
+    if (next == target->features.size() || f.empty()) return false;
+    ++next;
   }
-  return known;
+  return true;
 }
 
 #endif

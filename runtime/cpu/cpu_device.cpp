@@ -202,12 +202,13 @@ class CpuDevice : public Device {
       if (queue_.empty() && !busy_) {
         busy_ = true;  // later tasks queue behind this one: the device stays in order
         lock.unlock();
-        execute(t);
+        std::exception_ptr error = execute(t);
         lock.lock();
         busy_ = false;
         bool more = !queue_.empty();
         lock.unlock();
         if (more) cv_.notify_one();
+        t.done.set_done(error);
         return e;
       }
     }
@@ -220,18 +221,19 @@ class CpuDevice : public Device {
     return e;
   }
 
-  // Waits for the task's events, runs it and completes its event with its error, if any.
-  static void execute(Task& t) {
-    std::exception_ptr error;
+  // Waits for the task's events and runs it; returns its error, if any. The caller completes t.done
+  // after marking the device idle, so whoever a task's event wakes finds the device free (a small item
+  // it launches next runs inline, and "the event is done" means "the device is done with it").
+  static std::exception_ptr execute(Task& t) {
     try {
       for (const Event& e : t.after)
         while (!e.wait_for(std::chrono::milliseconds(100))) {
         }
       t.fn();
     } catch (...) {
-      error = std::current_exception();
+      return std::current_exception();
     }
-    t.done.set_done(error);
+    return nullptr;
   }
 
   // The in-order queue: one task at a time, each after the events it waits for.
@@ -246,9 +248,12 @@ class CpuDevice : public Device {
         queue_.pop_front();
         busy_ = true;
       }
-      execute(t);
-      std::lock_guard<std::mutex> lock(mu_);
-      busy_ = false;
+      std::exception_ptr error = execute(t);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        busy_ = false;
+      }
+      t.done.set_done(error);
     }
   }
 

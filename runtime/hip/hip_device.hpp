@@ -111,7 +111,8 @@ namespace ringrt {
 // applies; on NVIDIA, CUDA_VISIBLE_DEVICES), or, when runtime.hip_logical_devices
 // (RINGRT_HIP_LOGICAL_DEVICES, rewrite/params.hpp) is n > 0, n logical devices on those GPUs in turn
 // (HIP:i on GPU hip_physical_gpu(i, gpus)). Empty when there is no GPU, whatever the tunable: when
-// hipGetDeviceCount reports none, hipErrorNoDevice or hipErrorInsufficientDriver.
+// hipGetDeviceCount reports none, or an error that means no GPU (hip_platform.hpp no_gpu_error: no
+// device, no driver; on NVIDIA also the toolkit's stub driver).
 // Queried once per process and cached: the tunable is read at the first call (of this function, of
 // the registry's "HIP" backend or of make_hip_device) and later changes are ignored. Throws DeviceError
 // for any other hipGetDeviceCount error, ConfigError for a malformed RINGRT_HIP_LOGICAL_DEVICES (the

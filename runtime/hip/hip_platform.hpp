@@ -26,6 +26,9 @@ namespace ringrt::hip_detail {
 // The compile target of a device for the GPU compiler: its gcnArchName, e.g. "gfx90a:sramecc+:xnack-".
 inline std::string gpu_arch_name(const hipDeviceProp_t& props) { return props.gcnArchName; }
 
+// True for a device-count error that means "no GPU here" rather than a fault.
+inline bool no_gpu_error(hipError_t rc) { return rc == hipErrorNoDevice || rc == hipErrorInsufficientDriver; }
+
 }  // namespace ringrt::hip_detail
 
 #else  // RINGRT_GPU_NVIDIA
@@ -173,6 +176,12 @@ namespace ringrt::hip_detail {
 // e.g. "sm_90" (CUDA has no gcnArchName).
 inline std::string gpu_arch_name(const hipDeviceProp_t& props) {
   return "sm_" + std::to_string(props.major) + std::to_string(props.minor);
+}
+
+// True for a device-count error that means "no GPU here" rather than a fault: no device, no driver or
+// one too old, or the toolkit's stub libcuda.so found where the driver should be (CI containers).
+inline bool no_gpu_error(hipError_t rc) {
+  return rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver || rc == cudaErrorStubLibrary;
 }
 
 }  // namespace ringrt::hip_detail

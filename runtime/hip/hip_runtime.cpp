@@ -137,7 +137,7 @@ const HipTopology& hip_topology() {
   static const HipTopology topology = [] {
     HipTopology t;
     hipError_t rc = hipGetDeviceCount(&t.gpus);
-    if (rc == hipErrorNoDevice || rc == hipErrorInsufficientDriver) {
+    if (hip_detail::no_gpu_error(rc)) {
       (void)hipGetLastError();  // leave no sticky error behind for later callers
       return HipTopology{};
     }

@@ -27,7 +27,8 @@ using namespace ringrt::codegen;
 #ifdef RINGRT_TEST_NVIDIA
 // Targets this build compiles for and refuses (NVIDIA: the sm_XY NVRTC lists; CUDA 13 dropped sm_50..72).
 const std::vector<std::string> kSupported{"sm_90", "sm_90a", "sm_80", "sm_100"};
-const std::vector<std::string> kRefused{"sm_50", "sm_9", "sm_90b", "sm_", "gfx90a", "", "sm_90:xnack+"};
+const std::vector<std::string> kRefused{"sm_50",        "sm_9",   "sm_90b", "sm_",    "gfx90a", "",
+                                        "sm_90:xnack+", "sm_090", "sm_80a", "sm_75a", "SM_90"};
 const std::vector<std::string> kRefusedCompiles{"sm_50", "gfx90a"};
 constexpr std::string_view kTargetOption = "--gpu-architecture=sm_90a";
 constexpr std::string_view kNoContraction = "--fmad=false";

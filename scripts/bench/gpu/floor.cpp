@@ -11,6 +11,7 @@
 // (GB/s; busbw = algbw * 2(n-1)/n, as rccl-tests) on stdout. Exit 2 for bad arguments, 1 for a failed
 // HIP call or no GPU, with the call on stderr.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,11 +33,13 @@ namespace {
     if (floor_rc_ != hipSuccess) fail(#call, floor_rc_); \
   } while (0)
 
-long long parse_size(const char* text) {
+// A positive integer of at most `max`; exit 2 otherwise (overflow included).
+long long parse_size(const char* text, long long max = (1LL << 50)) {
   char* end = nullptr;
+  errno = 0;
   long long v = std::strtoll(text, &end, 10);
-  if (!end || *end != '\0' || v <= 0) {
-    std::fprintf(stderr, "ringrt_gpu_floor: '%s' is not a positive integer\n", text);
+  if (!end || end == text || *end != '\0' || errno == ERANGE || v <= 0 || v > max) {
+    std::fprintf(stderr, "ringrt_gpu_floor: '%s' is not an integer in [1, %lld]\n", text, max);
     std::exit(2);
   }
   return v;
@@ -80,7 +83,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   size_t bytes = static_cast<size_t>(parse_size(argv[1]));
-  int reps = static_cast<int>(parse_size(argv[2]));
+  int reps = static_cast<int>(parse_size(argv[2], 1000));
   std::vector<long long> ndevs, sizes;
   bool after_dashes = false;
   for (int i = 3; i < argc; ++i) {
