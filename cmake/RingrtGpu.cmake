@@ -23,7 +23,9 @@ endif()
 
 # Debian's hip-config.cmake fails unless hipcc is installed; QUIET keeps HIP optional.
 # hipRTC lives inside libamdhip64 in ROCm 5.2, so hip::host is all that is needed.
-find_package(hip CONFIG QUIET)
+if(RINGRT_GPU_PLATFORM STREQUAL "amd")
+  find_package(hip CONFIG QUIET)
+endif()
 # CMake's FindCUDAToolkit reads CUDAToolkit_ROOT and nvcc on PATH, not CUDA_HOME: map it.
 if(NOT DEFINED CUDAToolkit_ROOT AND DEFINED ENV{CUDA_HOME})
   set(CUDAToolkit_ROOT "$ENV{CUDA_HOME}")
@@ -32,6 +34,7 @@ find_package(CUDAToolkit QUIET)  # CUDA::cudart_static, CUDA_nvrtc_LIBRARY
 set(RINGRT_GPU_FOUND_amd ${hip_FOUND})
 if(CUDAToolkit_FOUND AND CUDA_nvrtc_LIBRARY)
   set(RINGRT_GPU_FOUND_nvidia TRUE)
+  message(STATUS "ringrt: CUDA toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_BIN_DIR}/.., NVRTC ${CUDA_nvrtc_LIBRARY}")
 else()
   set(RINGRT_GPU_FOUND_nvidia FALSE)  # no toolkit, or one without NVRTC
 endif()

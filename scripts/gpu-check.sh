@@ -2,12 +2,13 @@
 # The GPU check (issue 16), for a machine with a GPU: an NVIDIA one with the CUDA toolkit (PRESET=nvidia,
 # the default) or an AMD one with ROCm (PRESET=dev). In one run it
 #   1. builds the preset's ringrt, its GPU tests and ringrt_gpu_floor,
-#   2. runs the gpu-labelled tests with LOGICAL logical devices (RINGRT_HIP_LOGICAL_DEVICES),
+#   2. checks that HIP devices exist, then runs the gpu-labelled tests with LOGICAL logical devices
+#      (RINGRT_HIP_LOGICAL_DEVICES),
 #   3. sweeps `ringrt run configs/gpu.yaml` (1 KiB to 1 GiB per device, every value checked: #wrong) with
 #      naive, ring, all2all and auto (the default thresholds),
 #   4. measures the floor of an allreduce on that GPU: device-to-device copy bandwidth (ringrt_gpu_floor).
 # Usage: OUT=DIR [PRESET=nvidia] [LOGICAL=4] [JOBS=$(nproc)] scripts/gpu-check.sh
-# Writes DIR/env.txt, build.log, gpu-tests.log, sweep-<algorithm>.{txt,csv}, floor.txt (after its command line, the CSV rows). A failed step is
+# Writes DIR/env.txt, build.log, devices.txt, gpu-tests.log, sweep-<algorithm>.{txt,csv}, floor.txt (after its command line, the CSV rows). A failed step is
 # reported and the others still run; exit status 1 when any step failed, else 0.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,8 @@ step build "$OUT/build.log" cmake --build --preset "$PRESET" -j "$JOBS" \
 bin="build/$PRESET"
 
 export RINGRT_HIP_LOGICAL_DEVICES="$LOGICAL"
+# A GPU must be there: otherwise the gpu tests all skip and would read as passed.
+step devices "$OUT/devices.txt" "$bin/ringrt" config configs/gpu.yaml --set backend=hip --dump
 step gpu-tests "$OUT/gpu-tests.log" ctest --test-dir "$bin" -L gpu --timeout 300 --output-on-failure
 
 sizes=()
@@ -57,4 +60,5 @@ for algo in naive ring all2all auto; do
     "${sets[@]}" --csv "$OUT/sweep-$algo.csv"
 done
 step floor "$OUT/floor.txt" "$bin/ringrt_gpu_floor" 1073741824 5 "$LOGICAL" -- "${sizes[@]}"
+if ((status == 0)); then echo "gpu-check: every step passed; results in $OUT" >&2; else echo "gpu-check: FAILED (the steps marked !! above); logs in $OUT" >&2; fi
 exit "$status"

@@ -23,7 +23,9 @@
 namespace {
 
 [[noreturn]] void fail(const char* call, hipError_t rc) {
-  std::fprintf(stderr, "ringrt_gpu_floor: %s failed: %s (%s)\n", call, hipGetErrorName(rc), hipGetErrorString(rc));
+  std::string name = hipGetErrorName(rc), text = hipGetErrorString(rc);  // ROCm 5.2 often gives the name twice
+  std::fprintf(stderr, "ringrt_gpu_floor: %s failed: %s\n", call,
+               (name == text ? name : name + " (" + text + ")").c_str());
   std::exit(1);
 }
 
