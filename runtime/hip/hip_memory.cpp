@@ -13,6 +13,20 @@
 
 namespace ringrt::hip_detail {
 
+namespace {
+
+// A kept block of size class `block` from `kept`, or null; `cached` (the bytes kept) drops by it.
+void* take_kept(std::map<size_t, std::vector<void*>>& kept, size_t block, size_t& cached) {
+  auto it = kept.find(block);
+  if (it == kept.end() || it->second.empty()) return nullptr;
+  void* p = it->second.back();
+  it->second.pop_back();
+  cached -= block;
+  return p;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // device memory
 
@@ -25,11 +39,7 @@ void* BlockCache::allocate(size_t bytes) {
   size_t block = hip_launch::cache_block_size(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_blocks_.find(block);
-    if (it != free_blocks_.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
-      cached_ -= block;
+    if (void* p = take_kept(free_blocks_, block, cached_)) {
       memory_.allocated(bytes, block);
       return p;
     }
@@ -96,13 +106,7 @@ void* PinnedPool::take(size_t bytes) {
   size_t block = hip_launch::cache_block_size(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = pinned_.find(block);
-    if (it != pinned_.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
-      cached_ -= block;
-      return p;
-    }
+    if (void* p = take_kept(pinned_, block, cached_)) return p;
   }
   void* p = nullptr;
   hipError_t rc = hipHostMalloc(&p, block, hipHostMallocDefault);
