@@ -44,11 +44,15 @@ set(RINGRT_TEST_COSTS
 # the interpreter, keep the default -O3 that users run, so the optimized code stays checked too.
 set(RINGRT_TEST_KERNELS_AT_O3 codegen_test_matrix_kernels codegen_test_fuzz rewrite_rules_test_allreduce)
 
-# Options every test target gets, through an INTERFACE library.
-add_library(ringrt_test_options INTERFACE)
-target_link_libraries(ringrt_test_options INTERFACE ringrt Boost::unit_test_framework)
-target_compile_definitions(ringrt_test_options INTERFACE
+# Options every test target gets, through INTERFACE libraries: ringrt_test_flags (Boost.Test, flags,
+# linker), and ringrt_test_options = those + the library under test, ringrt, with its GPU platform. The
+# nvrtc tests below take the flags with ringrt_nvidia instead.
+add_library(ringrt_test_flags INTERFACE)
+target_link_libraries(ringrt_test_flags INTERFACE Boost::unit_test_framework)
+target_compile_definitions(ringrt_test_flags INTERFACE
   BOOST_TEST_DYN_LINK RINGRT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")   # for configs/, reference/
+add_library(ringrt_test_options INTERFACE)
+target_link_libraries(ringrt_test_options INTERFACE ringrt ringrt_test_flags)
 if(RINGRT_WITH_HIP)
   ringrt_gpu_test_options(ringrt_test_options INTERFACE ${RINGRT_GPU_PLATFORM})  # tests may call the platform
 endif()
@@ -57,22 +61,22 @@ endif()
 # does little work at run time, and a failure names its file:line through Boost.Test's own macros. The
 # test objects of a clean dev build on 2 cores: 320 CPU s at -O1 -g1, 233 at -O0 -g0. The library under
 # test keeps the build type's flags; step through a test in the asan preset (Debug, -g).
-target_compile_options(ringrt_test_options INTERFACE $<$<CONFIG:RelWithDebInfo>:-O0 -g0>)
+target_compile_options(ringrt_test_flags INTERFACE $<$<CONFIG:RelWithDebInfo>:-O0 -g0>)
 # g++ 12 reports false -Warray-bounds and -Wstringop-overflow inside std::string's char_traits (GCC bug
 # 105329) in optimized test code with the precompiled header (the release preset); the library keeps them.
-target_compile_options(ringrt_test_options INTERFACE $<$<CXX_COMPILER_ID:GNU>:-Wno-array-bounds -Wno-stringop-overflow>)
+target_compile_options(ringrt_test_flags INTERFACE $<$<CXX_COMPILER_ID:GNU>:-Wno-array-bounds -Wno-stringop-overflow>)
 # lld (else gold) links the test programs faster than ld.bfd; each links the whole static library.
 include(CheckLinkerFlag)
 foreach(linker lld gold)
   check_linker_flag(CXX "-fuse-ld=${linker}" RINGRT_TEST_LINKER_${linker})
   if(RINGRT_TEST_LINKER_${linker})
-    target_link_options(ringrt_test_options INTERFACE "-fuse-ld=${linker}")
+    target_link_options(ringrt_test_flags INTERFACE "-fuse-ld=${linker}")
     break()
   endif()
 endforeach()
 if(rapidcheck_FOUND)
-  target_link_libraries(ringrt_test_options INTERFACE rapidcheck rapidcheck_boost_test)
-  target_compile_definitions(ringrt_test_options INTERFACE RINGRT_HAVE_RAPIDCHECK=1)
+  target_link_libraries(ringrt_test_flags INTERFACE rapidcheck rapidcheck_boost_test)
+  target_compile_definitions(ringrt_test_flags INTERFACE RINGRT_HAVE_RAPIDCHECK=1)
 endif()
 
 file(GLOB RINGRT_TEST_SUPPORT_SOURCES CONFIGURE_DEPENDS test/support/*.cpp)
@@ -137,10 +141,8 @@ if(TARGET ringrt_nvidia)
     get_filename_component(stem "${src}" NAME_WE)
     set(target "nvrtc_${stem}")
     add_executable(${target} test/${src} test/support/test_main.cpp)
-    target_link_libraries(${target} PRIVATE ringrt_nvidia Boost::unit_test_framework)
-    target_compile_definitions(${target} PRIVATE BOOST_TEST_DYN_LINK RINGRT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+    target_link_libraries(${target} PRIVATE ringrt_nvidia ringrt_test_flags)
     ringrt_gpu_test_options(${target} PRIVATE nvidia)
-    target_compile_options(${target} PRIVATE $<$<CONFIG:RelWithDebInfo>:-O0 -g0>)
     set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc")
     ringrt_warnings(${target})
     boost_test_discover_tests(${target} LABELS nvrtc GROUP_DATA_CASES "^matrix_kernels_compile$"
