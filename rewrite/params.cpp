@@ -40,6 +40,8 @@ constexpr bool accepts(ParamParser p) {
     case ParamKind::command:
     case ParamKind::folder:
       return std::is_same_v<T, std::string>;
+    case ParamKind::choice:
+      return std::is_same_v<T, std::string> && !p.choices.empty();
   }
   return false;
 }
@@ -82,6 +84,21 @@ std::vector<std::string> parse_devices(std::string_view key, std::string_view te
   return out;
 }
 
+// One of the words of p.choices, exactly; else "expected leader or reduce_scatter" (a, b or c).
+std::string parse_choice(ParamParser p, std::string_view key, std::string_view text, std::string_view where) {
+  std::vector<std::string_view> words;
+  for (size_t start = 0; start <= p.choices.size();) {
+    size_t bar = std::min(p.choices.find('|', start), p.choices.size());
+    words.push_back(p.choices.substr(start, bar - start));
+    start = bar + 1;
+  }
+  if (std::find(words.begin(), words.end(), text) != words.end()) return std::string(text);
+  std::string expected(words.back());
+  if (words.size() > 1)
+    expected = fmt::format("{} or {}", fmt::join(words.begin(), words.end() - 1, ", "), words.back());
+  bad_value(where, key, expected, text);
+}
+
 Parsed parse(ParamParser p, std::string_view key, std::string_view text, ParamSource source, std::string_view where) {
   switch (p.kind) {
     case ParamKind::integer:
@@ -103,6 +120,8 @@ Parsed parse(ParamParser p, std::string_view key, std::string_view text, ParamSo
     case ParamKind::folder:
       if (text.empty()) bad_value(where, key, p.kind == ParamKind::command ? "a command" : "a folder", text);
       return std::string(text);
+    case ParamKind::choice:
+      return parse_choice(p, key, text, where);
   }
   throw InternalError(fmt::format("parse: unknown kind for '{}'", key));
 }

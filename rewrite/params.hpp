@@ -40,14 +40,17 @@ enum class ParamKind {
   devices,   // device names "KIND:i", comma-separated in text, a list in YAML
   command,   // a shell command (never from a YAML file); an empty environment value counts as unset
   folder,    // a folder (never from a YAML file); an empty environment value counts as unset
+  choice,    // exactly one of the words of `choices`
 };
 struct ParamParser {
   ParamKind kind;
   int64_t lo = 0, hi = 0;       // integer bounds
   double min_s = 0, max_s = 0;  // seconds bounds
+  std::string_view choices{};   // choice: the accepted words, separated by '|'
 };
 constexpr ParamParser int_in(int64_t lo, int64_t hi) { return {ParamKind::integer, lo, hi}; }
 constexpr ParamParser seconds_in(double lo, double hi) { return {ParamKind::seconds, 0, 0, lo, hi}; }
+constexpr ParamParser one_of(std::string_view choices) { return {ParamKind::choice, 0, 0, 0, 0, choices}; }
 inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::switch01},
     kDeviceList{ParamKind::devices}, kCommand{ParamKind::command}, kFolder{ParamKind::folder};
 
@@ -58,6 +61,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(int, all2all, "allreduce.all2all", "ALL2ALL", 0, int_in(0, 2), "all2all allreduce, same levels as ring; wins over ring") \
   X(int64_t, ring_threshold, "allreduce.ring_threshold", "RING_ALLREDUCE_THRESHOLD", 256000, int_in(0, INT64_MAX), "elements above which ring/all2all level 1 applies (tinygrad's empirical crossover)") \
   X(std::vector<std::string>, reduce_leaders, "allreduce.reduce_leaders", "REDUCE_LEADERS", {}, kDeviceList, "devices that lead their group (comma list in env)") \
+  X(std::string, hierarchical, "allreduce.hierarchical", "RINGRT_HIERARCHICAL", "leader", one_of("leader|reduce_scatter"), "form of the allreduce over device groups: leader (reduce onto each group's leader, allreduce across leaders, broadcast) or reduce_scatter (reduce-scatter in each group, allreduce of each share across groups, allgather)") \
   X(bool, cast, "allreduce.cast", "ALLREDUCE_CAST", true, kBoolean, "float16/bfloat16 allreduce copies stay 16-bit; 0 promotes to float32") \
   X(int, debug, "debug", "DEBUG", 0, int_in(0, 10), ">= 2 prints one line per allreduce: algorithm, ndev x numel, dtype")
 #define RINGRT_RUNTIME_PARAMS(X) \

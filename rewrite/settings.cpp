@@ -67,6 +67,7 @@ void validate(const AllreduceSettings& s) {
   check(s.ring_threshold >= 0, fmt::format("ring_threshold must be >= 0, got {}", s.ring_threshold));
   check(s.debug >= 0, fmt::format("debug must be >= 0, got {}", s.debug));
   AllreduceSettings probe;
+  set_tunable(probe, "allreduce.hierarchical", s.hierarchical, "AllreduceSettings");
   for (const auto& d : s.reduce_leaders) set_tunable(probe, "allreduce.reduce_leaders", d, "AllreduceSettings");
   for (const auto& [d, g] : s.groups) set_tunable(probe, "allreduce.reduce_leaders", d, "AllreduceSettings::groups");
 }

@@ -79,6 +79,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"allreduce.all2all", "ALL2ALL"},
       {"allreduce.ring_threshold", "RING_ALLREDUCE_THRESHOLD"},
       {"allreduce.reduce_leaders", "REDUCE_LEADERS"},
+      {"allreduce.hierarchical", "RINGRT_HIERARCHICAL"},
       {"allreduce.cast", "ALLREDUCE_CAST"},
       {"debug", "DEBUG"},
       {"runtime.peer_reads", "RINGRT_PEER_READS"},
@@ -102,6 +103,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
   BOOST_TEST(find_tunable("runtime.watchdog_s")->default_value == "60");
   BOOST_TEST(find_tunable("allreduce.reduce_leaders")->default_value == "[]");
   BOOST_TEST(find_tunable("runtime.cxx")->default_value == "g++");
+  BOOST_TEST(find_tunable("allreduce.hierarchical")->default_value == "leader");
   BOOST_TEST(find_tunable("runtime") == nullptr);
 }
 
@@ -158,6 +160,13 @@ BOOST_AUTO_TEST_CASE(values_parse_with_clear_errors) {
              "f.yaml:2:3: key 'allreduce.cast': expected true or false (1 or 0), got 'maybe'");
   BOOST_TEST(set("allreduce.reduce_leaders", "CPU:0,GPU") ==
              "f.yaml:2:3: key 'allreduce.reduce_leaders': expected device names like CPU:0 or HIP:2, got 'GPU'");
+  BOOST_TEST(set("allreduce.hierarchical", "reduce_scatter") == "");
+  BOOST_TEST(a.hierarchical == "reduce_scatter");
+  for (const char* bad : {"ring", "Leader", "leader|reduce_scatter", ""})
+    BOOST_TEST(
+        set("allreduce.hierarchical", bad) ==
+            fmt::format("f.yaml:2:3: key 'allreduce.hierarchical': expected leader or reduce_scatter, got '{}'", bad),
+        bad);
   BOOST_TEST(set("runtime.cache_dir", "") == "f.yaml:2:3: key 'runtime.cache_dir': expected a folder, got ''");
   BOOST_TEST(set("runtime.nope", "1") == "f.yaml:2:3: unknown setting 'runtime.nope'");
   BOOST_TEST(error_of([&] { set_tunable(a, "runtime.peer_reads", "1", "code"); }) ==
