@@ -22,8 +22,10 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
       if (settings.debug >= 2) {
         std::string name = algo;
         for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        std::cerr << fmt::format("{} ALLREDUCE {}x{} | {}\n", name, u.src(0).device().count(), prod(u.shape()),
-                                 dtype_name(u.dtype()));
+        // the reduce_scatter form asked for but not given: the groups differ in size (allreduce.cpp)
+        bool fallback = algo == "hierarchical" && settings.hierarchical == "reduce_scatter";
+        std::cerr << fmt::format("{} ALLREDUCE {}x{} | {}{}\n", name, u.src(0).device().count(), prod(u.shape()),
+                                 dtype_name(u.dtype()), fallback ? " | leader form: groups of unequal size" : "");
       }
     }
   }

@@ -21,7 +21,9 @@ struct Lowered {
 };
 
 // Lowers logical roots to per-device graphs: multi_pm, then replace_allreduce. With settings.debug >= 2
-// prints one line per allreduce to stderr. Throws ShapeError for impossible sharding.
+// prints one line per allreduce to stderr: "RING ALLREDUCE 4x400 | float32" (the algorithm of
+// allreduce_algorithm, upper case; a hierarchical allreduce that asked for the reduce_scatter form but
+// has groups of unequal size ends "| leader form: groups of unequal size"). Throws ShapeError for impossible sharding.
 Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& settings,
                     const RewriteOptions& options = {});
 

@@ -10,11 +10,36 @@
 //   2n(n-1) copies, each over a ring edge.
 // - all2all: device i pulls chunk i from every other device and reduces it, then pushes the result
 //   to all: 2n(n-1) copies, fewer serial steps than ring.
-// - hierarchical: with device groups, reduce inside each group onto its leader (leaders first), allreduce
-//   across the leaders, broadcast back inside each group.
+// - hierarchical: with device groups (settings.groups: several groups, one of them of more than one
+//   device), in the form allreduce.hierarchical names:
+//   leader ("hierarchical"): reduce inside each group onto its leader (leaders first), allreduce across
+//     the leaders, broadcast back inside each group.
+//   reduce_scatter ("hierarchical_rs"; Horovod's hierarchical allreduce, NCCL's reduce-scatter, network
+//     allreduce, allgather): m groups of k devices, device j of a group its j-th in device_groups' order.
+//     Device j pulls chunk j (allreduce_chunks into k) of its group's buffers and reduces it; each chunk
+//     j is allreduced across the m devices j by a nested ALLREDUCE (naive, ring or all2all as chosen for
+//     it), the k of them independent; each group allgathers its k chunks. It needs groups of one size:
+//     groups of unequal size get the leader form (the DEBUG line says so).
 // Choice (tinygrad's): all2all when ALL2ALL >= 2, or ALL2ALL >= 1 with n > 2 and numel > threshold;
 // else ring likewise with RING; else naive. 256000 elements is tinygrad's empirical crossover below
 // which ring's extra kernel launches and chunk reassembly lose to naive.
+// Cost of the hierarchical forms (alpha-beta model, bandwidth terms): m groups of k devices, S bytes per
+// device; each device sends and receives at B_intra inside its group and at B_net to other groups, both
+// directions and all its links at once; a bandwidth-optimal allreduce of X bytes over p devices takes
+// 2(p-1)/p X/B.
+//   leader:         T = 2(k-1) S/B_intra + 2(m-1)/m S/B_net
+//     the leader takes in (k-1) buffers of S, later sends out (k-1); one device per group uses the network.
+//   reduce_scatter: T = 2(k-1)/k S/B_intra + 2(m-1)/m S/(k B_net)
+//     each device moves (k-1)/k S in and out in each group phase; all k devices of a group allreduce
+//     their S/k share over the network at once.
+// (On a full mesh with a link of B_link per pair the group terms are 2S/B_link and 2S/(k B_link).)
+// reduce_scatter divides the group term by k, and the network term by k when every device has its own
+// network path; when the k devices of a group share one path of B_net per group, both forms' network
+// terms are 2(m-1)/m S/B_net. Its price is copies and launches: 2k(k-1) copies per group and k network
+// allreduces against 2(k-1) copies per group and one, so the leader form wins while S is small enough for
+// per-copy latency to dominate, reduce_scatter once S is bandwidth-bound (by up to k). Across the m
+// leaders naive (m(m-1) copies of S) equals the bandwidth-optimal term for m = 2. Not measured: on the
+// cpu backend every device shares one memory, so neither B_intra nor B_net exists there.
 // The reduction uses the op's own combine (ADD, MUL, MAX, MIN); the reassembly of the disjoint chunks
 // selects each element from its chunk (never a sum with zeros, which would turn -0.0 into +0.0).
 #include <fmt/format.h>
@@ -39,9 +64,12 @@ int group_of(const AllreduceSettings& s, const std::string& dev) {
   return it == s.groups.end() ? -1 : it->second;
 }
 
+// Group id and the indices of its devices in the tuple.
+using Groups = std::vector<std::pair<int, std::vector<int64_t>>>;
+
 // Groups of buf's devices in order of first appearance, each with its leader first.
-std::vector<std::pair<int, std::vector<int64_t>>> device_groups(const DeviceTuple& devs, const AllreduceSettings& s) {
-  std::vector<std::pair<int, std::vector<int64_t>>> groups;
+Groups device_groups(const DeviceTuple& devs, const AllreduceSettings& s) {
+  Groups groups;
   for (size_t i = 0; i < devs.size(); ++i) {
     int g = group_of(s, devs[i]);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == g; });
@@ -59,41 +87,17 @@ std::vector<std::pair<int, std::vector<int64_t>>> device_groups(const DeviceTupl
   return groups;
 }
 
-bool is_hierarchical(const DeviceTuple& devs, const AllreduceSettings& s) {
-  auto groups = device_groups(devs, s);
-  return groups.size() > 1 &&
-         std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.size() > 1; });
-}
-
-optional<UOp> handle_allreduce_multirank(const UOp& buf, const UOp& red, const AllreduceSettings& s) {
-  if (!buf.device().tuple() || !is_hierarchical(buf.device().names(), s)) return std::nullopt;
-  Ops op = static_cast<Ops>(red.arg_int());
-  const DeviceTuple& devs = buf.device().names();
-  auto groups = device_groups(devs, s);
-  // reduce inside each group onto its leader
-  std::vector<UOp> inner;
-  for (const auto& [g, idx] : groups) {
-    std::vector<UOp> members;
-    for (int64_t i : idx) members.push_back(buf.mselect(i));
-    inner.push_back(mstack(members).allreduce(op, DeviceSpec(devs[static_cast<size_t>(idx[0])])));
-  }
-  // allreduce across the leaders
-  DeviceTuple leaders;
-  for (const auto& u : inner) leaders.push_back(u.device().name());
-  UOp outer = mstack(inner).allreduce(op, DeviceSpec(leaders));
-  // broadcast back inside each group
-  auto from_leader = [&](const std::string& dev) {  // a device outside the tuple takes the first leader's
-    int g = group_of(s, dev);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == g; });
-    bool inside = std::find(devs.begin(), devs.end(), dev) != devs.end();
-    int64_t b = inside && it != groups.end() ? it - groups.begin() : 0;
-    return outer.mselect(b).copy_to_device(DeviceSpec(dev));
-  };
-  const DeviceSpec& target = red.src(1).device();
-  if (target.single()) return from_leader(target.name());
-  std::vector<UOp> out;
-  for (const auto& d : target.names()) out.push_back(from_leader(d));
-  return mstack(out);
+// The hierarchical form of an allreduce over devs: nothing without several groups, one of them of more
+// than one device; "hierarchical_rs" when allreduce.hierarchical is reduce_scatter and the groups have
+// one size; else "hierarchical" (the leader form, also for reduce_scatter over groups of unequal size).
+optional<std::string> hierarchical_form(const DeviceTuple& devs, const AllreduceSettings& s) {
+  Groups groups = device_groups(devs, s);
+  auto size_of = [](const auto& g) { return g.second.size(); };
+  if (groups.size() < 2 || std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return size_of(g) == 1; }))
+    return std::nullopt;
+  bool equal =
+      std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return size_of(g) == size_of(groups[0]); });
+  return std::string(s.hierarchical == "reduce_scatter" && equal ? "hierarchical_rs" : "hierarchical");
 }
 
 // An allreduce served by other allreduces: 16-bit floats widened to float32 when the cast setting is
@@ -237,6 +241,111 @@ UOp chunked_allreduce(const Allreduce& a, bool all2all) {
   return reassemble(a, parts);
 }
 
+// buf made contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place).
+UOp copy_source(const UOp& buf) {
+  UOp under = buf;
+  while (under.op() == Ops::RESHAPE) under = under.src(0);
+  return under.op() == Ops::BUFFER && allreduce_in_place() ? buf : buf.contiguous();
+}
+
+// The allreduce of no elements: nothing to reduce or move, the empty result made on the destination.
+UOp nothing_to_reduce(const UOp& buf, const DeviceSpec& device) {
+  return broadcast_to(const_uop(buf.dtype(), 0, device, &buf.graph()), buf.shape());
+}
+
+// leader form: reduce inside each group onto its leader, allreduce across the leaders, broadcast back.
+UOp leader_allreduce(const UOp& buf, const UOp& red, const Groups& groups, const AllreduceSettings& s) {
+  Ops op = static_cast<Ops>(red.arg_int());
+  const DeviceTuple& devs = buf.device().names();
+  // reduce inside each group onto its leader
+  std::vector<UOp> inner;
+  for (const auto& [g, idx] : groups) {
+    std::vector<UOp> members;
+    for (int64_t i : idx) members.push_back(buf.mselect(i));
+    inner.push_back(mstack(members).allreduce(op, DeviceSpec(devs[static_cast<size_t>(idx[0])])));
+  }
+  // allreduce across the leaders
+  DeviceTuple leaders;
+  for (const auto& u : inner) leaders.push_back(u.device().name());
+  UOp outer = mstack(inner).allreduce(op, DeviceSpec(leaders));
+  // broadcast back inside each group
+  auto from_leader = [&](const std::string& dev) {  // a device outside the tuple takes the first leader's
+    int g = group_of(s, dev);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& p) { return p.first == g; });
+    bool inside = std::find(devs.begin(), devs.end(), dev) != devs.end();
+    int64_t b = inside && it != groups.end() ? it - groups.begin() : 0;
+    return outer.mselect(b).copy_to_device(DeviceSpec(dev));
+  };
+  const DeviceSpec& target = red.src(1).device();
+  if (target.single()) return from_leader(target.name());
+  std::vector<UOp> out;
+  for (const auto& d : target.names()) out.push_back(from_leader(d));
+  return mstack(out);
+}
+
+// reduce_scatter form (see the top of the file), over groups of one size k.
+UOp reduce_scatter_allreduce(UOp buf, Ops op, const DeviceSpec& device, const Groups& groups) {
+  int64_t numel = prod(buf.shape()), k = static_cast<int64_t>(groups[0].second.size());
+  if (numel == 0) return nothing_to_reduce(buf, device);
+  buf = copy_source(buf);
+  const DeviceTuple& devs = buf.device().names();
+  // each group's buffers as an allreduce on the group's devices, reduce-scattered: device j holds chunk j
+  std::vector<Allreduce> in_group;
+  std::vector<std::vector<ReducedChunk>> reduced;
+  for (const auto& [g, idx] : groups) {
+    DeviceTuple members;
+    std::vector<UOp> shards;
+    for (int64_t i : idx) {
+      members.push_back(devs[static_cast<size_t>(i)]);
+      shards.push_back(buf.mselect(i));
+    }
+    in_group.push_back({mstack(shards), op, DeviceSpec(members), members, k, numel, buf.shape(), buf.dtype(),
+                        allreduce_chunks(numel, k)});
+    reduced.push_back(reduce_scatter_all2all(in_group.back()));
+  }
+  // chunk j allreduced across the devices j of the groups (reduced onto the destination when it is one device)
+  std::vector<UOp> across(static_cast<size_t>(k));
+  for (size_t j = 0; j < across.size(); ++j) {
+    if (in_group[0].empty(j)) continue;
+    DeviceTuple peers;
+    std::vector<UOp> parts;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      peers.push_back(in_group[g].devs[j]);
+      parts.push_back(reduced[g][j].value);
+    }
+    across[j] = mstack(parts).allreduce(op, device.single() ? device : DeviceSpec(peers));
+  }
+  if (device.single()) return reassemble(in_group[0], across);
+  // each group allgathers its chunks and reassembles them; device idx[t] takes its group's result t
+  std::vector<UOp> out(devs.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<UOp> gathered(across.size());
+    for (size_t j = 0; j < across.size(); ++j)
+      if (!in_group[g].empty(j))
+        gathered[j] = allgather_chunk(in_group[g], j,
+                                      {across[j].mselect(static_cast<int64_t>(g)), static_cast<int64_t>(j)}, true);
+    UOp whole = reassemble(in_group[g], gathered);
+    const std::vector<int64_t>& idx = groups[g].second;
+    for (size_t t = 0; t < idx.size(); ++t) out[static_cast<size_t>(idx[t])] = whole.mselect(static_cast<int64_t>(t));
+  }
+  return mstack(out);
+}
+
+// The hierarchical allreduce of buf onto red's destination, in its form (hierarchical_form); nothing
+// without groups. The reduce_scatter form first takes the reroutes of handle_allreduce (16-bit floats
+// widened, a destination tuple other than buf's), so it only meets one destination device or buf's tuple.
+optional<UOp> handle_allreduce_multirank(const UOp& buf, const UOp& red, const AllreduceSettings& s) {
+  if (!buf.device().tuple()) return std::nullopt;
+  optional<std::string> form = hierarchical_form(buf.device().names(), s);
+  if (!form) return std::nullopt;
+  Groups groups = device_groups(buf.device().names(), s);
+  if (*form == "hierarchical") return leader_allreduce(buf, red, groups, s);
+  Ops op = static_cast<Ops>(red.arg_int());
+  const DeviceSpec& device = red.src(1).device();
+  if (auto rerouted = reroute_allreduce(buf, op, device, s)) return rerouted;
+  return reduce_scatter_allreduce(buf, op, device, groups);
+}
+
 // The allreduce of buf onto red's destination with the chosen algorithm (naive, ring or all2all).
 optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings& s, const AllreduceChoices& choices) {
   if (!buf.device().tuple()) return std::nullopt;
@@ -249,14 +358,9 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   std::string algo = chosen != choices.end() ? chosen->second : allreduce_algorithm(red, s);
   const DeviceTuple& devs = buf.device().names();
   int64_t ndev = static_cast<int64_t>(devs.size()), numel = prod(buf.shape());
-  // contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place)
-  UOp under = buf;
-  while (under.op() == Ops::RESHAPE) under = under.src(0);
-  if (under.op() != Ops::BUFFER || !allreduce_in_place()) buf = buf.contiguous();
-
+  buf = copy_source(buf);
   if (ndev == 1) return device.single() ? buf.mselect(0).copy_to_device(device) : buf;
-  if (numel == 0)  // nothing to reduce or move: the empty result, made on the destination
-    return broadcast_to(const_uop(buf.dtype(), 0, device, &buf.graph()), buf.shape());
+  if (numel == 0) return nothing_to_reduce(buf, device);
   Allreduce a{buf, op, device, devs, ndev, numel, buf.shape(), buf.dtype(), {}};
   if (algo == "naive") return naive_allreduce(a);
   a.chunks = allreduce_chunks(numel, ndev);
@@ -308,7 +412,8 @@ std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t
 
 std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s) {
   const UOp& buf = red.src(0);
-  if (buf.device().tuple() && is_hierarchical(buf.device().names(), s)) return "hierarchical";
+  if (buf.device().tuple())
+    if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
   int64_t ndev = static_cast<int64_t>(buf.device().count()), numel = prod(buf.shape());
   bool big = ndev > 2 && numel > s.ring_threshold;
   if (s.all2all >= 2 || (big && s.all2all >= 1)) return "all2all";

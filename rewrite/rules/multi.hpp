@@ -21,12 +21,14 @@ PatternMatcher multi_pm();
 // The lowering chosen for each ALLREDUCE node, by node (lower_multi's choices).
 using AllreduceChoices = std::unordered_map<const detail::Node*, std::string>;
 
-// Allreduce lowering (naive | ring | all2all | hierarchical) and the copy/MSELECT/MSTACK clean-up. An
+// Allreduce lowering (naive | ring | all2all | hierarchical | hierarchical_rs) and the copy/MSELECT/MSTACK clean-up. An
 // ALLREDUCE found in choices gets the lowering chosen there; any other chooses by allreduce_algorithm.
 PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceChoices choices = {});
 
-// Which lowering an ALLREDUCE of buf (on a device tuple) gets: "naive", "ring", "all2all" or
-// "hierarchical" (reference: handle_allreduce's use_ring/use_all2all, handle_allreduce_multirank).
+// Which lowering an ALLREDUCE of buf (on a device tuple) gets: "naive", "ring", "all2all",
+// "hierarchical" (the leader form) or "hierarchical_rs" (the reduce_scatter form: allreduce.hierarchical
+// is reduce_scatter and the device groups have one size) (reference: handle_allreduce's
+// use_ring/use_all2all, handle_allreduce_multirank).
 std::string allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& settings);
 
 // Chunk bounds of a flat buffer of numel elements cut into ndev pieces: multiples of the first of
