@@ -47,7 +47,7 @@ struct KernelItem {
 
 // What realize() runs: the lowered graph's device-to-device copies and kernels, in order.
 struct Schedule {
-  std::vector<std::string> algorithms;  // per allreduce, in order: naive|ring|all2all|hierarchical
+  std::vector<std::string> algorithms;  // per allreduce, in order: naive|ring|all2all|hierarchical|hierarchical_rs
   std::vector<CopyItem> copy_items;
   int64_t kernel_count = 0;
   std::string listing;
@@ -211,7 +211,7 @@ class Tensor {
   std::optional<int> shard_axis() const;  // the axis a multi-device tensor is split on
   std::vector<Tensor> shards() const;     // per-device values of a multi-device tensor
   Schedule schedule() const;              // what realize() would run (nothing for a view of a buffer)
-  // The algorithm of each allreduce realize() would run, in order (naive|ring|all2all|hierarchical), as
+  // The algorithm of each allreduce realize() would run, in order (naive|ring|all2all|hierarchical|hierarchical_rs), as
   // lowering with the settings in force chooses them; no planning or compiling (cheaper than schedule()).
   // Throws ShapeError for impossible sharding.
   std::vector<std::string> algorithms() const;

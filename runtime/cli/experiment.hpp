@@ -26,7 +26,7 @@ struct ResultRow {
   int64_t count = 0;   // elements per device
   std::string type;    // dtype name
   std::string redop;   // sum | max | min | prod
-  std::string algo;    // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical
+  std::string algo;    // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical | hierarchical_rs
   double time_us = 0;  // mean wall time of one allreduce (realize()) over the timed iterations
   double algbw = 0;    // GB/s (1e9 bytes): bytes / time
   double busbw = 0;    // GB/s: algbw * 2(n-1)/n
