@@ -91,7 +91,7 @@ target_precompile_headers(ringrt_test_support PRIVATE
   <boost/test/unit_test.hpp> <boost/test/data/test_case.hpp> <boost/test/data/monomorphic.hpp>)
 
 file(GLOB_RECURSE RINGRT_TEST_SOURCES CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}/test" test/test_*.cpp)
-list(FILTER RINGRT_TEST_SOURCES EXCLUDE REGEX "^(support|consumer)/")
+list(FILTER RINGRT_TEST_SOURCES EXCLUDE REGEX "^(support|consumer|mpi)/")  # mpi/: below, under mpirun
 foreach(src IN LISTS RINGRT_TEST_SOURCES)
   get_filename_component(dir "${src}" DIRECTORY)
   get_filename_component(stem "${src}" NAME_WE)
@@ -151,6 +151,34 @@ if(TARGET ringrt_nvidia)
   endforeach()
 elseif(RINGRT_GPU_PLATFORM STREQUAL "amd")
   message(STATUS "ringrt: no nvrtc tests: the CUDA toolkit was not found (CUDA_HOME, or nvcc on PATH)")
+endif()
+
+# mpi: ringrt across MPI ranks (issue 17). Each test is one mpirun (of the test program, of the ringrt
+# program, or the fault script's several), RUN_SERIAL: its ranks oversubscribe the cores. Open MPI as
+# found on these machines, through its environment: root allowed, more ranks than cores allowed, no
+# binding (at np <= 2 Open MPI binds each rank to one core, and TBB starves), shared memory and self
+# transports (4.1 rejects `sm`). RINGRT_RANKS_PER_HOST=1: every rank is a host of its own.
+if(RINGRT_WITH_MPI)
+  set(RINGRT_MPI_TEST_ENVIRONMENT OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_btl=vader,self
+    RINGRT_RANKS_PER_HOST=1 RINGRT_KERNEL_OPT=1 "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache"
+    ${RINGRT_TEST_ENVIRONMENT})
+  add_executable(mpi_test_ranks test/mpi/test_ranks.cpp)
+  target_link_libraries(mpi_test_ranks PRIVATE ringrt_test_options ringrt_test_support)
+  target_precompile_headers(mpi_test_ranks REUSE_FROM ringrt_test_support)
+  set_target_properties(mpi_test_ranks PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/mpi")
+  ringrt_warnings(mpi_test_ranks)
+  foreach(np 2 4)
+    add_test(NAME mpi.ranks_${np} COMMAND "${MPIEXEC_EXECUTABLE}" -np ${np} $<TARGET_FILE:mpi_test_ranks>)
+  endforeach()
+  add_test(NAME mpi.cli_run COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
+    "${PROJECT_SOURCE_DIR}/configs/default.yaml" --set devices.count=2 --set "experiment.counts=[37,4099,300001]"
+    --set experiment.warmup=1 --set experiment.iters=2)  # naive and ring, by the automatic choice
+  add_test(NAME mpi.faults COMMAND bash "${PROJECT_SOURCE_DIR}/test/mpi/faults.sh" $<TARGET_FILE:ringrt_cli>
+    "${PROJECT_SOURCE_DIR}/configs")
+  set_tests_properties(mpi.ranks_2 mpi.ranks_4 mpi.cli_run mpi.faults PROPERTIES
+    LABELS mpi RUN_SERIAL ON TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
+  set_tests_properties(mpi.cli_run PROPERTIES PASS_REGULAR_EXPRESSION "#wrong in all: 0 OK")
 endif()
 
 # install_consumer: install this build into a scratch prefix, then configure, build and run

@@ -75,7 +75,7 @@ std::vector<std::string> parse_devices(std::string_view key, std::string_view te
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     if (!item.empty()) {
-      if (!parse_device_name(item)) bad_value(where, key, "device names like CPU:0 or HIP:2", item);
+      if (!split_rank(item)) bad_value(where, key, "device names like CPU:0, HIP:2 or rank1/CPU:0", item);
       out.emplace_back(item);
     }
     if (comma == std::string_view::npos) break;
@@ -299,6 +299,23 @@ std::optional<std::pair<std::string, int>> parse_device_name(std::string_view na
     index = index * 10 + (name[i] - '0');
   }
   return std::pair{std::string(name.substr(0, colon)), index};
+}
+
+std::optional<RankedDeviceName> split_rank(std::string_view name) {
+  constexpr std::string_view kPrefix = "rank";
+  size_t slash = name.find('/');
+  if (slash == std::string_view::npos)
+    return parse_device_name(name) ? std::optional<RankedDeviceName>({-1, name}) : std::nullopt;
+  std::string_view digits = name.substr(0, slash).substr(std::min(kPrefix.size(), slash));
+  if (name.substr(0, kPrefix.size()) != kPrefix || digits.empty() || digits.size() > 7 ||
+      (digits[0] == '0' && digits.size() > 1) || !parse_device_name(name.substr(slash + 1)))
+    return std::nullopt;
+  int rank = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    rank = rank * 10 + (c - '0');
+  }
+  return RankedDeviceName{rank, name.substr(slash + 1)};
 }
 
 const char* detail::env_value(const Tunable& t) {

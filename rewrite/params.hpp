@@ -72,6 +72,9 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(int64_t, program_cache, "runtime.program_cache", "RINGRT_PROGRAM_CACHE", 512, int_in(1, 1 << 20), "compiled programs kept (least recently used dropped beyond); one per graph structure and settings") \
   X(int, kernel_opt, "runtime.kernel_opt", "RINGRT_KERNEL_OPT", 3, int_in(0, 3), "optimization level (-O) of cpu kernels: 3 runs fastest, 1 compiles about twice as fast (the tests use 1)") \
   X(int, hip_logical, "runtime.hip_logical_devices", "RINGRT_HIP_LOGICAL_DEVICES", 0, int_in(0, 1024), "HIP devices to expose: 0 one per GPU; n: HIP:0..n-1 on the GPUs in turn (HIP:i on GPU i mod count), each with its own streams, events and memory; read at the first enumeration") \
+  X(int, ranks_per_host, "runtime.ranks_per_host", "RINGRT_RANKS_PER_HOST", 0, int_in(0, 1 << 20), "under mpirun: 0 a host is a shared-memory node (MPI_Comm_split_type); n: ranks 0..n-1 are host 0, n..2n-1 host 1, ... (fakes hosts for tests); read when MPI starts") \
+  X(int64_t, mpi_chunk_bytes, "runtime.mpi_chunk_bytes", "RINGRT_MPI_CHUNK_BYTES", 4 << 20, int_in(4096, 1 << 30), "bytes per message of a host-staged transfer between ranks (GPU memory): staging of one chunk overlaps the transfer of the last") \
+  X(bool, mpi_stage_host, "runtime.mpi_stage_host", "RINGRT_MPI_STAGE_HOST", false, kSwitch01, "stage transfers between ranks through host buffers even from host memory (tests the GPU path on the cpu backend)") \
   X(double, watchdog_s, "runtime.watchdog_s", "RINGRT_WATCHDOG_S", 60, seconds_in(0.001, 1e7), "seconds an item of a run may take before the run fails with a TimeoutError") \
   X(std::string, cache_dir, "runtime.cache_dir", "RINGRT_CACHE_DIR", "", kFolder, "compiled-kernel cache; empty: $XDG_CACHE_HOME/ringrt, else ~/.cache/ringrt (no YAML)") \
   X(std::string, cxx, "runtime.cxx", "CXX", "g++", kCommand, "host C++ compiler command for cpu kernels, may start with a launcher: ccache g++ (no YAML)")
@@ -185,6 +188,14 @@ std::optional<bool> parse_bool(std::string_view text);
 // each device has one name) split into its kind and index; nothing for any other form. The one device-name syntax of
 // settings and the device registry.
 std::optional<std::pair<std::string, int>> parse_device_name(std::string_view name);
+// A device name of an SPMD job, "rank<R>/KIND:index" (rank2/CPU:0; R without sign or leading zero),
+// split into R and the local name; a name without the prefix is (-1, name). Nothing for a malformed
+// prefix or local name.
+struct RankedDeviceName {
+  int rank = -1;
+  std::string_view local;
+};
+std::optional<RankedDeviceName> split_rank(std::string_view name);
 
 namespace detail {
 const char* env_value(const Tunable& t);  // the variable's value, or null when unset (see for_each_env_param)

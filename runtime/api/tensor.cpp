@@ -472,6 +472,22 @@ std::vector<Tensor> Tensor::shards() const {
   return out;
 }
 
+std::vector<std::pair<std::string, Tensor>> Tensor::local_shards() const {
+  Tensor t = *this;
+  t.realize();
+  GraphUse use;
+  UOp local = t.uop().op() == Ops::MULTI ? t.uop().src(0) : t.uop();
+  std::vector<HostBuffer> v = interpret_buffers(local, /*remote_as_zeros=*/true);
+  std::vector<std::string> devs = devices();
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!is_local_device(devs.at(i))) continue;
+    v[i].shape = local.shape();
+    out.emplace_back(devs[i], from_host(v[i], devs[i]));
+  }
+  return out;
+}
+
 Schedule Tensor::schedule() const {
   GraphUse use;
   return schedule_of(uop(), s_->borrowed);

@@ -210,8 +210,13 @@ class Tensor {
   std::vector<std::string> devices() const;
   std::optional<int> shard_axis() const;  // the axis a multi-device tensor is split on
   std::vector<Tensor> shards() const;     // per-device values of a multi-device tensor
-  Schedule schedule() const;              // what realize() would run (nothing for a view of a buffer)
-  // The algorithm of each allreduce realize() would run, in order (naive|ring|all2all|hierarchical|hierarchical_rs), as
+  // Under mpirun: the shards (per-device values) on this rank's devices, in the tensor's device order,
+  // as (device name, value on that device); every shard in one process. shards() and host() read other
+  // ranks' devices and so throw DeviceError for a tensor that spans ranks.
+  std::vector<std::pair<std::string, Tensor>> local_shards() const;
+  Schedule schedule() const;  // what realize() would run (nothing for a view of a buffer)
+  // The algorithm of each allreduce realize() would run, in order (naive|ring|all2all|hierarchical|
+  // hierarchical_rs), as
   // lowering with the settings in force chooses them; no planning or compiling (cheaper than schedule()).
   // Throws ShapeError for impossible sharding.
   std::vector<std::string> algorithms() const;

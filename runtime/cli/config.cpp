@@ -330,8 +330,8 @@ struct Loader {
   void finish() {
     // The HIP devices are fixed at the first enumeration (hip_device_names): a config that sets
     // runtime.hip_logical_devices installs it before this one, so that the devices it names exist.
-    if (cfg.origins.count("runtime.hip_logical_devices"))
-      set_runtime_params(cfg.runtime, {"runtime.hip_logical_devices"});
+    for (const char* key : {"runtime.hip_logical_devices", "runtime.ranks_per_host"})  // read at start-up
+      if (cfg.origins.count(key)) set_runtime_params(cfg.runtime, {key});
     cfg.backend = backend == "auto" ? (hip_devices().empty() ? "cpu" : "hip") : backend;
     bool cpu = cfg.backend == "cpu";
     int64_t available = cpu ? 1024 : static_cast<int64_t>(hip_devices().size());
@@ -340,6 +340,8 @@ struct Loader {
     resolve_devices(cpu, available);
     size_t ndev = cfg.devices.size();
     if (cpu) cpu_devices(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
+    cfg.devices = global_devices(cfg.devices);     // under mpirun: every rank's, "rank<R>/CPU:i"
+    if (cfg.groups.empty()) default_groups();
     check_groups();
     check_leaders();
     check_sizes();
@@ -370,6 +372,18 @@ struct Loader {
              std::to_string(n));
       for (int64_t i = 0; i < n; ++i) cfg.devices.push_back(prefix + std::to_string(i));
     }
+  }
+
+  // Under mpirun over several hosts, without devices.groups: each device's group is its rank's host
+  // (hierarchical allreduce = hosts; runtime.ranks_per_host fakes hosts on one machine).
+  void default_groups() {
+    const RankInfo& me = rank_info();
+    if (me.hosts < 2) return;
+    for (const std::string& d : cfg.devices) {
+      auto ranked = split_rank(d);
+      cfg.groups.push_back(me.host_of_rank.at(static_cast<size_t>(ranked && ranked->rank >= 0 ? ranked->rank : 0)));
+    }
+    cfg.origins["devices.groups"] = "the hosts of the ranks (MPI)";
   }
 
   // devices.groups: one group id per device; they become the allreduce settings' groups.

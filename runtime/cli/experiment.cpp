@@ -155,18 +155,21 @@ bool corrupt_for_tests() {  // test-only: see run_experiment's comment
   return v != nullptr && std::string_view(v) == "1";
 }
 
-// #wrong of one realized allreduce over every device's result.
+// #wrong of one realized allreduce over every device's result. Under mpirun each rank checks its own
+// devices and the counts are summed over the ranks (collective: every rank checks every row).
 int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Reference& ref) {
-  std::vector<Tensor> shards = result.shards();
+  std::vector<std::pair<std::string, Tensor>> shards = result.local_shards();
   int64_t wrong = 0;
   for (size_t d = 0; d < shards.size(); ++d) {
-    HostBuffer got = shards[d].host();
-    if (d + 1 == shards.size() && corrupt_for_tests() && got.numel() > 0)
+    HostBuffer got = shards[d].second.host();
+    if (shards[d].first == cfg.devices.back() && corrupt_for_tests() && got.numel() > 0)
       is_float(got.dtype) ? got.set(0, got.get(0) + 1) : got.set_int(0, got.get_int(0) + 1);
     wrong += count_wrong(ref, got);
   }
-  if (shards.size() != cfg.devices.size()) wrong += ref.exact.numel();  // a device without a result
-  return wrong;
+  auto local =
+      std::count_if(cfg.devices.begin(), cfg.devices.end(), [](const std::string& d) { return is_local_device(d); });
+  if (static_cast<int64_t>(shards.size()) != local) wrong += ref.exact.numel();  // a device without a result
+  return sum_over_ranks(wrong);
 }
 
 double busbw_factor(size_t ndev) {

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -97,10 +98,31 @@ void install_stop_handlers() {
 
 const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
 
+// True when mpirun started this process as one of several ranks (Open MPI's or MPICH's environment);
+// MPI itself starts with the first device list (ringrt::rank_info).
+bool in_spmd_job() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* v = std::getenv(var); v != nullptr && std::atoi(v) > 1) return true;
+  return false;
+}
+
+// "ringrt: ", or under mpirun "ringrt: rank R: " (every rank's errors reach the same terminal).
+std::string error_prefix() {
+  if (!in_spmd_job()) return "ringrt: ";
+  try {
+    return "ringrt: rank " + std::to_string(rank_info().rank) + ": ";
+  } catch (const std::exception&) {  // MPI failed to start: that is the error being reported
+    return "ringrt: ";
+  }
+}
+
 // Loads the config and installs its runtime tunables (runtime.*) for this process, before anything runs.
+// Under mpirun, ranks other than 0 then print nothing on stdout (rank 0 prints for the job).
 ExperimentConfig load_and_install(const std::string& config, const std::vector<std::string>& sets) {
   ExperimentConfig cfg = load_config(config, sets);
   set_runtime_params(cfg.runtime);
+  if (in_spmd_job() && rank_info().rank != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
+    throw IOError("cannot silence this rank's stdout");
   return cfg;
 }
 
@@ -134,8 +156,9 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   install_stop_handlers();
   ExperimentConfig cfg = load_and_install(config, sets);
   std::optional<OutputFile> csv_file, json_file;  // opened now: a bad path fails before the run, not after
-  if (!csv.empty()) csv_file.emplace(csv);
-  if (!json.empty()) json_file.emplace(json);
+  bool writer = rank_info().rank == 0;            // under mpirun, rank 0 writes for the job
+  if (!csv.empty() && writer) csv_file.emplace(csv);
+  if (!json.empty() && writer) json_file.emplace(json);
   if (std::error_code ec; csv_file && json_file && std::filesystem::equivalent(csv, json, ec))
     throw IOError("--csv " + csv + " and --json " + json + " name the same file");
   std::fputs(format_header(cfg).c_str(), stdout);
@@ -237,6 +260,46 @@ void add_set_option(CLI::App* cmd, std::vector<std::string>& sets) {
       ->type_name("KEY=VALUE");
 }
 
+// One error message on stderr, in one write (the ranks of a job share the terminal).
+void report(const std::string& message) {
+  std::string line = error_prefix() + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+// Runs body and turns its exceptions into a message on stderr and the exit status (file comment).
+int report_errors(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Interrupted& e) {  // a stop request outside the sweep
+    report(e.what());
+    return 128 + interrupt_signal();
+  } catch (const UserError& e) {  // ConfigError, ShapeError, DeviceError, IOError, ResourceError
+    report(e.what());
+  } catch (const std::bad_alloc&) {
+    report("out of host memory: the sizes asked for do not fit in this machine's memory");
+  } catch (const std::system_error& e) {  // a limit of the environment, not a bug: no thread, no memory
+    int code = e.code().value();
+    bool resource = e.code().category() == std::generic_category() || e.code().category() == std::system_category();
+    if (!resource || (code != EAGAIN && code != ENOMEM && code != EMFILE && code != ENFILE)) {
+      report(std::string("internal error: ") + e.what());
+      return 3;
+    }
+    report(std::string("out of a system resource (") + e.what() + "): " +
+           (code == EMFILE || code == ENFILE ? "too many open files (see ulimit -n)"
+                                             : "could not start a thread or map memory (see ulimit -v, ulimit -u)"));
+  } catch (const TimeoutError& e) {  // the watchdog: an item outlived runtime.watchdog_s
+    report(std::string("timeout: ") + e.what());
+    return 3;
+  } catch (const CompileError& e) {
+    report(std::string("kernel compile failed: ") + e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    report(std::string("internal error: ") + e.what());
+    return 3;
+  }
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,39 +340,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  try {
+  int status = report_errors([&] {
     if (run->parsed()) return with_stdout_checked(run_command(config, sets, csv, json));
     if (sched->parsed())
       return with_stdout_checked(schedule_command(config, sets, count, as_json, dot, emit_dir, target));
     return with_stdout_checked(config_command(config, sets, dump));
-  } catch (const Interrupted& e) {  // a stop request outside the sweep
-    std::cerr << "ringrt: " << e.what() << "\n";
-    return 128 + interrupt_signal();
-  } catch (const UserError& e) {  // ConfigError, ShapeError, DeviceError, IOError, ResourceError
-    std::cerr << "ringrt: " << e.what() << "\n";
-  } catch (const std::bad_alloc&) {
-    std::cerr << "ringrt: out of host memory: the sizes asked for do not fit in this machine's memory\n";
-  } catch (const std::system_error& e) {  // a limit of the environment, not a bug: no thread, no memory
-    int code = e.code().value();
-    bool resource = e.code().category() == std::generic_category() || e.code().category() == std::system_category();
-    if (!resource || (code != EAGAIN && code != ENOMEM && code != EMFILE && code != ENFILE)) {
-      std::cerr << "ringrt: internal error: " << e.what() << "\n";
-      return 3;
-    }
-    std::cerr << "ringrt: out of a system resource (" << e.what() << "): "
-              << (code == EMFILE || code == ENFILE
-                      ? "too many open files (see ulimit -n)"
-                      : "could not start a thread or map memory (see ulimit -v, ulimit -u)")
-              << "\n";
-  } catch (const TimeoutError& e) {  // the watchdog: an item outlived runtime.watchdog_s
-    std::cerr << "ringrt: timeout: " << e.what() << "\n";
-    return 3;
-  } catch (const CompileError& e) {
-    std::cerr << "ringrt: kernel compile failed: " << e.what() << "\n";
-    return 3;
-  } catch (const std::exception& e) {
-    std::cerr << "ringrt: internal error: " << e.what() << "\n";
-    return 3;
-  }
-  return 2;
+  });
+  // under mpirun, a rank that fails ends the job (MPI_Abort with its status): the others would wait for it
+  if (status >= 2 && in_spmd_job()) abort_ranks(status);
+  return status;
 }

@@ -170,6 +170,7 @@ class CpuDevice : public Device {
 
   // one address space: a kernel reads any cpu device's memory in place
   bool can_read_peer(const Device& peer) const override { return dynamic_cast<const CpuDevice*>(&peer) != nullptr; }
+  bool host_addressable() const override { return true; }
 
   void synchronize() override { (void)drain(std::chrono::hours(24 * 365)); }
   // An empty task runs after everything queued before it (the queue is in order); it never fails. A

@@ -117,6 +117,20 @@ class Device {
     (void)peer;
     return false;
   }
+  // The rank whose process runs this device's work when that is another process of an SPMD job (a
+  // RemoteDevice, runtime/device/remote.hpp); -1 for a device of this process.
+  virtual int remote_rank() const { return -1; }
+  // True when allocate's memory is host memory that another thread may read and write directly (the
+  // cpu backend): MPI then sends from it and receives into it without staging. Default: false.
+  virtual bool host_addressable() const { return false; }
+  // Host memory that this device's transfers between ranks are staged through (copy_out into it, MPI
+  // from it; MPI into it, copy_in from it): at least `bytes`, pinned where the backend can
+  // (hipHostMalloc) and kept for reuse. Give it back with free_staging(ptr, bytes). Default: operator new.
+  virtual void* allocate_staging(size_t bytes) { return ::operator new(bytes); }
+  virtual void free_staging(void* ptr, size_t bytes) noexcept {
+    (void)bytes;
+    ::operator delete(ptr);
+  }
 };
 
 // Runtime performance switches: the tunables runtime.peer_reads, runtime.kernel_split and

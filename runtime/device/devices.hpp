@@ -1,6 +1,8 @@
-// The device lists of the public API: which devices exist. Device names are "KIND:index".
+// The device lists of the public API: which devices exist. Device names are "KIND:index"; under
+// mpirun, a device of the job is named by its rank too: "rank<R>/KIND:index" (README, "Many hosts").
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,5 +14,29 @@ std::vector<std::string> cpu_devices(int n);
 // Every HIP GPU ("HIP:0", ...); empty when none is present or the HIP backend is not built. Throws
 // DeviceError when the HIP runtime fails for another reason than having no GPU.
 std::vector<std::string> hip_devices();
+
+// This process's place in an SPMD job started by mpirun (one rank, one host without it).
+struct RankInfo {
+  int rank = 0;                   // this process
+  int ranks = 1;                  // processes in the job
+  int host = 0;                   // this rank's host, 0 .. hosts-1 (numbered by their first rank)
+  int hosts = 1;                  // hosts: MPI's shared-memory nodes, or runtime.ranks_per_host ranks each
+  std::vector<int> host_of_rank;  // host of every rank
+  std::string host_name;          // this host's name (MPI_Get_processor_name); "" without mpirun
+};
+// This process's rank and host. Under mpirun (Open MPI's or MPICH's environment), the first call starts
+// MPI (MPI_Init_thread) on every rank: call it, or any device list, in the same order on every rank.
+// Throws DeviceError when MPI fails to start.
+const RankInfo& rank_info();
+// The devices of every rank: local names ("CPU:0", ...) of this rank, gathered from every rank in
+// rank order as "rank<R>/CPU:0" ...; `local` itself without mpirun. Collective: every rank calls it.
+// Throws TimeoutError when a rank does not arrive within the watchdog (runtime.watchdog_s).
+std::vector<std::string> global_devices(const std::vector<std::string>& local);
+// True when `name` is a device of this process (any name without mpirun).
+bool is_local_device(const std::string& name);
+// The sum of value over every rank (collective; TimeoutError as global_devices). value without mpirun.
+int64_t sum_over_ranks(int64_t value);
+// Ends every rank of the job with `status` (MPI_Abort), or this process (std::exit) without mpirun.
+[[noreturn]] void abort_ranks(int status);
 
 }  // namespace ringrt

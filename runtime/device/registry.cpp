@@ -29,8 +29,10 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
+#include "runtime/device/cluster.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/device/devices.hpp"
+#include "runtime/device/remote.hpp"
 
 namespace ringrt {
 
@@ -104,7 +106,23 @@ void register_drain(Registry& r) {
   if (r.drains_registered < kMaxDrains && std::atexit(drain_at_exit) == 0) ++r.drains_registered;
 }
 
+// A device of another rank ("rank<R>/KIND:i", R not this rank), created on first use; null when name
+// names this rank's device. Throws DeviceError for a rank the job does not have.
+std::unique_ptr<Device> remote_device(const std::string& name, const RankedDeviceName& ranked) {
+  const RankInfo& me = rank_info();
+  if (ranked.rank >= me.ranks)
+    throw DeviceError(
+        fmt::format("unknown device '{}': the job has {} rank(s), 0 .. {}", name, me.ranks, me.ranks - 1));
+  if (ranked.rank == me.rank) return nullptr;
+  return std::make_unique<RemoteDevice>(name, ranked.rank);
+}
+
 }  // namespace
+
+void register_builtin_backends_once() {
+  auto& r = registry();
+  auto lock = locked(r);
+}
 
 void drain_devices_at_exit() {
   auto& r = registry();
@@ -124,6 +142,11 @@ Device& device(const std::string& name) {
   auto& r = registry();
   auto lock = locked(r);
   if (auto it = r.devices.find(name); it != r.devices.end()) return *it->second;
+  if (auto ranked = split_rank(name); ranked && ranked->rank >= 0) {  // a device name of an SPMD job
+    std::unique_ptr<Device> remote = remote_device(name, *ranked);
+    if (!remote) return device(std::string(ranked->local));  // this rank's own
+    return *r.devices.emplace(name, std::move(remote)).first->second;
+  }
   auto parsed = parse_device_name(name);  // (kind, index)
   std::unique_ptr<Device> dev;
   for (const Backend& b : r.backends)

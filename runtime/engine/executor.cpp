@@ -6,13 +6,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "codegen/item_kernel.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/hash.hpp"
 #include "rewrite/params.hpp"
 #include "rewrite/plan/memory_plan.hpp"
+#include "runtime/device/cluster.hpp"
 
 namespace ringrt {
 
@@ -43,11 +46,11 @@ DeviceStorage::~DeviceStorage() {
   for (const Block& b : blocks_) b.device->free(b.ptr, b.bytes);
 }
 
-std::vector<HostBuffer> DeviceStorage::to_host() const {
+std::vector<HostBuffer> DeviceStorage::to_host(bool remote_as_zeros) const {
   std::vector<HostBuffer> out;
   for (const Block& b : blocks_) {
     HostBuffer h(dtype_, {numel_});
-    b.device->copy_out(h.bytes.data(), b.ptr, h.bytes.size());
+    if (!remote_as_zeros || b.device->remote_rank() < 0) b.device->copy_out(h.bytes.data(), b.ptr, h.bytes.size());
     out.push_back(std::move(h));
   }
   return out;
@@ -57,6 +60,7 @@ void DeviceStorage::from_host(const std::vector<HostBuffer>& data) {
   for (size_t d = 0; d < blocks_.size(); ++d) {
     const HostBuffer& h = data.at(data.size() == 1 ? 0 : d);
     if (h.bytes.size() != blocks_[d].bytes) throw InternalError("DeviceStorage::from_host: size mismatch");
+    if (blocks_[d].device->remote_rank() >= 0) continue;  // another rank writes its own devices
     blocks_[d].device->copy_in(blocks_[d].ptr, h.bytes.data(), h.bytes.size());
   }
 }
@@ -72,10 +76,33 @@ struct Program::PreparedKernel {
 
 namespace {
 
+// The rank that runs a device's work: its own for a RemoteDevice, else this one.
+int rank_of(const Device& d) { return d.remote_rank() >= 0 ? d.remote_rank() : rank_info().rank; }
+
 std::string describe(const ScheduleItem& item, size_t i) {
   if (item.kind == ScheduleItem::Kind::copy)
     return fmt::format("item {} (copy {} -> {})", i, item.ast.src(0).device().to_string(), item.device.to_string());
   return fmt::format("item {} (kernel {} {})", i, dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
+}
+
+// A copy between ranks, as this rank sees it: " (a receive from rank 1 in run 7)" or "".
+std::string cross_rank_part(const ScheduleItem& item, uint64_t run) {
+  if (item.kind != ScheduleItem::Kind::copy || run == 0) return "";
+  int src = rank_of(device(item.ast.src(0).device().name())), dst = rank_of(device(item.device.name()));
+  int me = rank_info().rank;
+  if (src == dst) return "";
+  return src == me ? fmt::format(": a send to rank {} in multi-rank run {}", dst, run)
+                   : fmt::format(": a receive from rank {} in multi-rank run {}", src, run);
+}
+
+// The ranks whose devices a plan uses (the same set on every rank: names are global).
+std::set<int> ranks_of(const ItemPlan& plan) {
+  std::set<int> ranks;
+  for (const auto& item : plan.items) {
+    for (const auto& name : names_of(item.device)) ranks.insert(rank_of(device(name)));
+    if (item.kind == ScheduleItem::Kind::copy) ranks.insert(rank_of(device(item.ast.src(0).device().name())));
+  }
+  return ranks;
 }
 
 }  // namespace
@@ -109,12 +136,19 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
   std::unordered_map<Device*, std::vector<size_t>> wanted;
   for (size_t i = 0; i < plan_.items.size(); ++i)
     if (kernels_[i])
-      for (const auto& name : names_of(plan_.items[i].device)) wanted[&device(name)].push_back(i);
+      for (const auto& name : names_of(plan_.items[i].device))
+        if (Device& dev = device(name); dev.remote_rank() < 0) wanted[&dev].push_back(i);  // others compile theirs
   for (auto& [dev, items] : wanted) {
     std::vector<codegen::Kernel> ks;
     for (size_t i : items) ks.push_back(kernels_[i]->kernel);
     auto compiled = dev->compile_all(ks);
     for (size_t j = 0; j < items.size(); ++j) kernels_[items[j]]->compiled[dev] = compiled[j];
+  }
+  // an SPMD job: every rank must have planned the same items, or sends and receives would not match
+  if (Cluster* c = cluster(); c && ranks_of(plan_).size() > 1) {
+    spans_ranks_ = true;
+    c->agree(fnv1a(plan_.to_string()), fmt::format("the plan of a program of {} items", plan_.items.size()),
+             watchdog_timeout());
   }
 }
 
@@ -159,6 +193,7 @@ class Program::Binding {
   }
 
   bool elided(size_t i) const { return elided_[i] != 0; }
+  uint64_t run = 0;  // this process's count of runs across ranks, this one's (1, 2, ...); 0: one rank
 
   // The memory of a realized value (recursing through alias chains).
   const std::vector<Block>& resolve(const UOp& u) {
@@ -331,8 +366,19 @@ std::vector<Event> Program::submit_copy(size_t i, Binding& memory, const std::ve
   const Block& from = memory.resolve(src.base).at(0);
   size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
   if (bytes == 0) return after;  // nothing to copy, but what waits for it still waits for what it waited for
-  const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
-  return {target.at(0).device->copy_from(*from.device, src_ptr, target[0].ptr, bytes, after)};
+  Device& to = *target.at(0).device;
+  if (to.remote_rank() < 0 && from.device->remote_rank() < 0) {  // within this process
+    const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
+    return {to.copy_from(*from.device, src_ptr, target[0].ptr, bytes, after)};
+  }
+  if (to.remote_rank() >= 0 && from.device->remote_rank() >= 0) return {};  // between other ranks
+  // between ranks: the item's index is the tag (MPI keeps messages of one tag between two ranks in order)
+  Cluster& c = *cluster();
+  if (to.remote_rank() >= 0) {
+    const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
+    return {c.send(*from.device, src_ptr, bytes, to.remote_rank(), i, after)};
+  }
+  return {c.recv(to, target[0].ptr, bytes, from.device->remote_rank(), i, after)};
 }
 
 std::vector<Event> Program::submit_kernel(size_t i, Binding& memory, const std::vector<Event>& after) const {
@@ -347,6 +393,7 @@ std::vector<Event> Program::submit_kernel(size_t i, Binding& memory, const std::
       bufs.push_back(b.at(b.size() == 1 ? 0 : d).ptr);
     }
     Device* dev = target[d].device;
+    if (dev->remote_rank() >= 0) continue;  // its rank launches it
     out.push_back(dev->launch(*pk.compiled.at(dev), std::move(bufs), static_cast<int32_t>(d), after));
   }
   return out;
@@ -370,8 +417,9 @@ void Program::wait(const Events& events, Binding& memory, const ExecOptions& opt
       if (!done) {
         memory.release_when_done(events, options.keep_alive);
         const ScheduleItem& item = plan_.items[i];
-        throw TimeoutError(fmt::format("{} on {} did not complete within {} ms", describe(item, i),
-                                       item.device.to_string(), options.timeout.count()));
+        throw TimeoutError(fmt::format("{} on {}{} did not complete within {} ms", describe(item, i),
+                                       item.device.to_string(), cross_rank_part(item, memory.run),
+                                       options.timeout.count()));
       }
     }
   }
@@ -381,6 +429,8 @@ void Program::wait(const Events& events, Binding& memory, const ExecOptions& opt
 void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
                   const ExecOptions& options) const {
   std::unique_ptr<Binding> memory = bind(outs, inputs);
+  static std::atomic<uint64_t> multi_rank_runs{0};  // the same sequence on every rank (SPMD)
+  if (spans_ranks_) memory->run = ++multi_rank_runs;
   Events events = submit(*memory);
   wait(events, *memory, options);
 }

@@ -42,7 +42,9 @@ class DeviceStorage {
   DType dtype() const { return dtype_; }
   int64_t numel() const { return numel_; }
   const std::vector<Block>& blocks() const { return blocks_; }
-  std::vector<HostBuffer> to_host() const;              // one flat HostBuffer per device
+  // One flat HostBuffer per device. A block of another rank's device is a DeviceError, or zeros with
+  // remote_as_zeros (for reading this rank's shards of a tensor that spans ranks).
+  std::vector<HostBuffer> to_host(bool remote_as_zeros = false) const;
   void from_host(const std::vector<HostBuffer>& data);  // one per device (or one for all)
 
  private:
@@ -98,7 +100,8 @@ class Program {
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
-  MemoryPlan memory_;  // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
+  bool spans_ranks_ = false;  // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
+  MemoryPlan memory_;         // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
 };
 
 }  // namespace ringrt

@@ -26,7 +26,8 @@ void write_from_host(const StatePtr& st, const std::vector<const HostBuffer*>& d
     if (data[i]->bytes.size() != blocks[i].bytes)
       throw InternalError(fmt::format("write: {} bytes for a block of {} bytes on device {}", data[i]->bytes.size(),
                                       blocks[i].bytes, i));
-  for (size_t i = 0; i < blocks.size(); ++i) {  // synchronous copies (Device::copy_in)
+  for (size_t i = 0; i < blocks.size(); ++i) {           // synchronous copies (Device::copy_in)
+    if (blocks[i].device->remote_rank() >= 0) continue;  // another rank writes its own devices
     const HostBuffer& h = *data[data.size() == 1 ? 0 : i];
     blocks[i].device->copy_in(blocks[i].ptr, h.bytes.data(), h.bytes.size());
   }

@@ -70,14 +70,14 @@ std::shared_ptr<Storage> find_storage(int64_t id) {
   return it == r.storages.end() ? nullptr : it->second.lock();
 }
 
-std::vector<HostBuffer> interpret_buffers(const UOp& u) {
+std::vector<HostBuffer> interpret_buffers(const UOp& u, bool remote_as_zeros) {
   std::unordered_map<int64_t, std::vector<HostBuffer>> host;
   Interpreter in([&](int64_t id) -> const std::vector<HostBuffer>* {
     auto it = host.find(id);
     if (it == host.end()) {
       auto st = find_storage(id);
       if (!st) return nullptr;
-      it = host.emplace(id, st->to_host()).first;
+      it = host.emplace(id, st->to_host(remote_as_zeros)).first;
     }
     return &it->second;
   });

@@ -62,8 +62,9 @@ void hold(TensorState& st, const std::vector<std::shared_ptr<DeviceStorage>>& mo
 std::shared_ptr<DeviceStorage> new_storage(const UOp& buf, const std::vector<HostBuffer>& data);
 // The live storage of buffer id; null when none.
 std::shared_ptr<DeviceStorage> find_storage(int64_t id);
-// The reference interpreter's value of u, reading realized buffers from device memory.
-std::vector<HostBuffer> interpret_buffers(const UOp& u);
+// The reference interpreter's value of u, reading realized buffers from device memory; another rank's
+// device blocks are a DeviceError, or zeros with remote_as_zeros (DeviceStorage::to_host).
+std::vector<HostBuffer> interpret_buffers(const UOp& u, bool remote_as_zeros = false);
 
 // The id of the BUFFER under a view of it (movement ops, MULTI). Throws InternalError for a value
 // with no buffer under it.

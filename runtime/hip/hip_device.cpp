@@ -120,6 +120,9 @@ class HipDevice final : public Device {
 
   // A device-to-host hipMemcpy returns once the bytes are in host memory; the caller has waited for
   // the work that wrote src.
+  void* allocate_staging(size_t bytes) override { return pinned_.take(bytes); }
+  void free_staging(void* ptr, size_t bytes) noexcept override { pinned_.give(bytes, ptr); }
+
   void copy_out(void* host, const void* src, size_t bytes) override {
     if (bytes == 0) return;
     DeviceGuard guard(gpu_, name_);

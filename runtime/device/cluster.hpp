@@ -1,0 +1,53 @@
+// The transport between the processes (ranks) of one SPMD job: the interface the executor and the
+// device lists use, implemented over MPI in runtime/mpi/ (DESIGN.md "Runtime", across hosts). Without
+// mpirun, or in a build without MPI, there is no cluster (cluster() is null) and ringrt is one process.
+//
+// A device of another rank is named "rank<R>/<KIND>:<i>" (rank1/CPU:0); the registry resolves such a
+// name to this process's device when R is this rank, else to a RemoteDevice (runtime/device/remote.hpp):
+// memory that is never touched here and work that rank R runs. Every rank plans the same schedule
+// and runs the items of its own devices; a copy between ranks is a send on the source's rank and a
+// receive on the destination's, matched by the item's index (the MPI tag).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/device/device.hpp"
+#include "runtime/device/devices.hpp"
+
+namespace ringrt {
+
+class Cluster {
+ public:
+  virtual ~Cluster() = default;
+  virtual const RankInfo& info() const = 0;
+
+  // bytes from src on `from` (a device of this rank) to rank `peer`, once `after` completes; `item`
+  // (the schedule item's index) matches it with the receive (the MPI tag: item modulo MPI's largest
+  // tag + 1; messages of one tag between two ranks arrive in order). The event completes when src may
+  // be reused; it fails with the error of an `after` event or of MPI.
+  virtual Event send(Device& from, const void* src, size_t bytes, int peer, size_t item, std::vector<Event> after) = 0;
+  // bytes from rank `peer` into dst on `to` (a device of this rank), once `after` completes.
+  virtual Event recv(Device& to, void* dst, size_t bytes, int peer, size_t item, std::vector<Event> after) = 0;
+
+  // Every rank calls it with the hash of what it is about to run (a plan and its settings); returns
+  // when all agree. Throws ConfigError naming the ranks that differ and `what`, on every rank;
+  // TimeoutError naming the ranks that did not arrive within timeout.
+  virtual void agree(uint64_t hash, const std::string& what, std::chrono::milliseconds timeout) = 0;
+  // Every rank's value, in rank order (collective; TimeoutError as agree).
+  virtual std::vector<std::string> allgather(const std::string& value, std::chrono::milliseconds timeout) = 0;
+  // Ends every rank of the job with `status` (MPI_Abort).
+  [[noreturn]] virtual void abort(int status) = 0;
+};
+
+// The cluster of this process, started at the first call (MPI_Init under mpirun); null when ringrt
+// runs as one process. Throws DeviceError when MPI fails to start.
+Cluster* cluster();
+
+// For runtime/mpi/: the factory cluster() calls once (it returns null when not under mpirun).
+void register_cluster_factory(std::unique_ptr<Cluster> (*factory)());
+
+}  // namespace ringrt

@@ -1,0 +1,109 @@
+// RemoteDevice (runtime/device/remote.hpp) and cluster() (runtime/device/cluster.hpp).
+#include "runtime/device/remote.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/params.hpp"
+#include "runtime/device/cluster.hpp"
+
+namespace ringrt {
+
+namespace {
+// The watchdog's bound on a collective of the cluster (runtime.watchdog_s).
+std::chrono::milliseconds watchdog() {
+  return std::chrono::milliseconds(std::llround(current_runtime_params().watchdog_s * 1000));
+}
+
+[[noreturn]] void not_here(const std::string& name, int rank, const char* what) {
+  int me = cluster() ? cluster()->info().rank : 0;
+  throw DeviceError(
+      fmt::format("{}: {} is a device of rank {}, not of this rank ({}); each rank reads and writes "
+                  "only its own devices' values (Tensor::local_shards)",
+                  what, name, rank, me));
+}
+}  // namespace
+
+void RemoteDevice::copy_in(void*, const void*, size_t) { not_here(name_, rank_, "copy_in"); }
+void RemoteDevice::copy_out(void*, const void*, size_t) { not_here(name_, rank_, "copy_out"); }
+std::shared_ptr<CompiledKernel> RemoteDevice::compile(const codegen::Kernel&) {
+  throw InternalError(fmt::format("compile for {}: rank {} compiles its own kernels", name_, rank_));
+}
+
+// ---- the cluster
+
+namespace {
+struct ClusterSlot {
+  std::mutex mu;
+  std::unique_ptr<Cluster> (*factory)() = nullptr;
+  std::unique_ptr<Cluster> cluster;
+  bool started = false;
+};
+ClusterSlot& slot() {
+  static auto* s = new ClusterSlot;  // never destroyed: devices and exit handlers use it to the end
+  return *s;
+}
+}  // namespace
+
+void register_cluster_factory(std::unique_ptr<Cluster> (*factory)()) {
+  std::lock_guard<std::mutex> lock(slot().mu);
+  slot().factory = factory;
+}
+
+void register_builtin_backends_once();  // registry.cpp: the generated registrations (the factory among them)
+
+Cluster* cluster() {
+  register_builtin_backends_once();
+  auto& s = slot();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.started) {
+    s.started = true;
+    if (s.factory) s.cluster = s.factory();
+  }
+  return s.cluster.get();
+}
+
+const RankInfo& rank_info() {
+  static const RankInfo kOneProcess{0, 1, 0, 1, {0}, ""};
+  Cluster* c = cluster();
+  return c ? c->info() : kOneProcess;
+}
+
+std::vector<std::string> global_devices(const std::vector<std::string>& local) {
+  Cluster* c = cluster();
+  if (!c) return local;
+  for (const std::string& name : local)
+    if (!parse_device_name(name))
+      throw DeviceError(fmt::format("global_devices: '{}' is not a local device name like CPU:0", name));
+  std::string mine;
+  for (const std::string& name : local) mine += name + "\n";
+  std::vector<std::string> all = c->allgather(mine, watchdog());
+  std::vector<std::string> out;
+  for (size_t r = 0; r < all.size(); ++r)
+    for (size_t start = 0, end; (end = all[r].find('\n', start)) != std::string::npos; start = end + 1)
+      out.push_back(fmt::format("rank{}/{}", r, all[r].substr(start, end - start)));
+  return out;
+}
+
+bool is_local_device(const std::string& name) { return device(name).remote_rank() < 0; }
+
+int64_t sum_over_ranks(int64_t value) {
+  Cluster* c = cluster();
+  if (!c) return value;
+  int64_t sum = 0;
+  for (const std::string& v : c->allgather(std::to_string(value), watchdog())) sum += std::stoll(v);
+  return sum;
+}
+
+void abort_ranks(int status) {
+  if (Cluster* c = cluster()) c->abort(status);
+  std::exit(status);
+}
+
+}  // namespace ringrt

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Faults across MPI ranks, as CTest mpi.faults runs them (issue 17, item 4): a job ends with a clear
+# status and message on every surviving rank, never a hang.
+#   test/mpi/faults.sh RINGRT_BINARY CONFIG_DIR
+# 1. A plan that differs between ranks (MPMD: rank 1 forces ring): exit 2, every rank names the mismatch.
+# 2. A rank that stops answering (SIGSTOP mid-run): the others' watchdog fires: exit 3 (MPI_Abort), a
+#    TimeoutError naming the item, the peer rank and the run's sequence number.
+# 3. A rank killed mid-run (SIGKILL), mpirun told not to kill the job at once: every survivor reports
+#    the TimeoutError, and the job ends non-zero.
+# The Open MPI settings come from the environment (cmake/RingrtTests.cmake).
+set -uo pipefail
+ringrt="$1"
+configs="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failed=0
+fail() {
+  echo "FAIL: $*"
+  failed=1
+}
+sweep=(run "$configs/ring.yaml" --set devices.count=1 --set experiment.sizes.max=4KiB)
+
+# 1. plan mismatch
+timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set allreduce.ring=0 : \
+  -np 1 "$ringrt" "${sweep[@]}" --set allreduce.ring=2 >"$work/mismatch.out" 2>&1
+rc=$?
+[[ $rc == 2 ]] || fail "plan mismatch: exit $rc, expected 2"
+for r in 0 1; do
+  grep -q "rank $r: .*the ranks differ in the plan" "$work/mismatch.out" || fail "plan mismatch: rank $r did not say so"
+done
+
+# Starts a long sweep over 3 ranks in the background; sets job_pid and rank_pid (rank 1's process).
+start_long_job() {
+  RINGRT_WATCHDOG_S=3 timeout 120 mpirun -np 3 "$ringrt" run "$configs/ring.yaml" --set devices.count=1 \
+    --set experiment.sizes.max=4KiB --set experiment.iters=1000000 >"$work/$1.out" 2>&1 &
+  job_pid=$!
+  rank_pid=""
+  for _ in $(seq 150); do  # rank 0 prints the table header once every rank runs MPI
+    sleep 0.2
+    local mpirun_pid
+    mpirun_pid=$(pgrep -P "$job_pid" -x mpirun)
+    [[ -n "$mpirun_pid" ]] && rank_pid=$(pgrep -P "$mpirun_pid" | sed -n 2p)
+    if [[ -n "$rank_pid" ]] && grep -q '^#  *size' "$work/$1.out"; then
+      sleep 2  # allreduces in flight
+      return 0
+    fi
+  done
+  fail "$1: the job did not start"
+}
+
+# 2. a rank that stops answering
+start_long_job stopped
+[[ -n "$rank_pid" ]] && kill -STOP "$rank_pid"
+wait "$job_pid"
+rc=$?
+[[ $rc == 3 ]] || fail "stopped rank: exit $rc, expected 3"
+grep -Eq "rank [02]: timeout: item [0-9]+ \(copy .*\) .*: a (receive from|send to) rank [0-9] in multi-rank run [0-9]+ did not complete within 3000 ms" \
+  "$work/stopped.out" || fail "stopped rank: no TimeoutError naming the item, peer rank and run"
+
+# 3. a rank killed
+export OMPI_MCA_orte_abort_on_non_zero_status=0
+start_long_job killed
+[[ -n "$rank_pid" ]] && kill -KILL "$rank_pid"
+wait "$job_pid"
+rc=$?
+[[ $rc != 0 && $rc != 124 ]] || fail "killed rank: exit $rc, expected a failure before the timeout"
+for r in 0 2; do
+  grep -Eq "rank $r: timeout: item [0-9]+ .* rank [0-9] in multi-rank run [0-9]+" "$work/killed.out" ||
+    fail "killed rank: rank $r did not report a TimeoutError"
+done
+
+if ((failed)); then
+  for f in "$work"/*.out; do
+    echo "---- $f"
+    grep -v '^#' "$f" | tail -20
+  done
+  exit 1
+fi
+echo "faults: plan mismatch, stopped rank and killed rank all ended cleanly"

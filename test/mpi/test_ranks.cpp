@@ -1,0 +1,156 @@
+// ringrt across MPI ranks (issue 17). Run under mpirun only (CTest: mpi.ranks_<np>, one test per
+// mpirun; see cmake/RingrtTests.cmake): every rank runs every case in the same order, as an SPMD
+// program does, and each checks the values on its own devices against host arithmetic. The CTest
+// environment sets RINGRT_RANKS_PER_HOST=1, so every rank is a host of its own and the hierarchical
+// forms group by rank.
+//
+// Inputs are small integers, exact in every dtype, and differ per global device: device g holds
+// element i = ((g * 7 + i * 3) % 23) - 11, so a sum and a max differ from any device's own value.
+// clang-format off
+#include <boost/test/unit_test.hpp>
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+// clang-format on
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rewrite/settings.hpp"
+#include "runtime/engine/internal.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+
+namespace {
+
+double input_value(int64_t g, int64_t i) { return static_cast<double>((g * 7 + i * 3) % 23) - 11; }
+
+// The global devices with `per_rank` cpu devices on every rank.
+std::vector<std::string> devices_with(int per_rank) { return global_devices(cpu_devices(per_rank)); }
+
+// One allreduce case: its algorithm (naive, ring, all2all, leader: the hierarchical leader form,
+// reduce_scatter: the hierarchical bandwidth form), devices per rank, dtype, op and count.
+struct Case {
+  std::string algo;
+  int per_rank;
+  DType dtype;
+  Ops op;
+  int64_t count;
+};
+
+std::ostream& operator<<(std::ostream& os, const Case& c) {
+  return os << c.algo << " x" << c.per_rank << " " << dtype_name(c.dtype) << " " << op_name(c.op) << " n=" << c.count;
+}
+
+AllreduceSettings settings_for(const Case& c, const std::vector<std::string>& devs) {
+  AllreduceSettings s = current_settings();
+  s.ring = c.algo == "ring" ? 2 : 0;
+  s.all2all = c.algo == "all2all" ? 2 : 0;
+  s.groups.clear();
+  if (c.algo == "leader" || c.algo == "reduce_scatter") {
+    s.hierarchical = c.algo;
+    for (const std::string& d : devs) s.groups[d] = split_rank(d)->rank;  // every rank a host (a group)
+  }
+  return s;
+}
+
+// #wrong of the allreduce of c over every rank's devices, on this rank's devices.
+int64_t wrong_values(const Case& c) {
+  std::vector<std::string> devs = devices_with(c.per_rank);
+  ScopedSettings scope(settings_for(c, devs));
+  int64_t ndev = static_cast<int64_t>(devs.size());
+  std::vector<HostBuffer> rows;
+  for (int64_t g = 0; g < ndev; ++g) {
+    HostBuffer row(c.dtype, {1, c.count});
+    for (int64_t i = 0; i < c.count; ++i) row.set(i, input_value(g, i));
+    rows.push_back(std::move(row));
+  }
+  Tensor result = Tensor::from_shards(std::move(rows), devs, 0).reduce(c.op, {0});
+  int64_t wrong = 0;
+  auto shards = result.local_shards();
+  BOOST_TEST(shards.size() == static_cast<size_t>(c.per_rank));
+  for (const auto& [name, shard] : shards) {
+    HostBuffer got = shard.host();
+    for (int64_t i = 0; i < c.count; ++i) {
+      double want = input_value(0, i);
+      for (int64_t g = 1; g < ndev; ++g)
+        want = c.op == Ops::ADD ? want + input_value(g, i) : std::max(want, input_value(g, i));
+      wrong += got.get(i) == want ? 0 : 1;
+    }
+  }
+  return wrong;
+}
+
+const std::vector<Case> kCases = {
+    // every algorithm with 1, 2 and 3 devices per rank; odd counts, and fewer elements than devices
+    {"naive", 1, DType::float32, Ops::ADD, 37},
+    {"naive", 2, DType::int32, Ops::MAX, 5},
+    {"naive", 3, DType::float32, Ops::ADD, 2},
+    {"ring", 1, DType::float32, Ops::ADD, 1001},
+    {"ring", 2, DType::float16, Ops::ADD, 37},
+    {"ring", 3, DType::bfloat16, Ops::MAX, 3},
+    {"all2all", 1, DType::int32, Ops::ADD, 64},
+    {"all2all", 2, DType::float32, Ops::MAX, 37},
+    {"all2all", 3, DType::float16, Ops::ADD, 1001},
+    {"leader", 1, DType::float32, Ops::ADD, 37},
+    {"leader", 2, DType::int32, Ops::ADD, 1001},
+    {"leader", 3, DType::bfloat16, Ops::MAX, 5},
+    {"reduce_scatter", 2, DType::float32, Ops::ADD, 1001},
+    {"reduce_scatter", 3, DType::int32, Ops::MAX, 37},
+    {"reduce_scatter", 2, DType::float16, Ops::ADD, 3},
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(ranks)
+
+BOOST_AUTO_TEST_CASE(the_global_device_list_names_rank_and_device) {
+  const RankInfo& me = rank_info();
+  BOOST_TEST_REQUIRE(me.ranks >= 2);  // run by mpirun (CTest mpi.ranks_<np>)
+  std::vector<std::string> devs = devices_with(2);
+  BOOST_TEST(devs.size() == static_cast<size_t>(2 * me.ranks));
+  for (int r = 0; r < me.ranks; ++r)
+    for (int d = 0; d < 2; ++d) {
+      std::string name = "rank" + std::to_string(r) + "/CPU:" + std::to_string(d);
+      BOOST_TEST(devs.at(static_cast<size_t>(2 * r + d)) == name);
+      BOOST_TEST(is_local_device(name) == (r == me.rank));
+    }
+  BOOST_TEST(me.hosts == me.ranks);  // RINGRT_RANKS_PER_HOST=1
+  BOOST_TEST(me.host == me.rank);
+  BOOST_TEST(sum_over_ranks(me.rank + 1) == me.ranks * (me.ranks + 1) / 2);
+}
+
+BOOST_DATA_TEST_CASE(allreduce_matches_host_arithmetic, bdata::make(kCases), c) {
+  BOOST_TEST(sum_over_ranks(wrong_values(c)) == 0);
+}
+
+// GPU memory crosses ranks through host staging buffers, chunk by chunk: forced on the cpu backend,
+// with chunks of 4 KiB, a 40,000-byte ring allreduce moves several chunks per copy.
+BOOST_AUTO_TEST_CASE(host_staged_transfers_match_host_arithmetic) {
+  RuntimeParams p = current_runtime_params();
+  p.mpi_stage_host = true;
+  p.mpi_chunk_bytes = 4096;
+  set_runtime_params(p, {"runtime.mpi_stage_host", "runtime.mpi_chunk_bytes"});
+  int64_t wrong = wrong_values({"ring", 2, DType::float32, Ops::ADD, 10000});
+  reset_runtime_params();
+  BOOST_TEST(sum_over_ranks(wrong) == 0);
+}
+
+// Ranks that plan different programs stop with the same ConfigError on every rank, never a hang:
+// rank 1 forces ring, the others naive.
+BOOST_AUTO_TEST_CASE(a_plan_that_differs_between_ranks_is_an_error_on_every_rank) {
+  std::vector<std::string> devs = devices_with(1);
+  AllreduceSettings s = current_settings();
+  s.ring = rank_info().rank == 1 ? 2 : 0;
+  s.all2all = 0;
+  ScopedSettings scope(s);
+  std::vector<HostBuffer> rows(devs.size(), HostBuffer(DType::float32, {1, 4099}));
+  Tensor result = Tensor::from_shards(std::move(rows), devs, 0).sum({0});
+  BOOST_CHECK_EXCEPTION(result.realize(), ConfigError, [](const ConfigError& e) {
+    return std::string(e.what()).find("the ranks differ in the plan") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
