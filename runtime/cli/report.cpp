@@ -48,7 +48,7 @@ std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
   return out;
 }
 
-constexpr char kRowFormat[] = "{:>12} {:>13} {:>9} {:>6} {:>13} {:>11} {:>8} {:>8} {:>7}\n";
+constexpr char kRowFormat[] = "{:>12} {:>13} {:>9} {:>6} {:>15} {:>11} {:>8} {:>8} {:>7}\n";
 
 }  // namespace
 
@@ -81,6 +81,9 @@ std::string format_header(const ExperimentConfig& cfg) {
                      dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend);
   out += fmt::format("# backend: {}\n# devices: {}\n# groups: {}\n", cfg.backend, fmt::join(cfg.devices, ", "),
                      groups_text(cfg));
+  if (const RankInfo& me = rank_info(); me.ranks > 1)  // under mpirun: the table is rank 0's, #wrong every rank's
+    out += fmt::format("# ranks: {} on {} host(s) (host of each rank: [{}]); rank 0 prints, #wrong sums every rank\n",
+                       me.ranks, me.hosts, fmt::join(me.host_of_rank, ", "));
   const char* form = cfg.form == SweepForm::buckets ? "steps" : "iterations";
   out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}{}\n", cfg.warmup, form, cfg.iters, form,
                      cfg.check ? "true" : "false",
