@@ -29,6 +29,18 @@ std::string groups_text(const ExperimentConfig& cfg) {
   return cfg.groups.empty() ? "none" : fmt::format("[{}]", fmt::join(cfg.groups, ", "));
 }
 
+// "node1 (ranks 0, 1), node2 (ranks 2, 3)": each host's name and ranks.
+std::string hosts_text(const RankInfo& me) {
+  std::vector<std::string> hosts;
+  for (int h = 0; h < me.hosts; ++h) {
+    std::vector<int> ranks;
+    for (int r = 0; r < me.ranks; ++r)
+      if (me.host_of_rank[static_cast<size_t>(r)] == h) ranks.push_back(r);
+    hosts.push_back(fmt::format("{} (ranks {})", me.host_names.at(static_cast<size_t>(h)), fmt::join(ranks, ", ")));
+  }
+  return fmt::format("{}", fmt::join(hosts, ", "));
+}
+
 // "key = value  <- origin": where the key was set, or for a map (experiment.sizes) where each of its
 // leaves that was set got its value (distinct origins, comma-separated); "default" when none was set.
 std::string origin_line(const ExperimentConfig& cfg, const std::string& key, const std::string& value) {
@@ -82,8 +94,8 @@ std::string format_header(const ExperimentConfig& cfg) {
   out += fmt::format("# backend: {}\n# devices: {}\n# groups: {}\n", cfg.backend, fmt::join(cfg.devices, ", "),
                      groups_text(cfg));
   if (const RankInfo& me = rank_info(); me.ranks > 1)  // under mpirun: the table is rank 0's, #wrong every rank's
-    out += fmt::format("# ranks: {} on {} host(s) (host of each rank: [{}]); rank 0 prints, #wrong sums every rank\n",
-                       me.ranks, me.hosts, fmt::join(me.host_of_rank, ", "));
+    out += fmt::format("# ranks: {} on {} host(s): {}; rank 0 prints, #wrong sums every rank\n", me.ranks, me.hosts,
+                       hosts_text(me));
   const char* form = cfg.form == SweepForm::buckets ? "steps" : "iterations";
   out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}{}\n", cfg.warmup, form, cfg.iters, form,
                      cfg.check ? "true" : "false",

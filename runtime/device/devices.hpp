@@ -23,6 +23,7 @@ struct RankInfo {
   int hosts = 1;                  // hosts: MPI's shared-memory nodes, or runtime.ranks_per_host ranks each
   std::vector<int> host_of_rank;  // host of every rank
   std::string host_name;          // this host's name (MPI_Get_processor_name); "" without mpirun
+  std::vector<std::string> host_names;  // every host\'s name, by host number; {""} without mpirun
 };
 // This process's rank and host. Under mpirun (Open MPI's or MPICH's environment), the first call starts
 // MPI (MPI_Init_thread) on every rank: call it, or any device list, in the same order on every rank.

@@ -70,7 +70,7 @@ Cluster* cluster() {
 }
 
 const RankInfo& rank_info() {
-  static const RankInfo kOneProcess{0, 1, 0, 1, {0}, ""};
+  static const RankInfo kOneProcess{0, 1, 0, 1, {0}, "", {""}};
   Cluster* c = cluster();
   return c ? c->info() : kOneProcess;
 }

@@ -147,8 +147,13 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
   // an SPMD job: every rank must have planned the same items, or sends and receives would not match
   if (Cluster* c = cluster(); c && ranks_of(plan_).size() > 1) {
     spans_ranks_ = true;
-    c->agree(fnv1a(plan_.to_string()), fmt::format("the plan of a program of {} items", plan_.items.size()),
-             watchdog_timeout());
+    // the chunk size of transfers too: the receiving rank's messages must match the sending rank's
+    std::string agreed =
+        fmt::format("{}|runtime.mpi_chunk_bytes={}", plan_.to_string(), current_runtime_params().mpi_chunk_bytes);
+    c->agree(
+        fnv1a(agreed),
+        fmt::format("the plan of a program ({} items on this rank) or runtime.mpi_chunk_bytes", plan_.items.size()),
+        watchdog_timeout());
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "rewrite/errors.hpp"
@@ -50,6 +51,20 @@ std::vector<int> hosts_of_ranks(const mpi::Comm& world, int ranks_per_host) {
   return host;
 }
 
+// The name of every host (MPI_Get_processor_name of its first rank), by host number.
+std::vector<std::string> host_names(const mpi::Comm& world, const std::vector<int>& host_of_rank, int hosts) {
+  std::vector<char> names(host_of_rank.size() * MPI_MAX_PROCESSOR_NAME);
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  RINGRT_MPI(MPI_Get_processor_name(mine, &len));
+  RINGRT_MPI(MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                           world.get()));
+  std::vector<std::string> out(static_cast<size_t>(hosts));
+  for (size_t r = host_of_rank.size(); r-- > 0;)  // the first rank of each host names it
+    out[static_cast<size_t>(host_of_rank[r])] = std::string(&names[r * MPI_MAX_PROCESSOR_NAME]);
+  return out;
+}
+
 class MpiCluster final : public Cluster {
  public:
   MpiCluster() {
@@ -66,10 +81,8 @@ class MpiCluster final : public Cluster {
     info_.host_of_rank = hosts_of_ranks(world_, current_runtime_params().ranks_per_host);
     info_.host = info_.host_of_rank[static_cast<size_t>(info_.rank)];
     info_.hosts = *std::max_element(info_.host_of_rank.begin(), info_.host_of_rank.end()) + 1;
-    char name[MPI_MAX_PROCESSOR_NAME] = {};
-    int len = 0;
-    RINGRT_MPI(MPI_Get_processor_name(name, &len));
-    info_.host_name.assign(name, static_cast<size_t>(len));
+    info_.host_names = host_names(world_, info_.host_of_rank, info_.hosts);
+    info_.host_name = info_.host_names[static_cast<size_t>(info_.host)];
     int* tag_ub = nullptr;
     int found = 0;
     RINGRT_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found));

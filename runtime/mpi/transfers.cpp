@@ -12,10 +12,6 @@
 
 namespace ringrt::mpi {
 
-namespace {
-constexpr size_t kDirectChunk = size_t{1} << 30;  // MPI counts are int: a message of host memory at most 1 GiB
-}  // namespace
-
 // One send or receive: chunks posted in order (several messages of one tag arrive in order), at most
 // `window` in flight.
 struct Transfers::Transfer {
@@ -82,8 +78,10 @@ Event Transfers::recv(Device& to, void* dst, size_t bytes, int peer, size_t item
 Event Transfers::start(std::shared_ptr<Transfer> t, std::vector<Event> after) {
   const RuntimeParams& params = current_runtime_params();
   t->staged = !t->dev->host_addressable() || params.mpi_stage_host;
-  t->chunk = t->staged ? static_cast<size_t>(params.mpi_chunk_bytes) : kDirectChunk;
-  t->window = t->staged ? 2 : SIZE_MAX;
+  // the same chunks on both sides whatever each stages (MPI matches message by message), so that a
+  // rank with GPUs and one with cpu devices agree; the ranks agreed on the chunk size with the plan
+  t->chunk = static_cast<size_t>(params.mpi_chunk_bytes);
+  t->window = t->staged ? 2 : SIZE_MAX;  // host memory: every chunk posted at once
   Event done = t->done;
   {
     std::lock_guard<std::mutex> lock(mu_);

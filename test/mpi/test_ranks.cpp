@@ -153,4 +153,18 @@ BOOST_AUTO_TEST_CASE(a_plan_that_differs_between_ranks_is_an_error_on_every_rank
   });
 }
 
+// The chunk size of transfers between ranks is agreed with the plan: MPI matches chunk by chunk.
+BOOST_AUTO_TEST_CASE(a_chunk_size_that_differs_between_ranks_is_an_error_on_every_rank) {
+  RuntimeParams p = current_runtime_params();
+  p.mpi_chunk_bytes = rank_info().rank == 1 ? 8192 : 4096;
+  set_runtime_params(p, {"runtime.mpi_chunk_bytes"});
+  std::vector<std::string> devs = devices_with(1);
+  std::vector<HostBuffer> rows(devs.size(), HostBuffer(DType::float32, {1, 4099}));
+  Tensor result = Tensor::from_shards(std::move(rows), devs, 0).sum({0});
+  BOOST_CHECK_EXCEPTION(result.realize(), ConfigError, [](const ConfigError& e) {
+    return std::string(e.what()).find("runtime.mpi_chunk_bytes") != std::string::npos;
+  });
+  reset_runtime_params();
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -89,6 +89,9 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"runtime.program_cache", "RINGRT_PROGRAM_CACHE"},
       {"runtime.kernel_opt", "RINGRT_KERNEL_OPT"},
       {"runtime.hip_logical_devices", "RINGRT_HIP_LOGICAL_DEVICES"},
+      {"runtime.ranks_per_host", "RINGRT_RANKS_PER_HOST"},
+      {"runtime.mpi_chunk_bytes", "RINGRT_MPI_CHUNK_BYTES"},
+      {"runtime.mpi_stage_host", "RINGRT_MPI_STAGE_HOST"},
       {"runtime.watchdog_s", "RINGRT_WATCHDOG_S"},
       {"runtime.cache_dir", "RINGRT_CACHE_DIR"},
       {"runtime.cxx", "CXX"}};
@@ -158,8 +161,15 @@ BOOST_AUTO_TEST_CASE(values_parse_with_clear_errors) {
              "f.yaml:2:3: key 'runtime.peer_reads': expected 0 or 1, got 'yes'");
   BOOST_TEST(set("allreduce.cast", "maybe") ==
              "f.yaml:2:3: key 'allreduce.cast': expected true or false (1 or 0), got 'maybe'");
-  BOOST_TEST(set("allreduce.reduce_leaders", "CPU:0,GPU") ==
-             "f.yaml:2:3: key 'allreduce.reduce_leaders': expected device names like CPU:0 or HIP:2, got 'GPU'");
+  BOOST_TEST(
+      set("allreduce.reduce_leaders", "CPU:0,GPU") ==
+      "f.yaml:2:3: key 'allreduce.reduce_leaders': expected device names like CPU:0, HIP:2 or rank1/CPU:0, got 'GPU'");
+  BOOST_TEST(set("allreduce.reduce_leaders", "rank1/CPU:0,rank0/HIP:12") == "");  // the devices of an mpirun job
+  for (const char* bad : {"rank01/CPU:0", "rank/CPU:0", "rankx/CPU:0", "rank1/", "1/CPU:0", "rank1/CPU:01", "r1/CPU:0"})
+    BOOST_TEST(!split_rank(bad), bad);
+  BOOST_TEST(split_rank("rank12/HIP:3")->rank == 12);
+  BOOST_TEST(split_rank("rank12/HIP:3")->local == "HIP:3");
+  BOOST_TEST(split_rank("CPU:2")->rank == -1);
   BOOST_TEST(set("allreduce.hierarchical", "reduce_scatter") == "");
   BOOST_TEST(a.hierarchical == "reduce_scatter");
   for (const char* bad : {"ring", "Leader", "leader|reduce_scatter", ""})
