@@ -85,7 +85,7 @@ std::string describe(const ScheduleItem& item, size_t i) {
   return fmt::format("item {} (kernel {} {})", i, dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
 }
 
-// A copy between ranks, as this rank sees it: " (a receive from rank 1 in run 7)" or "".
+// A copy between ranks, as this rank sees it: ": a receive from rank 1 in multi-rank run 7", or "".
 std::string cross_rank_part(const ScheduleItem& item, uint64_t run) {
   if (item.kind != ScheduleItem::Kind::copy || run == 0) return "";
   int src = rank_of(device(item.ast.src(0).device().name())), dst = rank_of(device(item.device.name()));
@@ -371,19 +371,15 @@ std::vector<Event> Program::submit_copy(size_t i, Binding& memory, const std::ve
   const Block& from = memory.resolve(src.base).at(0);
   size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
   if (bytes == 0) return after;  // nothing to copy, but what waits for it still waits for what it waited for
+  // between ranks (an SPMD job): a send on the source's rank, a receive on the destination's, matched by
+  // the item's index; between two other ranks, nothing here
   Device& to = *target.at(0).device;
-  if (to.remote_rank() < 0 && from.device->remote_rank() < 0) {  // within this process
-    const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
-    return {to.copy_from(*from.device, src_ptr, target[0].ptr, bytes, after)};
-  }
-  if (to.remote_rank() >= 0 && from.device->remote_rank() >= 0) return {};  // between other ranks
-  // between ranks: the item's index is the tag (MPI keeps messages of one tag between two ranks in order)
-  Cluster& c = *cluster();
-  if (to.remote_rank() >= 0) {
-    const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
-    return {c.send(*from.device, src_ptr, bytes, to.remote_rank(), i, after)};
-  }
-  return {c.recv(to, target[0].ptr, bytes, from.device->remote_rank(), i, after)};
+  int src_rank = from.device->remote_rank(), dst_rank = to.remote_rank();
+  if (src_rank >= 0 && dst_rank >= 0) return {};
+  if (src_rank >= 0) return {cluster()->recv(to, target[0].ptr, bytes, src_rank, i, after)};
+  const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
+  if (dst_rank >= 0) return {cluster()->send(*from.device, src_ptr, bytes, dst_rank, i, after)};
+  return {to.copy_from(*from.device, src_ptr, target[0].ptr, bytes, after)};
 }
 
 std::vector<Event> Program::submit_kernel(size_t i, Binding& memory, const std::vector<Event>& after) const {
@@ -392,13 +388,13 @@ std::vector<Event> Program::submit_kernel(size_t i, Binding& memory, const std::
   const PreparedKernel& pk = *kernels_[i];
   std::vector<Event> out;
   for (size_t d = 0; d < target.size(); ++d) {
+    Device* dev = target[d].device;
+    if (dev->remote_rank() >= 0) continue;  // its rank launches it
     std::vector<void*> bufs{target[d].ptr};
     for (size_t r : pk.input_reads) {
       const std::vector<Block>& b = memory.resolve(item.reads[r]);
       bufs.push_back(b.at(b.size() == 1 ? 0 : d).ptr);
     }
-    Device* dev = target[d].device;
-    if (dev->remote_rank() >= 0) continue;  // its rank launches it
     out.push_back(dev->launch(*pk.compiled.at(dev), std::move(bufs), static_cast<int32_t>(d), after));
   }
   return out;
