@@ -22,6 +22,7 @@
 #include <new>
 #include <optional>
 #include <system_error>
+#include <thread>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
@@ -346,7 +347,12 @@ int main(int argc, char** argv) {
       return with_stdout_checked(schedule_command(config, sets, count, as_json, dot, emit_dir, target));
     return with_stdout_checked(config_command(config, sets, dump));
   });
-  // under mpirun, a rank that fails ends the job (MPI_Abort with its status): the others would wait for it
-  if (status >= 2 && in_spmd_job()) abort_ranks(status);
+  // Under mpirun, a rank that fails ends the job (MPI_Abort with its status): the others would wait for it.
+  // First a grace second, so that the ranks failing the same way (a plan mismatch, a dead peer's
+  // timeout: their watchdogs fire together) report too before Open MPI kills them.
+  if (status >= 2 && in_spmd_job()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    abort_ranks(status);
+  }
   return status;
 }

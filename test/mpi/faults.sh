@@ -6,7 +6,8 @@
 # 2. A rank that stops answering (SIGSTOP mid-run): the others' watchdog fires: exit 3 (MPI_Abort), a
 #    TimeoutError naming the item, the peer rank and the run's sequence number.
 # 3. A rank killed mid-run (SIGKILL), mpirun told not to kill the job at once: every survivor reports
-#    the TimeoutError, and the job ends non-zero.
+#    the TimeoutError (a failing rank waits a second before MPI_Abort so that all do), and the job ends
+#    non-zero.
 # The Open MPI settings come from the environment (cmake/RingrtTests.cmake).
 set -uo pipefail
 ringrt="$1"
