@@ -5,6 +5,7 @@
 // Exit status: 0 ok, 1 wrong results, 2 bad input (command line, config, environment, shapes,
 // devices), 3 an internal or toolchain failure (a bug: CompileError, TimeoutError, InternalError),
 // 130/143 a run stopped by SIGINT/SIGTERM (128 + the signal; see install_stop_handlers).
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -117,6 +118,12 @@ std::string error_prefix() {
   }
 }
 
+// One error message on stderr, in one write (the ranks of a job share the terminal).
+void report(const std::string& message) {
+  std::string line = error_prefix() + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
 // Loads the config and installs its runtime tunables (runtime.*) for this process, before anything runs.
 // Under mpirun, ranks other than 0 then print nothing on stdout (rank 0 prints for the job).
 ExperimentConfig load_and_install(const std::string& config, const std::vector<std::string>& sets) {
@@ -197,8 +204,8 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   write_outputs(result);
   if (result.stopped) {
     int sig = interrupt_signal();
-    std::fprintf(stderr, "ringrt: interrupted by %s after %zu of %zu rows\n", signal_name(sig), result.rows.size(),
-                 cfg.sweep_counts().size());
+    report(fmt::format("interrupted by {} after {} of {} rows", signal_name(sig), result.rows.size(),
+                       cfg.sweep_counts().size()));
     return 128 + sig;
   }
   return result.wrong() > 0 ? 1 : 0;
@@ -259,12 +266,6 @@ void add_set_option(CLI::App* cmd, std::vector<std::string>& sets) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("KEY=VALUE");
-}
-
-// One error message on stderr, in one write (the ranks of a job share the terminal).
-void report(const std::string& message) {
-  std::string line = error_prefix() + message + "\n";
-  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 // Runs body and turns its exceptions into a message on stderr and the exit status (file comment).

@@ -33,7 +33,24 @@ std::optional<int64_t> left_under(int which, std::optional<int64_t> used) {
   return std::max<int64_t>(0, static_cast<int64_t>(lim.rlim_cur) - *used);
 }
 
-int64_t devices_of(const std::string& tuple) { return 1 + std::count(tuple.begin(), tuple.end(), ','); }
+// The devices of this process (this rank's, under mpirun) in a device or tuple "(CPU:0, CPU:1)".
+int64_t local_devices_of(const std::string& tuple) {
+  int64_t n = 0;
+  for (size_t start = tuple.front() == '(' ? 1 : 0; start < tuple.size();) {
+    size_t end = tuple.find_first_of(",)", start);
+    if (end == std::string::npos) end = tuple.size();
+    std::string name = tuple.substr(start, end - start);
+    name.erase(0, name.find_first_not_of(' '));
+    if (!name.empty() && is_local_device(name)) ++n;
+    start = end + 1;
+  }
+  return n;
+}
+
+// How many of the run's devices are this process's.
+int64_t local_count(const ExperimentConfig& cfg) {
+  return std::count_if(cfg.devices.begin(), cfg.devices.end(), [](const std::string& d) { return is_local_device(d); });
+}
 
 double gib(int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30); }
 
@@ -53,16 +70,18 @@ std::optional<MemoryAvailable> memory_available() {
 MemoryNeed estimate_need(const ExperimentConfig& cfg, const std::vector<int64_t>& counts) {
   MemoryNeed need;
   need.device_is_host = cfg.backend == "cpu";
+  // this process's devices only: under mpirun each rank holds its own devices' memory
   int64_t ndev = static_cast<int64_t>(cfg.devices.size()), size = itemsize(cfg.dtype);
+  int64_t local = local_count(cfg);
   // the check's reference per element: the exact value in the dtype, and for floats the value and the
   // tolerance in double (experiment.cpp's Reference), plus one device's result gathered
   int64_t check_per_element = 2 * size + (is_float(cfg.dtype) ? 16 : 0);
   int64_t staging = 0, check = 0;
   for (int64_t count : counts) {
     Schedule s = allreduce_of(cfg, allreduce_input_placeholder(cfg, count)).schedule();
-    need.device += ndev * count * size;  // the input
-    for (const CopyItem& c : s.copy_items) need.device += c.bytes;
-    for (const KernelItem& k : s.kernel_items) need.device += devices_of(k.device) * k.numel * size;
+    need.device += local * count * size;  // the input
+    for (const CopyItem& c : s.copy_items) need.device += is_local_device(c.dst) ? c.bytes : 0;
+    for (const KernelItem& k : s.kernel_items) need.device += local_devices_of(k.device) * k.numel * size;
     staging = std::max(staging, ndev * count * size);
     check = std::max(check, cfg.check ? count * check_per_element : 0);
   }
@@ -92,7 +111,7 @@ void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
   throw ResourceError(fmt::format(
       "out of host memory: {} x {} devices {} needs about {:.2f} GiB (device buffers {:.2f} GiB{}, host check "
       "{:.2f} GiB), {:.2f} GiB available ({}); refused before allocating: choose smaller experiment.sizes",
-      what, cfg.devices.size(), dtype_name(cfg.dtype), gib(need.total()), gib(need.device),
+      what, local_count(cfg), dtype_name(cfg.dtype), gib(need.total()), gib(need.device),
       need.device_is_host ? "" : " on the GPUs, not counted here", gib(need.host), gib(avail->bytes), avail->limit));
 }
 

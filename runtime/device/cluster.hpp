@@ -33,18 +33,23 @@ class Cluster {
   // bytes from rank `peer` into dst on `to` (a device of this rank), once `after` completes.
   virtual Event recv(Device& to, void* dst, size_t bytes, int peer, size_t item, std::vector<Event> after) = 0;
 
-  // Every rank calls it with the hash of what it is about to run (a plan and its settings); returns
-  // when all agree. Throws ConfigError naming the ranks that differ and `what`, on every rank;
-  // TimeoutError naming the ranks that did not arrive within timeout.
-  virtual void agree(uint64_t hash, const std::string& what, std::chrono::milliseconds timeout) = 0;
-  // Every rank's value, in rank order (collective; TimeoutError as agree).
-  virtual std::vector<std::string> allgather(const std::string& value, std::chrono::milliseconds timeout) = 0;
+  // Collectives: every rank calls them in the same order, naming the call (`what`: "run 7 of a program
+  // across ranks"). A rank at another call is a ConfigError on every rank naming the call; a rank
+  // that does not arrive within timeout (dead, stopped, elsewhere) a TimeoutError.
+  // agree: returns when every rank passed the same value (a plan's hash); else ConfigError naming the
+  // ranks that differ.
+  virtual void agree(const std::string& what, uint64_t value, std::chrono::milliseconds timeout) = 0;
+  // allgather: every rank's value, in rank order.
+  virtual std::vector<std::string> allgather(const std::string& what, const std::string& value,
+                                             std::chrono::milliseconds timeout) = 0;
   // Ends every rank of the job with `status` (MPI_Abort).
   [[noreturn]] virtual void abort(int status) = 0;
 };
 
 // The cluster of this process, started at the first call (MPI_Init under mpirun); null when ringrt
-// runs as one process. Throws DeviceError when MPI fails to start.
+// runs as one process. Throws, at this call and every later one, what starting it threw: DeviceError
+// (MPI failed), ConfigError (the ranks differ in runtime.ranks_per_host), TimeoutError (a rank never
+// started within the watchdog).
 Cluster* cluster();
 
 // For runtime/mpi/: the factory cluster() calls once (it returns null when not under mpirun).

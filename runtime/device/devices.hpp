@@ -17,12 +17,12 @@ std::vector<std::string> hip_devices();
 
 // This process's place in an SPMD job started by mpirun (one rank, one host without it).
 struct RankInfo {
-  int rank = 0;                   // this process
-  int ranks = 1;                  // processes in the job
-  int host = 0;                   // this rank's host, 0 .. hosts-1 (numbered by their first rank)
-  int hosts = 1;                  // hosts: MPI's shared-memory nodes, or runtime.ranks_per_host ranks each
-  std::vector<int> host_of_rank;  // host of every rank
-  std::string host_name;          // this host's name (MPI_Get_processor_name); "" without mpirun
+  int rank = 0;                         // this process
+  int ranks = 1;                        // processes in the job
+  int host = 0;                         // this rank's host, 0 .. hosts-1 (numbered by their first rank)
+  int hosts = 1;                        // hosts: MPI's shared-memory nodes, or runtime.ranks_per_host ranks each
+  std::vector<int> host_of_rank;        // host of every rank
+  std::string host_name;                // this host's name (MPI_Get_processor_name); "" without mpirun
   std::vector<std::string> host_names;  // every host\'s name, by host number; {""} without mpirun
 };
 // This process's rank and host. Under mpirun (Open MPI's or MPICH's environment), the first call starts
@@ -37,7 +37,8 @@ std::vector<std::string> global_devices(const std::vector<std::string>& local);
 bool is_local_device(const std::string& name);
 // The sum of value over every rank (collective; TimeoutError as global_devices). value without mpirun.
 int64_t sum_over_ranks(int64_t value);
-// Ends every rank of the job with `status` (MPI_Abort), or this process (std::exit) without mpirun.
+// Ends every rank of the job with `status` (MPI_Abort), or this process (std::_Exit: no exit handlers)
+// without mpirun or when MPI did not start.
 [[noreturn]] void abort_ranks(int status);
 
 }  // namespace ringrt

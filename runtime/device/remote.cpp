@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -44,6 +46,7 @@ struct ClusterSlot {
   std::unique_ptr<Cluster> (*factory)() = nullptr;
   std::unique_ptr<Cluster> cluster;
   bool started = false;
+  std::exception_ptr error;  // of the start: rethrown by every later call
 };
 ClusterSlot& slot() {
   static auto* s = new ClusterSlot;  // never destroyed: devices and exit handlers use it to the end
@@ -64,8 +67,13 @@ Cluster* cluster() {
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.started) {
     s.started = true;
-    if (s.factory) s.cluster = s.factory();
+    try {
+      if (s.factory) s.cluster = s.factory();
+    } catch (...) {
+      s.error = std::current_exception();
+    }
   }
+  if (s.error) std::rethrow_exception(s.error);
   return s.cluster.get();
 }
 
@@ -83,7 +91,7 @@ std::vector<std::string> global_devices(const std::vector<std::string>& local) {
       throw DeviceError(fmt::format("global_devices: '{}' is not a local device name like CPU:0", name));
   std::string mine;
   for (const std::string& name : local) mine += name + "\n";
-  std::vector<std::string> all = c->allgather(mine, watchdog());
+  std::vector<std::string> all = c->allgather("gathering every rank's devices (global_devices)", mine, watchdog());
   std::vector<std::string> out;
   for (size_t r = 0; r < all.size(); ++r)
     for (size_t start = 0, end; (end = all[r].find('\n', start)) != std::string::npos; start = end + 1)
@@ -97,13 +105,21 @@ int64_t sum_over_ranks(int64_t value) {
   Cluster* c = cluster();
   if (!c) return value;
   int64_t sum = 0;
-  for (const std::string& v : c->allgather(std::to_string(value), watchdog())) sum += std::stoll(v);
+  for (const std::string& v :
+       c->allgather("summing a value over the ranks (sum_over_ranks)", std::to_string(value), watchdog()))
+    sum += std::stoll(v);
   return sum;
 }
 
 void abort_ranks(int status) {
-  if (Cluster* c = cluster()) c->abort(status);
-  std::exit(status);
+  Cluster* c = nullptr;
+  try {
+    c = cluster();
+  } catch (const std::exception&) {  // MPI did not start: this process ends alone
+  }
+  if (c) c->abort(status);
+  std::fflush(nullptr);
+  std::_Exit(status);  // no exit handlers: a thread may still wait inside MPI_Init
 }
 
 }  // namespace ringrt

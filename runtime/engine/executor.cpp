@@ -144,16 +144,14 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
     auto compiled = dev->compile_all(ks);
     for (size_t j = 0; j < items.size(); ++j) kernels_[items[j]]->compiled[dev] = compiled[j];
   }
-  // an SPMD job: every rank must have planned the same items, or sends and receives would not match
+  // an SPMD job: the ranks compare this hash before each run (run()): the same items, the same kernels
+  // (their code: the op included), the same chunks of transfers, or the sends and receives would not match
   if (Cluster* c = cluster(); c && ranks_of(plan_).size() > 1) {
     spans_ranks_ = true;
-    // the chunk size of transfers too: the receiving rank's messages must match the sending rank's
-    std::string agreed =
-        fmt::format("{}|runtime.mpi_chunk_bytes={}", plan_.to_string(), current_runtime_params().mpi_chunk_bytes);
-    c->agree(
-        fnv1a(agreed),
-        fmt::format("the plan of a program ({} items on this rank) or runtime.mpi_chunk_bytes", plan_.items.size()),
-        watchdog_timeout());
+    plan_hash_ = fnv1a(
+        fmt::format("{}|runtime.mpi_chunk_bytes={}", plan_.to_string(), current_runtime_params().mpi_chunk_bytes));
+    for (const auto& k : kernels_)
+      if (k) plan_hash_ = fnv1a(k->kernel.code(), plan_hash_);
   }
 }
 
@@ -429,9 +427,17 @@ void Program::wait(const Events& events, Binding& memory, const ExecOptions& opt
 
 void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
                   const ExecOptions& options) const {
-  std::unique_ptr<Binding> memory = bind(outs, inputs);
   static std::atomic<uint64_t> multi_rank_runs{0};  // the same sequence on every rank (SPMD)
-  if (spans_ranks_) memory->run = ++multi_rank_runs;
+  uint64_t run = 0;
+  if (spans_ranks_) {  // every rank runs the same program now, or none does
+    run = ++multi_rank_runs;
+    cluster()->agree(fmt::format("the plan of run {} of a program across ranks (its items, kernels and "
+                                 "runtime.mpi_chunk_bytes)",
+                                 run),
+                     plan_hash_, options.timeout);
+  }
+  std::unique_ptr<Binding> memory = bind(outs, inputs);
+  memory->run = run;
   Events events = submit(*memory);
   wait(events, *memory, options);
 }

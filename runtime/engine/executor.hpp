@@ -101,6 +101,7 @@ class Program {
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
   bool spans_ranks_ = false;  // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
+  uint64_t plan_hash_ = 0;    // what the ranks compare before each run (spans_ranks_ only)
   MemoryPlan memory_;         // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
 };
 

@@ -1,21 +1,30 @@
 // The cluster over MPI (runtime/device/cluster.hpp): started by cluster() when mpirun launched this
-// process. MPI_Init_thread(MPI_THREAD_MULTIPLE); hosts from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)
-// or runtime.ranks_per_host; three communicators duplicated from MPI_COMM_WORLD, so that the
-// transfers, the collectives of agreement and the world's own traffic never match each other's
-// messages. MPI_Finalize runs at exit when no transfer is pending (a job that timed out ends with
-// abort()). Reference: Open MPI 4.1's man pages; MPI 3.1.
+// process, on a thread of its own, so that a rank that never starts is a TimeoutError, not a hang.
+// MPI_Init_thread(MPI_THREAD_MULTIPLE); hosts from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) or
+// runtime.ranks_per_host; two communicators duplicated from MPI_COMM_WORLD, so that the transfers and
+// the collectives never match each other's messages. Every collective opens with a header (what the
+// rank is doing, a value), so ranks at different calls get a ConfigError, never each other's bytes.
+// MPI_Finalize runs at exit when no transfer is pending (a job that timed out ends with abort()).
+// Reference: Open MPI 4.1's man pages; MPI 3.1 (12.4.3: finalize on the thread that initialized).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/hash.hpp"
 #include "rewrite/params.hpp"
 #include "runtime/device/cluster.hpp"
 #include "runtime/mpi/mpi.hpp"
@@ -25,6 +34,11 @@ namespace ringrt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The watchdog (runtime.watchdog_s) bounds every wait for other ranks.
+std::chrono::milliseconds watchdog() {
+  return std::chrono::milliseconds(std::llround(current_runtime_params().watchdog_s * 1000));
+}
 
 // Ranks numbered by host: host h is the h-th distinct shared-memory node in rank order.
 std::vector<int> hosts_of_ranks(const mpi::Comm& world, int ranks_per_host) {
@@ -65,44 +79,108 @@ std::vector<std::string> host_names(const mpi::Comm& world, const std::vector<in
   return out;
 }
 
+// What the MPI thread starts: MPI itself, the communicators and this rank's place. Shared with the
+// thread, which outlives a constructor that gave up waiting for it (a rank that never starts).
+struct MpiState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false, finalize = false, finalized = false;
+  std::exception_ptr error;  // of the start-up
+  mpi::Comm world, p2p, coll;
+  RankInfo info;
+  int tag_ub = 32767;
+};
+
+// On the MPI thread: MPI_Init_thread, then the ranks' places; every rank must ask for the same
+// runtime.ranks_per_host (else a ConfigError on every rank). Blocking MPI calls: the constructor bounds
+// the wait for them by the watchdog.
+void start_mpi(MpiState& st) {
+  int provided = 0;
+  RINGRT_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+  st.world = mpi::Comm(MPI_COMM_WORLD);
+  if (provided < MPI_THREAD_MULTIPLE)
+    throw DeviceError(fmt::format("MPI: the library gives thread level {}, ringrt needs MPI_THREAD_MULTIPLE ({})",
+                                  provided, MPI_THREAD_MULTIPLE));
+  st.p2p = st.world.dup();
+  st.coll = st.world.dup();
+  RankInfo& info = st.info;
+  info.rank = st.world.rank();
+  info.ranks = st.world.size();
+  int per_host = current_runtime_params().ranks_per_host;
+  std::vector<int> all(static_cast<size_t>(info.ranks));
+  RINGRT_MPI(MPI_Allgather(&per_host, 1, MPI_INT, all.data(), 1, MPI_INT, st.world.get()));
+  for (int r = 0; r < info.ranks; ++r)
+    if (all[static_cast<size_t>(r)] != per_host)
+      throw ConfigError(fmt::format("the ranks differ in runtime.ranks_per_host: rank {} has {}, rank {} has {}",
+                                    info.rank, per_host, r, all[static_cast<size_t>(r)]));
+  info.host_of_rank = hosts_of_ranks(st.world, per_host);
+  info.host = info.host_of_rank[static_cast<size_t>(info.rank)];
+  info.hosts = *std::max_element(info.host_of_rank.begin(), info.host_of_rank.end()) + 1;
+  info.host_names = host_names(st.world, info.host_of_rank, info.hosts);
+  info.host_name = info.host_names[static_cast<size_t>(info.host)];
+  int* tag_ub = nullptr;
+  int found = 0;
+  RINGRT_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found));
+  if (found && tag_ub) st.tag_ub = *tag_ub;
+}
+
+// The MPI thread: starts MPI, then waits to finalize it (MPI_Finalize belongs on the thread that
+// initialized MPI).
+void mpi_thread(const std::shared_ptr<MpiState>& st) {
+  std::exception_ptr error;
+  try {
+    start_mpi(*st);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::unique_lock<std::mutex> lock(st->mu);
+  st->started = true;
+  st->error = error;
+  st->cv.notify_all();
+  if (error) return;  // the process ends with the error (MPI_Abort or exit): nothing to finalize
+  st->cv.wait(lock, [&] { return st->finalize; });
+  st->p2p = mpi::Comm();
+  st->coll = mpi::Comm();
+  MPI_Finalize();
+  st->finalized = true;
+  st->cv.notify_all();
+}
+
+// A collective's header: what each rank is doing (a hash of its description) and a value.
+struct Header {
+  uint64_t what = 0, value = 0;
+};
+
 class MpiCluster final : public Cluster {
  public:
-  MpiCluster() {
-    int provided = 0;
-    RINGRT_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
-    world_ = mpi::Comm(MPI_COMM_WORLD);
-    if (provided < MPI_THREAD_MULTIPLE)
-      throw DeviceError(fmt::format("MPI: the library gives thread level {}, ringrt needs MPI_THREAD_MULTIPLE ({})",
-                                    provided, MPI_THREAD_MULTIPLE));
-    p2p_ = world_.dup();
-    coll_ = world_.dup();
-    info_.rank = world_.rank();
-    info_.ranks = world_.size();
-    info_.host_of_rank = hosts_of_ranks(world_, current_runtime_params().ranks_per_host);
-    info_.host = info_.host_of_rank[static_cast<size_t>(info_.rank)];
-    info_.hosts = *std::max_element(info_.host_of_rank.begin(), info_.host_of_rank.end()) + 1;
-    info_.host_names = host_names(world_, info_.host_of_rank, info_.hosts);
-    info_.host_name = info_.host_names[static_cast<size_t>(info_.host)];
-    int* tag_ub = nullptr;
-    int found = 0;
-    RINGRT_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found));
-    transfers_ = std::make_unique<mpi::Transfers>(p2p_.get(), found && tag_ub ? *tag_ub : 32767);
+  // Starts MPI on its own thread and waits for it up to the watchdog. Throws TimeoutError when some
+  // rank does not start (MPI_Init waits for every rank), ConfigError or DeviceError from the start-up.
+  MpiCluster() : st_(std::make_shared<MpiState>()) {
+    std::thread(mpi_thread, st_).detach();  // never joined: it ends with MPI_Finalize, or with the process
+    auto timeout = watchdog();
+    std::unique_lock<std::mutex> lock(st_->mu);
+    if (!st_->cv.wait_for(lock, timeout, [&] { return st_->started; }))
+      throw TimeoutError(
+          fmt::format("MPI did not start within {} ms: a rank of the job did not start or stopped "
+                      "(MPI_Init waits for every rank)",
+                      timeout.count()));
+    if (st_->error) std::rethrow_exception(st_->error);
+    transfers_ = std::make_unique<mpi::Transfers>(st_->p2p.get(), st_->tag_ub);
   }
 
-  // At exit: the progress thread stops, then MPI_Finalize, unless transfers are still pending (their
-  // requests would never complete: the job ends without finalizing).
+  // At exit: the progress thread stops, then MPI_Finalize on the MPI thread, unless transfers are still
+  // pending (their requests would never complete: the job ends without finalizing).
   void finalize() {
     bool clean = transfers_->pending() == 0;
     transfers_.reset();
     if (!clean) return;
-    p2p_ = mpi::Comm();
-    coll_ = mpi::Comm();
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    std::unique_lock<std::mutex> lock(st_->mu);
+    st_->finalize = true;
+    st_->cv.notify_all();
+    st_->cv.wait_for(lock, kFinalizeWait, [&] { return st_->finalized; });
   }
 
-  const RankInfo& info() const override { return info_; }
+  const RankInfo& info() const override { return st_->info; }
 
   Event send(Device& from, const void* src, size_t bytes, int peer, size_t item, std::vector<Event> after) override {
     return transfers_->send(from, src, bytes, peer, item, std::move(after));
@@ -111,40 +189,37 @@ class MpiCluster final : public Cluster {
     return transfers_->recv(to, dst, bytes, peer, item, std::move(after));
   }
 
-  void agree(uint64_t hash, const std::string& what, std::chrono::milliseconds timeout) override {
-    std::vector<uint64_t> all(static_cast<size_t>(info_.ranks));
-    MPI_Request req = MPI_REQUEST_NULL;
-    RINGRT_MPI(MPI_Iallgather(&hash, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, coll_.get(), &req));
-    wait(req, timeout, "agreeing on " + what);
+  void agree(const std::string& what, uint64_t value, std::chrono::milliseconds timeout) override {
+    std::vector<Header> all = headers(what, value, timeout);
     std::vector<int> differ;
-    for (int r = 0; r < info_.ranks; ++r)
-      if (all[static_cast<size_t>(r)] != all[0]) differ.push_back(r);
+    for (size_t r = 0; r < all.size(); ++r)
+      if (all[r].value != value) differ.push_back(static_cast<int>(r));
     if (!differ.empty())
       throw ConfigError(
-          fmt::format("the ranks differ in {}: rank 0 has hash {:016x}, rank(s) {} another; every rank "
-                      "must run the same program with the same config and settings",
-                      what, all[0], fmt::join(differ, ", ")));
+          fmt::format("the ranks differ in {}: rank(s) {} another than this rank ({}); every rank must "
+                      "run the same program with the same config and settings",
+                      what, fmt::join(differ, ", "), st_->info.rank));
   }
 
-  std::vector<std::string> allgather(const std::string& value, std::chrono::milliseconds timeout) override {
-    size_t n = static_cast<size_t>(info_.ranks);
-    int len = static_cast<int>(value.size());
+  std::vector<std::string> allgather(const std::string& what, const std::string& value,
+                                     std::chrono::milliseconds timeout) override {
+    std::vector<Header> all = headers(what, value.size(), timeout);
+    size_t n = all.size();
     std::vector<int> lens(n), offsets(n);
-    MPI_Request req = MPI_REQUEST_NULL;
-    RINGRT_MPI(MPI_Iallgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, coll_.get(), &req));
-    wait(req, timeout, "gathering a value from every rank");
     int total = 0;
     for (size_t r = 0; r < n; ++r) {
+      lens[r] = static_cast<int>(all[r].value);
       offsets[r] = total;
       total += lens[r];
     }
-    std::string all(static_cast<size_t>(total), '\0');
-    RINGRT_MPI(MPI_Iallgatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR,
-                               coll_.get(), &req));
-    wait(req, timeout, "gathering a value from every rank");
+    std::string gathered(static_cast<size_t>(total), '\0');
+    MPI_Request req = MPI_REQUEST_NULL;
+    RINGRT_MPI(MPI_Iallgatherv(value.data(), static_cast<int>(value.size()), MPI_CHAR, gathered.data(), lens.data(),
+                               offsets.data(), MPI_CHAR, st_->coll.get(), &req));
+    wait(req, timeout, what);
     std::vector<std::string> out;
     for (size_t r = 0; r < n; ++r)
-      out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lens[r])));
+      out.push_back(gathered.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lens[r])));
     return out;
   }
 
@@ -155,17 +230,37 @@ class MpiCluster final : public Cluster {
   }
 
  private:
-  // Waits for a collective of coll_; a rank that does not arrive by the timeout is a TimeoutError.
+  static constexpr std::chrono::seconds kFinalizeWait{10};
+
+  // Every rank's header: first of every collective, so that ranks at different calls (one gathers,
+  // another agrees on a run) meet a ConfigError naming the call, not each other's payloads.
+  std::vector<Header> headers(const std::string& what, uint64_t value, std::chrono::milliseconds timeout) {
+    Header mine{fnv1a(what), value};
+    std::vector<Header> all(static_cast<size_t>(st_->info.ranks));
+    MPI_Request req = MPI_REQUEST_NULL;
+    RINGRT_MPI(MPI_Iallgather(&mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, st_->coll.get(), &req));
+    wait(req, timeout, what);
+    std::vector<int> elsewhere;
+    for (size_t r = 0; r < all.size(); ++r)
+      if (all[r].what != mine.what) elsewhere.push_back(static_cast<int>(r));
+    if (!elsewhere.empty())
+      throw ConfigError(
+          fmt::format("the ranks are at different calls: this rank ({}) at {}, rank(s) {} elsewhere; "
+                      "every rank must make the same calls in the same order",
+                      st_->info.rank, what, fmt::join(elsewhere, ", ")));
+    return all;
+  }
+
+  // Waits for a collective of coll; a rank that does not arrive by the timeout is a TimeoutError.
   void wait(MPI_Request& req, std::chrono::milliseconds timeout, const std::string& what) {
     if (!mpi::wait_until(req, Clock::now() + timeout))
       throw TimeoutError(
-          fmt::format("rank {}: {} did not complete within {} ms: a rank has died, hangs, or runs "
-                      "another program (every rank must make the same calls in the same order)",
-                      info_.rank, what, timeout.count()));
+          fmt::format("{} did not complete within {} ms: a rank has died, hangs, or runs another "
+                      "program (every rank must make the same calls in the same order)",
+                      what, timeout.count()));
   }
 
-  mpi::Comm world_, p2p_, coll_;
-  RankInfo info_;
+  std::shared_ptr<MpiState> st_;
   std::unique_ptr<mpi::Transfers> transfers_;
 };
 

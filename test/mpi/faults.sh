@@ -2,6 +2,7 @@
 # Faults across MPI ranks, as CTest mpi.faults runs them (issue 17, item 4): a job ends with a clear
 # status and message on every surviving rank, never a hang.
 #   test/mpi/faults.sh RINGRT_BINARY CONFIG_DIR
+# 0. A rank that never starts MPI: a TimeoutError, exit 3; ranks_per_host differing: exit 2 on every rank.
 # 1. A plan that differs between ranks (MPMD: rank 1 forces ring): exit 2, every rank names the mismatch.
 # 2. A rank that stops answering (SIGSTOP mid-run): the others' watchdog fires: exit 3 (MPI_Abort), a
 #    TimeoutError naming the item, the peer rank and the run's sequence number.
@@ -20,6 +21,19 @@ fail() {
   failed=1
 }
 sweep=(run "$configs/ring.yaml" --set devices.count=1 --set experiment.sizes.max=4KiB)
+
+# 0. start-up: a rank that never starts MPI (here: not ringrt at all) is a timeout on the others, exit 3;
+#    ranks that differ in runtime.ranks_per_host are a ConfigError on every rank, exit 2
+RINGRT_WATCHDOG_S=3 timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" : -np 1 sleep 60 >"$work/start.out" 2>&1
+rc=$?
+[[ $rc == 3 ]] || fail "a rank that never starts: exit $rc, expected 3"
+grep -q "MPI did not start within 3000 ms" "$work/start.out" || fail "a rank that never starts: no TimeoutError"
+timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set runtime.ranks_per_host=2 : \
+  -np 1 "$ringrt" "${sweep[@]}" >"$work/per_host.out" 2>&1
+rc=$?
+[[ $rc == 2 ]] || fail "ranks_per_host mismatch: exit $rc, expected 2"
+[[ $(grep -c "the ranks differ in runtime.ranks_per_host" "$work/per_host.out") == 2 ]] ||
+  fail "ranks_per_host mismatch: not reported by both ranks"
 
 # 1. plan mismatch
 timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set allreduce.ring=0 : \
@@ -77,4 +91,4 @@ if ((failed)); then
   done
   exit 1
 fi
-echo "faults: plan mismatch, stopped rank and killed rank all ended cleanly"
+echo "faults: start-up, plan mismatch, stopped rank and killed rank all ended cleanly"

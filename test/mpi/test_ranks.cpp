@@ -153,6 +153,18 @@ BOOST_AUTO_TEST_CASE(a_plan_that_differs_between_ranks_is_an_error_on_every_rank
   });
 }
 
+// The plan's hash covers the kernels' code: ranks that reduce with different ops (equal shapes, equal
+// copies) stop with a ConfigError, never silently different results.
+BOOST_AUTO_TEST_CASE(an_op_that_differs_between_ranks_is_an_error_on_every_rank) {
+  std::vector<std::string> devs = devices_with(1);
+  std::vector<HostBuffer> rows(devs.size(), HostBuffer(DType::float32, {1, 37}));
+  Tensor x = Tensor::from_shards(std::move(rows), devs, 0);
+  Tensor result = rank_info().rank == 1 ? x.max({0}) : x.sum({0});
+  BOOST_CHECK_EXCEPTION(result.realize(), ConfigError, [](const ConfigError& e) {
+    return std::string(e.what()).find("the ranks differ in the plan") != std::string::npos;
+  });
+}
+
 // The chunk size of transfers between ranks is agreed with the plan: MPI matches chunk by chunk.
 BOOST_AUTO_TEST_CASE(a_chunk_size_that_differs_between_ranks_is_an_error_on_every_rank) {
   RuntimeParams p = current_runtime_params();
@@ -162,9 +174,24 @@ BOOST_AUTO_TEST_CASE(a_chunk_size_that_differs_between_ranks_is_an_error_on_ever
   std::vector<HostBuffer> rows(devs.size(), HostBuffer(DType::float32, {1, 4099}));
   Tensor result = Tensor::from_shards(std::move(rows), devs, 0).sum({0});
   BOOST_CHECK_EXCEPTION(result.realize(), ConfigError, [](const ConfigError& e) {
-    return std::string(e.what()).find("runtime.mpi_chunk_bytes") != std::string::npos;
+    return std::string(e.what()).find("the ranks differ in the plan") != std::string::npos;
   });
   reset_runtime_params();
+}
+
+// Ranks at different calls (one sums a value, the others run a program) meet a ConfigError naming
+// the call on every rank, not each other's messages. Last: the ranks' counts of runs differ afterwards.
+BOOST_AUTO_TEST_CASE(ranks_at_different_calls_get_an_error_on_every_rank) {
+  std::vector<std::string> devs = devices_with(1);
+  std::vector<HostBuffer> rows(devs.size(), HostBuffer(DType::float32, {1, 37}));
+  Tensor result = Tensor::from_shards(std::move(rows), devs, 0).sum({0});
+  auto at_different_calls = [](const ConfigError& e) {
+    return std::string(e.what()).find("the ranks are at different calls") != std::string::npos;
+  };
+  if (rank_info().rank == 1)
+    BOOST_CHECK_EXCEPTION(sum_over_ranks(1), ConfigError, at_different_calls);
+  else
+    BOOST_CHECK_EXCEPTION(result.realize(), ConfigError, at_different_calls);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
