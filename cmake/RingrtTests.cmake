@@ -175,13 +175,22 @@ if(RINGRT_WITH_MPI)
   add_test(NAME mpi.cli_run COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
     "${PROJECT_SOURCE_DIR}/configs/default.yaml" --set devices.count=2 --set "experiment.counts=[37,4099,300001]"
     --set experiment.warmup=1 --set experiment.iters=2)  # naive and ring, by the automatic choice
+  # a config written for one process: its groups and reduce leaders apply inside every rank
+  add_test(NAME mpi.cli_per_rank_groups COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
+    "${PROJECT_SOURCE_DIR}/configs/hierarchical.yaml" --set "experiment.counts=[37,1000]" --set experiment.warmup=1
+    --set experiment.iters=2)
+  # devices.count listing the job's devices, in any order
+  add_test(NAME mpi.cli_job_devices COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
+    "${PROJECT_SOURCE_DIR}/configs/default.yaml" --set "devices.count=[rank1/CPU:0, rank0/CPU:0, rank0/CPU:1]"
+    --set "experiment.counts=[37,300001]" --set experiment.warmup=1 --set experiment.iters=2)
   add_test(NAME mpi.faults COMMAND bash "${PROJECT_SOURCE_DIR}/test/mpi/faults.sh" $<TARGET_FILE:ringrt_cli>
     "${PROJECT_SOURCE_DIR}/configs")
-  set_tests_properties(mpi.ranks_2 mpi.ranks_4 mpi.cli_run mpi.faults PROPERTIES
+  set(_mpi_cli mpi.cli_run mpi.cli_per_rank_groups mpi.cli_job_devices)
+  set_tests_properties(mpi.ranks_2 mpi.ranks_4 ${_mpi_cli} mpi.faults PROPERTIES
     LABELS mpi TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
   # the fault script mostly sleeps (watchdogs of 3 s): the other tests may use the cores meanwhile
-  set_tests_properties(mpi.ranks_2 mpi.ranks_4 mpi.cli_run PROPERTIES RUN_SERIAL ON)
-  set_tests_properties(mpi.cli_run PROPERTIES PASS_REGULAR_EXPRESSION "#wrong in all: 0 OK")
+  set_tests_properties(mpi.ranks_2 mpi.ranks_4 ${_mpi_cli} PROPERTIES RUN_SERIAL ON)
+  set_tests_properties(${_mpi_cli} PROPERTIES PASS_REGULAR_EXPRESSION "#wrong in all: 0 OK")
 endif()
 
 # install_consumer: install this build into a scratch prefix, then configure, build and run

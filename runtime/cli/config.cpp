@@ -80,6 +80,7 @@ struct Loader {
   std::string backend = "auto";
   std::optional<int64_t> device_count;
   std::vector<std::string> device_list, device_where;  // a list from devices.count, with each name's origin
+  std::vector<std::string> local_devices;  // of a list of the job's devices: this rank's entries, local names
   Level form_level = kDefault;
   std::map<std::string, std::function<void(const YAML::Node&, const std::string&)>> leaves;
 
@@ -338,10 +339,13 @@ struct Loader {
     if (!cpu && available == 0)
       fail(origin("backend"), "backend", "a backend with devices (no HIP GPU is present; use cpu)", "'hip'");
     resolve_devices(cpu, available);
-    size_t ndev = cfg.devices.size();
-    if (cpu) cpu_devices(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
-    cfg.devices = global_devices(cfg.devices);     // under mpirun: every rank's, "rank<R>/CPU:i"
+    bool job_list = !device_list.empty() &&
+                    device_list.front().find('/') != std::string::npos;  // the job's  // devices of the job, as listed
+    size_t ndev = job_list ? local_devices.size() : cfg.devices.size();
+    if (cpu && ndev > 0) cpu_devices(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
+    if (!job_list) cfg.devices = global_devices(cfg.devices);  // under mpirun: every rank's, "rank<R>/CPU:i"
     if (cfg.groups.empty()) default_groups();
+    repeat_groups_per_rank();
     check_groups();
     check_leaders();
     check_sizes();
@@ -349,9 +353,14 @@ struct Loader {
 
   // cfg.devices from devices.count: the listed names (each a device of the backend, once), or the
   // first n devices (default: 4 CPUs, or every GPU present).
+  // Under mpirun the list may name the job's devices instead ("rank1/CPU:0", every entry so): each rank
+  // then owns its entries, and cfg.devices is the list as written (config --dump prints it so).
   void resolve_devices(bool cpu, int64_t available) {
     std::string prefix = cpu ? "CPU:" : "HIP:";
-    if (!device_list.empty()) {
+    auto ranked = [](const std::string& d) { return d.find('/') != std::string::npos; };
+    if (std::any_of(device_list.begin(), device_list.end(), ranked)) {
+      resolve_job_devices(prefix, cpu, available);
+    } else if (!device_list.empty()) {
       int64_t n = static_cast<int64_t>(device_list.size());
       std::string expected = cpu ? fmt::format("a device CPU:i with 0 <= i < {} (the number of devices)", n)
                                  : fmt::format("a device HIP:i with 0 <= i < {} (the GPUs present)", available);
@@ -374,6 +383,32 @@ struct Loader {
     }
   }
 
+  // devices.count as a list of the job's devices, "rank<R>/KIND:i": every entry names a rank of the job
+  // and a device of the backend (cpu: i below that rank's number of entries), once. cfg.local_devices:
+  // this rank's entries.
+  void resolve_job_devices(const std::string& prefix, bool cpu, int64_t available) {
+    const RankInfo& me = rank_info();
+    for (size_t i = 0; i < device_list.size(); ++i) {
+      const std::string& d = device_list[i];
+      auto r = split_rank(d);
+      int64_t of_rank =
+          r ? std::count_if(device_list.begin(), device_list.end(),
+                            [&](const std::string& e) { return split_rank(e) && split_rank(e)->rank == r->rank; })
+            : 0;
+      auto local = r ? parse_device_name(r->local) : std::nullopt;
+      if (!r || r->rank < 0 || r->rank >= me.ranks || !local || local->first + ":" != prefix ||
+          local->second >= (cpu ? of_rank : available))
+        fail(device_where[i], "devices.count",
+             fmt::format("devices of the job, rank<R>/{}i with R < {} (the ranks) and i < {}, every entry so", prefix,
+                         me.ranks, cpu ? "that rank's number of entries" : "the GPUs present"),
+             "'" + d + "'");
+      if (std::count(device_list.begin(), device_list.end(), d) > 1)
+        fail(device_where[i], "devices.count", "each device once", "'" + d + "' twice");
+      if (r->rank == me.rank) local_devices.push_back(std::string(r->local));
+    }
+    cfg.devices = device_list;
+  }
+
   // Under mpirun over several hosts, without devices.groups: each device's group is its rank's host
   // (hierarchical allreduce = hosts; runtime.ranks_per_host fakes hosts on one machine).
   void default_groups() {
@@ -384,6 +419,18 @@ struct Loader {
       cfg.groups.push_back(me.host_of_rank.at(static_cast<size_t>(ranked && ranked->rank >= 0 ? ranked->rank : 0)));
     }
     cfg.origins["devices.groups"] = "the hosts of the ranks (MPI)";
+  }
+
+  // Under mpirun, devices.groups with one id per device of a rank (as on one process) applies inside
+  // every rank: rank r's group g becomes group r * (largest id + 1) + g.
+  void repeat_groups_per_rank() {
+    int ranks = rank_info().ranks;
+    if (ranks < 2 || cfg.groups.empty() || cfg.groups.size() * static_cast<size_t>(ranks) != cfg.devices.size()) return;
+    std::vector<int> local = cfg.groups;
+    int stride = *std::max_element(local.begin(), local.end()) + 1;
+    cfg.groups.clear();
+    for (int r = 0; r < ranks; ++r)
+      for (int g : local) cfg.groups.push_back(r * stride + g);
   }
 
   // devices.groups: one group id per device; they become the allreduce settings' groups.
@@ -397,8 +444,25 @@ struct Loader {
     for (size_t i = 0; i < cfg.groups.size(); ++i) cfg.settings.groups[cfg.devices[i]] = cfg.groups[i];
   }
 
+  // Under mpirun, a reduce leader named as on one process ("CPU:1") leads on every rank: rank<R>/CPU:1
+  // for every rank R.
+  void leaders_on_every_rank() {
+    int ranks = rank_info().ranks;
+    if (ranks < 2) return;
+    std::vector<std::string> leaders;
+    for (const std::string& l : cfg.settings.reduce_leaders) {
+      if (l.find('/') != std::string::npos) {
+        leaders.push_back(l);
+        continue;
+      }
+      for (int r = 0; r < ranks; ++r) leaders.push_back(fmt::format("rank{}/{}", r, l));
+    }
+    cfg.settings.reduce_leaders = leaders;
+  }
+
   // allreduce.reduce_leaders: devices of the run, at most one per group.
   void check_leaders() {
+    leaders_on_every_rank();
     std::map<int, std::string> leader_of;
     for (const std::string& l : cfg.settings.reduce_leaders) {
       auto it = std::find(cfg.devices.begin(), cfg.devices.end(), l);
