@@ -31,7 +31,9 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
   for (const UOp& u : sharded.graph().toposort({sharded})) {
     if (u.op() == Ops::ALLREDUCE || u.op() == Ops::COPY)
       if (std::optional<CollectiveUse> use = collective_of(u, *readers, settings)) {
-        if (u.op() == Ops::ALLREDUCE) out.algorithms.push_back(use->algorithm);  // one per ALLREDUCE node
+        // one per ALLREDUCE node, and per broadcast of one device of a tuple (a COPY with a source index)
+        if (u.op() == Ops::ALLREDUCE || std::holds_alternative<int64_t>(u.arg()))
+          out.algorithms.push_back(use->algorithm);
         if (settings.debug >= 2) std::cerr << debug_line(use->algorithm, use->kind, u);
         continue;
       }

@@ -17,8 +17,10 @@ namespace ringrt {
 struct Lowered {
   std::vector<UOp> roots;                // per logical root: the per-device node (a MULTI's shards)
   std::vector<std::optional<int>> axes;  // per root: the shard axis when the root was a sharded MULTI
-  std::vector<std::string> algorithms;   // per ALLREDUCE node, in topological order (collective_of's for a
-                                         // reduce_scatter, allgather or alltoall)
+  // per ALLREDUCE node, in topological order (collective_of's for a reduce_scatter, allgather or
+  // alltoall), and per broadcast from one device of a tuple (a COPY with a source index: not a one-device
+  // value placed on a tuple)
+  std::vector<std::string> algorithms;
 };
 
 // Lowers logical roots to per-device graphs: multi_pm, then collectives_pm (the reduce-scatters,

@@ -49,7 +49,8 @@ struct KernelItem {
 struct Schedule {
   // per ALLREDUCE node, in order: naive|ring|all2all|hierarchical|hierarchical_rs; one lowered as a
   // reduce_scatter, allgather or alltoall (rewrite/rules/collectives.cpp) names the form it got, ring or
-  // all2all (direct). A broadcast (a copy) is not listed.
+  // all2all (direct). So is a broadcast from one device of a tuple (Tensor::broadcast of a tensor on the
+  // tuple); placing a one-device value on a tuple (shard(), broadcast() of a one-device tensor) is not.
   std::vector<std::string> algorithms;
   std::vector<CopyItem> copy_items;
   int64_t kernel_count = 0;

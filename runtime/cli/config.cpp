@@ -170,7 +170,10 @@ struct Loader {
   // The setters of experiment.*.
   void add_experiment_keys() {
     leaves["experiment.collective"] = [this](auto& n, auto& k) {
-      cfg.collective = choice(n, k, {"allreduce"});  // later: reduce_scatter, allgather, broadcast
+      cfg.collective = choice(n, k, {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"});
+    };
+    leaves["experiment.root"] = [this](auto& n, auto& k) {
+      cfg.root = static_cast<int>(integer(n, k, 0, kMaxDevices));
     };
     leaves["experiment.op"] = [this](auto& n, auto& k) {
       cfg.op_name = choice(n, k, {"sum", "max", "min", "prod"});
@@ -344,6 +347,7 @@ struct Loader {
     if (cfg.groups.empty()) default_groups();
     check_groups();
     check_leaders();
+    check_collective();
     check_sizes();
   }
 
@@ -412,6 +416,17 @@ struct Loader {
              fmt::format("'{}' and '{}' in group {}", leader_of[g], l, g));
       leader_of[g] = l;
     }
+  }
+
+  // experiment.root: a device of the run; experiment.buckets: allreduce only.
+  void check_collective() {
+    if (cfg.root >= static_cast<int>(cfg.devices.size()))
+      fail(origin("experiment.root"), "experiment.root",
+           fmt::format("an index into the {} devices ({})", cfg.devices.size(), fmt::join(cfg.devices, ", ")),
+           std::to_string(cfg.root));
+    if (cfg.form == SweepForm::buckets && cfg.collective != "allreduce")
+      fail(origin("experiment.buckets"), "experiment.buckets", "experiment.collective allreduce (gradient buckets)",
+           "experiment.collective " + cfg.collective);
   }
 
   // experiment.sizes: min holds at least one element and is at most max.
