@@ -122,6 +122,32 @@ BOOST_AUTO_TEST_CASE(values_match_host_arithmetic) {
       }
 }
 
+// reduce_scatter along axis 1 (the scatter axis moved first and back: device i gets columns 2i, 2i+1)
+// and with the cast setting off (16-bit floats reduced as float32), ring and direct, on 3 devices.
+BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
+  for (const std::string& algo : {std::string("ring"), std::string("all2all")})
+    for (bool cast : {true, false}) {
+      BOOST_TEST_CONTEXT(algo << " cast " << cast) {
+        AllreduceSettings s = test::matrix_settings(algo, 3);
+        s.cast = cast;
+        ScopedSettings scope(s);
+        std::vector<HostBuffer> in = locals(3, {2, 6}, DType::bfloat16, 11);
+        Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(Ops::ADD, -1);
+        BOOST_TEST((r.shape() == Shape{2, 6}));
+        BOOST_TEST((r.shard_axis() == std::optional<int>(1)));
+        BOOST_TEST(r.algorithms() == std::vector<std::string>{algo});
+        for (const CopyItem& c : r.schedule().copies()) BOOST_TEST(c.bytes == 4 * (cast ? 2 : 4));  // 4 elements
+        std::vector<HostBuffer> got = r.interpret_shards();
+        BOOST_TEST_REQUIRE(got.size() == 3u);
+        for (int64_t d = 0; d < 3; ++d)
+          for (int64_t row = 0; row < 2; ++row)
+            for (int64_t col = 0; col < 2; ++col)
+              BOOST_TEST(got[static_cast<size_t>(d)].get(row * 2 + col) == reduced(in, Ops::ADD, row * 6 + 2 * d + col),
+                         "device " << d << " (" << row << ", " << col << ")");
+      }
+    }
+}
+
 // The runtime (compiled kernels on 3 cpu devices) against the interpreter bit for bit, ring and direct,
 // float32 sum; -0.0 survives the allgather (the allreduce of zero-padded shards made it +0.0).
 BOOST_AUTO_TEST_CASE(runtime_matches_interpreter) {
