@@ -4,32 +4,52 @@
 
 #include <cctype>
 #include <iostream>
+#include <memory>
 
 #include "rewrite/errors.hpp"
 
 namespace ringrt {
+
+namespace {
+// "RING REDUCE_SCATTER 4x400 | float32": algorithm and collective upper case, devices x elements per device.
+std::string debug_line(std::string algo, std::string kind, const UOp& u, const std::string& tail = "") {
+  for (std::string* w : {&algo, &kind})
+    for (char& c : *w) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const UOp& x = u.src(0);
+  size_t n = u.op() == Ops::COPY ? u.device().count() : x.device().count();
+  return fmt::format("{} {} {}x{} | {}{}\n", algo, kind, n, prod(u.op() == Ops::COPY ? u.shape() : x.shape()),
+                     dtype_name(u.dtype()), tail);
+}
+}  // namespace
 
 Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& settings, const RewriteOptions& options) {
   Lowered out;
   UOp big = sink(roots);
   UOp sharded = graph_rewrite(big, multi_pm(), options);
   AllreduceChoices choices;  // made once here for Lowered::algorithms, the DEBUG line and the lowering
+  auto readers = std::make_shared<const Readers>(readers_of(sharded));
   for (const UOp& u : sharded.graph().toposort({sharded})) {
+    if (u.op() == Ops::ALLREDUCE || u.op() == Ops::COPY)
+      if (std::optional<CollectiveUse> use = collective_of(u, *readers, settings)) {
+        // one per ALLREDUCE node, and per broadcast of one device of a tuple (a COPY with a source index)
+        if (u.op() == Ops::ALLREDUCE || std::holds_alternative<int64_t>(u.arg()))
+          out.algorithms.push_back(use->algorithm);
+        if (settings.debug >= 2) std::cerr << debug_line(use->algorithm, use->kind, u);
+        continue;
+      }
     if (u.op() == Ops::ALLREDUCE && u.src(0).device().tuple()) {
       std::string algo = allreduce_algorithm(u, settings);
       out.algorithms.push_back(algo);
       choices.emplace(u.node(), algo);
       if (settings.debug >= 2) {
-        std::string name = algo;
-        for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         // the reduce_scatter form asked for but not given: the groups differ in size (allreduce.cpp)
         bool fallback = algo == "hierarchical" && settings.hierarchical == "reduce_scatter";
-        std::cerr << fmt::format("{} ALLREDUCE {}x{} | {}{}\n", name, u.src(0).device().count(), prod(u.shape()),
-                                 dtype_name(u.dtype()), fallback ? " | leader form: groups of unequal size" : "");
+        std::cerr << debug_line(algo, "allreduce", u, fallback ? " | leader form: groups of unequal size" : "");
       }
     }
   }
-  UOp lowered = graph_rewrite(sharded, replace_allreduce(settings, std::move(choices)), options);
+  UOp collected = graph_rewrite(sharded, collectives_pm(settings, readers), options);
+  UOp lowered = graph_rewrite(collected, replace_allreduce(settings, std::move(choices)), options);
   for (const UOp& r : lowered.src()) {
     bool is_multi = r.op() == Ops::MULTI;
     out.roots.push_back(is_multi ? r.src(0) : r);

@@ -52,6 +52,7 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/params.hpp"
+#include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/multi.hpp"
 
 namespace ringrt {
@@ -121,24 +122,6 @@ optional<UOp> reroute_allreduce(const UOp& buf, Ops op, const DeviceSpec& device
   return std::nullopt;
 }
 
-// One allreduce being lowered: buf (contiguous, on the tuple devs) reduced with op onto device (one
-// device, or buf's tuple). Chunks may be empty (fewer elements than devices): an empty chunk moves
-// nothing and is never built.
-struct Allreduce {
-  UOp buf;
-  Ops op;
-  DeviceSpec device;
-  DeviceTuple devs;
-  int64_t ndev, numel;
-  Shape shape;
-  DType dtype;
-  std::vector<std::pair<int64_t, int64_t>> chunks;
-
-  DeviceSpec to(int64_t d) const { return DeviceSpec(devs[static_cast<size_t>(d)]); }  // device d of the tuple
-  bool empty(size_t i) const { return chunks[i].first == chunks[i].second; }           // chunk i has no elements
-  UOp piece(const UOp& x, size_t i) const { return x.shrink(spans({chunks[i]})); }     // chunk i of flat x
-};
-
 // naive: every device's buffer copied to every other device and combined there.
 UOp naive_allreduce(const Allreduce& a) {
   const UOp& buf = a.buf;
@@ -161,11 +144,7 @@ UOp naive_allreduce(const Allreduce& a) {
   return fold(a.op, terms);
 }
 
-// A chunk reduced by the reduce-scatter, and the device it ends on.
-struct ReducedChunk {
-  UOp value;
-  int64_t start = 0;
-};
+}  // namespace
 
 // all2all reduce-scatter: device i pulls chunk i from every device and reduces it.
 std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
@@ -181,8 +160,8 @@ std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
   return out;
 }
 
-// ring reduce-scatter: in n-1 steps chunk i travels (i+step) -> (i+step+1), combined on arrival, and
-// ends on device (i-1) mod n.
+// ring reduce-scatter: in n-1 steps chunk i travels (i+first+step) -> (i+first+step+1), combined on
+// arrival, and ends on device (i+first-1) mod n.
 std::vector<ReducedChunk> reduce_scatter_ring(const Allreduce& a) {
   UOp flat = a.buf.reshape({a.numel});
   std::vector<ReducedChunk> out(a.chunks.size());
@@ -191,17 +170,15 @@ std::vector<ReducedChunk> reduce_scatter_ring(const Allreduce& a) {
     if (a.empty(c)) continue;
     UOp chunk = a.piece(flat, c), reduced = chunk;
     for (int64_t step = 0; step < a.ndev - 1; ++step) {
-      int64_t src = (i + step) % a.ndev, dest = (i + step + 1) % a.ndev;
+      int64_t src = (i + a.first + step) % a.ndev, dest = (i + a.first + step + 1) % a.ndev;
       UOp cp = reduced.device().tuple() ? reduced.copy_to_device(a.to(dest), src) : reduced.copy_to_device(a.to(dest));
       reduced = cp.alu(a.op, {chunk.copy_to_device(a.to(dest), dest)});
     }
-    out[c] = {reduced, (i + a.ndev - 1) % a.ndev};
+    out[c] = {reduced, (i + a.first + a.ndev - 1) % a.ndev};
   }
   return out;
 }
 
-// allgather of one reduced chunk: stored into an MSELECT of a scratch buffer on its device, then
-// copied to the others (all2all: from its device to each; ring: forwarded around the ring).
 UOp allgather_chunk(const Allreduce& a, size_t i, const ReducedChunk& r, bool all2all) {
   int64_t start = r.start, len = a.chunks[i].second - a.chunks[i].first;
   UOp scratch = new_buffer(a.device, len, a.dtype, &a.buf.graph());
@@ -219,7 +196,6 @@ UOp allgather_chunk(const Allreduce& a, size_t i, const ReducedChunk& r, bool al
   return state;
 }
 
-// reassemble: the non-empty chunks side by side, each element selected from the chunk that holds it.
 UOp reassemble(const Allreduce& a, const std::vector<UOp>& parts) {
   std::vector<UOp> kept;
   for (size_t i = 0; i < parts.size(); ++i)
@@ -241,12 +217,13 @@ UOp chunked_allreduce(const Allreduce& a, bool all2all) {
   return reassemble(a, parts);
 }
 
-// buf made contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place).
 UOp copy_source(const UOp& buf) {
   UOp under = buf;
   while (under.op() == Ops::RESHAPE) under = under.src(0);
   return under.op() == Ops::BUFFER && allreduce_in_place() ? buf : buf.contiguous();
 }
+
+namespace {
 
 // The allreduce of no elements: nothing to reduce or move, the empty result made on the destination.
 UOp nothing_to_reduce(const UOp& buf, const DeviceSpec& device) {
@@ -414,7 +391,10 @@ std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s) {
   const UOp& buf = red.src(0);
   if (buf.device().tuple())
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
-  int64_t ndev = static_cast<int64_t>(buf.device().count()), numel = prod(buf.shape());
+  return collective_algorithm(static_cast<int64_t>(buf.device().count()), prod(buf.shape()), s);
+}
+
+std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& s) {
   bool big = ndev > 2 && numel > s.ring_threshold;
   if (s.all2all >= 2 || (big && s.all2all >= 1)) return "all2all";
   if (s.ring >= 2 || (big && s.ring >= 1)) return "ring";

@@ -3,6 +3,7 @@
 // replace_allreduce, handle_allreduce, handle_allreduce_multirank, with the allreduce-without-MSTACK change.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -30,6 +31,34 @@ PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceCho
 // is reduce_scatter and the device groups have one size) (reference: handle_allreduce's
 // use_ring/use_all2all, handle_allreduce_multirank).
 std::string allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& settings);
+
+// The algorithm the settings give a collective of numel elements on each of ndev devices: "all2all"
+// when ALL2ALL >= 2, or ALL2ALL >= 1 with ndev > 2 and numel > ring_threshold; else "ring" likewise with
+// RING; else "naive" (tinygrad's use_all2all / use_ring). allreduce_algorithm without device groups.
+std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& settings);
+
+// The collectives other than allreduce, as the lowered multi-device graph expresses them (collectives.cpp):
+// - reduce_scatter: an ALLREDUCE onto its own tuple whose every reader takes its own device's chunk (a
+//   SHRINK cutting one axis into n parts at _device_num, through RESHAPEs, every axis before it of length 1)
+// - allgather: an ALLREDUCE(ADD) onto its own tuple of zero-padded shards (unshard_local: a PAD placing
+//   each device's value at _device_num along one axis)
+// - alltoall: such an allgather whose every reader takes its own device's chunk along another axis
+// - broadcast: a COPY from one device (or one device of a tuple: COPY's source index) to a tuple, when
+//   no reader takes its own device's chunk of it (that is a scatter, served by the copies alone)
+// A collective that is none of these (or whose tuple has device groups: the hierarchical allreduce) is
+// lowered as an allreduce or by the copy rules.
+struct CollectiveUse {
+  std::string kind;       // reduce_scatter | allgather | alltoall | broadcast
+  std::string algorithm;  // naive | ring | all2all, as collective_algorithm chooses (see collectives.cpp)
+};
+// The readers of every node reachable from root (a reader that reads a node twice is listed once).
+using Readers = std::unordered_map<const detail::Node*, std::vector<UOp>>;
+Readers readers_of(const UOp& root);
+// What u (an ALLREDUCE or a COPY of the graph readers were taken from) is, or nothing.
+std::optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, const AllreduceSettings& settings);
+// Rules lowering each collective collective_of recognizes (in a graph readers was taken from) into copies,
+// reductions, MSELECT stores and MSTACKs that replace_allreduce then cleans up.
+PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr<const Readers> readers);
 
 // Chunk bounds of a flat buffer of numel elements cut into ndev pieces: multiples of the first of
 // 32, 16, 8, 4, 2 dividing numel (else 1), the first `left` chunks one factor larger.

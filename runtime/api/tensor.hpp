@@ -47,7 +47,11 @@ struct KernelItem {
 
 // What realize() runs: the lowered graph's device-to-device copies and kernels, in order.
 struct Schedule {
-  std::vector<std::string> algorithms;  // per allreduce, in order: naive|ring|all2all|hierarchical|hierarchical_rs
+  // per ALLREDUCE node, in order: naive|ring|all2all|hierarchical|hierarchical_rs; one lowered as a
+  // reduce_scatter, allgather or alltoall (rewrite/rules/collectives.cpp) names the form it got, ring or
+  // all2all (direct). So is a broadcast from one device of a tuple (Tensor::broadcast of a tensor on the
+  // tuple); placing a one-device value on a tuple (shard(), broadcast() of a one-device tensor) is not.
+  std::vector<std::string> algorithms;
   std::vector<CopyItem> copy_items;
   int64_t kernel_count = 0;
   std::string listing;
@@ -97,10 +101,12 @@ class Tensor {
 
   // Split along axis over devices (each gets shape[axis]/n; ShapeError if uneven), or replicate
   // (axis nullopt). Reference: tensor.py shard. A tensor already on a device tuple is resharded (tinygrad
-  // refuses): on the same tuple, replicated -> sharded takes each device's part in place (no copy),
-  // sharded -> replicated or onto another axis is an allreduce of the zero-padded shards (so -0.0
-  // becomes +0.0); onto another tuple it is gathered to the new tuple's first device and sharded from
-  // there. A lazy sharded value that is not a plain MULTI is realized first.
+  // refuses): on the same tuple, replicated -> sharded takes each device's part in place (no copy; of a
+  // lazy allreduce, x.sum({0}) of a sharded x, the lowering makes that a reduce-scatter), sharded ->
+  // replicated is an allgather (bit for bit) and onto another axis an alltoall (both built as an
+  // allreduce of the zero-padded shards, which rewrite/rules/collectives.cpp lowers as such); onto
+  // another tuple it is gathered to the new tuple's first device and sharded from there. A lazy sharded
+  // value that is not a plain MULTI is realized first.
   Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis) const;
   // Copy to one device; a sharded tensor is gathered (reference: multi.py copy_multi).
   Tensor to(const std::string& device) const;
@@ -169,6 +175,49 @@ class Tensor {
   // which lets any allreduce read its input buffer without a contiguous copy.) Reference: PyTorch
   // dist.all_reduce(tensor, op) (in place); DDP's Reducer allreduces each bucket in place.
   Tensor& allreduce_in_place(Ops op = Ops::ADD);
+
+  // ---- collectives (runtime/api/tensor_collectives.cpp): NCCL's set over the devices of a tuple, lazy like
+  // every op. A device's "local value" is its shard of a sharded tensor (its copy of a replicated one);
+  // n is the tuple's length. Each is lowered by rewrite/rules/collectives.cpp (reduce_to: allreduce.cpp)
+  // with the allreduce settings in force when realized (allreduce.ring, allreduce.all2all,
+  // allreduce.ring_threshold): ring where the ring applies, else the direct form (naive has no form of its
+  // own but for reduce_to); Schedule::algorithms names the one chosen. On a tuple with device groups
+  // (allreduce.groups) reduce_scatter is lowered as the hierarchical allreduce with each device keeping its
+  // part. A lazy sharded input that is not a plain shard of a buffer (x * 2 of a sharded x) is realized
+  // first, as shard() does. Reference: NCCL's collectives (ncclReduceScatter, ncclAllGather,
+  // ncclBroadcast, ncclReduce, ncclAllToAll, as rccl-tests run them); PyTorch torch.distributed.
+
+  // Reduce-scatter: the local values (each of the local shape L) reduced elementwise over the devices
+  // with op (ADD, MUL, MAX, MIN), cut into n equal parts along axis of L (negative counts from the end);
+  // device i gets part i, as NCCL's rank i gets chunk i of the reduced buffer. The result is sharded on
+  // axis over the same devices, logical shape L: x of shape (n*k, m) sharded on axis 0 gives (k, m), device
+  // i holding rows [i*k/n, (i+1)*k/n) of sum over d of x[d*k : (d+1)*k]. Moves (n-1)/n of L per device
+  // (ring and direct), half an allreduce. ShapeError (naming the op, shapes and devices) for a tensor that
+  // is not sharded (one device, or replicated), an op that is not a reduce op, an axis out of range, or
+  // L[axis] not a multiple of n.
+  Tensor reduce_scatter(Ops op = Ops::ADD, int axis = 0) const;
+  // Allgather: a sharded tensor replicated on the same devices, every device holding the whole logical
+  // tensor (shard i in place i along the shard axis, bit for bit: -0.0 stays -0.0); shard(devices(),
+  // nullopt). A replicated tensor is returned as it is. DeviceError for a tensor not on a device tuple.
+  Tensor allgather() const;
+  // Broadcast: the root's value replicated on devices (the root is devices[root]). Of a one-device tensor
+  // it must live on devices[root]; of a tensor on a tuple the tuple must be devices and the value is the
+  // root's local value (NCCL: the root's send buffer to every rank). The result has the local shape.
+  // DeviceError naming the op, root and devices for no, unknown or repeated devices, a root outside
+  // [0, devices.size()), a one-device tensor on another device, a tuple other than devices, or a tensor
+  // on no device.
+  Tensor broadcast(int root, const std::vector<std::string>& devices) const;
+  // Reduce: the local values reduced elementwise with op onto devices()[root], a one-device tensor of the
+  // local shape (NCCL's ncclReduce to the root). Not named reduce(op, root): reduce(op, {0}) would then
+  // pick that overload over reduce(op, axes). ShapeError for an op that is not a reduce op; DeviceError
+  // for a tensor not on a device tuple or a root outside [0, n).
+  Tensor reduce_to(int root, Ops op = Ops::ADD) const;
+  // All-to-all: for a tensor sharded on axis s with local length n*c along s, device i's chunk j (c
+  // along s) goes to device j's slot i (NCCL's ncclAllToAll: chunk j of rank i's buffer lands at
+  // offset i of rank j's); the result has this shape and layout (sharded on s). Each device sends (n-1)/n
+  // of its shard. ShapeError for a tensor that is not sharded or a local length along s not a multiple
+  // of n.
+  Tensor alltoall() const;
 
   friend Tensor operator+(const Tensor& a, const Tensor& b);
   friend Tensor operator-(const Tensor& a, const Tensor& b);
@@ -329,6 +378,9 @@ class Tensor {
   // device, flat or shaped; empty: uninitialized), viewed as local and wrapped in MULTI(axis) when axis.
   static Tensor alloc_multi(const Shape& local, DType dtype, const std::vector<std::string>& devices,
                             std::optional<int> axis, std::vector<HostBuffer> data);
+  // This tensor as per-device values for the collective op: a realized copy when it is a lazy sharded
+  // value that is not a plain MULTI; DeviceError when it is not on a device tuple (tensor_collectives.cpp).
+  Tensor on_tuple(const char* op) const;
   // shard() of a tensor already on a device tuple (tensor_ops.cpp).
   Tensor reshard(const std::vector<std::string>& devices, std::optional<int> axis) const;
   std::shared_ptr<TensorState> s_;

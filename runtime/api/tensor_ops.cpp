@@ -284,7 +284,10 @@ Tensor Tensor::reshard(const std::vector<std::string>& devices, std::optional<in
   if (devices != this->devices()) return to(devices[0]).shard(devices, ax);  // gather, then shard
   if (ax == shard_axis()) return *this;
   Tensor t = *this;
-  if (t.uop().op() != Ops::MULTI && t.uop().logical()) t.realize();  // need the per-device values
+  // a lazy sharded value that is not a plain MULTI: realized, for its per-device values; a lazy replicated
+  // one (x.sum({0}) of a sharded x) stays lazy: each device reads its own part of it, which the lowering
+  // turns into a reduce-scatter (rewrite/rules/collectives.cpp)
+  if (t.uop().op() != Ops::MULTI && t.uop().logical() && t.shard_axis()) t.realize();
   const UOp& u = t.uop();
   std::optional<int> from = t.shard_axis();
   // replicated: as it is; sharded: zero-pad each shard into place and sum them onto every device

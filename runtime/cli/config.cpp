@@ -28,6 +28,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "runtime/api/tensor.hpp"
+#include "runtime/cli/config_ranks.hpp"
 
 namespace ringrt {
 namespace {
@@ -36,7 +37,7 @@ enum Level { kDefault, kYaml, kEnv, kSet };
 
 [[noreturn]] void fail(const std::string& where, const std::string& key, const std::string& expected,
                        const std::string& got) {
-  throw ConfigError(fmt::format("{}: key '{}': expected {}, got {}", where, key, expected, got));
+  config_fail(where, key, expected, got);
 }
 
 std::string describe(const YAML::Node& n) {
@@ -171,7 +172,10 @@ struct Loader {
   // The setters of experiment.*.
   void add_experiment_keys() {
     leaves["experiment.collective"] = [this](auto& n, auto& k) {
-      cfg.collective = choice(n, k, {"allreduce"});  // later: reduce_scatter, allgather, broadcast
+      cfg.collective = choice(n, k, {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"});
+    };
+    leaves["experiment.root"] = [this](auto& n, auto& k) {
+      cfg.root = static_cast<int>(integer(n, k, 0, kMaxDevices));
     };
     leaves["experiment.op"] = [this](auto& n, auto& k) {
       cfg.op_name = choice(n, k, {"sum", "max", "min", "prod"});
@@ -339,15 +343,17 @@ struct Loader {
     if (!cpu && available == 0)
       fail(origin("backend"), "backend", "a backend with devices (no HIP GPU is present; use cpu)", "'hip'");
     resolve_devices(cpu, available);
-    bool job_list = !device_list.empty() &&
-                    device_list.front().find('/') != std::string::npos;  // the job's  // devices of the job, as listed
+    bool job_list =
+        !local_devices.empty() || (!device_list.empty() && device_list.front().find('/') != std::string::npos);
     size_t ndev = job_list ? local_devices.size() : cfg.devices.size();
     if (cpu && ndev > 0) cpu_devices(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
     if (!job_list) cfg.devices = global_devices(cfg.devices);  // under mpirun: every rank's, "rank<R>/CPU:i"
-    if (cfg.groups.empty()) default_groups();
-    repeat_groups_per_rank();
+    if (cfg.groups.empty() && !(cfg.groups = host_groups(cfg.devices)).empty())
+      cfg.origins["devices.groups"] = "the hosts of the ranks (MPI)";
+    cfg.groups = groups_in_every_rank(cfg.groups, cfg.devices.size());
     check_groups();
     check_leaders();
+    check_collective();
     check_sizes();
   }
 
@@ -359,7 +365,8 @@ struct Loader {
     std::string prefix = cpu ? "CPU:" : "HIP:";
     auto ranked = [](const std::string& d) { return d.find('/') != std::string::npos; };
     if (std::any_of(device_list.begin(), device_list.end(), ranked)) {
-      resolve_job_devices(prefix, cpu, available);
+      local_devices = job_devices(device_list, device_where, prefix, cpu, available);
+      cfg.devices = device_list;
     } else if (!device_list.empty()) {
       int64_t n = static_cast<int64_t>(device_list.size());
       std::string expected = cpu ? fmt::format("a device CPU:i with 0 <= i < {} (the number of devices)", n)
@@ -383,56 +390,6 @@ struct Loader {
     }
   }
 
-  // devices.count as a list of the job's devices, "rank<R>/KIND:i": every entry names a rank of the job
-  // and a device of the backend (cpu: i below that rank's number of entries), once. cfg.local_devices:
-  // this rank's entries.
-  void resolve_job_devices(const std::string& prefix, bool cpu, int64_t available) {
-    const RankInfo& me = rank_info();
-    for (size_t i = 0; i < device_list.size(); ++i) {
-      const std::string& d = device_list[i];
-      auto r = split_rank(d);
-      int64_t of_rank =
-          r ? std::count_if(device_list.begin(), device_list.end(),
-                            [&](const std::string& e) { return split_rank(e) && split_rank(e)->rank == r->rank; })
-            : 0;
-      auto local = r ? parse_device_name(r->local) : std::nullopt;
-      if (!r || r->rank < 0 || r->rank >= me.ranks || !local || local->first + ":" != prefix ||
-          local->second >= (cpu ? of_rank : available))
-        fail(device_where[i], "devices.count",
-             fmt::format("devices of the job, rank<R>/{}i with R < {} (the ranks) and i < {}, every entry so", prefix,
-                         me.ranks, cpu ? "that rank's number of entries" : "the GPUs present"),
-             "'" + d + "'");
-      if (std::count(device_list.begin(), device_list.end(), d) > 1)
-        fail(device_where[i], "devices.count", "each device once", "'" + d + "' twice");
-      if (r->rank == me.rank) local_devices.push_back(std::string(r->local));
-    }
-    cfg.devices = device_list;
-  }
-
-  // Under mpirun over several hosts, without devices.groups: each device's group is its rank's host
-  // (hierarchical allreduce = hosts; runtime.ranks_per_host fakes hosts on one machine).
-  void default_groups() {
-    const RankInfo& me = rank_info();
-    if (me.hosts < 2) return;
-    for (const std::string& d : cfg.devices) {
-      auto ranked = split_rank(d);
-      cfg.groups.push_back(me.host_of_rank.at(static_cast<size_t>(ranked && ranked->rank >= 0 ? ranked->rank : 0)));
-    }
-    cfg.origins["devices.groups"] = "the hosts of the ranks (MPI)";
-  }
-
-  // Under mpirun, devices.groups with one id per device of a rank (as on one process) applies inside
-  // every rank: rank r's group g becomes group r * (largest id + 1) + g.
-  void repeat_groups_per_rank() {
-    int ranks = rank_info().ranks;
-    if (ranks < 2 || cfg.groups.empty() || cfg.groups.size() * static_cast<size_t>(ranks) != cfg.devices.size()) return;
-    std::vector<int> local = cfg.groups;
-    int stride = *std::max_element(local.begin(), local.end()) + 1;
-    cfg.groups.clear();
-    for (int r = 0; r < ranks; ++r)
-      for (int g : local) cfg.groups.push_back(r * stride + g);
-  }
-
   // devices.groups: one group id per device; they become the allreduce settings' groups.
   void check_groups() {
     size_t ndev = cfg.devices.size();
@@ -444,25 +401,9 @@ struct Loader {
     for (size_t i = 0; i < cfg.groups.size(); ++i) cfg.settings.groups[cfg.devices[i]] = cfg.groups[i];
   }
 
-  // Under mpirun, a reduce leader named as on one process ("CPU:1") leads on every rank: rank<R>/CPU:1
-  // for every rank R.
-  void leaders_on_every_rank() {
-    int ranks = rank_info().ranks;
-    if (ranks < 2) return;
-    std::vector<std::string> leaders;
-    for (const std::string& l : cfg.settings.reduce_leaders) {
-      if (l.find('/') != std::string::npos) {
-        leaders.push_back(l);
-        continue;
-      }
-      for (int r = 0; r < ranks; ++r) leaders.push_back(fmt::format("rank{}/{}", r, l));
-    }
-    cfg.settings.reduce_leaders = leaders;
-  }
-
   // allreduce.reduce_leaders: devices of the run, at most one per group.
   void check_leaders() {
-    leaders_on_every_rank();
+    cfg.settings.reduce_leaders = leaders_on_every_rank(cfg.settings.reduce_leaders);
     std::map<int, std::string> leader_of;
     for (const std::string& l : cfg.settings.reduce_leaders) {
       auto it = std::find(cfg.devices.begin(), cfg.devices.end(), l);
@@ -476,6 +417,17 @@ struct Loader {
              fmt::format("'{}' and '{}' in group {}", leader_of[g], l, g));
       leader_of[g] = l;
     }
+  }
+
+  // experiment.root: a device of the run; experiment.buckets: allreduce only.
+  void check_collective() {
+    if (cfg.root >= static_cast<int>(cfg.devices.size()))
+      fail(origin("experiment.root"), "experiment.root",
+           fmt::format("an index into the {} devices ({})", cfg.devices.size(), fmt::join(cfg.devices, ", ")),
+           std::to_string(cfg.root));
+    if (cfg.form == SweepForm::buckets && cfg.collective != "allreduce")
+      fail(origin("experiment.buckets"), "experiment.buckets", "experiment.collective allreduce (gradient buckets)",
+           "experiment.collective " + cfg.collective);
   }
 
   // experiment.sizes: min holds at least one element and is at most max.

@@ -8,13 +8,17 @@
 //   devices.groups: [g0, g1, ...]            one group id per device (hierarchical allreduce)
 //   allreduce.*, debug and runtime.*         see tunables(); runtime.cxx and runtime.cache_dir come from
 //                                            the environment or --set only, never from a file
-//   experiment.collective: allreduce
+//   experiment.collective: allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall
+//   experiment.root: I                       broadcast and reduce: the root's index in devices (default 0)
 //   experiment.op: sum | max | min | prod
 //   experiment.dtype: float32 | float16 | bfloat16 | float64 | int32 | int64 | int16 | int8 | uint32 | uint8
-//   experiment.sizes: {min, max, factor}     bytes per device: 4096, 512B, 1KiB, 64MiB, 1GiB
-//   experiment.counts: [N, ...]              elements per device (instead of sizes)
+//   experiment.sizes: {min, max, factor}     bytes per device: 4096, 512B, 1KiB, 64MiB, 1GiB (as rccl-tests:
+//                                            the buffer of each device, the gathered one for allgather, the
+//                                            one before the scatter for reduce_scatter; rounded down to a
+//                                            multiple of the device count for those and alltoall)
+//   experiment.counts: [N, ...]              elements per device (instead of sizes), as sizes
 //   experiment.buckets: [N, ...]             elements of each gradient bucket; one step allreduces
-//                                            every bucket once (instead of sizes/counts)
+//                                            every bucket once (instead of sizes/counts; allreduce only)
 //   experiment.warmup, experiment.iters      untimed and timed iterations (steps with buckets)
 //   experiment.check: true | false           compare every result with a host reference
 //   experiment.in_place: true | false        with buckets: persistent buckets written from the host
@@ -45,15 +49,16 @@ namespace ringrt {
 enum class SweepForm { sizes, counts, buckets };
 
 struct ExperimentConfig {
-  std::string file;                  // the YAML file it came from ("" for text)
-  std::string backend = "cpu";       // resolved: "cpu" or "hip" ("auto" picks hip when a GPU is present)
-  std::vector<std::string> devices;  // resolved device names, in ring order
-  std::vector<int> groups;           // group id per device; empty: no groups
-  AllreduceSettings settings;        // the allreduce tunables, with settings.groups filled from `groups`
-  RuntimeParams runtime;             // the process-wide tunables (runtime.*)
-  std::string collective = "allreduce";
-  std::string op_name = "sum";  // sum | max | min | prod
-  Ops op = Ops::ADD;            // ADD | MAX | MIN | MUL
+  std::string file;                      // the YAML file it came from ("" for text)
+  std::string backend = "cpu";           // resolved: "cpu" or "hip" ("auto" picks hip when a GPU is present)
+  std::vector<std::string> devices;      // resolved device names, in ring order
+  std::vector<int> groups;               // group id per device; empty: no groups
+  AllreduceSettings settings;            // the allreduce tunables, with settings.groups filled from `groups`
+  RuntimeParams runtime;                 // the process-wide tunables (runtime.*)
+  std::string collective = "allreduce";  // allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall
+  int root = 0;                          // broadcast and reduce: index into devices
+  std::string op_name = "sum";           // sum | max | min | prod
+  Ops op = Ops::ADD;                     // ADD | MAX | MIN | MUL
   DType dtype = DType::float32;
   SweepForm form = SweepForm::sizes;
   int64_t size_min = 1024, size_max = int64_t{64} << 20, size_factor = 4;  // bytes per device

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <string_view>
 
 #include "rewrite/errors.hpp"
@@ -121,14 +123,46 @@ Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const Stor
   return r;
 }
 
-// The reference of the allreduce of make_allreduce_input(cfg, count), computed element by element from
-// input_value (never the (ndev, count) host data: at large counts that alone is the whole payload again).
-Reference input_reference(const ExperimentConfig& cfg, int64_t count) {
-  HostBuffer one(cfg.dtype, {1});  // rounds or wraps a value into the dtype, as the input data does
-  return reference_of(cfg.dtype, static_cast<int64_t>(cfg.devices.size()), count, cfg.op, [&](int64_t d, int64_t i) {
-    one.set(0, input_value(cfg.dtype, cfg.op, d, i));
-    return is_float(cfg.dtype) ? one.get(0) : static_cast<double>(one.get_int(0));
-  });
+// Device d's input element i as stored in the dtype (input_value rounded or wrapped, as the input data).
+StoredValue stored_input(const ExperimentConfig& cfg) {
+  auto one = std::make_shared<HostBuffer>(cfg.dtype, Shape{1});
+  return [&cfg, one](int64_t d, int64_t i) {
+    one->set(0, input_value(cfg.dtype, cfg.op, d, i));
+    return is_float(cfg.dtype) ? one->get(0) : static_cast<double>(one->get_int(0));
+  };
+}
+
+// The expected result on device j of cfg.collective over make_collective_input(cfg, count), computed
+// element by element from input_value (never from the host data: at large counts that alone is the
+// whole payload again). c = count / ndev: reduce_scatter's chunk, allgather's shard, alltoall's slot.
+Reference device_reference(const ExperimentConfig& cfg, int64_t count, int64_t j) {
+  StoredValue v = stored_input(cfg);
+  int64_t n = static_cast<int64_t>(cfg.devices.size()), c = count / n, root = cfg.root;
+  const std::string& k = cfg.collective;
+  if (k == "reduce_scatter")
+    return reference_of(cfg.dtype, n, c, cfg.op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });
+  if (k == "allgather")
+    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(e / c, e % c); });
+  if (k == "alltoall")
+    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(e / c, j * c + e % c); });
+  if (k == "broadcast")
+    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(root, e); });
+  return reference_of(cfg.dtype, n, count, cfg.op, v);  // allreduce, reduce
+}
+
+// The expected result on a device, by its index in cfg.devices.
+using ReferenceFor = std::function<const Reference&(size_t device)>;
+
+// device_reference, made once per device that asks (once for all: allreduce and reduce).
+ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count) {
+  auto made = std::make_shared<std::map<size_t, Reference>>();
+  bool same = cfg.collective == "allreduce" || cfg.collective == "reduce";
+  return [&cfg, count, made, same](size_t d) -> const Reference& {
+    size_t key = same ? 0 : d;
+    auto it = made->find(key);
+    if (it == made->end()) it = made->emplace(key, device_reference(cfg, count, static_cast<int64_t>(d))).first;
+    return it->second;
+  };
 }
 
 int64_t count_wrong(const Reference& ref, const HostBuffer& got) {
@@ -155,25 +189,40 @@ bool corrupt_for_tests() {  // test-only: see run_experiment's comment
   return v != nullptr && std::string_view(v) == "1";
 }
 
-// #wrong of one realized allreduce over every device's result. Under mpirun each rank checks its own
-// devices and the counts are summed over the ranks (collective: every rank checks every row).
-int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Reference& ref) {
+// #wrong of one realized collective over every device's result (each against ref of its index in
+// cfg.devices). Under mpirun each rank checks its own devices and the counts are summed over the ranks
+// (collective: every rank checks every row).
+int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref) {
   std::vector<std::pair<std::string, Tensor>> shards = result.local_shards();
+  std::vector<std::string> devs = result.devices();
+  auto index = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(cfg.devices.begin(), cfg.devices.end(), name) - cfg.devices.begin());
+  };
   int64_t wrong = 0;
   for (size_t d = 0; d < shards.size(); ++d) {
     HostBuffer got = shards[d].second.host();
-    if (shards[d].first == cfg.devices.back() && corrupt_for_tests() && got.numel() > 0)
+    if (shards[d].first == devs.back() && corrupt_for_tests() && got.numel() > 0)
       is_float(got.dtype) ? got.set(0, got.get(0) + 1) : got.set_int(0, got.get_int(0) + 1);
-    wrong += count_wrong(ref, got);
+    wrong += count_wrong(ref(index(shards[d].first)), got);
   }
-  auto local =
-      std::count_if(cfg.devices.begin(), cfg.devices.end(), [](const std::string& d) { return is_local_device(d); });
-  if (static_cast<int64_t>(shards.size()) != local) wrong += ref.exact.numel();  // a device without a result
+  auto local = std::count_if(devs.begin(), devs.end(), [](const std::string& d) { return is_local_device(d); });
+  if (static_cast<int64_t>(shards.size()) != local)  // a device without a result
+    wrong += ref(index(devs.front())).exact.numel();
   return sum_over_ranks(wrong);
 }
 
-double busbw_factor(size_t ndev) {
-  return ndev > 0 ? 2.0 * static_cast<double>(ndev - 1) / static_cast<double>(ndev) : 0.0;
+// One reference for every device (the bucket forms: allreduce).
+ReferenceFor everywhere(const Reference& ref) {
+  return [&ref](size_t) -> const Reference& { return ref; };
+}
+
+// rccl-tests' busbw / algbw (nccl-tests doc/PERFORMANCE.md): allreduce 2(n-1)/n; reduce_scatter,
+// allgather, alltoall (n-1)/n; broadcast and reduce 1.
+double busbw_factor(const std::string& collective, size_t ndev) {
+  double n = static_cast<double>(ndev);
+  if (ndev == 0) return 0.0;
+  if (collective == "broadcast" || collective == "reduce") return 1.0;
+  return (collective == "allreduce" ? 2.0 : 1.0) * (n - 1) / n;
 }
 
 ResultRow make_row(const ExperimentConfig& cfg, int64_t count, const Tensor& lazy, double total_us) {
@@ -181,12 +230,13 @@ ResultRow make_row(const ExperimentConfig& cfg, int64_t count, const Tensor& laz
   row.count = count;
   row.bytes = count * itemsize(cfg.dtype);
   row.type = std::string(dtype_name(cfg.dtype));
-  row.redop = cfg.op_name;
+  bool reduces = cfg.collective == "allreduce" || cfg.collective == "reduce_scatter" || cfg.collective == "reduce";
+  row.redop = reduces ? cfg.op_name : "none";          // as rccl-tests prints it
   std::vector<std::string> algos = lazy.algorithms();  // no planning
   row.algo = algos.empty() ? "-" : fmt::format("{}", fmt::join(algos, "+"));
   row.time_us = total_us / cfg.iters;
   row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / row.time_us / 1e3 : 0.0;
-  row.busbw = row.algbw * busbw_factor(cfg.devices.size());
+  row.busbw = row.algbw * busbw_factor(cfg.collective, cfg.devices.size());
   return row;
 }
 
@@ -199,7 +249,7 @@ StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRo
   summary.buckets = static_cast<int64_t>(rows.size());
   summary.time_us = step_us / cfg.iters;
   summary.algbw = summary.time_us > 0 ? static_cast<double>(summary.bytes) / summary.time_us / 1e3 : 0.0;
-  summary.busbw = summary.algbw * busbw_factor(cfg.devices.size());
+  summary.busbw = summary.algbw * busbw_factor(cfg.collective, cfg.devices.size());
   return summary;
 }
 
@@ -232,7 +282,7 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
   std::vector<ResultRow> rows;
   for (size_t b = 0; b < inputs.size(); ++b) {
     ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
-    if (cfg.check) row.wrong = check_result(cfg, outputs[b], input_reference(cfg, counts[b]));
+    if (cfg.check) row.wrong = check_result(cfg, outputs[b], collective_reference(cfg, counts[b]));
     rows.push_back(row);
     finish_row(std::move(row));
   }
@@ -299,8 +349,8 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
         const HostBuffer& r = rows[b][row_of(static_cast<size_t>(d), last, ndev + 1)];
         return is_float(cfg.dtype) ? r.get(i) : static_cast<double>(r.get_int(i));
       };
-      row.wrong =
-          check_result(cfg, buckets[b], reference_of(cfg.dtype, static_cast<int64_t>(ndev), counts[b], cfg.op, value));
+      Reference ref = reference_of(cfg.dtype, static_cast<int64_t>(ndev), counts[b], cfg.op, value);
+      row.wrong = check_result(cfg, buckets[b], everywhere(ref));
     }
     rows_out.push_back(row);
     finish_row(std::move(row));
@@ -317,24 +367,24 @@ void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
                 const FinishRow& finish_row) {
   std::vector<MemoryNeed> needs;  // planned once per count; checked now and again when its turn comes
   for (int64_t count : counts) {
-    needs.push_back(estimate_need(cfg, {count}));
+    needs.push_back(estimate_need(cfg, {collective_count(cfg, count)}));
     check_fits(cfg, {count}, needs.back());
   }
   for (size_t c = 0; c < counts.size(); ++c) {
-    int64_t count = counts[c];
+    int64_t count = collective_count(cfg, counts[c]);
     check_fits(cfg, {count}, needs[c]);
-    Tensor x = make_allreduce_input(cfg, count), y = x;
+    Tensor x = make_collective_input(cfg, count), y = x;
     double timed_us = 0;
     for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
-      y = allreduce_of(cfg, x);
+      y = run_collective(cfg, x);
       auto t0 = Clock::now();
       y.realize();
       if (it >= cfg.warmup) timed_us += micros(Clock::now() - t0);
       tick();
     }
-    ResultRow row = make_row(cfg, count, allreduce_of(cfg, x), timed_us);
+    ResultRow row = make_row(cfg, count, run_collective(cfg, x), timed_us);
     // the reference starts from the host data again, not from anything the devices computed
-    if (cfg.check) row.wrong = check_result(cfg, y, input_reference(cfg, count));
+    if (cfg.check) row.wrong = check_result(cfg, y, collective_reference(cfg, count));
     finish_row(std::move(row));
   }
 }
@@ -361,6 +411,52 @@ Tensor allreduce_input_placeholder(const ExperimentConfig& cfg, int64_t count) {
 }
 
 Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input) { return input.reduce(cfg.op, {0}); }
+
+int64_t collective_count(const ExperimentConfig& cfg, int64_t count) {
+  const std::string& k = cfg.collective;
+  if (k != "reduce_scatter" && k != "allgather" && k != "alltoall") return count;
+  int64_t n = static_cast<int64_t>(cfg.devices.size());
+  return std::max(n, count / n * n);
+}
+
+namespace {
+// Device d's input rows for cfg.collective: a (1, count) row (allreduce, broadcast, reduce), a flat
+// (count) buffer (reduce_scatter, alltoall) or its (count / n) shard (allgather).
+Shape collective_local_shape(const ExperimentConfig& cfg, int64_t count) {
+  const std::string& k = cfg.collective;
+  if (k == "reduce_scatter" || k == "alltoall") return {count};
+  if (k == "allgather") return {count / static_cast<int64_t>(cfg.devices.size())};
+  return {1, count};
+}
+}  // namespace
+
+Tensor make_collective_input(const ExperimentConfig& cfg, int64_t count) {
+  Shape local = collective_local_shape(cfg, count);
+  std::vector<HostBuffer> rows;
+  for (int64_t d = 0; d < static_cast<int64_t>(cfg.devices.size()); ++d) {
+    rows.push_back(input_row(cfg, prod(local), d));
+    rows.back().shape = local;
+  }
+  Tensor x = Tensor::from_shards(std::move(rows), cfg.devices, 0);
+  x.realize();
+  return x;
+}
+
+Tensor collective_input_placeholder(const ExperimentConfig& cfg, int64_t count) {
+  Shape shape = collective_local_shape(cfg, count);
+  shape[0] *= static_cast<int64_t>(cfg.devices.size());
+  return Tensor::placeholder(shape, cfg.dtype, cfg.devices, 0);
+}
+
+Tensor run_collective(const ExperimentConfig& cfg, const Tensor& input) {
+  const std::string& k = cfg.collective;
+  if (k == "reduce_scatter") return input.reduce_scatter(cfg.op, 0);
+  if (k == "allgather") return input.allgather();
+  if (k == "alltoall") return input.alltoall();
+  if (k == "broadcast") return input.broadcast(cfg.root, cfg.devices);
+  if (k == "reduce") return input.reduce_to(cfg.root, cfg.op);
+  return allreduce_of(cfg, input);
+}
 
 ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObserver& observer) {
   ScopedSettings scope(cfg.settings);

@@ -1,5 +1,6 @@
-// The experiment runner of `ringrt run`: allreduce sweeps (and gradient-bucket steps) over the
-// devices of an ExperimentConfig, timed and checked, built on the public Tensor API only.
+// The experiment runner of `ringrt run`: sweeps of one collective (experiment.collective; gradient-bucket
+// steps: allreduce) over the devices of an ExperimentConfig, timed and checked, built on the public
+// Tensor API only.
 // Reference: DESIGN.md "The ringrt program and YAML"; the table follows rccl-tests
 // (nccl-tests doc/PERFORMANCE.md: algbw = bytes / time, busbw = algbw * 2(n-1)/n for allreduce).
 //
@@ -25,11 +26,11 @@ struct ResultRow {
   int64_t bytes = 0;   // per device: count * itemsize
   int64_t count = 0;   // elements per device
   std::string type;    // dtype name
-  std::string redop;   // sum | max | min | prod
+  std::string redop;   // sum | max | min | prod; none for allgather, alltoall, broadcast
   std::string algo;    // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical | hierarchical_rs
   double time_us = 0;  // mean wall time of one allreduce (realize()) over the timed iterations
   double algbw = 0;    // GB/s (1e9 bytes): bytes / time
-  double busbw = 0;    // GB/s: algbw * 2(n-1)/n
+  double busbw = 0;    // GB/s: algbw * the collective's factor (allreduce 2(n-1)/n, see run_experiment)
   int64_t wrong = -1;  // elements differing from the host reference over all devices; -1: not checked
 };
 
@@ -83,5 +84,21 @@ Tensor allreduce_input_placeholder(const ExperimentConfig& cfg, int64_t count);
 
 // The allreduce of `input` over axis 0 with cfg.op, unrealized: a (count) tensor on every device.
 Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input);
+
+// cfg.collective (experiment.collective) on count elements per device, with count as rccl-tests means it:
+// the buffer on each device (allreduce, broadcast, reduce; alltoall: n slots of count/n), the buffer
+// before the scatter (reduce_scatter: each device gets count/n), the gathered buffer (allgather: each
+// device gives count/n). collective_count rounds count down to a multiple of the n devices for
+// reduce_scatter, allgather and alltoall (as rccl-tests does), at least n; other collectives keep it.
+int64_t collective_count(const ExperimentConfig& cfg, int64_t count);
+// The realized input of one collective of collective_count(cfg, count) == count elements, sharded on
+// axis 0, device d's data input_value(d, i): (n, count) for allreduce, broadcast and reduce, (n*count)
+// for reduce_scatter and alltoall, (count) for allgather.
+Tensor make_collective_input(const ExperimentConfig& cfg, int64_t count);
+// Its layout for planning only (Tensor::placeholder), as allreduce_input_placeholder.
+Tensor collective_input_placeholder(const ExperimentConfig& cfg, int64_t count);
+// cfg.collective of input, unrealized: allreduce_of, Tensor::reduce_scatter(cfg.op, 0), allgather(),
+// alltoall(), broadcast(cfg.root, cfg.devices) or reduce_to(cfg.root, cfg.op).
+Tensor run_collective(const ExperimentConfig& cfg, const Tensor& input);
 
 }  // namespace ringrt

@@ -219,13 +219,14 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
   if (!emit_dir.empty()) prepare_output_dir(emit_dir);
   ScopedSettings scope(cfg.settings);
   // planned from shapes alone: no memory for the input, nothing compiled or run
-  Tensor lazy = allreduce_of(cfg, allreduce_input_placeholder(cfg, count));
+  count = collective_count(cfg, count);
+  Tensor lazy = run_collective(cfg, collective_input_placeholder(cfg, count));
   Schedule schedule = lazy.schedule();
   int64_t ndev = static_cast<int64_t>(cfg.devices.size());
-  std::fputs(
-      (as_json ? schedule_json(schedule, ndev, count, cfg.dtype) : schedule_text(schedule, ndev, count, cfg.dtype))
-          .c_str(),
-      stdout);
+  std::fputs((as_json ? schedule_json(schedule, ndev, count, cfg.dtype)
+                      : schedule_text(schedule, ndev, count, cfg.dtype, cfg.collective))
+                 .c_str(),
+             stdout);
   std::fflush(stdout);
   write_all({[&] { dot_file ? write_schedule_dot(*dot_file, lazy, cfg.settings) : void(); },
              [&] {

@@ -78,7 +78,7 @@ MemoryNeed estimate_need(const ExperimentConfig& cfg, const std::vector<int64_t>
   int64_t check_per_element = 2 * size + (is_float(cfg.dtype) ? 16 : 0);
   int64_t staging = 0, check = 0;
   for (int64_t count : counts) {
-    Schedule s = allreduce_of(cfg, allreduce_input_placeholder(cfg, count)).schedule();
+    Schedule s = run_collective(cfg, collective_input_placeholder(cfg, count)).schedule();
     need.device += local * count * size;  // the input
     for (const CopyItem& c : s.copy_items) need.device += is_local_device(c.dst) ? c.bytes : 0;
     for (const KernelItem& k : s.kernel_items) need.device += local_devices_of(k.device) * k.numel * size;

@@ -72,6 +72,7 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")));
   out += dump_params({cfg.settings, cfg.runtime}, cfg.origins);  // every tunable, with where it was set
   line("experiment.collective", cfg.collective);
+  line("experiment.root", std::to_string(cfg.root));
   line("experiment.op", cfg.op_name);
   line("experiment.dtype", std::string(dtype_name(cfg.dtype)));
   if (cfg.form == SweepForm::sizes)
@@ -89,8 +90,12 @@ std::string describe_config(const ExperimentConfig& cfg) {
 
 std::string format_header(const ExperimentConfig& cfg) {
   std::string out;
-  out += fmt::format("# ringrt run {}: {} {} {} over {} {} devices\n", cfg.file, cfg.collective, cfg.op_name,
-                     dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend);
+  bool reduces = cfg.collective == "allreduce" || cfg.collective == "reduce_scatter" || cfg.collective == "reduce";
+  out += fmt::format("# ringrt run {}: {} {}{} over {} {} devices{}\n", cfg.file, cfg.collective,
+                     reduces ? cfg.op_name + " " : "", dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend,
+                     cfg.collective == "broadcast" || cfg.collective == "reduce"
+                         ? fmt::format(", root {} ({})", cfg.root, cfg.devices.at(static_cast<size_t>(cfg.root)))
+                         : "");
   out += fmt::format("# backend: {}\n# devices: {}\n# groups: {}\n", cfg.backend, fmt::join(cfg.devices, ", "),
                      groups_text(cfg));
   if (const RankInfo& me = rank_info(); me.ranks > 1)  // under mpirun: the table is rank 0's, #wrong every rank's
@@ -196,10 +201,11 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
   return j.dump(2) + "\n";
 }
 
-std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype) {
-  std::string out =
-      fmt::format("allreduce of {} x {} {}: algorithms [{}], {} copies, {} kernels\n", ndev, count, dtype_name(dtype),
-                  fmt::join(schedule.algorithms, ", "), schedule.copies().size(), schedule.kernels());
+std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
+                          const std::string& collective) {
+  std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels\n", collective, ndev, count,
+                                dtype_name(dtype), fmt::join(schedule.algorithms, ", "), schedule.copies().size(),
+                                schedule.kernels());
   out += schedule.to_string();
   if (!out.empty() && out.back() != '\n') out += '\n';
   return out;

@@ -42,8 +42,10 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
 // "dtype": "...", "copies": [{"src": "CPU:0", "dst": "CPU:1", "bytes": B}, ...], "kernels": K},
 // keys in this order, indented by 2.
 std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype);
-// The human form: algorithms, copy and kernel counts, then Schedule::to_string().
-std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype);
+// The human form: "COLLECTIVE of N x COUNT DTYPE: algorithms [...], C copies, K kernels", then
+// Schedule::to_string().
+std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
+                          const std::string& collective = "allreduce");
 // Graphviz DOT of `lazy`'s graph after the multi-device lowering (lower_multi with `settings`), as
 // UOpGraph::write_dot writes it. Throws IOError (path and reason) when the file cannot be written.
 void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings);

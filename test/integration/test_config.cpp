@@ -5,16 +5,19 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
+#include <map>
 
 #include "rewrite/errors.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/report.hpp"
 #include "runtime/engine/internal.hpp"
 #include "test/integration/cli_run.hpp"
+#include "test/support/checks.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 using namespace ringrt::test;
+namespace tt = boost::test_tools;
 
 namespace {
 
@@ -257,4 +260,53 @@ BOOST_AUTO_TEST_CASE(describe_config_lists_every_key) {
                           "experiment.iters = 10", "experiment.check = true", "experiment.in_place = true"})
     BOOST_TEST(d.find(key) != std::string::npos, key);
   for (const Tunable& t : tunables()) BOOST_TEST(d.find(std::string(t.key) + " = ") != std::string::npos);
+}
+
+// experiment.collective takes every collective, experiment.root a device index; a root outside the
+// devices and buckets of another collective than allreduce are ConfigErrors at their key.
+BOOST_AUTO_TEST_CASE(collective_and_root_keys) {
+  ExperimentConfig c = parse_config("experiment: {collective: broadcast, root: 3}\n", "y.yaml");
+  BOOST_TEST(c.collective == "broadcast");
+  BOOST_TEST(c.root == 3);
+  BOOST_TEST(describe_config(c).find("experiment.root = 3  <- y.yaml:1:43") != std::string::npos);
+  BOOST_CHECK_EXCEPTION(parse_config("experiment: {collective: scatter}\n", "y.yaml"), ConfigError,
+                        message_has({"experiment.collective", "reduce_scatter", "alltoall", "scatter"}));
+  BOOST_CHECK_EXCEPTION(parse_config("experiment: {collective: reduce, root: 4}\n", "y.yaml"), ConfigError,
+                        message_has({"y.yaml:1:40", "experiment.root", "4 devices", "got 4"}));
+  BOOST_CHECK_EXCEPTION(parse_config("experiment: {collective: allgather, buckets: [8]}\n", "y.yaml"), ConfigError,
+                        message_has({"experiment.buckets", "allreduce", "allgather"}));
+}
+
+// Each collective run in process on 3 cpu devices (count 7: rounded down to a multiple of 3 for
+// reduce_scatter, allgather, alltoall, as rccl-tests does): #wrong 0, busbw / algbw the rccl-tests
+// factor, redop "none" where nothing is reduced, the root's result alone for reduce; a corrupted
+// element is found; `schedule` plans each (the lowering's algorithm, copies between the devices).
+BOOST_AUTO_TEST_CASE(every_collective_runs_checked) {
+  std::map<std::string, double> factor{{"allreduce", 4.0 / 3}, {"reduce_scatter", 2.0 / 3}, {"allgather", 2.0 / 3},
+                                       {"alltoall", 2.0 / 3},  {"broadcast", 1.0},          {"reduce", 1.0}};
+  for (const auto& [collective, f] : factor) {
+    BOOST_TEST_CONTEXT(collective) {
+      ExperimentConfig c = parse_config(
+          "devices: {count: 3}\nallreduce: {ring: 2}\nexperiment: {counts: [7], "
+          "warmup: 0, iters: 1, dtype: int32, op: max, root: 2}\n",
+          "y.yaml", {"experiment.collective=" + collective});
+      ExperimentResult r = run_experiment(c);
+      BOOST_TEST_REQUIRE(r.rows.size() == 1u);
+      bool rounds = collective == "reduce_scatter" || collective == "allgather" || collective == "alltoall";
+      BOOST_TEST(r.rows[0].count == (rounds ? 6 : 7));
+      for (const ResultRow& row : r.rows) {
+        BOOST_TEST(row.wrong == 0);
+        BOOST_TEST(row.busbw == row.algbw * f, tt::tolerance(1e-9));
+        BOOST_TEST(
+            row.redop ==
+            (collective == "allgather" || collective == "alltoall" || collective == "broadcast" ? "none" : "max"));
+        BOOST_TEST(row.algo == (collective == "alltoall" ? "all2all" : "ring"));
+      }
+      Schedule s = run_collective(c, collective_input_placeholder(c, 63)).schedule();
+      BOOST_TEST(s.copies().size() > 0u);
+      setenv("RINGRT_TEST_CORRUPT", "1", 1);
+      BOOST_TEST(run_experiment(c).wrong() == 1);
+      unsetenv("RINGRT_TEST_CORRUPT");
+    }
+  }
 }

@@ -179,6 +179,55 @@ BOOST_AUTO_TEST_CASE(a_chunk_size_that_differs_between_ranks_is_an_error_on_ever
   reset_runtime_params();
 }
 
+// Every collective across the ranks (2 cpu devices per rank, ring forced, int32 sum): each of this
+// rank's devices holds what host arithmetic gives: reduce_scatter its chunk of the sum, allgather every
+// device's buffer, alltoall slot i from device i, broadcast the root's (the last device), reduce_to the
+// sum on the root's rank alone.
+BOOST_AUTO_TEST_CASE(every_collective_matches_host_arithmetic) {
+  std::vector<std::string> devs = devices_with(2);
+  AllreduceSettings s = current_settings();
+  s.ring = 2;
+  s.all2all = 0;
+  s.groups.clear();
+  ScopedSettings scope(s);
+  int64_t n = static_cast<int64_t>(devs.size()), c = 3, count = n * c, root = n - 1;
+  std::vector<HostBuffer> rows;
+  for (int64_t g = 0; g < n; ++g) {
+    rows.push_back(HostBuffer(DType::int32, {count}));
+    for (int64_t i = 0; i < count; ++i) rows.back().set(i, input_value(g, i));
+  }
+  Tensor x = Tensor::from_shards(std::move(rows), devs, 0);
+  auto sum = [&](int64_t i) {
+    double acc = 0;
+    for (int64_t g = 0; g < n; ++g) acc += input_value(g, i);
+    return acc;
+  };
+  for (const std::string kind : {"reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"}) {
+    Tensor r = kind == "reduce_scatter" ? x.reduce_scatter()
+               : kind == "allgather"    ? x.allgather()
+               : kind == "alltoall"     ? x.alltoall()
+               : kind == "broadcast"    ? x.broadcast(static_cast<int>(root), devs)
+                                        : x.reduce_to(static_cast<int>(root));
+    auto want = [&](int64_t j, int64_t e) {
+      if (kind == "reduce_scatter") return sum(j * c + e);
+      if (kind == "allgather") return input_value(e / count, e % count);
+      if (kind == "alltoall") return input_value(e / c, j * c + e % c);
+      if (kind == "broadcast") return input_value(root, e);
+      return sum(e);
+    };
+    int64_t wrong = 0;
+    auto shards = r.local_shards();
+    size_t mine = kind != "reduce" ? 2u : is_local_device(devs.back()) ? 1u : 0u;
+    BOOST_TEST(shards.size() == mine, kind);
+    for (const auto& [name, shard] : shards) {
+      int64_t j = std::find(devs.begin(), devs.end(), name) - devs.begin();
+      HostBuffer got = shard.host();
+      for (int64_t e = 0; e < got.numel(); ++e) wrong += got.get(e) == want(j, e) ? 0 : 1;
+    }
+    BOOST_TEST(sum_over_ranks(wrong) == 0, kind);
+  }
+}
+
 // Ranks at different calls (one sums a value, the others run a program) meet a ConfigError naming
 // the call on every rank, not each other's messages. Last: the ranks' counts of runs differ afterwards.
 BOOST_AUTO_TEST_CASE(ranks_at_different_calls_get_an_error_on_every_rank) {

@@ -249,7 +249,8 @@ BOOST_DATA_TEST_CASE(reshard_round_trips, bdata::make(variants()), v) {
   BOOST_TEST((!rep.shard_axis()));
   BOOST_TEST((back.shard_axis() == std::optional<int>(0)));
   BOOST_TEST(moved.devices() == other);
-  if (n > 1) BOOST_TEST(s1.schedule().algorithms == std::vector<std::string>{algo_name(v.algo)});
+  // onto another axis: an alltoall, direct whatever the setting (rewrite/rules/collectives.cpp)
+  if (n > 1) BOOST_TEST(s1.schedule().algorithms == std::vector<std::string>{"all2all"});
   Tensor::realize_all({s1, rep, back, lazy, moved});
   HostBuffer want = base.host();
   for (const Tensor* t : {&s1, &rep, &back, &moved}) BOOST_TEST((t->host() == want));

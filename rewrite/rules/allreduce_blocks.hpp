@@ -1,0 +1,55 @@
+// The building blocks of the allreduce lowering (allreduce.cpp) that the other collectives
+// (collectives.cpp) reuse: the chunked reduce-scatter (ring and all2all), the allgather of one chunk
+// (ring and direct) and the reassembly of chunks. Internal to rewrite/rules.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "rewrite/uop.hpp"
+
+namespace ringrt {
+
+// One collective being lowered: buf (contiguous, on the tuple devs) reduced with op onto device (one
+// device, or a tuple). Chunks may be empty (fewer elements than devices): an empty chunk moves nothing
+// and is never built. The ring starts chunk i on device (i + first) mod n, so its reduce-scatter ends it
+// on (i + first - 1) mod n: the allreduce uses first 0, the reduce-scatter collective 1 (chunk i on i).
+struct Allreduce {
+  UOp buf;
+  Ops op;
+  DeviceSpec device;
+  DeviceTuple devs;
+  int64_t ndev, numel;
+  Shape shape;
+  DType dtype;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  int64_t first = 0;
+
+  DeviceSpec to(int64_t d) const { return DeviceSpec(devs[static_cast<size_t>(d)]); }  // device d of the tuple
+  bool empty(size_t i) const { return chunks[i].first == chunks[i].second; }           // chunk i has no elements
+  UOp piece(const UOp& x, size_t i) const { return x.shrink(spans({chunks[i]})); }     // chunk i of flat x
+};
+
+// A chunk reduced by the reduce-scatter, and the device (index in the tuple) it ends on.
+struct ReducedChunk {
+  UOp value;
+  int64_t start = 0;
+};
+
+// all2all reduce-scatter: device i pulls chunk i from every device and reduces it (one step, n-1 copies
+// into each device).
+std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a);
+// ring reduce-scatter: in n-1 steps chunk i travels (i+first+step) -> (i+first+step+1), combined on
+// arrival; each device sends n-1 chunks.
+std::vector<ReducedChunk> reduce_scatter_ring(const Allreduce& a);
+// allgather of one chunk r (len = chunk i's length) onto every device of a.device: stored into an MSELECT
+// of a scratch buffer on its device, then copied to the others (all2all: from its device to each in one
+// step; ring: forwarded around the ring in n-1 steps).
+UOp allgather_chunk(const Allreduce& a, size_t i, const ReducedChunk& r, bool all2all);
+// The non-empty chunk values side by side (flat), each element selected from its chunk, shaped a.shape.
+UOp reassemble(const Allreduce& a, const std::vector<UOp>& parts);
+// buf made contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place).
+UOp copy_source(const UOp& buf);
+
+}  // namespace ringrt

@@ -1,0 +1,280 @@
+// The collectives besides allreduce (reference: NCCL/RCCL ReduceScatter, AllGather, AlltoAll, Broadcast;
+// tinygrad multi.py builds its allgather as an allreduce of zero-padded shards). The Tensor front end
+// (runtime/api/tensor_collectives.cpp) builds each from IR the multi rules already use; collective_of
+// finds them in the lowered multi-device graph by what the ALLREDUCE reads and what reads it, and the
+// rules here lower them with allreduce.cpp's building blocks (allreduce_blocks.hpp). For n devices and S
+// bytes per device (the buffer of each device's value):
+// - reduce_scatter: the buffer cut into n equal flat chunks of S/n; chunk i ends reduced on device i
+//   (NCCL's ReduceScatter). ring: chunk i starts on device i+1 and travels n-1 steps, combined on
+//   arrival; each device sends and receives n-1 chunks, (n-1)/n S. all2all (naive too: it has no form of
+//   its own here): device i pulls chunk i from each other device, one step, the same n(n-1) copies.
+// - allgather: shard i (S each) reaches every device, selected into place (never summed, so -0.0
+//   survives, unlike the allreduce of zero-padded shards it replaces). ring: forwarded around the ring
+//   in n-1 steps, each device sending and receiving n-1 shards, (n-1)/n of the gathered buffer; all2all
+//   (naive too): device i sends its shard to each other device, one step. n(n-1) copies of S either way.
+// - alltoall: direct in every setting (NCCL's is a set of point-to-point sends): device i sends its
+//   chunk j (S/n) to device j, which lays it in slot i; n(n-1) copies of S/n, one step.
+// - broadcast: all2all (naive too): the copy rules' n-1 copies of S from the root. ring: S cut into n
+//   chunks (allreduce_chunks), each forwarded around the ring from the root (n-1 copies per chunk): the
+//   root sends S once, each other device receives S once, chunk c's hop h overlapping chunk c+1's hop
+//   h-1 (NCCL's pipelined ring).
+// - reduce to one root: an ALLREDUCE onto one device, lowered by allreduce.cpp.
+// Algorithm choice: collective_algorithm (the allreduce's settings); a tuple with device groups keeps
+// the hierarchical allreduce.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/rules/allreduce_blocks.hpp"
+#include "rewrite/rules/multi.hpp"
+
+namespace ringrt {
+namespace {
+
+using std::optional;
+using Span = std::pair<Affine, Affine>;
+
+// The axis a SHRINK cuts into n equal parts, taking part _device_num, every other axis whole.
+optional<int> own_chunk_axis(const UOp& shrink, int64_t n) {
+  const Spans& sp = shrink.arg_spans();
+  const Shape& in = shrink.src(0).shape();
+  optional<int> axis;
+  for (size_t i = 0; i < sp.size(); ++i) {
+    if (sp[i] == Span{Affine{0, 0}, Affine{in[i], 0}}) continue;
+    int64_t len = in[i] / n;
+    if (axis || len == 0 || in[i] % n != 0 || sp[i] != Span{Affine{0, len}, Affine{len, len}}) return std::nullopt;
+    axis = static_cast<int>(i);
+  }
+  return axis;
+}
+
+// The axis a PAD places each device's value along at _device_num (unshard_local), every other axis unpadded.
+optional<int> unshard_axis(const UOp& pad, int64_t n) {
+  const Spans& sp = pad.arg_spans();
+  const Shape& in = pad.src(0).shape();
+  optional<int> axis;
+  for (size_t i = 0; i < sp.size(); ++i) {
+    if (sp[i] == Span{}) continue;
+    int64_t len = in[i];
+    if (axis || len == 0 || sp[i] != Span{Affine{0, len}, Affine{len * (n - 1), -len}}) return std::nullopt;
+    axis = static_cast<int>(i);
+  }
+  return axis;
+}
+
+bool device_dependent(const UOp& u) {
+  if (u.op() != Ops::SHRINK && u.op() != Ops::PAD) return false;
+  return std::any_of(u.arg_spans().begin(), u.arg_spans().end(),
+                     [](const Span& s) { return s.first.k != 0 || s.second.k != 0; });
+}
+
+// A reader taking its own device's chunk: its axis, whether the chunk is a flat range (every axis
+// before it of length 1), whether it reads the collective itself (not through a RESHAPE).
+struct OwnRead {
+  int axis;
+  bool flat, direct;
+};
+
+// Every reader of red (through RESHAPEs) as an own-chunk SHRINK; nothing when some reader is not one.
+optional<std::vector<OwnRead>> own_reads(const UOp& red, const Readers& readers, int64_t n) {
+  std::vector<OwnRead> out;
+  std::vector<UOp> stack{red};
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    auto it = readers.find(u.node());
+    if (it == readers.end() || it->second.empty()) return std::nullopt;
+    for (const UOp& r : it->second) {
+      if (r.op() == Ops::RESHAPE) {
+        stack.push_back(r);
+        continue;
+      }
+      optional<int> axis = r.op() == Ops::SHRINK ? own_chunk_axis(r, n) : std::nullopt;
+      if (!axis) return std::nullopt;
+      const Shape& in = r.src(0).shape();
+      out.push_back({*axis, prod(Shape(in.begin(), in.begin() + *axis)) == 1, u == red});
+    }
+  }
+  return out;
+}
+
+// "ring" stays ring; naive and all2all take the direct (all2all) form.
+std::string ring_or_direct(const std::string& algo) { return algo == "ring" ? "ring" : "all2all"; }
+
+optional<CollectiveUse> broadcast_of(const UOp& c, const Readers& readers, const AllreduceSettings& s) {
+  const UOp& x = c.src(0);
+  if (!c.device().tuple() || x.device().none() || x.device().tuple() != std::holds_alternative<int64_t>(c.arg()))
+    return std::nullopt;
+  const std::string& root =
+      x.device().tuple() ? x.device().names().at(static_cast<size_t>(c.arg_int())) : x.device().name();
+  const DeviceTuple& devs = c.device().names();
+  int64_t n = static_cast<int64_t>(devs.size()), numel = prod(c.shape());
+  if (n < 2 || numel == 0 || std::find(devs.begin(), devs.end(), root) == devs.end()) return std::nullopt;
+  const std::vector<UOp>& users = readers.at(c.node());
+  if (std::any_of(users.begin(), users.end(), device_dependent)) return std::nullopt;  // a scatter
+  return CollectiveUse{"broadcast", ring_or_direct(collective_algorithm(n, numel, s))};
+}
+
+std::vector<std::pair<int64_t, int64_t>> equal_chunks(int64_t numel, int64_t n) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t i = 0; i < n; ++i) out.push_back({i * numel / n, (i + 1) * numel / n});
+  return out;
+}
+
+// The collective over buf's tuple, the chunks given.
+Allreduce over_tuple(const UOp& buf, Ops op, std::vector<std::pair<int64_t, int64_t>> chunks) {
+  const DeviceTuple& devs = buf.device().names();
+  return Allreduce{
+      buf,         op,          buf.device(),     devs, static_cast<int64_t>(devs.size()), prod(buf.shape()),
+      buf.shape(), buf.dtype(), std::move(chunks)};
+}
+
+// reduce_scatter: the reduced chunk i on device i, stacked (numel/n elements each). 16-bit floats
+// travel as float32 when the cast setting is off, as the allreduce's do.
+UOp reduce_scatter(const UOp& red, const AllreduceSettings& s, bool ring) {
+  UOp buf = copy_source(red.src(0));
+  DType dtype = buf.dtype();
+  bool widen = !s.cast && (dtype == DType::float16 || dtype == DType::bfloat16);
+  if (widen) buf = buf.cast(DType::float32).contiguous();
+  Allreduce a = over_tuple(buf, static_cast<Ops>(red.arg_int()), {});
+  a.chunks = equal_chunks(a.numel, a.ndev);
+  a.first = 1;  // chunk i ends on device i
+  std::vector<UOp> mine;
+  for (const ReducedChunk& r : ring ? reduce_scatter_ring(a) : reduce_scatter_all2all(a))
+    mine.push_back(widen ? r.value.cast(dtype) : r.value);
+  return mstack(mine);
+}
+
+// allgather: every device's shard (the PAD's source) allgathered and selected into place along the axis.
+UOp allgather(const UOp& red, bool ring) {
+  const UOp& pad = red.src(0);
+  int axis = *unshard_axis(pad, static_cast<int64_t>(pad.device().count()));
+  UOp x = copy_source(pad.src(0));
+  int64_t len = prod(x.shape()), n = static_cast<int64_t>(x.device().count());
+  UOp flat = x.reshape({len});
+  Allreduce a = over_tuple(flat, Ops::ADD, {});
+  for (int64_t i = 0; i < n; ++i) a.chunks.push_back({i * len, (i + 1) * len});
+  std::vector<UOp> parts;
+  for (int64_t i = 0; i < n; ++i)
+    parts.push_back(allgather_chunk(a, static_cast<size_t>(i), {flat.mselect(i), i}, !ring).reshape(x.shape()));
+  return concat_select(parts, axis);
+}
+
+// alltoall: device j's value is chunk j (along to_axis) of every device's shard, laid along the PAD's axis.
+UOp alltoall(const UOp& red, int to_axis) {
+  const UOp& pad = red.src(0);
+  int64_t n = static_cast<int64_t>(pad.device().count());
+  int from_axis = *unshard_axis(pad, n);
+  UOp x = copy_source(pad.src(0));
+  const DeviceTuple& devs = x.device().names();
+  int64_t len = x.shape()[static_cast<size_t>(to_axis)] / n;
+  std::vector<UOp> out;
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<std::pair<int64_t, int64_t>> cut;
+    for (int64_t e : x.shape()) cut.push_back({0, e});
+    cut[static_cast<size_t>(to_axis)] = {j * len, (j + 1) * len};
+    std::vector<UOp> parts;
+    for (int64_t i = 0; i < n; ++i)
+      parts.push_back(x.mselect(i).shrink(spans(cut)).copy_to_device(DeviceSpec(devs[static_cast<size_t>(j)])));
+    out.push_back(concat_select(parts, from_axis));
+  }
+  return mstack(out);
+}
+
+// A reader's chunk of a reduce_scatter or an alltoall: that collective's value on each device.
+optional<UOp> own_chunk(const UOp& shrink, const Readers& readers, const AllreduceSettings& s) {
+  UOp red = shrink.src(0);
+  while (red.op() == Ops::RESHAPE) red = red.src(0);
+  if (red.op() != Ops::ALLREDUCE) return std::nullopt;
+  optional<CollectiveUse> use = collective_of(red, readers, s);
+  if (!use) return std::nullopt;
+  int64_t n = static_cast<int64_t>(red.device().count());
+  if (use->kind == "reduce_scatter") return reduce_scatter(red, s, use->algorithm == "ring").reshape(shrink.shape());
+  if (use->kind == "alltoall") return alltoall(red, *own_chunk_axis(shrink, n));
+  return std::nullopt;
+}
+
+// ring broadcast: the root's value in allreduce_chunks, each forwarded around the ring from the root.
+UOp broadcast_ring(const UOp& c) {
+  const UOp& x = c.src(0);
+  UOp v = x.device().tuple() ? x.mselect(c.arg_int()) : x;
+  const DeviceTuple& devs = c.device().names();
+  int64_t root = std::find(devs.begin(), devs.end(), v.device().name()) - devs.begin(), numel = prod(c.shape());
+  UOp flat = v.reshape({numel});
+  Allreduce a{flat,
+              Ops::ADD,
+              c.device(),
+              devs,
+              static_cast<int64_t>(devs.size()),
+              numel,
+              c.shape(),
+              c.dtype(),
+              allreduce_chunks(numel, static_cast<int64_t>(devs.size()))};
+  std::vector<UOp> parts(a.chunks.size());
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (!a.empty(i)) parts[i] = allgather_chunk(a, i, {a.piece(flat, i), root}, false);
+  return reassemble(a, parts);
+}
+
+}  // namespace
+
+Readers readers_of(const UOp& root) {
+  Readers out;
+  for (const UOp& u : root.graph().toposort({root})) {
+    out.try_emplace(u.node());
+    for (const UOp& src : u.src()) {
+      std::vector<UOp>& users = out[src.node()];
+      if (users.empty() || users.back() != u) users.push_back(u);
+    }
+  }
+  return out;
+}
+
+optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, const AllreduceSettings& s) {
+  if (!readers.count(u.node())) return std::nullopt;  // made by a rule: not the graph the readers describe
+  if (u.op() == Ops::COPY) return broadcast_of(u, readers, s);
+  if (u.op() != Ops::ALLREDUCE) return std::nullopt;
+  const UOp& buf = u.src(0);
+  int64_t n = static_cast<int64_t>(buf.device().count());
+  if (!buf.device().tuple() || u.src(1).device() != buf.device() || n < 2 || prod(buf.shape()) == 0)
+    return std::nullopt;
+  std::string algo = allreduce_algorithm(u, s);
+  if (algo.starts_with("hierarchical")) return std::nullopt;
+  optional<int> from =
+      buf.op() == Ops::PAD && static_cast<Ops>(u.arg_int()) == Ops::ADD ? unshard_axis(buf, n) : std::nullopt;
+  optional<std::vector<OwnRead>> reads = own_reads(u, readers, n);
+  if (from) {
+    bool exchange = reads && std::all_of(reads->begin(), reads->end(), [&](const OwnRead& r) {
+                      return r.direct && r.axis != *from && r.axis == reads->front().axis;
+                    });
+    return exchange ? CollectiveUse{"alltoall", "all2all"} : CollectiveUse{"allgather", ring_or_direct(algo)};
+  }
+  if (reads && std::all_of(reads->begin(), reads->end(), [](const OwnRead& r) { return r.flat; }))
+    return CollectiveUse{"reduce_scatter", ring_or_direct(algo)};
+  return std::nullopt;
+}
+
+PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr<const Readers> readers) {
+  return PatternMatcher({
+      // a reduce-scatter's or an alltoall's reader: the collective's value on each device
+      {UPat(Ops::SHRINK).named("shrink"),
+       [settings, readers](const Match& m) { return own_chunk(m["shrink"], *readers, settings); }},
+      // an allgather: each shard copied into place on every device
+      {UPat(Ops::ALLREDUCE).named("red"),
+       [settings, readers](const Match& m) -> optional<UOp> {
+         optional<CollectiveUse> use = collective_of(m["red"], *readers, settings);
+         if (!use || use->kind != "allgather") return std::nullopt;
+         return allgather(m["red"], use->algorithm == "ring");
+       }},
+      // a ring broadcast (the direct one is the copy rules' BROADCAST)
+      {UPat(Ops::COPY).named("c"),
+       [settings, readers](const Match& m) -> optional<UOp> {
+         optional<CollectiveUse> use = collective_of(m["c"], *readers, settings);
+         if (!use || use->algorithm != "ring") return std::nullopt;
+         return broadcast_ring(m["c"]);
+       }},
+  });
+}
+
+}  // namespace ringrt

@@ -1,0 +1,320 @@
+// The collectives besides allreduce (rewrite/rules/collectives.cpp, runtime/api/tensor_collectives.cpp):
+// values of every collective x algorithm x device count against host arithmetic (dtypes and ops spread
+// over the points), the runtime against the interpreter, the lowering invariants of collectives.cpp's
+// header (copies, bytes per device, steps) on null devices, the allreduce read per device that becomes a
+// reduce-scatter, and bad input.
+#include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/lower/lower.hpp"
+#include "rewrite/plan/schedule.hpp"
+#include "runtime/engine/internal.hpp"
+#include "test/support/allreduce_matrix.hpp"
+#include "test/support/checks.hpp"
+#include "test/support/null_device.hpp"
+
+using namespace ringrt;
+
+namespace {
+
+const std::vector<std::string> kCollectives{"reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"};
+
+// Small integers (exact in every dtype and every sum of 8 of them), seeded per device.
+std::vector<HostBuffer> locals(int ndev, const Shape& shape, DType dtype, int seed) {
+  std::vector<HostBuffer> out;
+  for (int d = 0; d < ndev; ++d) {
+    HostBuffer b(dtype, shape);
+    for (int64_t i = 0; i < b.numel(); ++i) b.set(i, static_cast<double>((i * 7 + d * 5 + seed * 3) % 9 - 4));
+    out.push_back(b);
+  }
+  return out;
+}
+
+double combine(Ops op, double a, double b) { return op == Ops::ADD ? a + b : std::max(a, b); }
+
+// Element e of the reduction over devices of the local values.
+double reduced(const std::vector<HostBuffer>& in, Ops op, int64_t e) {
+  double acc = in[0].get(e);
+  for (size_t d = 1; d < in.size(); ++d) acc = combine(op, acc, in[d].get(e));
+  return acc;
+}
+
+// The host's answer: one buffer (flat values) per device of the result, rows of `row` elements.
+std::vector<std::vector<double>> host_collective(const std::string& kind, const std::vector<HostBuffer>& in, Ops op,
+                                                 int root, int64_t row) {
+  int64_t n = static_cast<int64_t>(in.size()), numel = in[0].numel();
+  std::vector<std::vector<double>> out;
+  auto value = [&](int64_t d, int64_t e) { return in[static_cast<size_t>(d)].get(e); };
+  if (kind == "reduce") {
+    out.emplace_back();
+    for (int64_t e = 0; e < numel; ++e) out.back().push_back(reduced(in, op, e));
+    return out;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<double> v;
+    if (kind == "reduce_scatter")  // chunk j of the reduced buffer
+      for (int64_t e = j * numel / n; e < (j + 1) * numel / n; ++e) v.push_back(reduced(in, op, e));
+    if (kind == "allgather")
+      for (int64_t d = 0; d < n; ++d)
+        for (int64_t e = 0; e < numel; ++e) v.push_back(value(d, e));
+    if (kind == "alltoall")  // slot i: device i's chunk j (numel / n elements, whole rows)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = j * numel / n; e < (j + 1) * numel / n; ++e) v.push_back(value(i, e));
+    if (kind == "broadcast")
+      for (int64_t e = 0; e < numel; ++e) v.push_back(value(root, e));
+    out.push_back(v);
+  }
+  (void)row;
+  return out;
+}
+
+Tensor apply(const std::string& kind, const Tensor& x, Ops op, int root) {
+  if (kind == "reduce_scatter") return x.reduce_scatter(op, 0);
+  if (kind == "allgather") return x.allgather();
+  if (kind == "alltoall") return x.alltoall();
+  if (kind == "broadcast") return x.broadcast(root, x.devices());
+  return x.reduce_to(root, op);
+}
+
+// The algorithm the schedule names for kind with algo forced: the direct form is all2all.
+std::string named(const std::string& kind, const std::string& algo) {
+  if (kind == "reduce") return algo;
+  return algo == "ring" && kind != "alltoall" ? "ring" : "all2all";
+}
+
+}  // namespace
+
+// Every collective x naive/ring/all2all x 1, 2, 3, 5, 8 devices, the dtypes and ops cycled over the
+// points (each dtype meets each collective), odd rows (5 elements) and shards of one row (fewer elements
+// per chunk than devices for the broadcast's chunks); the lowered graph by the interpreter against host
+// arithmetic on every device.
+BOOST_AUTO_TEST_CASE(values_match_host_arithmetic) {
+  int point = 0;
+  for (const std::string& kind : kCollectives)
+    for (const std::string& algo : {std::string("naive"), std::string("ring"), std::string("all2all")})
+      for (int ndev : {1, 2, 3, 5, 8}) {
+        ++point;
+        DType dtype = test::kMatrixDTypes[static_cast<size_t>(point % 4)];
+        Ops op = point % 3 == 0 ? Ops::MAX : Ops::ADD;
+        int root = ndev - 1 - point % ndev;
+        int64_t rows = kind == "reduce_scatter" || kind == "alltoall" ? ndev * (1 + point % 2) : 1 + point % 2;
+        BOOST_TEST_CONTEXT(kind << " " << algo << " ndev " << ndev << " " << dtype_name(dtype) << " " << op_name(op)
+                                << " rows " << rows << " root " << root) {
+          ScopedSettings scope(test::matrix_settings(algo, ndev));
+          std::vector<HostBuffer> in = locals(ndev, {rows, 5}, dtype, point);
+          Tensor x = Tensor::from_shards(in, cpu_devices(ndev), 0);
+          Tensor r = apply(kind, x, op, root);
+          if (ndev > 1) BOOST_TEST(r.algorithms() == std::vector<std::string>{named(kind, algo)});
+          std::vector<std::vector<double>> want = host_collective(kind, in, op, root, 5);
+          std::vector<HostBuffer> got = r.interpret_shards();
+          BOOST_TEST_REQUIRE(got.size() == want.size());
+          for (size_t d = 0; d < got.size(); ++d) {
+            BOOST_TEST(got[d].numel() == static_cast<int64_t>(want[d].size()), "device " << d);
+            for (int64_t e = 0; e < got[d].numel() && e < static_cast<int64_t>(want[d].size()); ++e)
+              BOOST_TEST(got[d].get(e) == want[d][static_cast<size_t>(e)], "device " << d << " element " << e);
+          }
+        }
+      }
+}
+
+// reduce_scatter along axis 1 (the scatter axis moved first and back: device i gets columns 2i, 2i+1)
+// and with the cast setting off (16-bit floats reduced as float32), ring and direct, on 3 devices.
+BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
+  for (const std::string& algo : {std::string("ring"), std::string("all2all")})
+    for (bool cast : {true, false}) {
+      BOOST_TEST_CONTEXT(algo << " cast " << cast) {
+        AllreduceSettings s = test::matrix_settings(algo, 3);
+        s.cast = cast;
+        ScopedSettings scope(s);
+        std::vector<HostBuffer> in = locals(3, {2, 6}, DType::bfloat16, 11);
+        Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(Ops::ADD, -1);
+        BOOST_TEST((r.shape() == Shape{2, 6}));
+        BOOST_TEST((r.shard_axis() == std::optional<int>(1)));
+        BOOST_TEST(r.algorithms() == std::vector<std::string>{algo});
+        for (const CopyItem& c : r.schedule().copies()) BOOST_TEST(c.bytes == 4 * (cast ? 2 : 4));  // 4 elements
+        std::vector<HostBuffer> got = r.interpret_shards();
+        BOOST_TEST_REQUIRE(got.size() == 3u);
+        for (int64_t d = 0; d < 3; ++d)
+          for (int64_t row = 0; row < 2; ++row)
+            for (int64_t col = 0; col < 2; ++col)
+              BOOST_TEST(got[static_cast<size_t>(d)].get(row * 2 + col) == reduced(in, Ops::ADD, row * 6 + 2 * d + col),
+                         "device " << d << " (" << row << ", " << col << ")");
+      }
+    }
+}
+
+// The runtime (compiled kernels on 3 cpu devices) against the interpreter bit for bit, ring and direct,
+// float32 sum; -0.0 survives the allgather (the allreduce of zero-padded shards made it +0.0).
+BOOST_AUTO_TEST_CASE(runtime_matches_interpreter) {
+  for (const std::string& algo : {std::string("ring"), std::string("all2all")}) {
+    ScopedSettings scope(test::matrix_settings(algo, 3));
+    std::vector<HostBuffer> in = locals(3, {3, 5}, DType::float32, 7);
+    in[1].set(2, -0.0);
+    Tensor x = Tensor::from_shards(in, cpu_devices(3), 0);
+    for (const std::string& kind : kCollectives) {
+      BOOST_TEST_CONTEXT(algo << " " << kind) {
+        Tensor r = apply(kind, x, Ops::ADD, 1);
+        std::vector<HostBuffer> want = r.interpret_shards();
+        r.realize();
+        std::vector<Tensor> got = r.devices().size() == 1 ? std::vector<Tensor>{r} : r.shards();
+        BOOST_TEST_REQUIRE(got.size() == want.size());
+        for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+      }
+    }
+    std::vector<float> g = x.allgather().to_vector<float>();
+    BOOST_TEST(std::signbit(g[17]));  // shard 1, element 2
+  }
+}
+
+namespace {
+struct Traffic {
+  size_t copies = 0, steps = 0;
+  std::map<std::string, int64_t> sent, received;  // bytes per device
+  std::set<std::pair<std::string, std::string>> edges;
+};
+
+// The copies of lowering and planning t with s: count, bytes per device, edges, and steps (the longest
+// chain of copies along the dependencies).
+Traffic traffic(const Tensor& t, const AllreduceSettings& s) {
+  Lowered low = lower_multi({uop_of(t)}, s);
+  ItemPlan plan = plan_schedule(low.roots);
+  Traffic out;
+  std::vector<size_t> depth(plan.items.size(), 0);
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const ScheduleItem& item = plan.items[i];
+    for (size_t d : item.deps) depth[i] = std::max(depth[i], depth[d]);
+    if (item.kind != ScheduleItem::Kind::copy) continue;
+    depth[i] += 1;
+    out.steps = std::max(out.steps, depth[i]);
+    ++out.copies;
+    std::string from = item.ast.src(0).device().name(), to = item.device.name();
+    int64_t bytes = prod(item.ast.shape()) * itemsize(item.ast.dtype());
+    out.sent[from] += bytes;
+    out.received[to] += bytes;
+    out.edges.insert({from, to});
+  }
+  return out;
+}
+
+AllreduceSettings forced(const std::string& algo) {
+  AllreduceSettings s;
+  s.ring = algo == "ring" ? 2 : 0;
+  s.all2all = algo == "all2all" ? 2 : 0;
+  return s;
+}
+
+std::set<std::pair<std::string, std::string>> ring_edges(const std::vector<std::string>& devs) {
+  std::set<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < devs.size(); ++i) out.insert({devs[i], devs[(i + 1) % devs.size()]});
+  return out;
+}
+
+// Each device sends and receives `bytes`.
+void expect_even(const Traffic& t, const std::vector<std::string>& devs, int64_t bytes) {
+  for (const auto& d : devs) {
+    BOOST_TEST((t.sent.count(d) ? t.sent.at(d) : 0) == bytes, d << " sends");
+    BOOST_TEST((t.received.count(d) ? t.received.at(d) : 0) == bytes, d << " receives");
+  }
+}
+}  // namespace
+
+// reduce_scatter and allgather over n null devices, float32 buffers of S = 4 n 30 bytes per device (the
+// gathered buffer for allgather): ring takes n-1 steps over the ring's edges, direct one step; both make
+// n(n-1) copies and move (n-1)/n S per device, half of what the allreduce they replace moved.
+BOOST_AUTO_TEST_CASE(reduce_scatter_and_allgather_invariants) {
+  for (int n : {3, 4}) {
+    auto devs = test::null_devices(n);
+    int64_t S = 4 * n * 30;
+    Tensor x = Tensor::placeholder({n * n * 30}, DType::float32, devs, 0);
+    Tensor part = Tensor::placeholder({n * 30}, DType::float32, devs, 0);
+    for (const std::string& algo : {std::string("ring"), std::string("all2all")}) {
+      BOOST_TEST_CONTEXT("n " << n << " " << algo) {
+        for (const Traffic& t : {traffic(x.reduce_scatter(), forced(algo)), traffic(part.allgather(), forced(algo))}) {
+          BOOST_TEST(t.copies == static_cast<size_t>(n * (n - 1)));
+          BOOST_TEST(t.steps == (algo == "ring" ? static_cast<size_t>(n - 1) : 1u));
+          expect_even(t, devs, (n - 1) * S / n);
+          if (algo == "ring") BOOST_TEST((t.edges == ring_edges(devs)));
+        }
+      }
+    }
+  }
+}
+
+// alltoall: n(n-1) copies of S/n, one step; broadcast: direct n-1 copies of S from the root, ring each
+// device receiving S once over the ring's edges in n-1 steps per chunk; reduce_to the root's ring: the
+// chunks reduce-scattered, then gathered to the root.
+BOOST_AUTO_TEST_CASE(alltoall_and_broadcast_invariants) {
+  int n = 4;
+  auto devs = test::null_devices(n);
+  int64_t S = 4 * 128;
+  Tensor x = Tensor::placeholder({n * 128}, DType::float32, devs, 0);  // 128 elements per device: 4 chunks of 32
+  Traffic a2a = traffic(x.alltoall(), forced("ring"));
+  BOOST_TEST(a2a.copies == static_cast<size_t>(n * (n - 1)));
+  BOOST_TEST(a2a.steps == 1u);
+  expect_even(a2a, devs, (n - 1) * S / n);
+  Traffic direct = traffic(x.broadcast(2, devs), forced("all2all"));
+  BOOST_TEST(direct.copies == static_cast<size_t>(n - 1));
+  BOOST_TEST(direct.sent.at("NULL:2") == (n - 1) * S);
+  Traffic ring = traffic(x.broadcast(2, devs), forced("ring"));
+  BOOST_TEST(ring.copies == static_cast<size_t>(n * (n - 1)));
+  BOOST_TEST(ring.steps == static_cast<size_t>(n - 1));
+  auto into_root = ring_edges(devs);
+  into_root.erase({"NULL:1", "NULL:2"});  // the root receives nothing
+  BOOST_TEST((ring.edges == into_root));
+  for (const auto& d : devs) BOOST_TEST((ring.received.count(d) ? ring.received.at(d) : 0) == (d == "NULL:2" ? 0 : S));
+  BOOST_TEST(ring.sent.at("NULL:2") == S);
+}
+
+// An allreduce whose result each device only reads its own part of (x.sum({0}) sharded back onto the
+// devices) is lowered as a reduce-scatter: n(n-1) copies of numel/n instead of the allreduce's 2n(n-1),
+// DEBUG=2 names it, and the values are the sum's.
+BOOST_AUTO_TEST_CASE(allreduce_read_per_device_is_a_reduce_scatter) {
+  AllreduceSettings s = forced("ring");
+  ScopedSettings scope(s);
+  std::vector<HostBuffer> in = locals(3, {1, 12}, DType::int32, 3);
+  Tensor x = Tensor::from_shards(in, cpu_devices(3), 0);
+  Tensor y = x.sum({0}).shard(cpu_devices(3), 0);
+  std::ostringstream captured;
+  std::vector<std::string> algos;
+  {
+    AllreduceSettings debug = s;
+    debug.debug = 2;
+    ScopedSettings loud(debug);
+    std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+    algos = y.algorithms();
+    std::cerr.rdbuf(old);
+  }
+  BOOST_TEST(algos == std::vector<std::string>{"ring"});
+  BOOST_TEST(captured.str() == "RING REDUCE_SCATTER 3x12 | int32\n");
+  Traffic t = traffic(y, s);
+  BOOST_TEST(t.copies == 6u);
+  expect_even(t, cpu_devices(3), 2 * 4 * 4);
+  std::vector<int32_t> got = y.to_vector<int32_t>();
+  for (int64_t e = 0; e < 12; ++e) BOOST_TEST(got[static_cast<size_t>(e)] == reduced(in, Ops::ADD, e));
+}
+
+// Bad input: a clear error naming the op, the shapes and the devices.
+BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
+  auto devs = cpu_devices(3);
+  Tensor one = Tensor::full({6, 2}, 1.0);
+  Tensor replicated = Tensor::placeholder({6, 2}, DType::float32, devs, std::nullopt);
+  Tensor sharded = Tensor::placeholder({12, 2}, DType::float32, devs, 0);
+  BOOST_CHECK_EXCEPTION(replicated.reduce_scatter(), ShapeError,
+                        test::message_has({"reduce_scatter", "not sharded", "(6, 2)", "CPU:0, CPU:1, CPU:2"}));
+  BOOST_CHECK_EXCEPTION(one.reduce_scatter(), DeviceError, test::message_has({"reduce_scatter", "CPU:0", "(6, 2)"}));
+  BOOST_CHECK_EXCEPTION(sharded.reduce_scatter(Ops::ADD, 1), ShapeError,
+                        test::message_has({"reduce_scatter", "(4, 2)", "multiple of 3", "CPU:2"}));
+  BOOST_CHECK_EXCEPTION(sharded.reduce_scatter(Ops::SUB), ShapeError, test::message_has({"reduce_scatter", "SUB"}));
+  BOOST_CHECK_EXCEPTION(sharded.broadcast(3, devs), DeviceError,
+                        test::message_has({"broadcast", "root 3", "CPU:0, CPU:1, CPU:2"}));
+  BOOST_CHECK_EXCEPTION(one.broadcast(1, devs), DeviceError, test::message_has({"broadcast", "CPU:0", "root CPU:1"}));
+  BOOST_CHECK_EXCEPTION(sharded.reduce_to(-1), DeviceError, test::message_has({"reduce_to", "root -1"}));
+  BOOST_CHECK_EXCEPTION(replicated.alltoall(), ShapeError, test::message_has({"alltoall", "not sharded"}));
+  BOOST_CHECK_EXCEPTION(Tensor::placeholder({6, 2}, DType::float32, devs, 0).alltoall(), ShapeError,
+                        test::message_has({"alltoall", "local length 2", "multiple of 3"}));
+}
