@@ -335,8 +335,10 @@ struct Loader {
   void finish() {
     // The HIP devices are fixed at the first enumeration (hip_device_names): a config that sets
     // runtime.hip_logical_devices installs it before this one, so that the devices it names exist.
-    for (const char* key : {"runtime.hip_logical_devices", "runtime.ranks_per_host"})  // read at start-up
-      if (cfg.origins.count(key)) set_runtime_params(cfg.runtime, {key});
+    // runtime.* keys the config sets are in force before devices are listed and MPI starts (its
+    // start-up wait is the watchdog's; hosts come from ranks_per_host), not only once loading ends
+    for (const Tunable& t : tunables())
+      if (t.runtime && cfg.origins.count(std::string(t.key))) set_runtime_params(cfg.runtime, {t.key});
     cfg.backend = backend == "auto" ? (hip_devices().empty() ? "cpu" : "hip") : backend;
     bool cpu = cfg.backend == "cpu";
     int64_t available = cpu ? 1024 : static_cast<int64_t>(hip_devices().size());

@@ -113,7 +113,9 @@ std::string error_prefix() {
   if (!in_spmd_job()) return "ringrt: ";
   try {
     return "ringrt: rank " + std::to_string(rank_info().rank) + ": ";
-  } catch (const std::exception&) {  // MPI failed to start: that is the error being reported
+  } catch (const std::exception&) {  // MPI failed to start: the launcher's rank variable names this rank
+    for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+      if (const char* v = std::getenv(var)) return std::string("ringrt: rank ") + v + ": ";
     return "ringrt: ";
   }
 }

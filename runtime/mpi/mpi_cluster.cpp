@@ -168,9 +168,19 @@ class MpiCluster final : public Cluster {
     transfers_ = std::make_unique<mpi::Transfers>(st_->p2p.get(), st_->tag_ub);
   }
 
-  // At exit: the progress thread stops, then MPI_Finalize on the MPI thread, unless transfers are still
-  // pending (their requests would never complete: the job ends without finalizing).
-  void finalize() {
+  // At exit: the ranks agree that every one of them is ending (a rank still waiting for a run this
+  // one skipped gets a ConfigError at once, not a timeout; then the job ends with status 2), the
+  // progress thread stops, then MPI_Finalize on the MPI thread, unless transfers are still pending
+  // (their requests would never complete: the job ends without finalizing).
+  void finalize() noexcept {
+    try {
+      agree("ending the job (every rank's last call)", 0, watchdog());
+    } catch (const std::exception& e) {
+      std::string line = fmt::format("ringrt: rank {}: {}\n", st_->info.rank, e.what());
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // the others report too (as the program does)
+      abort(dynamic_cast<const TimeoutError*>(&e) ? 3 : 2);
+    }
     bool clean = transfers_->pending() == 0;
     transfers_.reset();
     if (!clean) return;
@@ -196,7 +206,7 @@ class MpiCluster final : public Cluster {
       if (all[r].value != value) differ.push_back(static_cast<int>(r));
     if (!differ.empty())
       throw ConfigError(
-          fmt::format("the ranks differ in {}: rank(s) {} another than this rank ({}); every rank must "
+          fmt::format("the ranks differ in {}: rank(s) {} differ from this rank ({}); every rank must "
                       "run the same program with the same config and settings",
                       what, fmt::join(differ, ", "), st_->info.rank));
   }
@@ -231,15 +241,38 @@ class MpiCluster final : public Cluster {
 
  private:
   static constexpr std::chrono::seconds kFinalizeWait{10};
+  static constexpr int kHeaderTag = 1;  // on coll: the headers of collectives (the collectives have their own matching)
 
   // Every rank's header: first of every collective, so that ranks at different calls (one gathers,
-  // another agrees on a run) meet a ConfigError naming the call, not each other's payloads.
+  // another agrees on a run) meet a ConfigError naming the call, not each other's payloads. Sent point
+  // to point to every other rank (tag kHeaderTag; one pair's messages arrive in order), so that a
+  // timeout names the ranks whose header never came.
   std::vector<Header> headers(const std::string& what, uint64_t value, std::chrono::milliseconds timeout) {
+    const int n = st_->info.ranks, me = st_->info.rank;
     Header mine{fnv1a(what), value};
-    std::vector<Header> all(static_cast<size_t>(st_->info.ranks));
-    MPI_Request req = MPI_REQUEST_NULL;
-    RINGRT_MPI(MPI_Iallgather(&mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, st_->coll.get(), &req));
-    wait(req, timeout, what);
+    std::vector<Header> all(static_cast<size_t>(n));
+    all[static_cast<size_t>(me)] = mine;
+    std::vector<MPI_Request> sends, recvs(static_cast<size_t>(n), MPI_REQUEST_NULL);
+    for (int r = 0; r < n; ++r) {
+      if (r == me) continue;
+      sends.push_back(MPI_REQUEST_NULL);
+      RINGRT_MPI(MPI_Isend(&mine, 2, MPI_UINT64_T, r, kHeaderTag, st_->coll.get(), &sends.back()));
+      RINGRT_MPI(MPI_Irecv(&all[static_cast<size_t>(r)], 2, MPI_UINT64_T, r, kHeaderTag, st_->coll.get(),
+                           &recvs[static_cast<size_t>(r)]));
+    }
+    auto deadline = Clock::now() + timeout;
+    std::vector<int> missing;
+    for (int r = 0; r < n; ++r)
+      if (r != me && !mpi::wait_until(recvs[static_cast<size_t>(r)], deadline)) missing.push_back(r);
+    if (!missing.empty())
+      throw TimeoutError(
+          fmt::format("{}: rank(s) {} did not arrive within {} ms (died, stopped, or running another "
+                      "program: every rank must make the same calls in the same order)",
+                      what, fmt::join(missing, ", "), timeout.count()));
+    for (MPI_Request& s : sends)
+      if (!mpi::wait_until(s, deadline))
+        throw TimeoutError(
+            fmt::format("{}: a header to another rank was not delivered within {} ms", what, timeout.count()));
     std::vector<int> elsewhere;
     for (size_t r = 0; r < all.size(); ++r)
       if (all[r].what != mine.what) elsewhere.push_back(static_cast<int>(r));
@@ -247,7 +280,7 @@ class MpiCluster final : public Cluster {
       throw ConfigError(
           fmt::format("the ranks are at different calls: this rank ({}) at {}, rank(s) {} elsewhere; "
                       "every rank must make the same calls in the same order",
-                      st_->info.rank, what, fmt::join(elsewhere, ", ")));
+                      me, what, fmt::join(elsewhere, ", ")));
     return all;
   }
 

@@ -168,11 +168,13 @@ void Transfers::loop() {
         ++it;
         continue;
       }
+      {  // no longer pending once its waiters may go on (and the process may exit and finalize)
+        std::lock_guard<std::mutex> lock(mu_);
+        --pending_;
+      }
       t.done.set_done(error);
       it = active.erase(it);
       progressed = true;
-      std::lock_guard<std::mutex> lock(mu_);
-      --pending_;
     }
     idle = progressed ? 0 : idle + 1;
     if (idle > 64)

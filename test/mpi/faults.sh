@@ -3,6 +3,7 @@
 # status and message on every surviving rank, never a hang.
 #   test/mpi/faults.sh RINGRT_BINARY CONFIG_DIR
 # 0. A rank that never starts MPI: a TimeoutError, exit 3; ranks_per_host differing: exit 2 on every rank.
+# 1b. Ranks that run different numbers of rows: exit 2 on both, at once.
 # 1. A plan that differs between ranks (MPMD: rank 1 forces ring): exit 2, every rank names the mismatch.
 # 2. A rank that stops answering (SIGSTOP mid-run): the others' watchdog fires: exit 3 (MPI_Abort), a
 #    TimeoutError naming the item, the peer rank and the run's sequence number.
@@ -24,10 +25,11 @@ sweep=(run "$configs/ring.yaml" --set devices.count=1 --set experiment.sizes.max
 
 # 0. start-up: a rank that never starts MPI (here: not ringrt at all) is a timeout on the others, exit 3;
 #    ranks that differ in runtime.ranks_per_host are a ConfigError on every rank, exit 2
-RINGRT_WATCHDOG_S=3 timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" : -np 1 sleep 60 >"$work/start.out" 2>&1
+timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set runtime.watchdog_s=3 : -np 1 sleep 60 >"$work/start.out" 2>&1
 rc=$?
 [[ $rc == 3 ]] || fail "a rank that never starts: exit $rc, expected 3"
-grep -q "MPI did not start within 3000 ms" "$work/start.out" || fail "a rank that never starts: no TimeoutError"
+grep -q "rank 0: timeout: MPI did not start within 3000 ms" "$work/start.out" ||
+  fail "a rank that never starts: no TimeoutError (the config's watchdog, naming the rank)"
 timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set runtime.ranks_per_host=2 : \
   -np 1 "$ringrt" "${sweep[@]}" >"$work/per_host.out" 2>&1
 rc=$?
@@ -43,6 +45,16 @@ rc=$?
 for r in 0 1; do
   grep -q "rank $r: .*the ranks differ in the plan" "$work/mismatch.out" || fail "plan mismatch: rank $r did not say so"
 done
+
+# 1b. ranks that run different numbers of rows: the one that ends first meets the other's next run at
+#     its exit: a ConfigError on both, exit 2, at once (not the watchdog's minute)
+rows=(run "$configs/ring.yaml" --set devices.count=1)
+timeout 120 mpirun -np 1 "$ringrt" "${rows[@]}" --set "experiment.counts=[7,1000]" : \
+  -np 1 "$ringrt" "${rows[@]}" --set "experiment.counts=[7]" >"$work/rows.out" 2>&1
+rc=$?
+[[ $rc == 2 ]] || fail "different rows: exit $rc, expected 2"
+[[ $(grep -c "the ranks are at different calls" "$work/rows.out") == 2 ]] ||
+  fail "different rows: not reported by both ranks"
 
 # Starts a long sweep over 3 ranks in the background; sets job_pid and rank_pid (rank 1's process).
 start_long_job() {
@@ -69,8 +81,9 @@ start_long_job stopped
 wait "$job_pid"
 rc=$?
 [[ $rc == 3 ]] || fail "stopped rank: exit $rc, expected 3"
-grep -Eq "rank [02]: timeout: item [0-9]+ \(copy .*\) .*: a (receive from|send to) rank [0-9] in multi-rank run [0-9]+ did not complete within 3000 ms" \
-  "$work/stopped.out" || fail "stopped rank: no TimeoutError naming the item, peer rank and run"
+# waiting on a copy: the item, the peer and the run; waiting at the next run's agreement: the run and the rank
+grep -Eq "rank [02]: timeout: (item [0-9]+ \(copy .*\) .*: a (receive from|send to) rank [0-9] in multi-rank run [0-9]+ did not complete within 3000 ms|the plan of run [0-9]+ .*: rank\(s\) 1 did not arrive within 3000 ms)" \
+  "$work/stopped.out" || fail "stopped rank: no TimeoutError naming the item or run and the peer rank"
 
 # 3. a rank killed
 export OMPI_MCA_orte_abort_on_non_zero_status=0
