@@ -216,9 +216,10 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
 int schedule_command(const std::string& config, const std::vector<std::string>& sets, int64_t count, bool as_json,
                      const std::string& dot, const std::string& emit_dir, const std::string& target) {
   ExperimentConfig cfg = load_and_install(config, sets);
-  std::optional<OutputFile> dot_file;  // outputs checked before planning: a bad path fails at once
-  if (!dot.empty()) dot_file.emplace(dot);
-  if (!emit_dir.empty()) prepare_output_dir(emit_dir);
+  bool writer = rank_info().rank == 0;  // under mpirun, rank 0 writes the files for the job
+  std::optional<OutputFile> dot_file;   // outputs checked before planning: a bad path fails at once
+  if (!dot.empty() && writer) dot_file.emplace(dot);
+  if (!emit_dir.empty() && writer) prepare_output_dir(emit_dir);
   ScopedSettings scope(cfg.settings);
   // planned from shapes alone: no memory for the input, nothing compiled or run
   count = collective_count(cfg, count);
@@ -232,7 +233,7 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
   std::fflush(stdout);
   write_all({[&] { dot_file ? write_schedule_dot(*dot_file, lazy, cfg.settings) : void(); },
              [&] {
-               if (emit_dir.empty()) return;  // stderr: stdout stays the documented text or JSON
+               if (emit_dir.empty() || !writer) return;  // stderr: stdout stays the documented text or JSON
                std::vector<std::string> files = schedule.emit_sources(emit_dir, target);
                std::cerr << "ringrt: wrote " << files.size() << " " << target << " kernel source"
                          << (files.size() == 1 ? "" : "s") << " to " << emit_dir << "\n";
