@@ -12,6 +12,7 @@
 #include <cctype>
 #include <charconv>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <type_traits>
@@ -276,6 +277,10 @@ void reset_runtime_params() {
   std::fill(s.is_set.begin(), s.is_set.end(), 0);
   s.values = RuntimeParams{};
   ++s.generation;
+}
+
+std::chrono::milliseconds watchdog_timeout() {
+  return std::chrono::milliseconds(std::llround(current_runtime_params().watchdog_s * 1000));
 }
 
 uint64_t runtime_params_generation() { return store().generation.load(std::memory_order_acquire); }

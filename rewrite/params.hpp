@@ -18,6 +18,7 @@
 // others can write). Those come from the environment, `--set` or code only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -174,6 +175,10 @@ RuntimeParams current_runtime_params();
 // values so. Throws ConfigError for a key that is not a runtime tunable. Thread-safe; hot paths that
 // cache a value (perf_options, allreduce_in_place) see the change at their next call.
 void set_runtime_params(const RuntimeParams& r, std::initializer_list<std::string_view> keys = {});
+// The tunable runtime.watchdog_s as a duration: how long the executor waits for an item, and the ranks
+// of an mpirun job for each other (the value in force: set_runtime_params's, else the environment's at
+// each call, else 60 s).
+std::chrono::milliseconds watchdog_timeout();
 // Forgets every value set by set_runtime_params (tests).
 void reset_runtime_params();
 // Increases at every set_runtime_params and reset_runtime_params: hot paths keep a value until it changes.

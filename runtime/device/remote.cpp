@@ -18,10 +18,6 @@
 namespace ringrt {
 
 namespace {
-// The watchdog's bound on a collective of the cluster (runtime.watchdog_s).
-std::chrono::milliseconds watchdog() {
-  return std::chrono::milliseconds(std::llround(current_runtime_params().watchdog_s * 1000));
-}
 
 [[noreturn]] void not_here(const std::string& name, int rank, const char* what) {
   int me = cluster() ? cluster()->info().rank : 0;
@@ -91,7 +87,8 @@ std::vector<std::string> global_devices(const std::vector<std::string>& local) {
       throw DeviceError(fmt::format("global_devices: '{}' is not a local device name like CPU:0", name));
   std::string mine;
   for (const std::string& name : local) mine += name + "\n";
-  std::vector<std::string> all = c->allgather("gathering every rank's devices (global_devices)", mine, watchdog());
+  std::vector<std::string> all =
+      c->allgather("gathering every rank's devices (global_devices)", mine, watchdog_timeout());
   std::vector<std::string> out;
   for (size_t r = 0; r < all.size(); ++r)
     for (size_t start = 0, end; (end = all[r].find('\n', start)) != std::string::npos; start = end + 1)
@@ -106,7 +103,7 @@ int64_t sum_over_ranks(int64_t value) {
   if (!c) return value;
   int64_t sum = 0;
   for (const std::string& v :
-       c->allgather("summing a value over the ranks (sum_over_ranks)", std::to_string(value), watchdog()))
+       c->allgather("summing a value over the ranks (sum_over_ranks)", std::to_string(value), watchdog_timeout()))
     sum += std::stoll(v);
   return sum;
 }

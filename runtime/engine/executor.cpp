@@ -107,12 +107,7 @@ std::set<int> ranks_of(const ItemPlan& plan) {
 
 }  // namespace
 
-// The tunable runtime.watchdog_s (rewrite/params.hpp): set_watchdog_timeout's value, else
-// $RINGRT_WATCHDOG_S (read at each call), else 60 s.
-std::chrono::milliseconds watchdog_timeout() {
-  return std::chrono::milliseconds(std::llround(current_runtime_params().watchdog_s * 1000));
-}
-
+// set_watchdog_timeout: the tunable runtime.watchdog_s for the process (watchdog_timeout, rewrite/params.hpp).
 void set_watchdog_timeout(std::chrono::milliseconds timeout) {
   RuntimeParams r;
   r.watchdog_s = static_cast<double>(timeout.count()) / 1000;

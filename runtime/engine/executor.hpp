@@ -54,8 +54,7 @@ class DeviceStorage {
   std::vector<Block> blocks_;
 };
 
-// The watchdog's default: $RINGRT_WATCHDOG_S seconds if set, else 60 s; settable for the process.
-std::chrono::milliseconds watchdog_timeout();
+// Sets the watchdog (runtime.watchdog_s; watchdog_timeout() in rewrite/params.hpp reads it) for the process.
 void set_watchdog_timeout(std::chrono::milliseconds timeout);
 
 using StorageLookup = std::function<std::shared_ptr<DeviceStorage>(int64_t buffer_id)>;

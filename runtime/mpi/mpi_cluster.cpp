@@ -35,11 +35,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The watchdog (runtime.watchdog_s) bounds every wait for other ranks.
-std::chrono::milliseconds watchdog() {
-  return std::chrono::milliseconds(std::llround(current_runtime_params().watchdog_s * 1000));
-}
-
 // Ranks numbered by host: host h is the h-th distinct shared-memory node in rank order.
 std::vector<int> hosts_of_ranks(const mpi::Comm& world, int ranks_per_host) {
   int n = world.size();
@@ -159,7 +154,7 @@ class MpiCluster final : public Cluster {
     std::thread(mpi_thread, st_).detach();  // never joined: it ends with MPI_Finalize, or with the process
     // the watchdog, but at least kStartFloor: MPI_Init connects every rank, seconds on a large or
     // loaded job, while a watchdog tuned for one item may be shorter
-    auto timeout = std::max<std::chrono::milliseconds>(watchdog(), kStartFloor);
+    auto timeout = std::max<std::chrono::milliseconds>(watchdog_timeout(), kStartFloor);
     std::unique_lock<std::mutex> lock(st_->mu);
     if (!st_->cv.wait_for(lock, timeout, [&] { return st_->started; }))
       throw TimeoutError(
@@ -176,7 +171,7 @@ class MpiCluster final : public Cluster {
   // (their requests would never complete: the job ends without finalizing).
   void finalize() noexcept {
     try {
-      agree("ending the job (every rank's last call)", 0, watchdog());
+      agree("ending the job (every rank's last call)", 0, watchdog_timeout());
     } catch (const std::exception& e) {
       std::string line = fmt::format("ringrt: rank {}: {}\n", st_->info.rank, e.what());
       std::fwrite(line.data(), 1, line.size(), stderr);
