@@ -458,32 +458,26 @@ HostBuffer Tensor::interpret() const {
 }
 
 std::vector<Tensor> Tensor::shards() const {
-  Tensor t = *this;
-  t.realize();
-  GraphUse use;
-  UOp local = t.uop().op() == Ops::MULTI ? t.uop().src(0) : t.uop();
-  std::vector<HostBuffer> v = interpret_buffers(local);
-  std::vector<std::string> devs = devices();
   std::vector<Tensor> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    v[i].shape = local.shape();
-    out.push_back(from_host(v[i], devs.at(i)));
-  }
+  for (auto& [name, shard] : device_values(/*local_only=*/false)) out.push_back(std::move(shard));
   return out;
 }
 
-std::vector<std::pair<std::string, Tensor>> Tensor::local_shards() const {
+std::vector<std::pair<std::string, Tensor>> Tensor::local_shards() const { return device_values(/*local_only=*/true); }
+
+// Realizes, then reads each device's value (another rank's, when skipped, read as zeros and dropped).
+std::vector<std::pair<std::string, Tensor>> Tensor::device_values(bool local_only) const {
   Tensor t = *this;
   t.realize();
   GraphUse use;
   UOp local = t.uop().op() == Ops::MULTI ? t.uop().src(0) : t.uop();
-  std::vector<HostBuffer> v = interpret_buffers(local, /*remote_as_zeros=*/true);
+  std::vector<HostBuffer> v = interpret_buffers(local, /*remote_as_zeros=*/local_only);
   std::vector<std::string> devs = devices();
   std::vector<std::pair<std::string, Tensor>> out;
   for (size_t i = 0; i < v.size(); ++i) {
-    if (!is_local_device(devs.at(i))) continue;
+    if (local_only && !is_local_device(devs.at(i))) continue;
     v[i].shape = local.shape();
-    out.emplace_back(devs[i], from_host(v[i], devs[i]));
+    out.emplace_back(devs.at(i), from_host(v[i], devs.at(i)));
   }
   return out;
 }

@@ -370,6 +370,8 @@ class Tensor {
   friend struct TensorAccess;
   explicit Tensor(std::shared_ptr<TensorState> s) : s_(std::move(s)) {}
   const UOp& uop() const;
+  // shards() and local_shards(): (device, value there) of every device, or of this rank's only.
+  std::vector<std::pair<std::string, Tensor>> device_values(bool local_only) const;
   Tensor derive(UOp u) const;
   Tensor& assign_view(const Tensor& value);
   // u, keeping alive the storages of this and of every tensor in also.

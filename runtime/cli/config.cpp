@@ -344,9 +344,7 @@ struct Loader {
     int64_t available = cpu ? 1024 : static_cast<int64_t>(hip_devices().size());
     if (!cpu && available == 0)
       fail(origin("backend"), "backend", "a backend with devices (no HIP GPU is present; use cpu)", "'hip'");
-    resolve_devices(cpu, available);
-    bool job_list =
-        !local_devices.empty() || (!device_list.empty() && device_list.front().find('/') != std::string::npos);
+    bool job_list = resolve_devices(cpu, available);  // the job's devices, as listed
     size_t ndev = job_list ? local_devices.size() : cfg.devices.size();
     if (cpu && ndev > 0) cpu_devices(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
     if (!job_list) cfg.devices = global_devices(cfg.devices);  // under mpirun: every rank's, "rank<R>/CPU:i"
@@ -362,14 +360,16 @@ struct Loader {
   // cfg.devices from devices.count: the listed names (each a device of the backend, once), or the
   // first n devices (default: 4 CPUs, or every GPU present).
   // Under mpirun the list may name the job's devices instead ("rank1/CPU:0", every entry so): each rank
-  // then owns its entries, and cfg.devices is the list as written (config --dump prints it so).
-  void resolve_devices(bool cpu, int64_t available) {
+  // then owns its entries, and cfg.devices is the list as written (config --dump prints it so): true.
+  bool resolve_devices(bool cpu, int64_t available) {
     std::string prefix = cpu ? "CPU:" : "HIP:";
     auto ranked = [](const std::string& d) { return d.find('/') != std::string::npos; };
     if (std::any_of(device_list.begin(), device_list.end(), ranked)) {
       local_devices = job_devices(device_list, device_where, prefix, cpu, available);
       cfg.devices = device_list;
-    } else if (!device_list.empty()) {
+      return true;
+    }
+    if (!device_list.empty()) {
       int64_t n = static_cast<int64_t>(device_list.size());
       std::string expected = cpu ? fmt::format("a device CPU:i with 0 <= i < {} (the number of devices)", n)
                                  : fmt::format("a device HIP:i with 0 <= i < {} (the GPUs present)", available);
@@ -390,6 +390,7 @@ struct Loader {
              std::to_string(n));
       for (int64_t i = 0; i < n; ++i) cfg.devices.push_back(prefix + std::to_string(i));
     }
+    return false;
   }
 
   // devices.groups: one group id per device; they become the allreduce settings' groups.
