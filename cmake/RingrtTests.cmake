@@ -186,9 +186,13 @@ if(RINGRT_WITH_MPI)
   add_test(NAME mpi.cli_job_devices COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
     "${PROJECT_SOURCE_DIR}/configs/default.yaml" --set "devices.count=[rank1/CPU:0, rank0/CPU:0, rank0/CPU:1]"
     --set "experiment.counts=[37,300001]" --set experiment.warmup=1 --set experiment.iters=2)
+  # FSDP's steps across ranks: allgathers and reduce-scatters between the ranks' devices, checked
+  add_test(NAME mpi.cli_fsdp COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
+    "${PROJECT_SOURCE_DIR}/configs/fsdp-gpt2-small.yaml" --set devices.count=2 --set "experiment.buckets=[37,4099,1000]"
+    --set experiment.warmup=1 --set experiment.iters=2)
   add_test(NAME mpi.faults COMMAND bash "${PROJECT_SOURCE_DIR}/test/mpi/faults.sh" $<TARGET_FILE:ringrt_cli>
     "${PROJECT_SOURCE_DIR}/configs")
-  set(_mpi_cli mpi.cli_run mpi.cli_per_rank_groups mpi.cli_job_devices)
+  set(_mpi_cli mpi.cli_run mpi.cli_per_rank_groups mpi.cli_job_devices mpi.cli_fsdp)
   set_tests_properties(mpi.ranks_2 mpi.ranks_4 ${_mpi_cli} mpi.faults PROPERTIES
     LABELS mpi TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
   # the fault script mostly sleeps (watchdogs of 3 s): the other tests may use the cores meanwhile

@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""Plot busbw against message size, one line per allreduce algorithm, from `ringrt run --csv` files.
+"""Plot busbw against message size, one line per collective and algorithm, from `ringrt run --csv` files.
 
     build/release/ringrt run configs/ring.yaml --csv ring.csv
     build/release/ringrt run configs/naive.yaml --csv naive.csv
-    scripts/plot.py -o busbw.png ring.csv naive.csv
+    build/release/ringrt run configs/ring.yaml --set experiment.collective=allgather --csv allgather.csv
+    scripts/plot.py -o busbw.png ring.csv naive.csv allgather.csv
 
-Each CSV row is one size (columns of runtime/cli/report.hpp write_csv: size_bytes, ..., algo, ...,
-busbw_gbs, ..., ndev, backend). Rows are grouped by algorithm; when one algorithm appears in several
-files, the file name tells its lines apart. Needs Debian's python3-matplotlib (scripts/install-deps.sh),
-hence /usr/bin/python3 rather than whatever python3 comes first on PATH.
+Each CSV row is one size (columns of runtime/cli/report.cpp write_csv: size_bytes, ..., algo, ...,
+busbw_gbs, ..., ndev, backend, collective, phase, bucket). Rows are grouped by collective and algorithm
+(files written before the collective column count as allreduce); when one such pair appears in several
+files, the file name tells its lines apart; several rows of one size (an FSDP step's units) are averaged.
+Needs Debian's python3-matplotlib (scripts/install-deps.sh), hence /usr/bin/python3 rather than
+whatever python3 comes first on PATH.
 """
 import argparse
 import collections
@@ -22,14 +25,25 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def read_series(paths):
-    """{(algo, file stem): [(size_bytes, busbw_gbs), ...]} over all files, sorted by size."""
-    series = collections.defaultdict(list)
+    """{(collective, algo, file stem): [(size_bytes, busbw_gbs), ...]} over all files, sorted by size,
+    rows of one size averaged."""
+    series = collections.defaultdict(lambda: collections.defaultdict(list))
     for path in paths:
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
-                series[(row["algo"], pathlib.Path(path).stem)].append(
-                    (int(row["size_bytes"]), float(row["busbw_gbs"])))
-    return {key: sorted(points) for key, points in series.items()}
+                key = (row.get("collective") or "allreduce", row["algo"], pathlib.Path(path).stem)
+                series[key][int(row["size_bytes"])].append(float(row["busbw_gbs"]))
+    return {key: sorted((size, sum(v) / len(v)) for size, v in points.items()) for key, points in series.items()}
+
+
+def label_of(key, series):
+    """The legend of one line: the algorithm, the collective when there are several, the file when the
+    pair repeats across files."""
+    collective, algo, stem = key
+    collectives = {k[0] for k in series}
+    files = sum(1 for k in series if k[:2] == key[:2])
+    label = f"{collective} {algo}" if len(collectives) > 1 else algo
+    return label if files == 1 else f"{label} ({stem})"
 
 
 def size_label(n):
@@ -43,25 +57,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv", nargs="+", help="CSV files written by `ringrt run --csv`")
     parser.add_argument("-o", "--output", default="busbw.png", help="the PNG to write (default: busbw.png)")
-    parser.add_argument("--title", default="allreduce bus bandwidth", help="the plot's title")
+    parser.add_argument("--title", help="the plot's title (default: the collectives' bus bandwidth)")
     args = parser.parse_args()
 
     series = read_series(args.csv)
-    files_per_algo = collections.Counter(algo for algo, _ in series)
     fig, ax = plt.subplots(figsize=(8, 5))
     sizes = set()
-    for (algo, stem), points in sorted(series.items()):
-        label = algo if files_per_algo[algo] == 1 else f"{algo} ({stem})"
+    for key, points in sorted(series.items()):
         xs, ys = zip(*points)
         sizes.update(xs)
-        ax.plot(xs, ys, marker="o", label=label)
+        ax.plot(xs, ys, marker="o", label=label_of(key, series))
     ax.set_xscale("log", base=2)
     ticks = sorted(sizes)
     ax.set_xticks(ticks)
     ax.set_xticklabels([size_label(s) for s in ticks], rotation=45, ha="right")
     ax.set_xlabel("size per device")
     ax.set_ylabel("busbw (GB/s)")
-    ax.set_title(args.title)
+    ax.set_title(args.title or ", ".join(sorted({k[0] for k in series})) + " bus bandwidth")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend()
     fig.tight_layout()

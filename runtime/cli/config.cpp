@@ -220,6 +220,9 @@ struct Loader {
     leaves["experiment.iters"] = [this](auto& n, auto& k) { cfg.iters = static_cast<int>(integer(n, k, 1, 1000000)); };
     leaves["experiment.check"] = [this](auto& n, auto& k) { cfg.check = boolean(n, k); };
     leaves["experiment.in_place"] = [this](auto& n, auto& k) { cfg.in_place = boolean(n, k); };
+    leaves["experiment.sharding"] = [this](auto& n, auto& k) {
+      cfg.sharding = choice(n, k, {"no_shard", "shard_grad_op", "full_shard"});
+    };
   }
 
   // The setters of every tunable (rewrite/params.hpp), parsed by set_param. A file may not set a
@@ -422,15 +425,32 @@ struct Loader {
     }
   }
 
-  // experiment.root: a device of the run; experiment.buckets: allreduce only.
+  // experiment.root: a device of the run; experiment.buckets: allreduce (no_shard) or, sharded, one of
+  // the two collectives FSDP runs (reduce_scatter unless set: the one `ringrt schedule` plans).
   void check_collective() {
     if (cfg.root >= static_cast<int>(cfg.devices.size()))
       fail(origin("experiment.root"), "experiment.root",
            fmt::format("an index into the {} devices ({})", cfg.devices.size(), fmt::join(cfg.devices, ", ")),
            std::to_string(cfg.root));
-    if (cfg.form == SweepForm::buckets && cfg.collective != "allreduce")
-      fail(origin("experiment.buckets"), "experiment.buckets", "experiment.collective allreduce (gradient buckets)",
-           "experiment.collective " + cfg.collective);
+    if (cfg.sharding == "no_shard") {
+      if (cfg.form == SweepForm::buckets && cfg.collective != "allreduce")
+        fail(origin("experiment.buckets"), "experiment.buckets", "experiment.collective allreduce (gradient buckets)",
+             "experiment.collective " + cfg.collective);
+      return;
+    }
+    if (cfg.form != SweepForm::buckets)
+      fail(origin("experiment.sharding"), "experiment.sharding",
+           "no_shard, or experiment.buckets (the FSDP units' flat parameters) to shard",
+           fmt::format("'{}' with a sweep of sizes or counts", cfg.sharding));
+    if (origin("experiment.collective") == "default") cfg.collective = "reduce_scatter";
+    if (cfg.collective != "reduce_scatter" && cfg.collective != "allgather")
+      fail(origin("experiment.collective"), "experiment.collective",
+           "reduce_scatter or allgather with experiment.sharding (the step runs both; this one is planned by "
+           "`ringrt schedule`)",
+           "'" + cfg.collective + "'");
+    if (!cfg.in_place)
+      fail(origin("experiment.in_place"), "experiment.in_place",
+           "true with experiment.sharding (FSDP's gradients are written from the host every step)", "false");
   }
 
   // experiment.sizes: min holds at least one element and is at most max.

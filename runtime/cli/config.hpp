@@ -18,12 +18,22 @@
 //                                            multiple of the device count for those and alltoall)
 //   experiment.counts: [N, ...]              elements per device (instead of sizes), as sizes
 //   experiment.buckets: [N, ...]             elements of each gradient bucket; one step allreduces
-//                                            every bucket once (instead of sizes/counts; allreduce only)
+//                                            every bucket once (instead of sizes/counts; allreduce
+//                                            only), or with experiment.sharding the FSDP units
 //   experiment.warmup, experiment.iters      untimed and timed iterations (steps with buckets)
 //   experiment.check: true | false           compare every result with a host reference
 //   experiment.in_place: true | false        with buckets: persistent buckets written from the host
 //                                            and allreduced in place each step (default), or the
 //                                            out-of-place reduce of fixed inputs (false)
+//   experiment.sharding: no_shard | shard_grad_op | full_shard
+//                                            with buckets, PyTorch FSDP's ShardingStrategy: no_shard is
+//                                            DDP (one allreduce per gradient bucket, the default); the
+//                                            other two make the buckets FSDP units (flat parameters, in
+//                                            backward order, the last the root) whose parameters stay
+//                                            sharded: each step allgathers them before use and
+//                                            reduce-scatters the gradients (experiment_fsdp.cpp); here
+//                                            experiment.collective (reduce_scatter | allgather) only names
+//                                            the one `ringrt schedule` plans
 //
 // Precedence: --set > environment (the tunables' variables) > YAML > default. The ringrt program
 // installs `runtime` for the process (set_runtime_params) before it runs anything; parsing itself
@@ -66,6 +76,8 @@ struct ExperimentConfig {
   int warmup = 2, iters = 10;   // with buckets: steps
   bool check = true;
   bool in_place = true;  // SweepForm::buckets: write_shards + allreduce_in_place per bucket and step
+  // SweepForm::buckets: no_shard (DDP: allreduce per bucket) | shard_grad_op | full_shard (FSDP units)
+  std::string sharding = "no_shard";
   // Where each key that was set got its value: "FILE:LINE:COL", "environment variable RING" or
   // "--set k=v". Keys left at their default are absent (dumps print "default").
   std::map<std::string, std::string> origins;

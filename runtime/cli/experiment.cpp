@@ -5,7 +5,7 @@
 // integers, wrapped to the type's width like the devices do). Gradient buckets (experiment.buckets)
 // run steps: by default (experiment.in_place) persistent buckets take fresh host data each step
 // (write_shards, timed apart) and are allreduced in place; out of place, fixed inputs are reduced into
-// new tensors.
+// new tensors. Sharded buckets (experiment.sharding) are FSDP's steps: experiment_fsdp.cpp.
 #include "runtime/cli/experiment.hpp"
 
 #include <fmt/format.h>
@@ -20,34 +20,13 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
+#include "runtime/cli/experiment_check.hpp"
 #include "runtime/cli/memory_budget.hpp"
 
 namespace ringrt {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
 // Small integers keep every partial result exact in the type: integers and 16-bit floats.
 bool small_integer_data(DType dt) { return !is_float(dt) || itemsize(dt) == 2; }
-
-// Device d's element i. Products stay bounded: factors 1, -1, 2 (unsigned: 1, 2) or in [0.75, 1.25].
-double input_value(DType dt, Ops op, int64_t d, int64_t i) {
-  uint64_t h = splitmix64(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(d) + 1);
-  if (op == Ops::MUL) {
-    if (!small_integer_data(dt)) return 0.75 + static_cast<double>(h % 1001) / 2000.0;
-    if (is_unsigned(dt)) return h % 2 ? 2 : 1;
-    return h % 3 == 0 ? 1 : h % 3 == 1 ? -1 : 2;
-  }
-  if (small_integer_data(dt)) return is_unsigned(dt) ? static_cast<double>(h % 5) : static_cast<double>(h % 9) - 4;
-  return (static_cast<double>(h % 20001) - 10000.0) / 3000.0;  // not exact in binary: rounding happens
-}
-
-// Device d's input data: a (1, count) row of input_value, rounded or wrapped into the dtype.
-HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d) {
-  HostBuffer row(cfg.dtype, {1, count});
-  for (int64_t i = 0; i < count; ++i) row.set(i, input_value(cfg.dtype, cfg.op, d, i));
-  return row;
-}
 
 double epsilon(DType dt) {
   switch (dt) {
@@ -75,18 +54,77 @@ double combine(Ops op, double a, double b) {
   }
 }
 
-// The expected result of one allreduce and how far each element may be from it.
-struct Reference {
-  HostBuffer exact;               // the reference rounded (or wrapped) into the dtype
-  std::vector<double> value;      // floats: in double, before rounding
-  std::vector<double> tolerance;  // floats: allowed |got - value|; empty: compare `exact` bit for bit
-};
+// Device d's input element i as stored in the dtype (input_value rounded or wrapped, as the input data).
+StoredValue stored_input(const ExperimentConfig& cfg) {
+  auto one = std::make_shared<HostBuffer>(cfg.dtype, Shape{1});
+  return [&cfg, one](int64_t d, int64_t i) {
+    one->set(0, input_value(cfg.dtype, cfg.op, d, i));
+    return is_float(cfg.dtype) ? one->get(0) : static_cast<double>(one->get_int(0));
+  };
+}
 
-// Device d's element i as it is stored in the dtype (rounded or wrapped), read back as double.
-using StoredValue = std::function<double(int64_t d, int64_t i)>;
+// The expected result on device j of collective over count elements per device, device d's local
+// element i being v(d, i) (see collective_reference).
+Reference device_reference(const ExperimentConfig& cfg, const std::string& k, int64_t count, int64_t j,
+                           const StoredValue& v) {
+  int64_t n = static_cast<int64_t>(cfg.devices.size()), c = count / n, root = cfg.root;
+  if (k == "reduce_scatter")
+    return reference_of(cfg.dtype, n, c, cfg.op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });
+  if (k == "allgather")
+    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(e / c, e % c); });
+  if (k == "alltoall")
+    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(e / c, j * c + e % c); });
+  if (k == "broadcast")
+    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(root, e); });
+  return reference_of(cfg.dtype, n, count, cfg.op, v);  // allreduce, reduce
+}
 
-// The reference of an allreduce over ndev devices of count elements each, from their stored values:
-// one reference for all devices (nothing per device is held on the host).
+int64_t count_wrong(const Reference& ref, const HostBuffer& got) {
+  int64_t wrong = 0, n = ref.exact.numel();
+  if (got.numel() != n || got.dtype != ref.exact.dtype) return n;
+  bool is_int = !is_float(got.dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    bool ok;
+    if (is_int) {
+      ok = got.get_int(i) == ref.exact.get_int(i);
+    } else if (ref.tolerance.empty()) {
+      double g = got.get(i), e = ref.exact.get(i);
+      ok = g == e || (std::isnan(g) && std::isnan(e));
+    } else {
+      ok = std::abs(got.get(i) - ref.value[static_cast<size_t>(i)]) <= ref.tolerance[static_cast<size_t>(i)];
+    }
+    wrong += ok ? 0 : 1;
+  }
+  return wrong;
+}
+
+bool corrupt_for_tests() {  // test-only: see run_experiment's comment
+  const char* v = std::getenv("RINGRT_TEST_CORRUPT");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+}  // namespace
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+double input_value(DType dt, Ops op, int64_t d, int64_t i) {
+  uint64_t h = splitmix64(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(d) + 1);
+  if (op == Ops::MUL) {
+    if (!small_integer_data(dt)) return 0.75 + static_cast<double>(h % 1001) / 2000.0;
+    if (is_unsigned(dt)) return h % 2 ? 2 : 1;
+    return h % 3 == 0 ? 1 : h % 3 == 1 ? -1 : 2;
+  }
+  if (small_integer_data(dt)) return is_unsigned(dt) ? static_cast<double>(h % 5) : static_cast<double>(h % 9) - 4;
+  return (static_cast<double>(h % 20001) - 10000.0) / 3000.0;  // not exact in binary: rounding happens
+}
+
+// Device d's input data: a (1, count) row of input_value, rounded or wrapped into the dtype.
+HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d) {
+  HostBuffer row(cfg.dtype, {1, count});
+  for (int64_t i = 0; i < count; ++i) row.set(i, input_value(cfg.dtype, cfg.op, d, i));
+  return row;
+}
+
 Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const StoredValue& value) {
   Reference r{HostBuffer(dt, {count}), {}, {}};
   bool is_int = !is_float(dt);
@@ -123,75 +161,25 @@ Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const Stor
   return r;
 }
 
-// Device d's input element i as stored in the dtype (input_value rounded or wrapped, as the input data).
-StoredValue stored_input(const ExperimentConfig& cfg) {
-  auto one = std::make_shared<HostBuffer>(cfg.dtype, Shape{1});
-  return [&cfg, one](int64_t d, int64_t i) {
-    one->set(0, input_value(cfg.dtype, cfg.op, d, i));
-    return is_float(cfg.dtype) ? one->get(0) : static_cast<double>(one->get_int(0));
-  };
-}
-
-// The expected result on device j of cfg.collective over make_collective_input(cfg, count), computed
-// element by element from input_value (never from the host data: at large counts that alone is the
-// whole payload again). c = count / ndev: reduce_scatter's chunk, allgather's shard, alltoall's slot.
-Reference device_reference(const ExperimentConfig& cfg, int64_t count, int64_t j) {
-  StoredValue v = stored_input(cfg);
-  int64_t n = static_cast<int64_t>(cfg.devices.size()), c = count / n, root = cfg.root;
-  const std::string& k = cfg.collective;
-  if (k == "reduce_scatter")
-    return reference_of(cfg.dtype, n, c, cfg.op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });
-  if (k == "allgather")
-    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(e / c, e % c); });
-  if (k == "alltoall")
-    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(e / c, j * c + e % c); });
-  if (k == "broadcast")
-    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(root, e); });
-  return reference_of(cfg.dtype, n, count, cfg.op, v);  // allreduce, reduce
-}
-
-// The expected result on a device, by its index in cfg.devices.
-using ReferenceFor = std::function<const Reference&(size_t device)>;
-
-// device_reference, made once per device that asks (once for all: allreduce and reduce).
-ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count) {
+ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string& collective, int64_t count,
+                                  StoredValue value) {
   auto made = std::make_shared<std::map<size_t, Reference>>();
-  bool same = cfg.collective == "allreduce" || cfg.collective == "reduce";
-  return [&cfg, count, made, same](size_t d) -> const Reference& {
+  // one reference for every device where every device gets the same value
+  bool same =
+      collective == "allreduce" || collective == "reduce" || collective == "allgather" || collective == "broadcast";
+  return [&cfg, collective, count, value = std::move(value), made, same](size_t d) -> const Reference& {
     size_t key = same ? 0 : d;
     auto it = made->find(key);
-    if (it == made->end()) it = made->emplace(key, device_reference(cfg, count, static_cast<int64_t>(d))).first;
+    if (it == made->end())
+      it = made->emplace(key, device_reference(cfg, collective, count, static_cast<int64_t>(d), value)).first;
     return it->second;
   };
 }
 
-int64_t count_wrong(const Reference& ref, const HostBuffer& got) {
-  int64_t wrong = 0, n = ref.exact.numel();
-  if (got.numel() != n || got.dtype != ref.exact.dtype) return n;
-  bool is_int = !is_float(got.dtype);
-  for (int64_t i = 0; i < n; ++i) {
-    bool ok;
-    if (is_int) {
-      ok = got.get_int(i) == ref.exact.get_int(i);
-    } else if (ref.tolerance.empty()) {
-      double g = got.get(i), e = ref.exact.get(i);
-      ok = g == e || (std::isnan(g) && std::isnan(e));
-    } else {
-      ok = std::abs(got.get(i) - ref.value[static_cast<size_t>(i)]) <= ref.tolerance[static_cast<size_t>(i)];
-    }
-    wrong += ok ? 0 : 1;
-  }
-  return wrong;
+ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count) {
+  return collective_reference(cfg, cfg.collective, count, stored_input(cfg));
 }
 
-bool corrupt_for_tests() {  // test-only: see run_experiment's comment
-  const char* v = std::getenv("RINGRT_TEST_CORRUPT");
-  return v != nullptr && std::string_view(v) == "1";
-}
-
-// #wrong of one realized collective over every device's result (each against ref of its index in
-// cfg.devices). Under mpirun each rank checks its own devices and the counts are summed over the ranks
-// (collective: every rank checks every row).
 int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref) {
   std::vector<std::pair<std::string, Tensor>> shards = result.local_shards();
   std::vector<std::string> devs = result.devices();
@@ -211,13 +199,10 @@ int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Re
   return sum_over_ranks(wrong);
 }
 
-// One reference for every device (the bucket forms: allreduce).
 ReferenceFor everywhere(const Reference& ref) {
   return [&ref](size_t) -> const Reference& { return ref; };
 }
 
-// rccl-tests' busbw / algbw (nccl-tests doc/PERFORMANCE.md): allreduce 2(n-1)/n; reduce_scatter,
-// allgather, alltoall (n-1)/n; broadcast and reduce 1.
 double busbw_factor(const std::string& collective, size_t ndev) {
   double n = static_cast<double>(ndev);
   if (ndev == 0) return 0.0;
@@ -225,36 +210,48 @@ double busbw_factor(const std::string& collective, size_t ndev) {
   return (collective == "allreduce" ? 2.0 : 1.0) * (n - 1) / n;
 }
 
-ResultRow make_row(const ExperimentConfig& cfg, int64_t count, const Tensor& lazy, double total_us) {
+ResultRow make_row(const ExperimentConfig& cfg, const std::string& collective, int64_t count, const Tensor& lazy,
+                   double total_us) {
   ResultRow row;
+  row.collective = collective;
   row.count = count;
   row.bytes = count * itemsize(cfg.dtype);
   row.type = std::string(dtype_name(cfg.dtype));
-  bool reduces = cfg.collective == "allreduce" || cfg.collective == "reduce_scatter" || cfg.collective == "reduce";
+  bool reduces = collective == "allreduce" || collective == "reduce_scatter" || collective == "reduce";
   row.redop = reduces ? cfg.op_name : "none";          // as rccl-tests prints it
   std::vector<std::string> algos = lazy.algorithms();  // no planning
   row.algo = algos.empty() ? "-" : fmt::format("{}", fmt::join(algos, "+"));
   row.time_us = total_us / cfg.iters;
   row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / row.time_us / 1e3 : 0.0;
-  row.busbw = row.algbw * busbw_factor(cfg.collective, cfg.devices.size());
+  row.busbw = row.algbw * busbw_factor(collective, cfg.devices.size());
   return row;
 }
 
-double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
-
-// The summary of a bucket step: totals of the rows, mean time per step.
-StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRow>& rows, double step_us) {
+StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRow>& rows, int64_t buckets,
+                         double step_us) {
   StepSummary summary;
-  for (const ResultRow& r : rows) summary.bytes += r.bytes;
-  summary.buckets = static_cast<int64_t>(rows.size());
+  double bus_bytes = 0;  // each row's bytes weighted by its collective's busbw factor
+  for (const ResultRow& r : rows) {
+    summary.bytes += r.bytes;
+    bus_bytes += static_cast<double>(r.bytes) * busbw_factor(r.collective, cfg.devices.size());
+  }
+  summary.buckets = buckets;
+  summary.collectives = static_cast<int64_t>(rows.size());
   summary.time_us = step_us / cfg.iters;
   summary.algbw = summary.time_us > 0 ? static_cast<double>(summary.bytes) / summary.time_us / 1e3 : 0.0;
-  summary.busbw = summary.algbw * busbw_factor(cfg.collective, cfg.devices.size());
+  summary.busbw = summary.time_us > 0 ? bus_bytes / summary.time_us / 1e3 : 0.0;
   return summary;
 }
 
-using Tick = std::function<void()>;
-using FinishRow = std::function<void(ResultRow)>;
+std::vector<HostBuffer> bucket_rows(const ExperimentConfig& cfg, int64_t count) {
+  std::vector<HostBuffer> rows;
+  for (int64_t r = 0; r <= static_cast<int64_t>(cfg.devices.size()); ++r) rows.push_back(input_row(cfg, count, r));
+  return rows;
+}
+
+size_t row_of(size_t d, int step, size_t nrows) { return (d + static_cast<size_t>(step)) % nrows; }
+
+namespace {
 
 // Gradient buckets out of place (experiment.in_place: false): fixed inputs, and one step reduces every
 // bucket once into a new tensor, in order (as DDP launches them).
@@ -281,25 +278,14 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
   }
   std::vector<ResultRow> rows;
   for (size_t b = 0; b < inputs.size(); ++b) {
-    ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
+    ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
+    row.bucket = static_cast<int64_t>(b);
     if (cfg.check) row.wrong = check_result(cfg, outputs[b], collective_reference(cfg, counts[b]));
     rows.push_back(row);
     finish_row(std::move(row));
   }
-  result.step = step_summary(cfg, rows, step_us);
+  result.step = step_summary(cfg, rows, static_cast<int64_t>(rows.size()), step_us);
 }
-
-// The host data of one in-place bucket: ndev + 1 rows of shape (1, count), row r as device r's input
-// data (input_row; r == ndev: a device that is not there). Step s gives device d row
-// (d + s) % (ndev + 1): each device's data changes every step, and so does the set of rows reduced
-// (one is left out), so a step whose writes did not land gives a different result.
-std::vector<HostBuffer> bucket_rows(const ExperimentConfig& cfg, int64_t count) {
-  std::vector<HostBuffer> rows;
-  for (int64_t r = 0; r <= static_cast<int64_t>(cfg.devices.size()); ++r) rows.push_back(input_row(cfg, count, r));
-  return rows;
-}
-
-size_t row_of(size_t d, int step, size_t nrows) { return (d + static_cast<size_t>(step)) % nrows; }
 
 // Gradient buckets in place (experiment.in_place, DDP's form): one persistent (ndev, count) tensor per
 // bucket, sharded on axis 0. Every step writes each device's fresh gradients into every bucket
@@ -343,7 +329,8 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
   }
   std::vector<ResultRow> rows_out;
   for (size_t b = 0; b < buckets.size(); ++b) {
-    ResultRow row = make_row(cfg, counts[b], allreduce_of(cfg, buckets[b]), bucket_us[b]);
+    ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, buckets[b]), bucket_us[b]);
+    row.bucket = static_cast<int64_t>(b);
     if (cfg.check) {  // the reference from the host rows the last step wrote, never from the devices
       auto value = [&](int64_t d, int64_t i) {
         const HostBuffer& r = rows[b][row_of(static_cast<size_t>(d), last, ndev + 1)];
@@ -355,7 +342,7 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
     rows_out.push_back(row);
     finish_row(std::move(row));
   }
-  result.step = step_summary(cfg, rows_out, step_us);
+  result.step = step_summary(cfg, rows_out, static_cast<int64_t>(rows_out.size()), step_us);
   result.step->write_us = write_us / cfg.iters;
 }
 
@@ -382,7 +369,7 @@ void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
       if (it >= cfg.warmup) timed_us += micros(Clock::now() - t0);
       tick();
     }
-    ResultRow row = make_row(cfg, count, run_collective(cfg, x), timed_us);
+    ResultRow row = make_row(cfg, cfg.collective, count, run_collective(cfg, x), timed_us);
     // the reference starts from the host data again, not from anything the devices computed
     if (cfg.check) row.wrong = check_result(cfg, y, collective_reference(cfg, count));
     finish_row(std::move(row));
@@ -462,8 +449,9 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
   ScopedSettings scope(cfg.settings);
   ExperimentResult result;
   std::vector<int64_t> counts = cfg.sweep_counts();
-  result.planned = counts.size();
-  int64_t total = (cfg.warmup + cfg.iters) * static_cast<int64_t>(counts.size()), done = 0;
+  bool sharded = cfg.form == SweepForm::buckets && cfg.sharding != "no_shard";  // FSDP steps
+  result.planned = sharded ? fsdp_collectives_per_step(cfg) : counts.size();    // the rows
+  int64_t total = (cfg.warmup + cfg.iters) * static_cast<int64_t>(result.planned), done = 0;
   struct Stop {};  // thrown by check_stop when observer.stop asks for it
   auto check_stop = [&] {
     if (observer.stop && observer.stop()) throw Stop{};
@@ -480,6 +468,8 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
     check_stop();
     if (cfg.form != SweepForm::buckets) {
       run_counts(cfg, counts, tick, finish_row);
+    } else if (sharded) {  // FSDP units: gathers and reduce-scatters (experiment_fsdp.cpp)
+      run_fsdp_steps(cfg, tick, finish_row, result);
     } else if (cfg.in_place) {  // gradient buckets: one step allreduces every bucket once, in order (as DDP)
       run_buckets_in_place(cfg, counts, tick, finish_row, result);
     } else {

@@ -1,6 +1,6 @@
 // The experiment runner of `ringrt run`: sweeps of one collective (experiment.collective; gradient-bucket
-// steps: allreduce) over the devices of an ExperimentConfig, timed and checked, built on the public
-// Tensor API only.
+// steps: allreduce, or FSDP's allgathers and reduce-scatters with experiment.sharding) over the devices
+// of an ExperimentConfig, timed and checked, built on the public Tensor API only.
 // Reference: DESIGN.md "The ringrt program and YAML"; the table follows rccl-tests
 // (nccl-tests doc/PERFORMANCE.md: algbw = bytes / time, busbw = algbw * 2(n-1)/n for allreduce).
 //
@@ -21,12 +21,15 @@
 
 namespace ringrt {
 
-// One line of the table: one count (or one gradient bucket).
+// One line of the table: one count (or one gradient bucket, or one collective of an FSDP step).
 struct ResultRow {
-  int64_t bytes = 0;   // per device: count * itemsize
-  int64_t count = 0;   // elements per device
-  std::string type;    // dtype name
-  std::string redop;   // sum | max | min | prod; none for allgather, alltoall, broadcast
+  std::string collective;  // allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall
+  std::string phase;       // FSDP steps (experiment.sharding): fwd | bwd; "" otherwise
+  int64_t bucket = -1;     // steps: the bucket's (FSDP unit's) index in experiment.buckets; -1 in sweeps
+  int64_t bytes = 0;       // per device: count * itemsize
+  int64_t count = 0;       // elements per device
+  std::string type;        // dtype name
+  std::string redop;       // sum | max | min | prod; none for allgather, alltoall, broadcast
   std::string algo;    // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical | hierarchical_rs
   double time_us = 0;  // mean wall time of one allreduce (realize()) over the timed iterations
   double algbw = 0;    // GB/s (1e9 bytes): bytes / time
@@ -34,11 +37,13 @@ struct ResultRow {
   int64_t wrong = -1;  // elements differing from the host reference over all devices; -1: not checked
 };
 
-// With experiment.buckets: one step allreduces every bucket once.
+// With experiment.buckets: one step allreduces every bucket once (sharded: gathers and reduce-scatters).
 struct StepSummary {
-  int64_t buckets = 0, bytes = 0;  // bytes: all buckets, per device
+  int64_t buckets = 0, bytes = 0;  // bytes: all rows (collectives) of a step, per device
+  int64_t collectives = 0;         // the collectives of one step (the rows)
   double time_us = 0;              // mean wall time of one step
-  double algbw = 0, busbw = 0;     // GB/s over the whole step
+  double algbw = 0;                // GB/s over the whole step: bytes / time
+  double busbw = 0;                // GB/s: every row's bytes times its collective's busbw factor, / time
   // In-place buckets (experiment.in_place): mean wall time per step of the host writes
   // (Tensor::write_shards of every bucket), timed apart from time_us; nullopt out of place.
   std::optional<double> write_us;
@@ -62,10 +67,11 @@ struct ExperimentObserver {
 };
 
 // Runs the experiment: for each count (or bucket) realize the input, run `warmup` untimed and `iters`
-// timed allreduces (with buckets: steps of every bucket), time them with std::chrono::steady_clock
-// around Tensor::realize(), and with cfg.check compare every device's result (Tensor::shards()) with
-// the host reference: exact for integers, 16-bit floats (small integer data) and max/min; for
-// float32/float64 sum within n * epsilon * sum|x_i| (prod: n * epsilon * |prod x_i|).
+// timed allreduces (with buckets: steps of every bucket; sharded: FSDP's steps, experiment_fsdp.cpp),
+// time them with std::chrono::steady_clock around Tensor::realize(), and with cfg.check compare every
+// device's result (Tensor::shards()) with the host reference: exact for integers, 16-bit floats (small
+// integer data) and max/min; for float32/float64 sum within n * epsilon * sum|x_i| (prod: n * epsilon *
+// |prod x_i|).
 // The settings are installed with ScopedSettings for the whole run. A stop (observer.stop, or an
 // Interrupted error from a compile) ends it early with the rows finished so far; with buckets, whose
 // rows are made after the last step, that is none.

@@ -61,6 +61,35 @@ std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
 }
 
 constexpr char kRowFormat[] = "{:>12} {:>13} {:>9} {:>6} {:>15} {:>11} {:>8} {:>8} {:>7}\n";
+// FSDP steps (experiment.sharding) add three columns after #wrong: the collective, its phase, the unit.
+constexpr char kStepColumns[] = " {:>14} {:>5} {:>4}";
+
+bool sharded(const ExperimentConfig& cfg) { return cfg.form == SweepForm::buckets && cfg.sharding != "no_shard"; }
+
+// The header's first line: what runs, e.g. "allreduce sum float32 over 4 cpu devices".
+std::string what_runs(const ExperimentConfig& cfg) {
+  if (sharded(cfg))  // FSDP runs two collectives, both reducing or gathering
+    return fmt::format("FSDP {} steps (allgather, reduce_scatter {}) {} over {} {} devices", cfg.sharding, cfg.op_name,
+                       dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend);
+  bool reduces = cfg.collective == "allreduce" || cfg.collective == "reduce_scatter" || cfg.collective == "reduce";
+  return fmt::format("{} {}{} over {} {} devices{}", cfg.collective, reduces ? cfg.op_name + " " : "",
+                     dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend,
+                     cfg.collective == "broadcast" || cfg.collective == "reduce"
+                         ? fmt::format(", root {} ({})", cfg.root, cfg.devices.at(static_cast<size_t>(cfg.root)))
+                         : "");
+}
+
+// How the steps of a bucket form run, for the header's warmup line.
+std::string steps_text(const ExperimentConfig& cfg) {
+  if (cfg.form != SweepForm::buckets) return "";
+  if (sharded(cfg))
+    return fmt::format(
+        ", buckets: FSDP units (the last the root), parameters sharded and {}, gradients written "
+        "from the host and reduce-scattered",
+        cfg.sharding == "full_shard" ? "gathered in forward and again in backward" : "gathered once in forward");
+  return cfg.in_place ? ", buckets: persistent, written from the host and allreduced in place"
+                      : ", buckets: allreduced out of place";
+}
 
 }  // namespace
 
@@ -85,17 +114,13 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("experiment.iters", std::to_string(cfg.iters));
   line("experiment.check", cfg.check ? "true" : "false");
   line("experiment.in_place", cfg.in_place ? "true" : "false");
+  line("experiment.sharding", cfg.sharding);
   return out;
 }
 
 std::string format_header(const ExperimentConfig& cfg) {
   std::string out;
-  bool reduces = cfg.collective == "allreduce" || cfg.collective == "reduce_scatter" || cfg.collective == "reduce";
-  out += fmt::format("# ringrt run {}: {} {}{} over {} {} devices{}\n", cfg.file, cfg.collective,
-                     reduces ? cfg.op_name + " " : "", dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend,
-                     cfg.collective == "broadcast" || cfg.collective == "reduce"
-                         ? fmt::format(", root {} ({})", cfg.root, cfg.devices.at(static_cast<size_t>(cfg.root)))
-                         : "");
+  out += fmt::format("# ringrt run {}: {}\n", cfg.file, what_runs(cfg));
   out += fmt::format("# backend: {}\n# devices: {}\n# groups: {}\n", cfg.backend, fmt::join(cfg.devices, ", "),
                      groups_text(cfg));
   if (const RankInfo& me = rank_info(); me.ranks > 1)  // under mpirun: the table is rank 0's, #wrong every rank's
@@ -103,31 +128,35 @@ std::string format_header(const ExperimentConfig& cfg) {
                        hosts_text(me));
   const char* form = cfg.form == SweepForm::buckets ? "steps" : "iterations";
   out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}{}\n", cfg.warmup, form, cfg.iters, form,
-                     cfg.check ? "true" : "false",
-                     cfg.form != SweepForm::buckets ? ""
-                     : cfg.in_place ? ", buckets: persistent, written from the host and allreduced in place"
-                                    : ", buckets: allreduced out of place");
+                     cfg.check ? "true" : "false", steps_text(cfg));
   out += "# settings:\n";
   for (const std::string& l : settings_lines(cfg)) out += "#   " + l + "\n";
   out += "#\n";
-  out += fmt::format(kRowFormat, "#       size", "count", "type", "redop", "algo", "time", "algbw", "busbw", "#wrong");
+  std::string names =
+      fmt::format(kRowFormat, "#       size", "count", "type", "redop", "algo", "time", "algbw", "busbw", "#wrong");
+  if (sharded(cfg)) names.insert(names.size() - 1, fmt::format(kStepColumns, "collective", "phase", "unit"));
+  out += names;
   std::string units = fmt::format(kRowFormat, "#        (B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
   units.erase(units.find_last_not_of(" \n") + 1);  // no trailing blanks
   return out + units + "\n";
 }
 
 std::string format_row(const ResultRow& r) {
-  return fmt::format(kRowFormat, r.bytes, r.count, r.type, r.redop, r.algo, fmt::format("{:.1f}", r.time_us),
-                     fmt::format("{:.2f}", r.algbw), fmt::format("{:.2f}", r.busbw),
-                     r.wrong < 0 ? "N/A" : std::to_string(r.wrong));
+  std::string out = fmt::format(kRowFormat, r.bytes, r.count, r.type, r.redop, r.algo, fmt::format("{:.1f}", r.time_us),
+                                fmt::format("{:.2f}", r.algbw), fmt::format("{:.2f}", r.busbw),
+                                r.wrong < 0 ? "N/A" : std::to_string(r.wrong));
+  if (!r.phase.empty()) out.insert(out.size() - 1, fmt::format(kStepColumns, r.collective, r.phase, r.bucket));
+  return out;
 }
 
 std::string format_footer(const ExperimentResult& result) {
   std::string out;
   if (result.step) {
     const StepSummary& s = *result.step;
-    out += fmt::format("# step: {} buckets, {} B per device, {:.1f} us per step, algbw {:.2f} GB/s, busbw {:.2f} GB/s",
-                       s.buckets, s.bytes, s.time_us, s.algbw, s.busbw);
+    std::string collectives = s.collectives != s.buckets ? fmt::format(" ({} collectives)", s.collectives) : "";
+    out +=
+        fmt::format("# step: {} buckets{}, {} B per device, {:.1f} us per step, algbw {:.2f} GB/s, busbw {:.2f} GB/s",
+                    s.buckets, collectives, s.bytes, s.time_us, s.algbw, s.busbw);
     // the host writes of in-place buckets are timed apart: the step time is the allreduces alone
     out += s.write_us ? fmt::format("; host writes {:.1f} us per step (not in the step time)\n", *s.write_us) : "\n";
   }
@@ -146,11 +175,12 @@ std::string format_footer(const ExperimentResult& result) {
 
 void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result) {
   std::ostringstream out;
-  out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend\n";
+  out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend,collective,phase,bucket\n";
   for (const ResultRow& r : result.rows)
-    out << fmt::format("{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},{},{}\n", r.bytes, r.count, r.type, r.redop, r.algo,
-                       r.time_us, r.algbw, r.busbw, r.wrong < 0 ? "" : std::to_string(r.wrong), cfg.devices.size(),
-                       cfg.backend);
+    out << fmt::format("{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},{},{},{},{},{}\n", r.bytes, r.count, r.type, r.redop,
+                       r.algo, r.time_us, r.algbw, r.busbw, r.wrong < 0 ? "" : std::to_string(r.wrong),
+                       cfg.devices.size(), cfg.backend, r.collective, r.phase,
+                       r.bucket < 0 ? "" : std::to_string(r.bucket));
   file.write(out.str());
 }
 
@@ -161,12 +191,16 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
   j["devices"] = cfg.devices;
   j["groups"] = cfg.groups;
   j["collective"] = cfg.collective;
+  j["sharding"] = cfg.sharding;
   j["op"] = cfg.op_name;
   j["dtype"] = std::string(dtype_name(cfg.dtype));
   j["settings"] = settings_lines(cfg);
   j["rows"] = Json::array();
   for (const ResultRow& r : result.rows)
-    j["rows"].push_back({{"size", r.bytes},
+    j["rows"].push_back({{"collective", r.collective},
+                         {"phase", r.phase.empty() ? Json(nullptr) : Json(r.phase)},
+                         {"bucket", r.bucket < 0 ? Json(nullptr) : Json(r.bucket)},
+                         {"size", r.bytes},
                          {"count", r.count},
                          {"type", r.type},
                          {"redop", r.redop},
@@ -178,6 +212,7 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
   j["step"] = nullptr;
   if (result.step)
     j["step"] = {{"buckets", result.step->buckets},
+                 {"collectives", result.step->collectives},
                  {"bytes", result.step->bytes},
                  {"time_us", result.step->time_us},
                  {"algbw", result.step->algbw},

@@ -4,7 +4,10 @@
 //   fresh: every step makes fresh host data (devices x count float32), shards it over the devices,
 //          sums over the sharded axis (an allreduce) and reads the result back (new buffers every step);
 //   ddp:   persistent gradient buckets (`--buckets` of count elements per device): every step writes
-//          fresh gradients into them from the host (write_shards) and allreduces them in place.
+//          fresh gradients into them from the host (write_shards) and allreduces them in place;
+//   fsdp:  FSDP units (`--buckets` of them, count elements each, padded to the devices): parameters
+//          stay sharded; every step allgathers each unit's parameters, writes its gradients from the
+//          host and reduce-scatters them (new gathered and gradient-shard tensors every step).
 // Every `--report-every` steps it prints one line per loop: resident memory (MiB, /proc/self/statm),
 // programs built, graph nodes, storages and tensor states alive, steps per second. At the end: the
 // per-step host overhead, fresh data against re-running the same tensors (time per step at `--count`
@@ -17,7 +20,7 @@
 // printed, never checked. Exit status 2 for bad arguments.
 //
 // Usage: ringrt_soak [--steps N] [--report-every K] [--warmup W] [--devices D] [--count C]
-//                    [--buckets B] [--max-rss-growth-mib M] [--loops fresh,ddp]
+//                    [--buckets B] [--max-rss-growth-mib M] [--loops fresh,ddp,fsdp]
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -40,7 +43,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   int64_t steps = 1000000, report_every = 100000, warmup = 1000, devices = 4, count = 256, buckets = 4;
   double max_rss_growth_mib = -1;
-  std::vector<std::string> loops{"fresh", "ddp"};
+  std::vector<std::string> loops{"fresh", "ddp", "fsdp"};
 };
 
 double rss_mib() {
@@ -117,6 +120,50 @@ Loop ddp_loop(const std::vector<std::string>& devs, int64_t count, int64_t nbuck
               if (check) {
                 std::vector<Tensor> shards = g.shards();
                 for (const Tensor& t : shards) ok = ok && sums_match(t.to_vector<float>(), s + b, ndev, n);
+              }
+            }
+            return ok;
+          }};
+}
+
+// FSDP: unit b's parameters are value_of(b, d, i) on device d (sharded once, never changed); every
+// step gathers them (checked: device d's part at d * part), writes the step's gradients and
+// reduce-scatters them (checked: device d holds the sums of its part).
+Loop fsdp_loop(const std::vector<std::string>& devs, int64_t count, int64_t nunits) {
+  auto ndev = static_cast<int64_t>(devs.size());
+  int64_t part = (count + ndev - 1) / ndev;  // padded: every device holds part elements of each unit
+  auto params = std::make_shared<std::vector<Tensor>>(), grads = std::make_shared<std::vector<Tensor>>();
+  for (int64_t b = 0; b < nunits; ++b) {
+    std::vector<HostBuffer> shards;
+    for (int64_t d = 0; d < ndev; ++d) shards.push_back(shard_data(static_cast<uint64_t>(b), d, part));
+    for (HostBuffer& h : shards) h.shape = {part};
+    params->push_back(Tensor::from_shards(std::move(shards), devs, 0));
+    grads->push_back(Tensor::empty({ndev * ndev * part}, DType::float32).shard(devs, 0));
+    params->back().realize();
+    grads->back().realize();
+  }
+  return {"fsdp", [devs, ndev, part, params, grads](uint64_t s, bool check) {
+            bool ok = true;
+            for (size_t b = 0; b < params->size(); ++b) {
+              Tensor gathered = (*params)[b].allgather();
+              gathered.realize();
+              std::vector<HostBuffer> g;
+              for (int64_t d = 0; d < ndev; ++d) g.push_back(shard_data(s + b, d, ndev * part));
+              for (HostBuffer& h : g) h.shape = {ndev * part};
+              Tensor grad_shard = (*grads)[b].write_shards(g).reduce_scatter(Ops::ADD, 0);
+              grad_shard.realize();
+              if (!check) continue;
+              std::vector<float> all = gathered.shards().back().to_vector<float>();  // the last device's copy
+              for (int64_t e = 0; e < ndev * part; ++e)
+                ok = ok && all[static_cast<size_t>(e)] == value_of(b, e / part, e % part);
+              std::vector<Tensor> shards = grad_shard.shards();
+              for (int64_t d = 0; d < ndev; ++d) {
+                std::vector<float> got = shards[static_cast<size_t>(d)].to_vector<float>();
+                for (int64_t i = 0; i < part; ++i) {
+                  float want = 0;
+                  for (int64_t r = 0; r < ndev; ++r) want += value_of(s + b, r, d * part + i);
+                  ok = ok && got[static_cast<size_t>(i)] == want;
+                }
               }
             }
             return ok;
@@ -220,11 +267,12 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "steps before the flat checks' baseline")->check(CLI::PositiveNumber);
   app.add_option("--devices", o.devices, "cpu devices")->check(CLI::Range(1, 64));
   app.add_option("--count", o.count, "elements per device per step (float32)")->check(CLI::Range(1, 1 << 24));
-  app.add_option("--buckets", o.buckets, "gradient buckets of the ddp loop")->check(CLI::Range(1, 64));
+  app.add_option("--buckets", o.buckets, "gradient buckets of the ddp loop, units of the fsdp loop")
+      ->check(CLI::Range(1, 64));
   app.add_option("--max-rss-growth-mib", o.max_rss_growth_mib, "fail when resident memory grows more after warm-up");
-  app.add_option("--loops", o.loops, "loops to run: fresh, ddp")
+  app.add_option("--loops", o.loops, "loops to run: fresh, ddp, fsdp")
       ->delimiter(',')
-      ->check(CLI::IsMember({"fresh", "ddp"}));
+      ->check(CLI::IsMember({"fresh", "ddp", "fsdp"}));
   for (CLI::Option* opt : app.get_options())  // a later value wins: scripts/soak.sh passes defaults first
     if (opt->get_name() != "--help" && opt->get_name() != "--loops")
       opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -240,7 +288,9 @@ int main(int argc, char** argv) {
   int failures = 0;
   try {
     for (const std::string& name : o.loops) {
-      Loop loop = name == "fresh" ? fresh_loop(devs, o.count) : ddp_loop(devs, o.count, o.buckets);
+      Loop loop = name == "fresh" ? fresh_loop(devs, o.count)
+                  : name == "ddp" ? ddp_loop(devs, o.count, o.buckets)
+                                  : fsdp_loop(devs, o.count, o.buckets);
       failures += soak(loop, o);
     }
     overhead(devs, o.count);

@@ -71,8 +71,9 @@ BOOST_DATA_TEST_CASE(every_config_runs_with_no_wrong_values, bdata::make(config_
   BOOST_TEST_REQUIRE(r.status == 0, config << ": " << r.err);
   auto rows = table_rows(r.out);
   BOOST_TEST_REQUIRE(!rows.empty());
+  bool sharded = load_config(std::string(RINGRT_SOURCE_DIR) + "/" + config).sharding != "no_shard";
   for (const auto& row : rows) {
-    BOOST_TEST_REQUIRE(row.size() == 9u);
+    BOOST_TEST_REQUIRE(row.size() == (sharded ? 12u : 9u));  // FSDP: collective, phase, unit after #wrong
     BOOST_TEST(row[8] == "0", config << ": " << r.out);
   }
   BOOST_TEST(r.out.find("# #wrong in all: 0 OK") != std::string::npos);
@@ -123,6 +124,29 @@ BOOST_AUTO_TEST_CASE(ddp_config_reports_the_step) {
   BOOST_TEST(out_of_place.out.find("# step: 3 buckets, 20640 B per device, ") != std::string::npos);
   BOOST_TEST(out_of_place.out.find("host writes") == std::string::npos);
   BOOST_TEST(out_of_place.out.find("# #wrong in all: 0 OK") != std::string::npos);
+}
+
+// FSDP (configs/fsdp-gpt2-small.yaml, three small units on 4 devices): a row per collective of a step with
+// its collective, phase and unit; the step line; the same in the CSV; a wrong element is exit status 1.
+BOOST_AUTO_TEST_CASE(fsdp_config_reports_every_collective) {
+  TempDir dir;
+  std::string csv = (dir.path() / "fsdp.csv").string();
+  std::vector<std::string> args = small_run("configs/fsdp-gpt2-small.yaml");
+  CliResult r = run_cli(args);
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  auto rows = table_rows(r.out);
+  BOOST_TEST_REQUIRE(rows.size() == 8u);  // 3 forward gathers, 2 backward gathers (not the root), 3 reduce-scatters
+  BOOST_TEST((rows[0][9] == "allgather" && rows[0][10] == "fwd" && rows[0][11] == "2"));
+  BOOST_TEST((rows[7][9] == "reduce_scatter" && rows[7][10] == "bwd" && rows[7][11] == "2"));
+  BOOST_TEST(r.out.find("FSDP full_shard steps (allgather, reduce_scatter sum) float32 over 4 cpu devices") !=
+             std::string::npos);
+  // bytes per device: (4096 + 1000 + 64) x 4 B gathered in forward and reduce-scattered, (4096 + 1000) x 4 B
+  // gathered again
+  BOOST_TEST(r.out.find("# step: 3 buckets (8 collectives), 61664 B per device, ") != std::string::npos, r.out);
+  args.insert(args.end(), {"--csv", csv});
+  BOOST_TEST(run_cli(args).status == 0);
+  BOOST_TEST(read_file(csv).find(",4,cpu,allgather,bwd,1\n") != std::string::npos, read_file(csv));
+  BOOST_TEST(run_cli(args, {"RINGRT_TEST_CORRUPT=1"}).status == 1);
 }
 
 // The in-place buckets are checked against the host: a wrong element, for every op, is exit status 1.
@@ -286,13 +310,18 @@ BOOST_AUTO_TEST_CASE(csv_and_json_files) {
                          "experiment.iters=1", "--csv", csv, "--json", js});
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
   std::string text = read_file(csv);
-  BOOST_TEST(text.rfind("size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend\n", 0) == 0u);
+  BOOST_TEST(text.rfind("size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend,"
+                        "collective,phase,bucket\n",
+                        0) == 0u);
   BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 3);
   BOOST_TEST(text.find("\n256,64,float32,sum,naive,") != std::string::npos, text);
+  BOOST_TEST(text.find(",4,cpu,allreduce,,\n") != std::string::npos, text);
   json j = json::parse(read_file(js));
   BOOST_TEST(j["rows"].size() == 2u);
   BOOST_TEST(j["rows"][1]["count"] == 256);
   BOOST_TEST(j["rows"][1]["wrong"] == 0);
+  BOOST_TEST(j["rows"][1]["collective"] == "allreduce");
+  BOOST_TEST(j["rows"][1]["phase"].is_null());
   BOOST_TEST(j["devices"].size() == 4u);
   BOOST_TEST(j["step"].is_null());
   // buckets: the step object, its keys in order, write_us for the host writes of in-place buckets
@@ -303,8 +332,9 @@ BOOST_AUTO_TEST_CASE(csv_and_json_files) {
   nlohmann::ordered_json step = nlohmann::ordered_json::parse(read_file(js))["step"];
   std::vector<std::string> keys;
   for (const auto& [k, v] : step.items()) keys.push_back(k);
-  BOOST_TEST(keys == (std::vector<std::string>{"buckets", "bytes", "time_us", "algbw", "busbw", "write_us"}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      keys == (std::vector<std::string>{"buckets", "collectives", "bytes", "time_us", "algbw", "busbw", "write_us"}),
+      boost::test_tools::per_element());
   BOOST_TEST(step["buckets"] == 3);
   BOOST_TEST(step["write_us"].is_number());
 }

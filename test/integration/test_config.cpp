@@ -277,6 +277,26 @@ BOOST_AUTO_TEST_CASE(collective_and_root_keys) {
                         message_has({"experiment.buckets", "allreduce", "allgather"}));
 }
 
+// experiment.sharding: FSDP's strategies with buckets only; the collective it names is one of the two
+// it runs (reduce_scatter unless set), in_place stays true; `config --dump` shows it.
+BOOST_AUTO_TEST_CASE(sharding_key) {
+  ExperimentConfig c = parse_config("experiment: {sharding: shard_grad_op, buckets: [8, 12]}\n", "y.yaml");
+  BOOST_TEST(c.sharding == "shard_grad_op");
+  BOOST_TEST(c.collective == "reduce_scatter");
+  BOOST_TEST(describe_config(c).find("experiment.sharding = shard_grad_op  <- y.yaml:1:24") != std::string::npos);
+  BOOST_TEST(parse_config("experiment: {buckets: [8]}\n", "y.yaml").sharding == "no_shard");
+  BOOST_CHECK_EXCEPTION(parse_config("experiment: {sharding: zero3, buckets: [8]}\n", "y.yaml"), ConfigError,
+                        message_has({"y.yaml:1:24", "experiment.sharding", "full_shard", "zero3"}));
+  BOOST_CHECK_EXCEPTION(parse_config("experiment: {sharding: full_shard, counts: [8]}\n", "y.yaml"), ConfigError,
+                        message_has({"y.yaml:1:24", "experiment.sharding", "experiment.buckets", "counts"}));
+  BOOST_CHECK_EXCEPTION(
+      parse_config("experiment: {sharding: full_shard, buckets: [8], collective: broadcast}\n", "y.yaml"), ConfigError,
+      message_has({"experiment.collective", "reduce_scatter or allgather", "broadcast"}));
+  BOOST_CHECK_EXCEPTION(
+      parse_config("experiment: {sharding: full_shard, buckets: [8]}\n", "y.yaml", {"experiment.in_place=false"}),
+      ConfigError, message_has({"--set experiment.in_place=false", "experiment.in_place", "true"}));
+}
+
 // Each collective run in process on 3 cpu devices (count 7: rounded down to a multiple of 3 for
 // reduce_scatter, allgather, alltoall, as rccl-tests does): #wrong 0, busbw / algbw the rccl-tests
 // factor, redop "none" where nothing is reduced, the root's result alone for reduce; a corrupted

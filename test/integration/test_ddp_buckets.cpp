@@ -1,14 +1,18 @@
-// configs/ddp-gpt2-small.yaml holds the gradient buckets of GPT-2 small. This test recomputes them
-// from the model's parameter shapes with the rule of scripts/gpt2_buckets.py (reverse parameter order,
-// float32, at most 25 MiB per bucket, a larger tensor alone) and checks the parameter count.
+// configs/ddp-gpt2-small.yaml holds the gradient buckets of GPT-2 small, configs/fsdp-gpt2-small.yaml
+// its FSDP units. This test recomputes both from the model's parameter shapes with the rules of
+// scripts/gpt2_buckets.py (DDP: reverse parameter order, float32, at most 25 MiB per bucket, a larger
+// tensor alone; FSDP: one unit per block, the rest in the root, backward order) and checks the
+// parameter count; then runs FSDP's steps small and checks what they ran.
 // Reference: GPT-2 small (Hugging Face `gpt2`, GPT2LMHeadModel.named_parameters()); PyTorch DDP
-// bucket_cap_mb = 25.
+// bucket_cap_mb = 25; PyTorch FSDP (transformer auto-wrap per GPT2Block, ShardingStrategy).
 #include <boost/test/unit_test.hpp>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "runtime/cli/config.hpp"
+#include "runtime/cli/experiment.hpp"
 
 using namespace ringrt;
 
@@ -61,6 +65,21 @@ std::vector<int64_t> buckets(const std::vector<Param>& params, int64_t cap_bytes
   return out;
 }
 
+// FSDP units: block h.i's tensors in one unit each, in backward order (h.11 first), then the root (the rest).
+std::vector<int64_t> fsdp_units(const std::vector<Param>& params) {
+  std::vector<int64_t> blocks(12, 0);
+  int64_t root = 0;
+  for (const Param& p : params) {
+    if (p.name.rfind("h.", 0) == 0)
+      blocks[static_cast<size_t>(std::stoi(p.name.substr(2)))] += p.numel();
+    else
+      root += p.numel();
+  }
+  std::vector<int64_t> out(blocks.rbegin(), blocks.rend());
+  out.push_back(root);
+  return out;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(gpt2_small_has_124439808_parameters) {
@@ -84,4 +103,62 @@ BOOST_AUTO_TEST_CASE(config_holds_the_recomputed_buckets) {
   for (size_t i = 0; i < want.size(); ++i)  // only wte (38.6M elements, 147 MiB) exceeds the cap
     BOOST_TEST((want[i] * 4 <= cap || want[i] == 50257 * 768), i);
   BOOST_TEST(want.back() == 50257 * 768);  // the embedding's gradient is produced last
+}
+
+BOOST_AUTO_TEST_CASE(fsdp_config_holds_the_recomputed_units) {
+  std::vector<int64_t> want = fsdp_units(gpt2_small());
+  ExperimentConfig cfg = load_config(std::string(RINGRT_SOURCE_DIR) + "/configs/fsdp-gpt2-small.yaml");
+  BOOST_TEST((cfg.form == SweepForm::buckets));
+  BOOST_TEST(cfg.sharding == "full_shard");
+  BOOST_TEST((cfg.dtype == DType::float32));
+  BOOST_TEST(cfg.counts == want, boost::test_tools::per_element());
+  BOOST_TEST(std::accumulate(cfg.counts.begin(), cfg.counts.end(), int64_t{0}) == 124439808);
+  BOOST_TEST(want.back() == 50257 * 768 + 1024 * 768 + 2 * 768);  // the root: wte, wpe, ln_f
+}
+
+// FSDP's steps on 3 cpu devices, units [10, 7, 2] (padded to 12, 9, 3): full_shard gathers in forward
+// (root first) and again in backward (not the root), reduce-scatters every unit; shard_grad_op gathers
+// once. Every row checked against the host (#wrong 0); a corrupted element is found in every row.
+BOOST_AUTO_TEST_CASE(fsdp_steps_run_every_collective_checked) {
+  struct Want {
+    std::string kind, phase;
+    int64_t unit, count;
+  };
+  std::vector<Want> full{{"allgather", "fwd", 2, 3},      {"allgather", "fwd", 1, 9},       {"allgather", "fwd", 0, 12},
+                         {"allgather", "bwd", 0, 12},     {"reduce_scatter", "bwd", 0, 12}, {"allgather", "bwd", 1, 9},
+                         {"reduce_scatter", "bwd", 1, 9}, {"reduce_scatter", "bwd", 2, 3}};
+  for (const char* sharding : {"full_shard", "shard_grad_op"}) {
+    for (const char* dtype : {"float32", "int32"}) {
+      BOOST_TEST_CONTEXT(sharding << " " << dtype) {
+        ExperimentConfig c = parse_config(
+            "devices: {count: 3}\nallreduce: {ring: 2}\nexperiment: {buckets: [10, 7, 2], warmup: 1, iters: 2}\n",
+            "y.yaml", {std::string("experiment.sharding=") + sharding, std::string("experiment.dtype=") + dtype});
+        ExperimentResult r = run_experiment(c);
+        std::vector<Want> want = full;
+        if (std::string(sharding) == "shard_grad_op")
+          std::erase_if(want, [](const Want& w) { return w.kind == "allgather" && w.phase == "bwd"; });
+        BOOST_TEST_REQUIRE(r.rows.size() == want.size());
+        int64_t bytes = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          const ResultRow& row = r.rows[i];
+          BOOST_TEST(row.collective == want[i].kind, i);
+          BOOST_TEST(row.phase == want[i].phase, i);
+          BOOST_TEST(row.bucket == want[i].unit, i);
+          BOOST_TEST(row.count == want[i].count, i);
+          BOOST_TEST(row.redop == (want[i].kind == "allgather" ? "none" : "sum"), i);
+          BOOST_TEST(row.busbw == row.algbw * 2.0 / 3.0, boost::test_tools::tolerance(1e-9));
+          BOOST_TEST(row.wrong == 0, i);
+          bytes += row.bytes;
+        }
+        BOOST_TEST_REQUIRE(r.step.has_value());
+        BOOST_TEST(r.step->buckets == 3);
+        BOOST_TEST(r.step->collectives == static_cast<int64_t>(want.size()));
+        BOOST_TEST(r.step->bytes == bytes);
+        BOOST_TEST(r.step->write_us.has_value());
+        setenv("RINGRT_TEST_CORRUPT", "1", 1);
+        BOOST_TEST(run_experiment(c).wrong() == static_cast<int64_t>(want.size()));
+        unsetenv("RINGRT_TEST_CORRUPT");
+      }
+    }
+  }
 }

@@ -1,0 +1,87 @@
+// The experiment runner's shared parts (runtime/cli, not installed): the input data, the host
+// references that check results, and the rows of the table. experiment.cpp runs sweeps and DDP's
+// gradient buckets with them, experiment_fsdp.cpp FSDP's sharded steps.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/cli/experiment.hpp"
+
+namespace ringrt {
+
+using Clock = std::chrono::steady_clock;
+double micros(Clock::duration d);  // d in microseconds
+
+// Device d's input element i for dtype and op: small integers for integer and 16-bit float types (every
+// partial result exact), fractions in [-3.3, 3.3] otherwise; products bounded (factors 1, -1, 2 or in
+// [0.75, 1.25]). Deterministic: a hash of (d, i).
+double input_value(DType dt, Ops op, int64_t d, int64_t i);
+// Device d's input data: a (1, count) row of input_value, rounded or wrapped into cfg.dtype.
+HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d);
+
+// The expected result of one collective on one device and how far each element may be from it.
+struct Reference {
+  HostBuffer exact;               // the reference rounded (or wrapped) into the dtype
+  std::vector<double> value;      // floats: in double, before rounding
+  std::vector<double> tolerance;  // floats: allowed |got - value|; empty: compare `exact` bit for bit
+};
+
+// Device d's element i as it is stored in the dtype (rounded or wrapped), read back as double.
+using StoredValue = std::function<double(int64_t d, int64_t i)>;
+
+// The reduction with op over ndev devices of count elements each, from their stored values: exact for
+// integers (wrapping like the devices), max/min and small-integer 16-bit data; otherwise within
+// ndev * epsilon * sum|x_d| (prod: of |prod x_d|).
+Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const StoredValue& value);
+
+// The expected result on a device, by its index in cfg.devices.
+using ReferenceFor = std::function<const Reference&(size_t device)>;
+// The expected result of `collective` on count elements per device (rccl-tests' count: see
+// collective_count) whose inputs are value(d, i) (device d's local element i), made once per device
+// that asks; once for all where every device gets the same value (allreduce, reduce, allgather,
+// broadcast). c = count / ndev: reduce_scatter's chunk, allgather's shard, alltoall's slot.
+ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string& collective, int64_t count,
+                                  StoredValue value);
+// The same over make_collective_input's data (cfg.collective, input_value).
+ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count);
+// One reference for every device.
+ReferenceFor everywhere(const Reference& ref);
+
+// #wrong of one realized result over every device's local value, each against ref of its index in
+// cfg.devices. Under mpirun each rank checks its own devices and the counts are summed over the ranks
+// (collective: every rank calls it for every row).
+int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref);
+
+// rccl-tests' busbw / algbw (nccl-tests doc/PERFORMANCE.md): allreduce 2(n-1)/n; reduce_scatter,
+// allgather, alltoall (n-1)/n; broadcast and reduce 1.
+double busbw_factor(const std::string& collective, size_t ndev);
+
+// The row of `collective` on count elements per device, total_us over cfg.iters timed runs; its algo
+// from lazy (Tensor::algorithms, no planning). wrong stays -1 (not checked).
+ResultRow make_row(const ExperimentConfig& cfg, const std::string& collective, int64_t count, const Tensor& lazy,
+                   double total_us);
+// The summary of a step: the rows' bytes, step_us over cfg.iters steps, busbw from each row's collective.
+StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRow>& rows, int64_t buckets,
+                         double step_us);
+
+// The host data of one persistent bucket: ndev + 1 rows of input_row(cfg, count, r) (r == ndev: a device
+// that is not there). Step s gives device d row row_of(d, s, ndev + 1) = (d + s) % (ndev + 1): each
+// device's data changes every step, and so does the set of rows reduced (one is left out), so a step
+// whose writes did not land gives a different result.
+std::vector<HostBuffer> bucket_rows(const ExperimentConfig& cfg, int64_t count);
+size_t row_of(size_t d, int step, size_t nrows);
+
+using Tick = std::function<void()>;                // after every realize(): progress, and the stop check
+using FinishRow = std::function<void(ResultRow)>;  // a row is done: shown and kept
+
+// FSDP's sharded steps (experiment.sharding shard_grad_op or full_shard; experiment_fsdp.cpp): the
+// collectives of one step, and the run.
+size_t fsdp_collectives_per_step(const ExperimentConfig& cfg);
+void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishRow& finish_row,
+                    ExperimentResult& result);
+
+}  // namespace ringrt
