@@ -17,7 +17,7 @@ while the bucket stays at most 25 MiB; otherwise close it and open a new one. A 
 the cap (wte, 154 MB) gets a bucket of its own. Each bucket is one allreduce per step.
 
 Simplifications against torch.nn.parallel.DistributedDataParallel, kept on purpose so that the test
-(test/integration/test_ddp_buckets.cpp) can recompute the list from the shapes with the same rule:
+(test/integration/test_gpt2_workloads.cpp) can recompute the list from the shapes with the same rule:
 real DDP closes a bucket once it *reaches* the cap (so buckets may exceed it by one tensor), caps
 the first bucket at 1 MiB (dist._DEFAULT_FIRST_BUCKET_BYTES), and rebuilds buckets in gradient-ready
 order after the first iteration.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rewrite/settings.hpp"
+#include "runtime/cli/config.hpp"
 
 namespace ringrt::test {
 
@@ -114,6 +115,20 @@ inline std::vector<std::vector<std::string>> table_rows(const std::string& out) 
     rows.push_back(row);
   }
   return rows;
+}
+
+// Small, fast overrides that keep a config's form: sizes up to 16 KiB, or three small buckets.
+inline std::vector<std::string> small_run(const std::string& config) {
+  ExperimentConfig cfg = load_config(std::string(RINGRT_SOURCE_DIR) + "/" + config);
+  std::vector<std::string> args{"run", config, "--set", "experiment.warmup=1", "--set", "experiment.iters=1"};
+  if (cfg.form == SweepForm::buckets) {
+    args.insert(args.end(), {"--set", "experiment.buckets=[4096, 1000, 64]"});
+  } else if (cfg.form == SweepForm::sizes) {
+    args.insert(args.end(), {"--set", "experiment.sizes.min=1KiB", "--set", "experiment.sizes.max=16KiB"});
+  } else {
+    args.insert(args.end(), {"--set", "experiment.counts=[256, 1000]"});
+  }
+  return args;
 }
 
 }  // namespace ringrt::test

@@ -35,20 +35,6 @@ std::vector<std::string> config_files() {
   return out;
 }
 
-// Small, fast overrides that keep a config's form: sizes up to 16 KiB, or three small buckets.
-std::vector<std::string> small_run(const std::string& config) {
-  ExperimentConfig cfg = load_config(std::string(RINGRT_SOURCE_DIR) + "/" + config);
-  std::vector<std::string> args{"run", config, "--set", "experiment.warmup=1", "--set", "experiment.iters=1"};
-  if (cfg.form == SweepForm::buckets) {
-    args.insert(args.end(), {"--set", "experiment.buckets=[4096, 1000, 64]"});
-  } else if (cfg.form == SweepForm::sizes) {
-    args.insert(args.end(), {"--set", "experiment.sizes.min=1KiB", "--set", "experiment.sizes.max=16KiB"});
-  } else {
-    args.insert(args.end(), {"--set", "experiment.counts=[256, 1000]"});
-  }
-  return args;
-}
-
 // ordered_json keeps the keys in the printed order.
 nlohmann::ordered_json schedule_json(const std::vector<std::string>& extra, const std::vector<std::string>& env = {}) {
   std::vector<std::string> args{"schedule", "configs/default.yaml", "--count", "400", "--json"};
@@ -124,29 +110,6 @@ BOOST_AUTO_TEST_CASE(ddp_config_reports_the_step) {
   BOOST_TEST(out_of_place.out.find("# step: 3 buckets, 20640 B per device, ") != std::string::npos);
   BOOST_TEST(out_of_place.out.find("host writes") == std::string::npos);
   BOOST_TEST(out_of_place.out.find("# #wrong in all: 0 OK") != std::string::npos);
-}
-
-// FSDP (configs/fsdp-gpt2-small.yaml, three small units on 4 devices): a row per collective of a step with
-// its collective, phase and unit; the step line; the same in the CSV; a wrong element is exit status 1.
-BOOST_AUTO_TEST_CASE(fsdp_config_reports_every_collective) {
-  TempDir dir;
-  std::string csv = (dir.path() / "fsdp.csv").string();
-  std::vector<std::string> args = small_run("configs/fsdp-gpt2-small.yaml");
-  CliResult r = run_cli(args);
-  BOOST_TEST_REQUIRE(r.status == 0, r.err);
-  auto rows = table_rows(r.out);
-  BOOST_TEST_REQUIRE(rows.size() == 8u);  // 3 forward gathers, 2 backward gathers (not the root), 3 reduce-scatters
-  BOOST_TEST((rows[0][9] == "allgather" && rows[0][10] == "fwd" && rows[0][11] == "2"));
-  BOOST_TEST((rows[7][9] == "reduce_scatter" && rows[7][10] == "bwd" && rows[7][11] == "2"));
-  BOOST_TEST(r.out.find("FSDP full_shard steps (allgather, reduce_scatter sum) float32 over 4 cpu devices") !=
-             std::string::npos);
-  // bytes per device: (4096 + 1000 + 64) x 4 B gathered in forward and reduce-scattered, (4096 + 1000) x 4 B
-  // gathered again
-  BOOST_TEST(r.out.find("# step: 3 buckets (8 collectives), 61664 B per device, ") != std::string::npos, r.out);
-  args.insert(args.end(), {"--csv", csv});
-  BOOST_TEST(run_cli(args).status == 0);
-  BOOST_TEST(read_file(csv).find(",4,cpu,allgather,bwd,1\n") != std::string::npos, read_file(csv));
-  BOOST_TEST(run_cli(args, {"RINGRT_TEST_CORRUPT=1"}).status == 1);
 }
 
 // The in-place buckets are checked against the host: a wrong element, for every op, is exit status 1.

@@ -2,7 +2,8 @@
 // its FSDP units. This test recomputes both from the model's parameter shapes with the rules of
 // scripts/gpt2_buckets.py (DDP: reverse parameter order, float32, at most 25 MiB per bucket, a larger
 // tensor alone; FSDP: one unit per block, the rest in the root, backward order) and checks the
-// parameter count; then runs FSDP's steps small and checks what they ran.
+// parameter count; then runs FSDP's steps small, in process and through `ringrt run`, and checks what
+// they ran.
 // Reference: GPT-2 small (Hugging Face `gpt2`, GPT2LMHeadModel.named_parameters()); PyTorch DDP
 // bucket_cap_mb = 25; PyTorch FSDP (transformer auto-wrap per GPT2Block, ShardingStrategy).
 #include <boost/test/unit_test.hpp>
@@ -13,8 +14,10 @@
 
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
+#include "test/integration/cli_run.hpp"
 
 using namespace ringrt;
+using namespace ringrt::test;
 
 namespace {
 
@@ -161,4 +164,27 @@ BOOST_AUTO_TEST_CASE(fsdp_steps_run_every_collective_checked) {
       }
     }
   }
+}
+
+// FSDP (configs/fsdp-gpt2-small.yaml, three small units on 4 devices): a row per collective of a step with
+// its collective, phase and unit; the step line; the same in the CSV; a wrong element is exit status 1.
+BOOST_AUTO_TEST_CASE(fsdp_config_reports_every_collective) {
+  TempDir dir;
+  std::string csv = (dir.path() / "fsdp.csv").string();
+  std::vector<std::string> args = small_run("configs/fsdp-gpt2-small.yaml");
+  CliResult r = run_cli(args);
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  auto rows = table_rows(r.out);
+  BOOST_TEST_REQUIRE(rows.size() == 8u);  // 3 forward gathers, 2 backward gathers (not the root), 3 reduce-scatters
+  BOOST_TEST((rows[0][9] == "allgather" && rows[0][10] == "fwd" && rows[0][11] == "2"));
+  BOOST_TEST((rows[7][9] == "reduce_scatter" && rows[7][10] == "bwd" && rows[7][11] == "2"));
+  BOOST_TEST(r.out.find("FSDP full_shard steps (allgather, reduce_scatter sum) float32 over 4 cpu devices") !=
+             std::string::npos);
+  // bytes per device: (4096 + 1000 + 64) x 4 B gathered in forward and reduce-scattered, (4096 + 1000) x 4 B
+  // gathered again
+  BOOST_TEST(r.out.find("# step: 3 buckets (8 collectives), 61664 B per device, ") != std::string::npos, r.out);
+  args.insert(args.end(), {"--csv", csv});
+  BOOST_TEST(run_cli(args).status == 0);
+  BOOST_TEST(read_file(csv).find(",4,cpu,allgather,bwd,1\n") != std::string::npos, read_file(csv));
+  BOOST_TEST(run_cli(args, {"RINGRT_TEST_CORRUPT=1"}).status == 1);
 }
