@@ -116,14 +116,14 @@ void write_gradients(std::vector<Unit>& units, int step, size_t ndev) {
 }
 
 // The lazy collective c of a step: the unit's parameters gathered, or its gradients reduce-scattered.
-Tensor collective_of(const ExperimentConfig& cfg, const StepCollective& c, const Unit& unit) {
+Tensor step_collective(const ExperimentConfig& cfg, const StepCollective& c, const Unit& unit) {
   return c.kind == "allgather" ? unit.params.allgather() : unit.grads.reduce_scatter(cfg.op, 0);
 }
 
 // #wrong of the realized collective c of step `step`, from the host data: the gathered parameters, or
 // the reduction of the gradient rows that step wrote, each device's part.
-int64_t check_collective(const ExperimentConfig& cfg, const StepCollective& c, const Unit& unit, int step,
-                         const Tensor& got) {
+int64_t check_step_collective(const ExperimentConfig& cfg, const StepCollective& c, const Unit& unit, int step,
+                              const Tensor& got) {
   size_t ndev = cfg.devices.size();
   if (c.kind == "allgather")
     return check_result(cfg, got,
@@ -162,10 +162,10 @@ void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishR
     for (size_t i = 0; i < plan.size(); ++i) {
       const Unit& unit = units[plan[i].unit];
       auto t0 = Clock::now();
-      Tensor y = collective_of(cfg, plan[i], unit);
+      Tensor y = step_collective(cfg, plan[i], unit);
       y.realize();
       if (timed) us[i] += micros(Clock::now() - t0);
-      if (step == last && cfg.check) wrong[i] = check_collective(cfg, plan[i], unit, step, y);  // not timed
+      if (step == last && cfg.check) wrong[i] = check_step_collective(cfg, plan[i], unit, step, y);  // not timed
       if (plan[i].kind == "reduce_scatter") grad_shards[plan[i].unit] = y;
       tick();
     }
@@ -174,7 +174,7 @@ void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishR
   double step_us = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     const Unit& unit = units[plan[i].unit];
-    ResultRow row = make_row(cfg, plan[i].kind, unit.count, collective_of(cfg, plan[i], unit), us[i]);
+    ResultRow row = make_row(cfg, plan[i].kind, unit.count, step_collective(cfg, plan[i], unit), us[i]);
     row.phase = plan[i].phase;
     row.bucket = static_cast<int64_t>(plan[i].unit);
     row.wrong = wrong[i];
