@@ -47,10 +47,19 @@ def label_of(key, series):
 
 
 def size_label(n):
+    """A byte count as people write it: 1 KiB, 64 MiB, 1.5 GiB (3 significant digits), 512 B."""
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift} {unit}"
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.3g} {unit}"
     return f"{n} B"
+
+
+def label_sizes(ax, sizes):
+    """Log-2 x axis with a tick at every size, labelled by size_label."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted(sizes)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([size_label(s) for s in ticks], rotation=45, ha="right")
 
 
 def main():
@@ -67,10 +76,7 @@ def main():
         xs, ys = zip(*points)
         sizes.update(xs)
         ax.plot(xs, ys, marker="o", label=label_of(key, series))
-    ax.set_xscale("log", base=2)
-    ticks = sorted(sizes)
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([size_label(s) for s in ticks], rotation=45, ha="right")
+    label_sizes(ax, sizes)
     ax.set_xlabel("size per device")
     ax.set_ylabel("busbw (GB/s)")
     ax.set_title(args.title or ", ".join(sorted({k[0] for k in series})) + " bus bandwidth")

@@ -11,6 +11,7 @@ Exit status 0 even when a target is missed (the table says so).
 """
 import collections
 import csv
+import pathlib
 import sys
 
 import matplotlib
@@ -18,18 +19,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))  # scripts/: plot.py's size labels
+from plot import label_sizes, size_label  # noqa: E402
+
 rows = list(csv.DictReader(open(sys.argv[1], newline="")))
 for r in rows:
     r["ndev"], r["bytes"], r["t"] = int(r["ndev"]), int(r["bytes_per_dev"]), float(r["time_s"])
 
 
-def human(b):
-    return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
-
-
 print(f"{'system':<24} {'algo':<16} {'ndev':>4} {'size':>8} {'time_us':>12} {'algbw':>8} {'busbw':>8}")
 for r in rows:
-    print(f"{r['system']:<24} {r['algo']:<16} {r['ndev']:>4} {human(r['bytes']):>8} {r['t'] * 1e6:>12.1f} "
+    print(f"{r['system']:<24} {r['algo']:<16} {r['ndev']:>4} {size_label(r['bytes']):>8} {r['t'] * 1e6:>12.1f} "
           f"{float(r['algbw_GBps']):>8.3f} {float(r['busbw_GBps']):>8.3f}")
 
 
@@ -56,7 +56,7 @@ for ndev in sorted({r["ndev"] for r in rows}):
         for name, ratio, limit in checks:
             ok = ratio <= limit
             all_met &= ok
-            print(f"ndev {ndev} {human(size):>8}: ringrt/{name} = {ratio:6.3f} (target <= {limit}) "
+            print(f"ndev {ndev} {size_label(size):>8}: ringrt/{name} = {ratio:6.3f} (target <= {limit}) "
                   f"{'met' if ok else 'NOT met'}")
 print("# all targets met" if all_met else "# some targets NOT met")
 
@@ -69,7 +69,7 @@ if ablations:
                 continue
             on = pick("ringrt", r["ndev"], r["bytes"], "auto")
             if on:
-                print(f"{system:<24} ndev {r['ndev']} {human(r['bytes']):>8}: {r['t'] / on:6.2f}x "
+                print(f"{system:<24} ndev {r['ndev']} {size_label(r['bytes']):>8}: {r['t'] / on:6.2f}x "
                       f"({r['t'] * 1e6:.1f} us vs {on * 1e6:.1f} us)")
 
 series = collections.defaultdict(list)
@@ -83,7 +83,7 @@ for ax, ndev in zip(axes, (2, 4)):
         pts.sort()
         style = "--" if system in ("floor", "openmpi") else "-"
         ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=f"{system} {algo}")
-    ax.set_xscale("log", base=2)
+    label_sizes(ax, {r["bytes"] for r in rows if r["ndev"] == ndev})
     ax.set_xlabel("bytes per device")
     ax.set_title(f"allreduce float32 sum, {ndev} devices")
     ax.grid(True, which="both", alpha=0.3)
