@@ -462,3 +462,18 @@ BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
       }
     }
 }
+
+// With the cast setting off, the hierarchical reduce-scatter reduces bfloat16 as float32 (every copy
+// carries 4-byte elements: 6 per intra piece, 3 per inter chunk) and casts back: 2 groups of 2 devices.
+BOOST_AUTO_TEST_CASE(hierarchical_reduce_scatter_widened) {
+  AllreduceSettings s = grouped(2, 2, false, "all2all");
+  s.cast = false;
+  ScopedSettings scope(s);
+  std::vector<HostBuffer> in = locals(4, {4, 3}, DType::bfloat16, 2);
+  Tensor r = Tensor::from_shards(in, cpu_devices(4), 0).reduce_scatter(Ops::ADD, 0);
+  BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
+  for (const CopyItem& c : r.schedule().copies())
+    BOOST_TEST(c.bytes == 4 * (s.groups.at(c.src) == s.groups.at(c.dst) ? 6 : 3));
+  BOOST_TEST(r.dtype() == DType::bfloat16);
+  expect_values(r, host_collective("reduce_scatter", in, Ops::ADD, 0, 3));
+}
