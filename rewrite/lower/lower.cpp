@@ -44,7 +44,10 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
       if (settings.debug >= 2) {
         // the reduce_scatter form asked for but not given: the groups differ in size (allreduce.cpp)
         bool fallback = algo == "hierarchical" && settings.hierarchical == "reduce_scatter";
-        std::cerr << debug_line(algo, "allreduce", u, fallback ? " | leader form: groups of unequal size" : "");
+        std::string tail = fallback ? " | leader form: groups of unequal size" : "";
+        // a reduce-scatter or allgather the hierarchical collectives cannot serve (collectives.cpp)
+        if (std::optional<std::string> why = hierarchical_fallback(u, *readers, settings)) tail += " | " + *why;
+        std::cerr << debug_line(algo, "allreduce", u, tail);
       }
     }
   }

@@ -27,9 +27,11 @@ struct Lowered {
 // allgathers, alltoalls and ring broadcasts collective_of finds), then replace_allreduce. With
 // settings.debug >= 2 prints one line per allreduce to stderr: "RING ALLREDUCE 4x400 | float32" (the
 // algorithm of allreduce_algorithm, upper case; a hierarchical allreduce that asked for the
-// reduce_scatter form but has groups of unequal size ends "| leader form: groups of unequal size"), and
-// one per other collective: "RING REDUCE_SCATTER 4x400 | float32", "ALL2ALL BROADCAST 4x400 | int32"
-// (elements per device). Throws ShapeError for impossible sharding.
+// reduce_scatter form but has groups of unequal size ends "| leader form: groups of unequal size"; a
+// reduce-scatter or allgather lowered as the hierarchical allreduce ends with hierarchical_fallback's
+// reason, "| reduce_scatter as the hierarchical allreduce: groups of unequal size"), and one per other
+// collective: "RING REDUCE_SCATTER 4x400 | float32", "ALL2ALL BROADCAST 4x400 | int32", "HIERARCHICAL
+// ALLGATHER 4x400 | int32" (elements per device). Throws ShapeError for impossible sharding.
 Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& settings,
                     const RewriteOptions& options = {});
 

@@ -65,10 +65,8 @@ int group_of(const AllreduceSettings& s, const std::string& dev) {
   return it == s.groups.end() ? -1 : it->second;
 }
 
-// Group id and the indices of its devices in the tuple.
-using Groups = std::vector<std::pair<int, std::vector<int64_t>>>;
+}  // namespace
 
-// Groups of buf's devices in order of first appearance, each with its leader first.
 Groups device_groups(const DeviceTuple& devs, const AllreduceSettings& s) {
   Groups groups;
   for (size_t i = 0; i < devs.size(); ++i) {
@@ -87,6 +85,8 @@ Groups device_groups(const DeviceTuple& devs, const AllreduceSettings& s) {
     });
   return groups;
 }
+
+namespace {
 
 // The hierarchical form of an allreduce over devs: nothing without several groups, one of them of more
 // than one device; "hierarchical_rs" when allreduce.hierarchical is reduce_scatter and the groups have

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "rewrite/settings.hpp"
 #include "rewrite/uop.hpp"
 
 namespace ringrt {
@@ -51,5 +52,11 @@ UOp allgather_chunk(const Allreduce& a, size_t i, const ReducedChunk& r, bool al
 UOp reassemble(const Allreduce& a, const std::vector<UOp>& parts);
 // buf made contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place).
 UOp copy_source(const UOp& buf);
+
+// Group id and the indices of its devices in the tuple.
+using Groups = std::vector<std::pair<int, std::vector<int64_t>>>;
+// Groups of devs (settings.groups; a device without a group id joins group -1) in order of first
+// appearance, each with its leader first (settings.reduce_leaders), then by name.
+Groups device_groups(const DeviceTuple& devs, const AllreduceSettings& s);
 
 }  // namespace ringrt

@@ -19,14 +19,30 @@
 //   root sends S once, each other device receives S once, chunk c's hop h overlapping chunk c+1's hop
 //   h-1 (NCCL's pipelined ring).
 // - reduce to one root: an ALLREDUCE onto one device, lowered by allreduce.cpp.
-// Algorithm choice: collective_algorithm (the allreduce's settings); a tuple with device groups keeps
-// the hierarchical allreduce.
+// Algorithm choice: collective_algorithm (the allreduce's settings). Over device groups
+// (allreduce_algorithm names a hierarchical form), G groups of m devices, n = G m, member l of a group
+// its l-th in device_groups' order (collectives_hierarchical.cpp; NCCL's and RCCL's hierarchical/2D
+// algorithms):
+// - reduce_scatter ("hierarchical"): intra: each group reduce-scatters its buffers so that member l
+//   holds, reduced over its group, the G final chunks of every group's member l (selected side by side
+//   by the kernel that makes each copied piece); inter: the members l of the G groups reduce-scatter
+//   those, chunk i ending reduced over all n devices on device i. Per device (m-1)/m S inside its group
+//   and (G-1)/G S/m across groups (the flat direct form sends (G-1)/G S across, m times more);
+//   G m(m-1) copies of S/m and m G(G-1) of S/n.
+// - allgather ("hierarchical"): the inverse, inter then intra: the members l of the G groups allgather
+//   their shards (m G(G-1) copies of S/n, S the gathered buffer), then each group allgathers what its
+//   members hold (G m(m-1) copies of S/m), every shard selected into place (bit for bit). Per device
+//   (G-1)/G S/m across groups and (m-1)/m S inside its group.
+// Each step is ring or direct by collective_algorithm for its devices and buffer (intra: m devices of
+// S; inter: G devices of S/m). Groups of unequal size, a device without a group, and alltoall keep the
+// hierarchical allreduce (DEBUG=2 says why: hierarchical_fallback).
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
+#include "rewrite/rules/collectives_hierarchical.hpp"
 #include "rewrite/rules/multi.hpp"
 
 namespace ringrt {
@@ -190,7 +206,11 @@ optional<UOp> own_chunk(const UOp& shrink, const Readers& readers, const Allredu
   optional<CollectiveUse> use = collective_of(red, readers, s);
   if (!use) return std::nullopt;
   int64_t n = static_cast<int64_t>(red.device().count());
-  if (use->kind == "reduce_scatter") return reduce_scatter(red, s, use->algorithm == "ring").reshape(shrink.shape());
+  if (use->kind == "reduce_scatter") {
+    UOp mine = use->algorithm == "hierarchical" ? hierarchical_reduce_scatter(red, s)
+                                                : reduce_scatter(red, s, use->algorithm == "ring");
+    return mine.reshape(shrink.shape());
+  }
   if (use->kind == "alltoall") return alltoall(red, *own_chunk_axis(shrink, n));
   return std::nullopt;
 }
@@ -231,16 +251,15 @@ Readers readers_of(const UOp& root) {
   return out;
 }
 
-optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, const AllreduceSettings& s) {
-  if (!readers.count(u.node())) return std::nullopt;  // made by a rule: not the graph the readers describe
-  if (u.op() == Ops::COPY) return broadcast_of(u, readers, s);
-  if (u.op() != Ops::ALLREDUCE) return std::nullopt;
+namespace {
+// What an ALLREDUCE u of the readers' graph is (reduce_scatter, allgather, alltoall), whatever its
+// algorithm; nothing for an allreduce.
+optional<std::string> allreduce_kind(const UOp& u, const Readers& readers) {
+  if (!readers.count(u.node()) || u.op() != Ops::ALLREDUCE) return std::nullopt;
   const UOp& buf = u.src(0);
   int64_t n = static_cast<int64_t>(buf.device().count());
   if (!buf.device().tuple() || u.src(1).device() != buf.device() || n < 2 || prod(buf.shape()) == 0)
     return std::nullopt;
-  std::string algo = allreduce_algorithm(u, s);
-  if (algo.starts_with("hierarchical")) return std::nullopt;
   optional<int> from =
       buf.op() == Ops::PAD && static_cast<Ops>(u.arg_int()) == Ops::ADD ? unshard_axis(buf, n) : std::nullopt;
   optional<std::vector<OwnRead>> reads = own_reads(u, readers, n);
@@ -248,11 +267,34 @@ optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, cons
     bool exchange = reads && std::all_of(reads->begin(), reads->end(), [&](const OwnRead& r) {
                       return r.direct && r.axis != *from && r.axis == reads->front().axis;
                     });
-    return exchange ? CollectiveUse{"alltoall", "all2all"} : CollectiveUse{"allgather", ring_or_direct(algo)};
+    return exchange ? "alltoall" : "allgather";
   }
   if (reads && std::all_of(reads->begin(), reads->end(), [](const OwnRead& r) { return r.flat; }))
-    return CollectiveUse{"reduce_scatter", ring_or_direct(algo)};
+    return "reduce_scatter";
   return std::nullopt;
+}
+}  // namespace
+
+optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, const AllreduceSettings& s) {
+  if (!readers.count(u.node())) return std::nullopt;  // made by a rule: not the graph the readers describe
+  if (u.op() == Ops::COPY) return broadcast_of(u, readers, s);
+  optional<std::string> kind = allreduce_kind(u, readers);
+  if (!kind) return std::nullopt;
+  std::string algo = allreduce_algorithm(u, s);
+  if (!algo.starts_with("hierarchical"))
+    return CollectiveUse{*kind, *kind == "alltoall" ? "all2all" : ring_or_direct(algo)};
+  // over device groups: the hierarchical forms, or (alltoall, groups that do not fit) the hierarchical allreduce
+  if (*kind == "alltoall" || hierarchical_unfit(u.src(0).device().names(), s)) return std::nullopt;
+  return CollectiveUse{*kind, "hierarchical"};
+}
+
+optional<std::string> hierarchical_fallback(const UOp& u, const Readers& readers, const AllreduceSettings& s) {
+  optional<std::string> kind = allreduce_kind(u, readers);
+  if (!kind || !allreduce_algorithm(u, s).starts_with("hierarchical")) return std::nullopt;
+  optional<std::string> why =
+      *kind == "alltoall" ? "no hierarchical form" : hierarchical_unfit(u.src(0).device().names(), s);
+  if (!why) return std::nullopt;
+  return fmt::format("{} as the hierarchical allreduce: {}", *kind, *why);
 }
 
 PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr<const Readers> readers) {
@@ -265,7 +307,10 @@ PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr
        [settings, readers](const Match& m) -> optional<UOp> {
          optional<CollectiveUse> use = collective_of(m["red"], *readers, settings);
          if (!use || use->kind != "allgather") return std::nullopt;
-         return allgather(m["red"], use->algorithm == "ring");
+         if (use->algorithm != "hierarchical") return allgather(m["red"], use->algorithm == "ring");
+         const UOp& pad = m["red"].src(0);
+         return hierarchical_allgather(m["red"], *unshard_axis(pad, static_cast<int64_t>(pad.device().count())),
+                                       settings);
        }},
       // a ring broadcast (the direct one is the copy rules' BROADCAST)
       {UPat(Ops::COPY).named("c"),

@@ -45,17 +45,25 @@ std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSet
 // - alltoall: such an allgather whose every reader takes its own device's chunk along another axis
 // - broadcast: a COPY from one device (or one device of a tuple: COPY's source index) to a tuple, when
 //   no reader takes its own device's chunk of it (that is a scatter, served by the copies alone)
-// A collective that is none of these (or whose tuple has device groups: the hierarchical allreduce) is
-// lowered as an allreduce or by the copy rules.
+// A collective that is none of these is lowered as an allreduce or by the copy rules. On a tuple with
+// device groups (allreduce_algorithm names a hierarchical form) a reduce_scatter or an allgather over
+// groups of one size covering the tuple takes the hierarchical form; an alltoall, or groups that do not
+// fit, the hierarchical allreduce (hierarchical_fallback says why).
 struct CollectiveUse {
-  std::string kind;       // reduce_scatter | allgather | alltoall | broadcast
-  std::string algorithm;  // naive | ring | all2all, as collective_algorithm chooses (see collectives.cpp)
+  std::string kind;  // reduce_scatter | allgather | alltoall | broadcast
+  // ring | all2all, as collective_algorithm chooses, or hierarchical (device groups; see collectives.cpp)
+  std::string algorithm;
 };
 // The readers of every node reachable from root (a reader that reads a node twice is listed once).
 using Readers = std::unordered_map<const detail::Node*, std::vector<UOp>>;
 Readers readers_of(const UOp& root);
 // What u (an ALLREDUCE or a COPY of the graph readers were taken from) is, or nothing.
 std::optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, const AllreduceSettings& settings);
+// For an ALLREDUCE u that is a reduce_scatter, allgather or alltoall but, over device groups, is lowered
+// as the hierarchical allreduce: why ("reduce_scatter as the hierarchical allreduce: groups of unequal
+// size"; also "groups do not cover the tuple", "alltoall ...: no hierarchical form"); nothing otherwise.
+std::optional<std::string> hierarchical_fallback(const UOp& u, const Readers& readers,
+                                                 const AllreduceSettings& settings);
 // Rules lowering each collective collective_of recognizes (in a graph readers was taken from) into copies,
 // reductions, MSELECT stores and MSTACKs that replace_allreduce then cleans up.
 PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr<const Readers> readers);

@@ -48,9 +48,10 @@ struct KernelItem {
 // What realize() runs: the lowered graph's device-to-device copies and kernels, in order.
 struct Schedule {
   // per ALLREDUCE node, in order: naive|ring|all2all|hierarchical|hierarchical_rs; one lowered as a
-  // reduce_scatter, allgather or alltoall (rewrite/rules/collectives.cpp) names the form it got, ring or
-  // all2all (direct). So is a broadcast from one device of a tuple (Tensor::broadcast of a tensor on the
-  // tuple); placing a one-device value on a tuple (shard(), broadcast() of a one-device tensor) is not.
+  // reduce_scatter, allgather or alltoall (rewrite/rules/collectives.cpp) names the form it got, ring,
+  // all2all (direct) or hierarchical (over device groups). So is a broadcast from one device of a tuple
+  // (Tensor::broadcast of a tensor on the tuple); placing a one-device value on a tuple (shard(), broadcast() of a
+  // one-device tensor) is not.
   std::vector<std::string> algorithms;
   std::vector<CopyItem> copy_items;
   int64_t kernel_count = 0;
@@ -182,10 +183,12 @@ class Tensor {
   // with the allreduce settings in force when realized (allreduce.ring, allreduce.all2all,
   // allreduce.ring_threshold): ring where the ring applies, else the direct form (naive has no form of its
   // own but for reduce_to); Schedule::algorithms names the one chosen. On a tuple with device groups
-  // (allreduce.groups) reduce_scatter is lowered as the hierarchical allreduce with each device keeping its
-  // part. A lazy sharded input that is not a plain shard of a buffer (x * 2 of a sharded x) is realized
-  // first, as shard() does. Reference: NCCL's collectives (ncclReduceScatter, ncclAllGather,
-  // ncclBroadcast, ncclReduce, ncclAllToAll, as rccl-tests run them); PyTorch torch.distributed.
+  // (allreduce.groups) of one size covering it, reduce_scatter and allgather take their hierarchical form
+  // ("hierarchical": reduce_scatter inside each group, then across groups among the devices of one index;
+  // allgather the reverse; collectives.cpp gives the bytes); with groups of unequal size, and for alltoall, the
+  // hierarchical allreduce with each device keeping its part. A lazy sharded input that is not a plain shard of a
+  // buffer (x * 2 of a sharded x) is realized first, as shard() does. Reference: NCCL's collectives (ncclReduceScatter,
+  // ncclAllGather, ncclBroadcast, ncclReduce, ncclAllToAll, as rccl-tests run them); PyTorch torch.distributed.
 
   // Reduce-scatter: the local values (each of the local shape L) reduced elementwise over the devices
   // with op (ADD, MUL, MAX, MIN), cut into n equal parts along axis of L (negative counts from the end);

@@ -179,16 +179,17 @@ BOOST_AUTO_TEST_CASE(a_chunk_size_that_differs_between_ranks_is_an_error_on_ever
   reset_runtime_params();
 }
 
-// Every collective across the ranks (2 cpu devices per rank, ring forced, int32 sum): each of this
-// rank's devices holds what host arithmetic gives: reduce_scatter its chunk of the sum, allgather every
-// device's buffer, alltoall slot i from device i, broadcast the root's (the last device), reduce_to the
-// sum on the root's rank alone.
-BOOST_AUTO_TEST_CASE(every_collective_matches_host_arithmetic) {
+namespace {
+// The kinds over 2 cpu devices per rank with the ring forced, each device's group its rank (grouped: the
+// hierarchical reduce-scatter and allgather) or none; every device's values checked on its own rank.
+void expect_collectives(const std::vector<std::string>& kinds, bool grouped) {
   std::vector<std::string> devs = devices_with(2);
   AllreduceSettings s = current_settings();
   s.ring = 2;
   s.all2all = 0;
   s.groups.clear();
+  if (grouped)
+    for (const std::string& d : devs) s.groups[d] = split_rank(d)->rank;
   ScopedSettings scope(s);
   int64_t n = static_cast<int64_t>(devs.size()), c = 3, count = n * c, root = n - 1;
   std::vector<HostBuffer> rows;
@@ -202,12 +203,13 @@ BOOST_AUTO_TEST_CASE(every_collective_matches_host_arithmetic) {
     for (int64_t g = 0; g < n; ++g) acc += input_value(g, i);
     return acc;
   };
-  for (const std::string kind : {"reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"}) {
+  for (const std::string& kind : kinds) {
     Tensor r = kind == "reduce_scatter" ? x.reduce_scatter()
                : kind == "allgather"    ? x.allgather()
                : kind == "alltoall"     ? x.alltoall()
                : kind == "broadcast"    ? x.broadcast(static_cast<int>(root), devs)
                                         : x.reduce_to(static_cast<int>(root));
+    if (grouped) BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"}, kind);
     auto want = [&](int64_t j, int64_t e) {
       if (kind == "reduce_scatter") return sum(j * c + e);
       if (kind == "allgather") return input_value(e / count, e % count);
@@ -226,6 +228,21 @@ BOOST_AUTO_TEST_CASE(every_collective_matches_host_arithmetic) {
     }
     BOOST_TEST(sum_over_ranks(wrong) == 0, kind);
   }
+}
+}  // namespace
+
+// Every collective across the ranks (2 cpu devices per rank, ring forced, int32 sum): each of this
+// rank's devices holds what host arithmetic gives: reduce_scatter its chunk of the sum, allgather every
+// device's buffer, alltoall slot i from device i, broadcast the root's (the last device), reduce_to the
+// sum on the root's rank alone.
+BOOST_AUTO_TEST_CASE(every_collective_matches_host_arithmetic) {
+  expect_collectives({"reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"}, false);
+}
+
+// Each rank a group of 2 devices: the hierarchical reduce-scatter and allgather (inside each rank, then
+// across the ranks among the devices of one index) give the same values.
+BOOST_AUTO_TEST_CASE(hierarchical_collectives_match_host_arithmetic) {
+  expect_collectives({"reduce_scatter", "allgather"}, true);
 }
 
 // Ranks at different calls (one sums a value, the others run a program) meet a ConfigError naming

@@ -319,3 +319,162 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
   BOOST_CHECK_EXCEPTION(Tensor::placeholder({6, 2}, DType::float32, devs, 0).alltoall(), ShapeError,
                         test::message_has({"alltoall", "local length 2", "multiple of 3"}));
 }
+
+namespace {
+// G groups of m cpu devices (n = G m): consecutive devices share a group, or (interleaved) device i is
+// in group i mod G; with the ring or the direct form forced for every step.
+AllreduceSettings grouped(int ngroups, int m, bool interleaved, const std::string& algo) {
+  AllreduceSettings s = forced(algo);
+  auto devs = cpu_devices(ngroups * m);
+  for (int i = 0; i < ngroups * m; ++i) s.groups[devs[static_cast<size_t>(i)]] = interleaved ? i % ngroups : i / m;
+  return s;
+}
+
+// The interpreter's values of r on every device against the host's.
+void expect_values(const Tensor& r, const std::vector<std::vector<double>>& want) {
+  std::vector<HostBuffer> got = r.interpret_shards();
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (size_t d = 0; d < got.size(); ++d) {
+    BOOST_TEST(got[d].numel() == static_cast<int64_t>(want[d].size()), "device " << d);
+    for (int64_t e = 0; e < got[d].numel() && e < static_cast<int64_t>(want[d].size()); ++e)
+      BOOST_TEST(got[d].get(e) == want[d][static_cast<size_t>(e)], "device " << d << " element " << e);
+  }
+}
+}  // namespace
+
+// Over device groups (2x2, 2x3, 4x2; consecutive and interleaved groups) reduce_scatter and allgather take
+// the hierarchical form, ring and direct, float32 sum and int32 max, 1 or 3 elements per chunk or shard
+// (odd, fewer than the devices): the interpreter's values equal host arithmetic.
+BOOST_AUTO_TEST_CASE(hierarchical_values_match_host_arithmetic) {
+  struct Layout {
+    int ngroups, m;
+    bool interleaved;
+  };
+  int point = 0;
+  for (Layout l : {Layout{2, 2, false}, Layout{2, 3, true}, Layout{4, 2, false}})
+    for (const std::string& kind : {std::string("reduce_scatter"), std::string("allgather")})
+      for (const std::string& algo : {std::string("ring"), std::string("all2all")}) {
+        ++point;
+        int n = l.ngroups * l.m;
+        DType dtype = point % 2 ? DType::float32 : DType::int32;
+        Ops op = dtype == DType::float32 ? Ops::ADD : Ops::MAX;
+        int64_t each = point % 3 == 0 ? 3 : 1, rows = kind == "reduce_scatter" ? n * each : each;
+        BOOST_TEST_CONTEXT(l.ngroups << "x" << l.m << (l.interleaved ? " interleaved " : " ") << kind << " " << algo
+                                     << " " << dtype_name(dtype) << " rows " << rows) {
+          ScopedSettings scope(grouped(l.ngroups, l.m, l.interleaved, algo));
+          std::vector<HostBuffer> in = locals(n, {rows, 1}, dtype, point);
+          Tensor r = apply(kind, Tensor::from_shards(in, cpu_devices(n), 0), op, 0);
+          BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
+          expect_values(r, host_collective(kind, in, op, 0, 1));
+        }
+      }
+}
+
+// The runtime (compiled kernels, 2 groups of 2 cpu devices, ring) against the interpreter bit for bit;
+// -0.0 survives the hierarchical allgather (selected into place, never summed).
+BOOST_AUTO_TEST_CASE(hierarchical_runtime_matches_interpreter) {
+  ScopedSettings scope(grouped(2, 2, false, "ring"));
+  std::vector<HostBuffer> in = locals(4, {4, 3}, DType::float32, 5);
+  in[2].set(1, -0.0);
+  Tensor x = Tensor::from_shards(in, cpu_devices(4), 0);
+  for (const std::string& kind : {std::string("reduce_scatter"), std::string("allgather")}) {
+    BOOST_TEST_CONTEXT(kind) {
+      Tensor r = apply(kind, x, Ops::ADD, 0);
+      std::vector<HostBuffer> want = r.interpret_shards();
+      r.realize();
+      std::vector<Tensor> got = r.shards();
+      BOOST_TEST_REQUIRE(got.size() == want.size());
+      for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+    }
+  }
+  std::vector<float> g = x.allgather().to_vector<float>();
+  BOOST_TEST(std::signbit(g[2 * 12 + 1]));  // shard 2, element 1
+}
+
+// The hierarchical reduce-scatter's bytes (S per device, G groups of m): each device sends and receives
+// (m-1)/m S inside its group in m-1 copies of S/m, and (G-1)/G S/m across groups in G-1 copies of S/n;
+// the allgather (S the gathered buffer) the same. Ring and direct, 2x2 and 2x3 (consecutive groups).
+BOOST_AUTO_TEST_CASE(hierarchical_bytes_inside_and_across_groups) {
+  for (auto [ngroups, m] : {std::pair{2, 2}, std::pair{2, 3}})
+    for (const std::string& algo : {std::string("ring"), std::string("all2all")}) {
+      int n = ngroups * m;
+      int64_t c = 5, S = 4 * n * c;  // float32, 5 elements per final chunk
+      AllreduceSettings s = grouped(ngroups, m, false, algo);
+      ScopedSettings scope(s);
+      auto devs = cpu_devices(n);
+      Tensor x = Tensor::placeholder({n * n * c}, DType::float32, devs, 0);
+      Tensor part = Tensor::placeholder({n * c}, DType::float32, devs, 0);
+      for (const auto& [kind, r] :
+           {std::pair{"reduce_scatter", x.reduce_scatter()}, std::pair{"allgather", part.allgather()}}) {
+        BOOST_TEST_CONTEXT(ngroups << "x" << m << " " << algo << " " << kind) {
+          Schedule sched = r.schedule();
+          BOOST_TEST(sched.algorithms == std::vector<std::string>{"hierarchical"});
+          std::map<std::string, int64_t> sent[2], received[2];  // [0] inside its group, [1] across groups
+          size_t count[2] = {0, 0};
+          for (const CopyItem& cp : sched.copies()) {
+            int across = s.groups.at(cp.src) != s.groups.at(cp.dst);
+            sent[across][cp.src] += cp.bytes;
+            received[across][cp.dst] += cp.bytes;
+            ++count[across];
+            BOOST_TEST(cp.bytes == (across ? S / n : S / m));
+          }
+          BOOST_TEST(count[0] == static_cast<size_t>(ngroups * m * (m - 1)));
+          BOOST_TEST(count[1] == static_cast<size_t>(m * ngroups * (ngroups - 1)));
+          for (const auto& d : devs)
+            for (int a : {0, 1}) {
+              int64_t want = a ? (ngroups - 1) * S / (ngroups * m) : (m - 1) * S / m;
+              BOOST_TEST(sent[a][d] == want, d << (a ? " across" : " inside"));
+              BOOST_TEST(received[a][d] == want, d << (a ? " across" : " inside"));
+            }
+        }
+      }
+    }
+}
+
+// Groups of unequal size (3 + 1) and groups that leave a device out: reduce_scatter and allgather are
+// the hierarchical allreduce (as before), with the right values, and DEBUG=2 says why.
+BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
+  auto devs = cpu_devices(4);
+  AllreduceSettings unequal = forced("ring"), partial = forced("ring");
+  unequal.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 0}, {"CPU:3", 1}};
+  partial.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 1}};
+  for (const auto& [s, why] :
+       {std::pair{unequal, "groups of unequal size"}, std::pair{partial, "groups do not cover the tuple"}})
+    for (const std::string& kind : {std::string("reduce_scatter"), std::string("allgather")}) {
+      BOOST_TEST_CONTEXT(kind << " " << why) {
+        std::vector<HostBuffer> in = locals(4, {kind == "reduce_scatter" ? 4 : 1, 3}, DType::int32, 9);
+        Tensor r = apply(kind, Tensor::from_shards(in, devs, 0), Ops::ADD, 0);
+        AllreduceSettings debug = s;
+        debug.debug = 2;
+        std::ostringstream captured;
+        std::vector<std::string> algos;
+        {
+          ScopedSettings loud(debug);
+          std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+          algos = r.algorithms();
+          std::cerr.rdbuf(old);
+        }
+        BOOST_TEST(algos == std::vector<std::string>{"hierarchical"});
+        BOOST_TEST(
+            captured.str().find(" | " + kind + " as the hierarchical allreduce: " + why + "\n") != std::string::npos,
+            captured.str());
+        ScopedSettings scope(s);
+        expect_values(r, host_collective(kind, in, Ops::ADD, 0, 3));
+      }
+    }
+}
+
+// With the cast setting off, the hierarchical reduce-scatter reduces bfloat16 as float32 (every copy
+// carries 4-byte elements: 6 per intra piece, 3 per inter chunk) and casts back: 2 groups of 2 devices.
+BOOST_AUTO_TEST_CASE(hierarchical_reduce_scatter_widened) {
+  AllreduceSettings s = grouped(2, 2, false, "all2all");
+  s.cast = false;
+  ScopedSettings scope(s);
+  std::vector<HostBuffer> in = locals(4, {4, 3}, DType::bfloat16, 2);
+  Tensor r = Tensor::from_shards(in, cpu_devices(4), 0).reduce_scatter(Ops::ADD, 0);
+  BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
+  for (const CopyItem& c : r.schedule().copies())
+    BOOST_TEST(c.bytes == 4 * (s.groups.at(c.src) == s.groups.at(c.dst) ? 6 : 3));
+  BOOST_TEST(r.dtype() == DType::bfloat16);
+  expect_values(r, host_collective("reduce_scatter", in, Ops::ADD, 0, 3));
+}
