@@ -208,11 +208,11 @@ struct Loader {
     };
     leaves["experiment.counts"] = [this](auto& n, auto& k) {
       set_form(SweepForm::counts, k, where(n));
-      cfg.counts = int_list(n, k, 1, INT64_MAX);
+      cfg.counts = int_list(n, k, 1, kMaxElements);  // a tensor's most elements
     };
     leaves["experiment.buckets"] = [this](auto& n, auto& k) {
       set_form(SweepForm::buckets, k, where(n));
-      cfg.counts = int_list(n, k, 1, INT64_MAX);
+      cfg.counts = int_list(n, k, 1, kMaxElements);  // a tensor's most elements
     };
     leaves["experiment.warmup"] = [this](auto& n, auto& k) {
       cfg.warmup = static_cast<int>(integer(n, k, 0, 1000000));

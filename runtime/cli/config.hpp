@@ -98,6 +98,7 @@ struct ExperimentConfig {
 // The file is read only if it is a regular file of at most kMaxConfigBytes (a FIFO, a device, a
 // folder or a longer file is a ConfigError naming it), so a config never blocks or exhausts memory.
 inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+// experiment.counts and experiment.buckets hold at most kMaxElements (2^48) elements each, a tensor's most.
 // Lists are bounded too (a ConfigError naming the file, line, column and key beyond): devices.count and
 // devices.groups at most kMaxDevices entries (the most devices a run has), experiment.counts and
 // experiment.buckets at most kMaxListEntries (a sweep of 4096 counts already takes hours; DDP's GPT-2

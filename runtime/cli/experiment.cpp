@@ -403,6 +403,7 @@ int64_t collective_count(const ExperimentConfig& cfg, int64_t count) {
   const std::string& k = cfg.collective;
   if (k != "reduce_scatter" && k != "allgather" && k != "alltoall") return count;
   int64_t n = static_cast<int64_t>(cfg.devices.size());
+  if (cfg.sharding != "no_shard") return (count + n - 1) / n * n;  // FSDP pads its flat parameters up
   return std::max(n, count / n * n);
 }
 

@@ -96,6 +96,8 @@ Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input);
 // before the scatter (reduce_scatter: each device gets count/n), the gathered buffer (allgather: each
 // device gives count/n). collective_count rounds count down to a multiple of the n devices for
 // reduce_scatter, allgather and alltoall (as rccl-tests does), at least n; other collectives keep it.
+// With experiment.sharding (FSDP units) it rounds up instead, as FSDP pads its flat parameters: what a
+// run of that unit moves (the config caps counts at kMaxElements, so this never overflows).
 int64_t collective_count(const ExperimentConfig& cfg, int64_t count);
 // The realized input of one collective of collective_count(cfg, count) == count elements, sharded on
 // axis 0, device d's data input_value(d, i): (n, count) for allreduce, broadcast and reduce, (n*count)

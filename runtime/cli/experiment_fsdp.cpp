@@ -51,8 +51,6 @@ struct Unit {
   Tensor grads;                       // (ndev * count) sharded on axis 0: device d's whole gradient
 };
 
-int64_t padded(int64_t count, int64_t n) { return (count + n - 1) / n * n; }
-
 // input_row(cfg, count_padded, r) as a flat (count_padded) buffer whose elements from `count` on are zero.
 HostBuffer padded_row(const ExperimentConfig& cfg, int64_t count, int64_t count_padded, int64_t r) {
   HostBuffer row = input_row(cfg, count_padded, r);
@@ -66,7 +64,7 @@ HostBuffer padded_row(const ExperimentConfig& cfg, int64_t count, int64_t count_
 // The parameters of unit u (input data of a device index no gradient row uses) and its zero gradients,
 // placed on the devices.
 Unit make_unit(const ExperimentConfig& cfg, size_t u, int64_t count) {
-  int64_t n = static_cast<int64_t>(cfg.devices.size()), count_padded = padded(count, n);
+  int64_t n = static_cast<int64_t>(cfg.devices.size()), count_padded = collective_count(cfg, count);
   HostBuffer params_host = padded_row(cfg, count, count_padded, n + 1 + static_cast<int64_t>(u));
   int64_t part = count_padded / n, item = itemsize(cfg.dtype);
   std::vector<HostBuffer> parts;
@@ -144,7 +142,7 @@ void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishR
                     ExperimentResult& result) {
   size_t ndev = cfg.devices.size();
   std::vector<int64_t> counts;
-  for (int64_t c : cfg.counts) counts.push_back(padded(c, static_cast<int64_t>(ndev)));
+  for (int64_t c : cfg.counts) counts.push_back(collective_count(cfg, c));  // padded to the devices
   check_units_fit(cfg, counts);
   std::vector<Unit> units;
   for (size_t u = 0; u < cfg.counts.size(); ++u) units.push_back(make_unit(cfg, u, cfg.counts[u]));

@@ -206,8 +206,7 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   write_outputs(result);
   if (result.stopped) {
     int sig = interrupt_signal();
-    report(fmt::format("interrupted by {} after {} of {} rows", signal_name(sig), result.rows.size(),
-                       cfg.sweep_counts().size()));
+    report(fmt::format("interrupted by {} after {} of {} rows", signal_name(sig), result.rows.size(), result.planned));
     return 128 + sig;
   }
   return result.wrong() > 0 ? 1 : 0;
@@ -257,8 +256,9 @@ CLI::Validator positive_count() {
             text.find_first_not_of('0') == std::string::npos)
           return "expected a count of elements >= 1, got '" + text + "'";
         int64_t v = 0;  // CLI11 would clamp a count past int64 silently
-        if (std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc())
-          return "count '" + text + "' is out of range: at most " + std::to_string(INT64_MAX) + " elements";
+        if (std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc() || v > kMaxElements)
+          return "count '" + text + "' is out of range: at most " + std::to_string(kMaxElements) +
+                 " elements (2^48, a tensor's most)";
         return "";
       },
       "N>=1");

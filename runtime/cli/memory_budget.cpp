@@ -110,9 +110,12 @@ void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
                                           }());
   throw ResourceError(fmt::format(
       "out of host memory: {} x {} devices {} needs about {:.2f} GiB (device buffers {:.2f} GiB{}, host check "
-      "{:.2f} GiB), {:.2f} GiB available ({}); refused before allocating: choose smaller experiment.sizes",
+      "{:.2f} GiB), {:.2f} GiB available ({}); refused before allocating: choose smaller {}",
       what, local_count(cfg), dtype_name(cfg.dtype), gib(need.total()), gib(need.device),
-      need.device_is_host ? "" : " on the GPUs, not counted here", gib(need.host), gib(avail->bytes), avail->limit));
+      need.device_is_host ? "" : " on the GPUs, not counted here", gib(need.host), gib(avail->bytes), avail->limit,
+      cfg.form == SweepForm::sizes    ? "experiment.sizes"
+      : cfg.form == SweepForm::counts ? "experiment.counts"
+                                      : "experiment.buckets"));
 }
 
 }  // namespace ringrt

@@ -281,6 +281,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (o.warmup >= o.steps) {  // the flat checks compare the end with the state after warm-up
+    std::fprintf(stderr, "--warmup (%lld) must be below --steps (%lld): the flat checks need steps after warm-up\n",
+                 static_cast<long long>(o.warmup), static_cast<long long>(o.steps));
+    return 2;
+  }
   std::vector<std::string> devs = cpu_devices(static_cast<int>(o.devices));
   std::printf("# ringrt soak: %lld steps per loop, %lld cpu devices, %lld float32 per device, warm-up %lld steps\n",
               static_cast<long long>(o.steps), static_cast<long long>(o.devices), static_cast<long long>(o.count),
