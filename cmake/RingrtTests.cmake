@@ -138,7 +138,7 @@ endforeach()
 # full build (with no GPU the device tests skip). Their own main (not ringrt_test_support's library,
 # which links ringrt) and no precompiled header (its HIP defines differ).
 if(TARGET ringrt_nvidia)
-  foreach(src hiprtc/test_matrix_hiprtc.cpp hiprtc/test_hiprtc.cpp gpu/test_hip_device.cpp)
+  foreach(src hiprtc/test_matrix_hiprtc.cpp hiprtc/test_hiprtc.cpp gpu/test_hip_device.cpp gpu/test_hip_collectives.cpp)
     get_filename_component(stem "${src}" NAME_WE)
     set(target "nvrtc_${stem}")
     add_executable(${target} test/${src} test/support/test_main.cpp)
