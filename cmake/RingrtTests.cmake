@@ -23,7 +23,7 @@ set(RINGRT_TEST_ENVIRONMENT "" CACHE STRING "VAR=value;... added to the environm
 # samples still report separately in the test's output, and `<exe> --run_test=<case>/_<i>` runs one.
 set(RINGRT_TEST_GROUPS
   codegen_test_matrix_kernels "^matrix_kernels_match_interpreter$"
-  hiprtc_test_matrix_hiprtc "^matrix_kernels_compile$"
+  hiprtc_test_matrix_hiprtc "^(matrix|collective)_kernels_compile$"
   rewrite_rules_test_allreduce "^(matrix|runtime_matches_interpreter)$")
 
 # Seconds the slowest tests take on a cold run (2 cores, empty kernel cache), as their CTest COST:
@@ -34,6 +34,7 @@ set(RINGRT_TEST_COSTS
   codegen_test_matrix_kernels.matrix_kernels_match_interpreter=47
   rewrite_rules_test_allreduce.runtime_matches_interpreter=30
   hiprtc_test_matrix_hiprtc.matrix_kernels_compile=30
+  hiprtc_test_matrix_hiprtc.collective_kernels_compile=13
   rewrite_rules_test_allreduce.matrix=29
   integration_test_cli.bad_input_found_by_the_breaker=8
   integration_test_cli.every_config_runs_with_no_wrong_values/_0=4)
@@ -137,7 +138,7 @@ endforeach()
 # full build (with no GPU the device tests skip). Their own main (not ringrt_test_support's library,
 # which links ringrt) and no precompiled header (its HIP defines differ).
 if(TARGET ringrt_nvidia)
-  foreach(src hiprtc/test_matrix_hiprtc.cpp hiprtc/test_hiprtc.cpp gpu/test_hip_device.cpp)
+  foreach(src hiprtc/test_matrix_hiprtc.cpp hiprtc/test_hiprtc.cpp gpu/test_hip_device.cpp gpu/test_hip_collectives.cpp)
     get_filename_component(stem "${src}" NAME_WE)
     set(target "nvrtc_${stem}")
     add_executable(${target} test/${src} test/support/test_main.cpp)
@@ -145,7 +146,7 @@ if(TARGET ringrt_nvidia)
     ringrt_gpu_test_options(${target} PRIVATE nvidia)
     set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc")
     ringrt_warnings(${target})
-    boost_test_discover_tests(${target} LABELS nvrtc GROUP_DATA_CASES "^matrix_kernels_compile$"
+    boost_test_discover_tests(${target} LABELS nvrtc GROUP_DATA_CASES "^(matrix|collective)_kernels_compile$"
       COSTS ${RINGRT_TEST_COSTS} WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc"
       ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${RINGRT_TEST_ENVIRONMENT})
   endforeach()

@@ -6,9 +6,16 @@
 #      (RINGRT_HIP_LOGICAL_DEVICES),
 #   3. sweeps `ringrt run configs/gpu.yaml` (1 KiB to 1 GiB per device, every value checked: #wrong) with
 #      naive, ring, all2all and auto (the default thresholds),
-#   4. measures the floor of an allreduce on that GPU: device-to-device copy bandwidth (ringrt_gpu_floor).
+#   4. sweeps each other collective (issue 18: reduce_scatter, allgather, broadcast, reduce, alltoall) with
+#      the default algorithm choice (the allreduce thresholds: direct, naive for reduce, at small sizes, ring
+#      above allreduce.ring_threshold; alltoall is always direct),
+#      1 KiB to 256 MiB per device by factors of 16, every value checked (#wrong),
+#   5. measures the floor of an allreduce on that GPU: device-to-device copy bandwidth (ringrt_gpu_floor).
+# Time budget: the GPU machine is lent for 15 minutes in all (start-up included), so the steps are sized
+# to fit with room for one rerun; step 4 is about a minute on an H200 (5 collectives x 5 sizes, warmup 1,
+# iters 5; mostly NVRTC compiles of each size's new kernels), an estimate not yet measured there.
 # Usage: OUT=DIR [PRESET=nvidia] [LOGICAL=4] [JOBS=$(nproc)] scripts/gpu-check.sh
-# Writes DIR/env.txt, build.log, devices.txt, gpu-tests.log, sweep-<algorithm>.{txt,csv}, floor.txt (after its command line, the CSV rows). A failed step is
+# Writes DIR/env.txt, build.log, devices.txt, gpu-tests.log, sweep-<algorithm>.{txt,csv}, sweep-<collective>.{txt,csv}, floor.txt (after its command line, the CSV rows). A failed step is
 # reported and the others still run; exit status 1 when any step failed, else 0.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +46,7 @@ step() {
 
 step configure "$OUT/build.log" cmake --preset "$PRESET"
 step build "$OUT/build.log" cmake --build --preset "$PRESET" -j "$JOBS" \
-  --target ringrt_cli ringrt_gpu_floor gpu_test_hip_device
+  --target ringrt_cli ringrt_gpu_floor gpu_test_hip_device gpu_test_hip_collectives
 bin="build/$PRESET"
 
 export RINGRT_HIP_LOGICAL_DEVICES="$LOGICAL"
@@ -58,6 +65,11 @@ for algo in naive ring all2all auto; do
   esac
   step "sweep $algo" "$OUT/sweep-$algo.txt" "$bin/ringrt" run configs/gpu.yaml --set backend=hip --set devices.count="$LOGICAL" \
     "${sets[@]}" --csv "$OUT/sweep-$algo.csv"
+done
+for coll in reduce_scatter allgather broadcast reduce alltoall; do
+  step "sweep $coll" "$OUT/sweep-$coll.txt" "$bin/ringrt" run configs/gpu.yaml --set backend=hip \
+    --set devices.count="$LOGICAL" --set experiment.collective="$coll" --set experiment.warmup=1 \
+    --set experiment.iters=5 --set 'experiment.sizes={min: 1KiB, max: 256MiB, factor: 16}' --csv "$OUT/sweep-$coll.csv"
 done
 step floor "$OUT/floor.txt" "$bin/ringrt_gpu_floor" 1073741824 5 "$LOGICAL" -- "${sizes[@]}"
 if ((status == 0)); then echo "gpu-check: every step passed; results in $OUT" >&2; else echo "gpu-check: FAILED (the steps marked !! above); logs in $OUT" >&2; fi

@@ -1,12 +1,14 @@
-// The GPU compiler (no GPU needed): every kernel of the multi-device allreduce test matrix (test/support/
-// allreduce_matrix.hpp: ndev x algorithm x dtype x op x numel) compiles for RINGRT_TEST_GPU_ARCH: with
-// hipRTC for gfx90a (hiprtc_test_matrix_hiprtc), with NVRTC for sm_90 (nvrtc_test_matrix_hiprtc, built
-// against ringrt_nvidia: cmake/RingrtTests.cmake). The kernels are
-// the ones realize() compiles (codegen/item_kernel.hpp lower_item), rendered by render_hip and
-// deduplicated by source over the whole matrix; 40 kernels share one hipRTC program, which costs
-// ~14x less than a program each (hipRTC's fixed cost per program dominates these small kernels). Six
-// test cases each compile a sixth, so `ctest -j` spreads them. Without HIP the case is skipped (a false
-// precondition), which CTest reports as skipped.
+// The GPU compiler (no GPU needed): every kernel of the multi-device test matrices compiles for
+// RINGRT_TEST_GPU_ARCH: with hipRTC for gfx90a (hiprtc_test_matrix_hiprtc), with NVRTC for sm_90
+// (nvrtc_test_matrix_hiprtc, built against ringrt_nvidia: cmake/RingrtTests.cmake). The matrices: the
+// allreduce's (test/support/allreduce_matrix.hpp: ndev x algorithm x dtype x op x numel;
+// matrix_kernels_compile) and the other collectives' (test/support/collectives_matrix.hpp: collective x
+// algorithm x ndev x dtype x op x shape; collective_kernels_compile, the kernels the allreduce matrix does
+// not have). The kernels are the ones realize() compiles (codegen/item_kernel.hpp lower_item), rendered by
+// render_hip and deduplicated by source over each matrix; 40 kernels share one hipRTC program, which costs
+// ~14x less than a program each (hipRTC's fixed cost per program dominates these small kernels). Each
+// matrix is split into test cases (the samples of one CTest test, one process), so a failure names its
+// part. Without HIP the cases are skipped (a false precondition), which CTest reports as skipped.
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -15,6 +17,7 @@
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
 #include "test/support/allreduce_matrix.hpp"
+#include "test/support/collectives_matrix.hpp"
 
 namespace bdata = boost::unit_test::data;
 namespace utf = boost::unit_test;
@@ -29,7 +32,8 @@ namespace {
 // kernels: one per program 29 s of CPU, 10 per program 4.1 s, 40 per program 2.1 s, 120 in one 2.5 s:
 // a program costs ~0.24 s, a kernel ~0.015 s.
 constexpr size_t kPerProgram = 40;
-constexpr size_t kParts = 6;  // test cases; each collects the whole matrix (~2.5 s) and compiles a sixth
+constexpr size_t kParts = 6;            // test cases; each collects the whole matrix (~2.5 s) and compiles a sixth
+constexpr size_t kCollectiveParts = 2;  // the collectives matrix (~470 kernels): each case compiles a half
 
 bool is_code_object(const std::string& bytes) {
   return bytes.size() > 4 && bytes.compare(0, 4,
@@ -37,22 +41,16 @@ bool is_code_object(const std::string& bytes) {
                                            "ELF") == 0;
 }
 
-}  // namespace
-
-BOOST_DATA_TEST_CASE(matrix_kernels_compile, bdata::xrange(kParts), part) {
-  size_t items = 0, distinct = 0;
-  auto render = [](const Kernel& k) { return render_hip(k); };
-  std::vector<test::MatrixKernel> ks = test::matrix_kernels_part(part, kParts, render, &items, &distinct);
-  BOOST_TEST_MESSAGE("matrix: " << items << " kernel items, " << distinct << " distinct kernels; part " << part << ": "
-                                << ks.size());
-  BOOST_TEST_REQUIRE(ks.size() >= distinct / kParts);
+// Compiles ks, kPerProgram kernels per program named <name>_<i>; a program that fails is compiled again
+// kernel by kernel, and each failing kernel is reported with its matrix point and source.
+void compile_in_batches(const std::vector<test::MatrixKernel>& ks, const std::string& name) {
   HiprtcCompiler cc(RINGRT_TEST_GPU_ARCH);
   for (size_t first = 0; first < ks.size(); first += kPerProgram) {
     std::vector<Kernel> batch;
     for (size_t i = first; i < std::min(ks.size(), first + kPerProgram); ++i) batch.push_back(ks[i].kernel);
-    std::string name = fmt::format("matrix_part{}_{}", part, first / kPerProgram);
+    std::string program = fmt::format("{}_{}", name, first / kPerProgram);
     try {
-      BOOST_TEST(is_code_object(cc.compile(render_hip(batch), name)), name);
+      BOOST_TEST(is_code_object(cc.compile(render_hip(batch), program)), program);
     } catch (const CompileError& e) {
       // find the kernel that fails: compile the batch's kernels one by one
       for (size_t i = first; i < first + batch.size(); ++i) {
@@ -62,17 +60,45 @@ BOOST_DATA_TEST_CASE(matrix_kernels_compile, bdata::xrange(kParts), part) {
           BOOST_ERROR(ks[i].label << ": " << one.what() << "\n" << render_hip(ks[i].kernel));
         }
       }
-      BOOST_ERROR(name << ": " << e.what());
+      BOOST_ERROR(program << ": " << e.what());
     }
   }
 }
 
+auto render = [](const Kernel& k) { return render_hip(k); };
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(matrix_kernels_compile, bdata::xrange(kParts), part) {
+  size_t items = 0, distinct = 0;
+  std::vector<test::MatrixKernel> ks = test::matrix_kernels_part(part, kParts, render, &items, &distinct);
+  BOOST_TEST_MESSAGE("matrix: " << items << " kernel items, " << distinct << " distinct kernels; part " << part << ": "
+                                << ks.size());
+  BOOST_TEST_REQUIRE(ks.size() >= distinct / kParts);
+  compile_in_batches(ks, fmt::format("matrix_part{}", part));
+}
+
+// The collectives matrix (test/support/collectives_matrix.hpp), in kCollectiveParts cases.
+BOOST_DATA_TEST_CASE(collective_kernels_compile, bdata::xrange(kCollectiveParts), part) {
+  size_t items = 0, distinct = 0;
+  std::vector<test::MatrixKernel> ks =
+      test::kernels_part(test::all_collective_kernels(render), part, kCollectiveParts, &items, &distinct);
+  BOOST_TEST_MESSAGE("collectives: " << items << " kernel items, " << distinct
+                                     << " distinct kernels not in the allreduce matrix; part " << part << ": "
+                                     << ks.size());
+  BOOST_TEST_REQUIRE(distinct > 0u);
+  BOOST_TEST_REQUIRE(ks.size() >= distinct / kCollectiveParts);
+  compile_in_batches(ks, fmt::format("collectives_part{}", part));
+}
+
 #else  // no HIP: report the matrix compile as skipped
 
-BOOST_AUTO_TEST_CASE(matrix_kernels_compile, *utf::precondition([](utf::test_unit_id) {
-                       boost::test_tools::assertion_result r(false);
-                       r.message() << "built without HIP (RINGRT_HAVE_HIP undefined)";
-                       return r;
-                     })) {}
+boost::test_tools::assertion_result no_hip(utf::test_unit_id) {
+  boost::test_tools::assertion_result r(false);
+  r.message() << "built without HIP (RINGRT_HAVE_HIP undefined)";
+  return r;
+}
+BOOST_AUTO_TEST_CASE(matrix_kernels_compile, *utf::precondition(no_hip)) {}
+BOOST_AUTO_TEST_CASE(collective_kernels_compile, *utf::precondition(no_hip)) {}
 
 #endif

@@ -60,9 +60,29 @@ struct MatrixKernel {
   std::string label;  // the first matrix point and item that produced it
 };
 
-// The distinct kernels (by `render(kernel)`, e.g. codegen::render_hip) of every matrix point with ndev
-// devices and an algorithm of algos, in the order first met; items_seen counts the kernel items; a
-// source already in `seen` is skipped (and every new one added).
+// The kernels of one matrix point, the multi-device graph `root` lowered with `settings` and planned as
+// realize() plans it, appended to `out` when their source (`render(kernel)`, e.g. codegen::render_hip)
+// is not in `by_source` yet (and added there); items_seen counts the kernel items. Shared by every matrix
+// (this file's allreduce, test/support/collectives_matrix.hpp's collectives).
+template <class Render>
+void add_point_kernels(const UOp& root, const AllreduceSettings& settings, const std::string& point, Render render,
+                       std::vector<MatrixKernel>& out, std::map<std::string, size_t>& by_source,
+                       size_t* items_seen = nullptr) {
+  ItemPlan plan = plan_schedule(lower_multi({root}, settings).roots);
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const ScheduleItem& item = plan.items[i];
+    if (item.kind != ScheduleItem::Kind::kernel) continue;
+    if (items_seen) ++*items_seen;
+    ItemKernel ik = lower_item(item);
+    if (!by_source.emplace(render(ik.kernel), out.size()).second) continue;
+    out.push_back({std::move(ik.kernel), item_ast(item), item.reads,
+                   fmt::format("{}, item {} on {}", point, i, item.device.to_string())});
+  }
+}
+
+// The distinct kernels (by `render(kernel)`) of every matrix point with ndev devices and an algorithm of
+// algos, in the order first met; items_seen counts the kernel items; a source already in `seen` is
+// skipped (and every new one added).
 template <class Render>
 std::vector<MatrixKernel> matrix_kernels(int ndev, const std::vector<std::string>& algos, Render render,
                                          size_t* items_seen = nullptr, std::map<std::string, size_t>* seen = nullptr) {
@@ -71,23 +91,12 @@ std::vector<MatrixKernel> matrix_kernels(int ndev, const std::vector<std::string
   std::map<std::string, size_t>& by_source = seen ? *seen : local;
   for (const std::string& algo : algos) {
     AllreduceSettings settings = matrix_settings(algo, ndev);
-    for (DType dtype : kMatrixDTypes) {
-      for (int64_t numel : matrix_sizes(ndev)) {
-        for (Ops op : kMatrixOps) {
-          ItemPlan plan = plan_schedule(lower_multi({matrix_allreduce(ndev, dtype, op, numel)}, settings).roots);
-          for (size_t i = 0; i < plan.items.size(); ++i) {
-            const ScheduleItem& item = plan.items[i];
-            if (item.kind != ScheduleItem::Kind::kernel) continue;
-            if (items_seen) ++*items_seen;
-            ItemKernel ik = lower_item(item);
-            if (!by_source.emplace(render(ik.kernel), out.size()).second) continue;
-            out.push_back({std::move(ik.kernel), item_ast(item), item.reads,
-                           fmt::format("ndev {} {} {} {} numel {}, item {} on {}", ndev, algo, dtype_name(dtype),
-                                       op_name(op), numel, i, item.device.to_string())});
-          }
-        }
-      }
-    }
+    for (DType dtype : kMatrixDTypes)
+      for (int64_t numel : matrix_sizes(ndev))
+        for (Ops op : kMatrixOps)
+          add_point_kernels(matrix_allreduce(ndev, dtype, op, numel), settings,
+                            fmt::format("ndev {} {} {} {} numel {}", ndev, algo, dtype_name(dtype), op_name(op), numel),
+                            render, out, by_source, items_seen);
   }
   return out;
 }
@@ -113,18 +122,23 @@ const MatrixKernels& all_matrix_kernels(Render render) {
   return all;
 }
 
-// Part `part` of `parts` (contiguous, sizes differing by at most 1) of all_matrix_kernels(render); so a
-// test can split the matrix into several cases. items_seen / distinct: the whole matrix's kernel items
-// and distinct kernels.
-template <class Render>
-std::vector<MatrixKernel> matrix_kernels_part(size_t part, size_t parts, Render render, size_t* items_seen = nullptr,
-                                              size_t* distinct = nullptr) {
-  const MatrixKernels& all = all_matrix_kernels(render);
+// Part `part` of `parts` (contiguous, sizes differing by at most 1) of a matrix's kernels; so a test can
+// split a matrix into several cases. items_seen / distinct: the whole matrix's kernel items and distinct
+// kernels.
+inline std::vector<MatrixKernel> kernels_part(const MatrixKernels& all, size_t part, size_t parts,
+                                              size_t* items_seen = nullptr, size_t* distinct = nullptr) {
   if (items_seen) *items_seen = all.items;
   if (distinct) *distinct = all.kernels.size();
   size_t begin = all.kernels.size() * part / parts, end = all.kernels.size() * (part + 1) / parts;
   return {all.kernels.begin() + static_cast<std::ptrdiff_t>(begin),
           all.kernels.begin() + static_cast<std::ptrdiff_t>(end)};
+}
+
+// Part `part` of `parts` of all_matrix_kernels(render) (kernels_part).
+template <class Render>
+std::vector<MatrixKernel> matrix_kernels_part(size_t part, size_t parts, Render render, size_t* items_seen = nullptr,
+                                              size_t* distinct = nullptr) {
+  return kernels_part(all_matrix_kernels(render), part, parts, items_seen, distinct);
 }
 
 }  // namespace ringrt::test

@@ -15,6 +15,7 @@
 #include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 #include "test/support/checks.hpp"
+#include "test/support/collectives_oracle.hpp"
 #include "test/support/null_device.hpp"
 
 using namespace ringrt;
@@ -22,69 +23,6 @@ using namespace ringrt;
 namespace {
 
 const std::vector<std::string> kCollectives{"reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"};
-
-// Small integers (exact in every dtype and every sum of 8 of them), seeded per device.
-std::vector<HostBuffer> locals(int ndev, const Shape& shape, DType dtype, int seed) {
-  std::vector<HostBuffer> out;
-  for (int d = 0; d < ndev; ++d) {
-    HostBuffer b(dtype, shape);
-    for (int64_t i = 0; i < b.numel(); ++i) b.set(i, static_cast<double>((i * 7 + d * 5 + seed * 3) % 9 - 4));
-    out.push_back(b);
-  }
-  return out;
-}
-
-double combine(Ops op, double a, double b) { return op == Ops::ADD ? a + b : std::max(a, b); }
-
-// Element e of the reduction over devices of the local values.
-double reduced(const std::vector<HostBuffer>& in, Ops op, int64_t e) {
-  double acc = in[0].get(e);
-  for (size_t d = 1; d < in.size(); ++d) acc = combine(op, acc, in[d].get(e));
-  return acc;
-}
-
-// The host's answer: one buffer (flat values) per device of the result, rows of `row` elements.
-std::vector<std::vector<double>> host_collective(const std::string& kind, const std::vector<HostBuffer>& in, Ops op,
-                                                 int root, int64_t row) {
-  int64_t n = static_cast<int64_t>(in.size()), numel = in[0].numel();
-  std::vector<std::vector<double>> out;
-  auto value = [&](int64_t d, int64_t e) { return in[static_cast<size_t>(d)].get(e); };
-  if (kind == "reduce") {
-    out.emplace_back();
-    for (int64_t e = 0; e < numel; ++e) out.back().push_back(reduced(in, op, e));
-    return out;
-  }
-  for (int64_t j = 0; j < n; ++j) {
-    std::vector<double> v;
-    if (kind == "reduce_scatter")  // chunk j of the reduced buffer
-      for (int64_t e = j * numel / n; e < (j + 1) * numel / n; ++e) v.push_back(reduced(in, op, e));
-    if (kind == "allgather")
-      for (int64_t d = 0; d < n; ++d)
-        for (int64_t e = 0; e < numel; ++e) v.push_back(value(d, e));
-    if (kind == "alltoall")  // slot i: device i's chunk j (numel / n elements, whole rows)
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t e = j * numel / n; e < (j + 1) * numel / n; ++e) v.push_back(value(i, e));
-    if (kind == "broadcast")
-      for (int64_t e = 0; e < numel; ++e) v.push_back(value(root, e));
-    out.push_back(v);
-  }
-  (void)row;
-  return out;
-}
-
-Tensor apply(const std::string& kind, const Tensor& x, Ops op, int root) {
-  if (kind == "reduce_scatter") return x.reduce_scatter(op, 0);
-  if (kind == "allgather") return x.allgather();
-  if (kind == "alltoall") return x.alltoall();
-  if (kind == "broadcast") return x.broadcast(root, x.devices());
-  return x.reduce_to(root, op);
-}
-
-// The algorithm the schedule names for kind with algo forced: the direct form is all2all.
-std::string named(const std::string& kind, const std::string& algo) {
-  if (kind == "reduce") return algo;
-  return algo == "ring" && kind != "alltoall" ? "ring" : "all2all";
-}
 
 }  // namespace
 
@@ -107,11 +45,12 @@ BOOST_AUTO_TEST_CASE(values_match_host_arithmetic) {
             BOOST_TEST_CONTEXT(kind << " " << algo << " ndev " << ndev << " " << dtype_name(dtype) << " " << op_name(op)
                                     << " rows " << rows << " root " << root) {
               ScopedSettings scope(test::matrix_settings(algo, ndev));
-              std::vector<HostBuffer> in = locals(ndev, {rows, 5}, dtype, point);
+              std::vector<HostBuffer> in = test::collective_locals(ndev, {rows, 5}, dtype, point);
               Tensor x = Tensor::from_shards(in, cpu_devices(ndev), 0);
-              Tensor r = apply(kind, x, op, root);
-              if (ndev > 1) BOOST_TEST(r.algorithms() == std::vector<std::string>{named(kind, algo)});
-              std::vector<std::vector<double>> want = host_collective(kind, in, op, root, 5);
+              Tensor r = test::apply_collective(kind, x, op, root);
+              if (ndev > 1)
+                BOOST_TEST(r.algorithms() == std::vector<std::string>{test::expected_algorithm(kind, algo)});
+              std::vector<std::vector<double>> want = test::host_collective(kind, in, op, root);
               std::vector<HostBuffer> got = r.interpret_shards();
               BOOST_TEST_REQUIRE(got.size() == want.size());
               for (size_t d = 0; d < got.size(); ++d) {
@@ -132,7 +71,7 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
         AllreduceSettings s = test::matrix_settings(algo, 3);
         s.cast = cast;
         ScopedSettings scope(s);
-        std::vector<HostBuffer> in = locals(3, {2, 6}, DType::bfloat16, 11);
+        std::vector<HostBuffer> in = test::collective_locals(3, {2, 6}, DType::bfloat16, 11);
         Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(Ops::ADD, -1);
         BOOST_TEST((r.shape() == Shape{2, 6}));
         BOOST_TEST((r.shard_axis() == std::optional<int>(1)));
@@ -143,7 +82,8 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
         for (int64_t d = 0; d < 3; ++d)
           for (int64_t row = 0; row < 2; ++row)
             for (int64_t col = 0; col < 2; ++col)
-              BOOST_TEST(got[static_cast<size_t>(d)].get(row * 2 + col) == reduced(in, Ops::ADD, row * 6 + 2 * d + col),
+              BOOST_TEST(got[static_cast<size_t>(d)].get(row * 2 + col) ==
+                             test::host_reduced(in, Ops::ADD, row * 6 + 2 * d + col),
                          "device " << d << " (" << row << ", " << col << ")");
       }
     }
@@ -154,12 +94,12 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
 BOOST_AUTO_TEST_CASE(runtime_matches_interpreter) {
   for (const std::string& algo : {std::string("ring"), std::string("all2all")}) {
     ScopedSettings scope(test::matrix_settings(algo, 3));
-    std::vector<HostBuffer> in = locals(3, {3, 5}, DType::float32, 7);
+    std::vector<HostBuffer> in = test::collective_locals(3, {3, 5}, DType::float32, 7);
     in[1].set(2, -0.0);
     Tensor x = Tensor::from_shards(in, cpu_devices(3), 0);
     for (const std::string& kind : kCollectives) {
       BOOST_TEST_CONTEXT(algo << " " << kind) {
-        Tensor r = apply(kind, x, Ops::ADD, 1);
+        Tensor r = test::apply_collective(kind, x, Ops::ADD, 1);
         std::vector<HostBuffer> want = r.interpret_shards();
         r.realize();
         std::vector<Tensor> got = r.devices().size() == 1 ? std::vector<Tensor>{r} : r.shards();
@@ -277,7 +217,7 @@ BOOST_AUTO_TEST_CASE(alltoall_and_broadcast_invariants) {
 BOOST_AUTO_TEST_CASE(allreduce_read_per_device_is_a_reduce_scatter) {
   AllreduceSettings s = forced("ring");
   ScopedSettings scope(s);
-  std::vector<HostBuffer> in = locals(3, {1, 12}, DType::int32, 3);
+  std::vector<HostBuffer> in = test::collective_locals(3, {1, 12}, DType::int32, 3);
   Tensor x = Tensor::from_shards(in, cpu_devices(3), 0);
   Tensor y = x.sum({0}).shard(cpu_devices(3), 0);
   std::ostringstream captured;
@@ -296,7 +236,7 @@ BOOST_AUTO_TEST_CASE(allreduce_read_per_device_is_a_reduce_scatter) {
   BOOST_TEST(t.copies == 6u);
   expect_even(t, cpu_devices(3), 2 * 4 * 4);
   std::vector<int32_t> got = y.to_vector<int32_t>();
-  for (int64_t e = 0; e < 12; ++e) BOOST_TEST(got[static_cast<size_t>(e)] == reduced(in, Ops::ADD, e));
+  for (int64_t e = 0; e < 12; ++e) BOOST_TEST(got[static_cast<size_t>(e)] == test::host_reduced(in, Ops::ADD, e));
 }
 
 // Bad input: a clear error naming the op, the shapes and the devices.
@@ -362,10 +302,10 @@ BOOST_AUTO_TEST_CASE(hierarchical_values_match_host_arithmetic) {
         BOOST_TEST_CONTEXT(l.ngroups << "x" << l.m << (l.interleaved ? " interleaved " : " ") << kind << " " << algo
                                      << " " << dtype_name(dtype) << " rows " << rows) {
           ScopedSettings scope(grouped(l.ngroups, l.m, l.interleaved, algo));
-          std::vector<HostBuffer> in = locals(n, {rows, 1}, dtype, point);
-          Tensor r = apply(kind, Tensor::from_shards(in, cpu_devices(n), 0), op, 0);
+          std::vector<HostBuffer> in = test::collective_locals(n, {rows, 1}, dtype, point);
+          Tensor r = test::apply_collective(kind, Tensor::from_shards(in, cpu_devices(n), 0), op, 0);
           BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
-          expect_values(r, host_collective(kind, in, op, 0, 1));
+          expect_values(r, test::host_collective(kind, in, op, 0));
         }
       }
 }
@@ -374,12 +314,12 @@ BOOST_AUTO_TEST_CASE(hierarchical_values_match_host_arithmetic) {
 // -0.0 survives the hierarchical allgather (selected into place, never summed).
 BOOST_AUTO_TEST_CASE(hierarchical_runtime_matches_interpreter) {
   ScopedSettings scope(grouped(2, 2, false, "ring"));
-  std::vector<HostBuffer> in = locals(4, {4, 3}, DType::float32, 5);
+  std::vector<HostBuffer> in = test::collective_locals(4, {4, 3}, DType::float32, 5);
   in[2].set(1, -0.0);
   Tensor x = Tensor::from_shards(in, cpu_devices(4), 0);
   for (const std::string& kind : {std::string("reduce_scatter"), std::string("allgather")}) {
     BOOST_TEST_CONTEXT(kind) {
-      Tensor r = apply(kind, x, Ops::ADD, 0);
+      Tensor r = test::apply_collective(kind, x, Ops::ADD, 0);
       std::vector<HostBuffer> want = r.interpret_shards();
       r.realize();
       std::vector<Tensor> got = r.shards();
@@ -442,8 +382,8 @@ BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
        {std::pair{unequal, "groups of unequal size"}, std::pair{partial, "groups do not cover the tuple"}})
     for (const std::string& kind : {std::string("reduce_scatter"), std::string("allgather")}) {
       BOOST_TEST_CONTEXT(kind << " " << why) {
-        std::vector<HostBuffer> in = locals(4, {kind == "reduce_scatter" ? 4 : 1, 3}, DType::int32, 9);
-        Tensor r = apply(kind, Tensor::from_shards(in, devs, 0), Ops::ADD, 0);
+        std::vector<HostBuffer> in = test::collective_locals(4, {kind == "reduce_scatter" ? 4 : 1, 3}, DType::int32, 9);
+        Tensor r = test::apply_collective(kind, Tensor::from_shards(in, devs, 0), Ops::ADD, 0);
         AllreduceSettings debug = s;
         debug.debug = 2;
         std::ostringstream captured;
@@ -459,7 +399,7 @@ BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
             captured.str().find(" | " + kind + " as the hierarchical allreduce: " + why + "\n") != std::string::npos,
             captured.str());
         ScopedSettings scope(s);
-        expect_values(r, host_collective(kind, in, Ops::ADD, 0, 3));
+        expect_values(r, test::host_collective(kind, in, Ops::ADD, 0));
       }
     }
 }
@@ -470,11 +410,11 @@ BOOST_AUTO_TEST_CASE(hierarchical_reduce_scatter_widened) {
   AllreduceSettings s = grouped(2, 2, false, "all2all");
   s.cast = false;
   ScopedSettings scope(s);
-  std::vector<HostBuffer> in = locals(4, {4, 3}, DType::bfloat16, 2);
+  std::vector<HostBuffer> in = test::collective_locals(4, {4, 3}, DType::bfloat16, 2);
   Tensor r = Tensor::from_shards(in, cpu_devices(4), 0).reduce_scatter(Ops::ADD, 0);
   BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
   for (const CopyItem& c : r.schedule().copies())
     BOOST_TEST(c.bytes == 4 * (s.groups.at(c.src) == s.groups.at(c.dst) ? 6 : 3));
   BOOST_TEST(r.dtype() == DType::bfloat16);
-  expect_values(r, host_collective("reduce_scatter", in, Ops::ADD, 0, 3));
+  expect_values(r, test::host_collective("reduce_scatter", in, Ops::ADD, 0));
 }
