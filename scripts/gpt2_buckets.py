@@ -82,6 +82,16 @@ def wrap(values, per_line=6):
     return ",\n     ".join(rows)
 
 
+def experiment(keys_before, counts, keys_after=()):
+    """The YAML both configs share (4 cpu devices, float32 sum, 1 + 5 checked steps) around their keys:
+    keys_before, whose last opens the list of counts, and keys_after."""
+    lines = ["backend: cpu", "devices:", "  count: 4", "allreduce:", "  ring: 1", "  all2all: 0", "experiment:",
+             "  op: sum", "  dtype: float32"]
+    lines += ["  " + k for k in keys_before] + [f"    [{wrap(counts)}]"]
+    lines += ["  warmup: 1   # steps", "  iters: 5    # steps", "  check: true"] + ["  " + k for k in keys_after]
+    return "\n".join(lines)
+
+
 def print_fsdp(total):
     units = fsdp_units(parameters())
     assert sum(units) == total
@@ -94,22 +104,11 @@ def print_fsdp(total):
 # again (FULL_SHARD frees them after forward; the root's are kept) and reduce-scatters its gradients,
 # which are written from the host each step (timed apart). Each row of the table is one collective of a
 # step (collective, phase, unit); the step line gives the time per step (the collectives) and its busbw
-# (rccl-tests' factor (n-1)/n for both), then the time of the host writes per step.
-backend: cpu
-devices:
-  count: 4
-allreduce:
-  ring: 1
-  all2all: 0
-experiment:
-  op: sum
-  dtype: float32
-  sharding: full_shard   # PyTorch FSDP's ShardingStrategy: full_shard | shard_grad_op (no_shard is DDP)
-  buckets:   # elements of each FSDP unit's flat parameter, in backward order (the root last)
-    [{wrap(units)}]
-  warmup: 1   # steps
-  iters: 5    # steps
-  check: true""")
+# (rccl-tests' factor (n-1)/n for both), then the time of the host writes per step.""")
+    print(experiment(["sharding: full_shard   # PyTorch FSDP's ShardingStrategy: full_shard | shard_grad_op "
+                      "(no_shard is DDP)",
+                      "buckets:   # elements of each FSDP unit's flat parameter, in backward order (the root last)"],
+                     units))
 
 
 def main():
@@ -128,22 +127,9 @@ def main():
 # them from the host (Tensor::write_shards, timed apart) and allreduces each in place
 # (Tensor::allreduce_in_place); in_place: false runs the out-of-place reduce of fixed inputs instead.
 # Each row of the table is one bucket; the step line gives the time per step (the allreduces) and its
-# busbw, then the time of the host writes per step.
-backend: cpu
-devices:
-  count: 4
-allreduce:
-  ring: 1
-  all2all: 0
-experiment:
-  op: sum
-  dtype: float32
-  buckets:   # elements per bucket, in allreduce order
-    [{wrap(b)}]
-  warmup: 1   # steps
-  iters: 5    # steps
-  check: true
-  in_place: true   # persistent buckets, written from the host and allreduced in place""")
+# busbw, then the time of the host writes per step.""")
+    print(experiment(["buckets:   # elements per bucket, in allreduce order"], b,
+                     ["in_place: true   # persistent buckets, written from the host and allreduced in place"]))
 
 
 if __name__ == "__main__":

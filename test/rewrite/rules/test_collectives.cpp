@@ -24,6 +24,17 @@ namespace {
 
 const std::vector<std::string> kCollectives{"reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"};
 
+// The interpreter's values of r on every device against the host's.
+void expect_values(const Tensor& r, const std::vector<std::vector<double>>& want) {
+  std::vector<HostBuffer> got = r.interpret_shards();
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (size_t d = 0; d < got.size(); ++d) {
+    BOOST_TEST(got[d].numel() == static_cast<int64_t>(want[d].size()), "device " << d);
+    for (int64_t e = 0; e < got[d].numel() && e < static_cast<int64_t>(want[d].size()); ++e)
+      BOOST_TEST(got[d].get(e) == want[d][static_cast<size_t>(e)], "device " << d << " element " << e);
+  }
+}
+
 }  // namespace
 
 // Every collective x naive/ring/all2all x 1 to 8 devices x float32, float16, bfloat16, int32 x sum and
@@ -50,14 +61,7 @@ BOOST_AUTO_TEST_CASE(values_match_host_arithmetic) {
               Tensor r = test::apply_collective(kind, x, op, root);
               if (ndev > 1)
                 BOOST_TEST(r.algorithms() == std::vector<std::string>{test::expected_algorithm(kind, algo)});
-              std::vector<std::vector<double>> want = test::host_collective(kind, in, op, root);
-              std::vector<HostBuffer> got = r.interpret_shards();
-              BOOST_TEST_REQUIRE(got.size() == want.size());
-              for (size_t d = 0; d < got.size(); ++d) {
-                BOOST_TEST(got[d].numel() == static_cast<int64_t>(want[d].size()), "device " << d);
-                for (int64_t e = 0; e < got[d].numel() && e < static_cast<int64_t>(want[d].size()); ++e)
-                  BOOST_TEST(got[d].get(e) == want[d][static_cast<size_t>(e)], "device " << d << " element " << e);
-              }
+              expect_values(r, test::host_collective(kind, in, op, root));
             }
           }
 }
@@ -270,16 +274,6 @@ AllreduceSettings grouped(int ngroups, int m, bool interleaved, const std::strin
   return s;
 }
 
-// The interpreter's values of r on every device against the host's.
-void expect_values(const Tensor& r, const std::vector<std::vector<double>>& want) {
-  std::vector<HostBuffer> got = r.interpret_shards();
-  BOOST_TEST_REQUIRE(got.size() == want.size());
-  for (size_t d = 0; d < got.size(); ++d) {
-    BOOST_TEST(got[d].numel() == static_cast<int64_t>(want[d].size()), "device " << d);
-    for (int64_t e = 0; e < got[d].numel() && e < static_cast<int64_t>(want[d].size()); ++e)
-      BOOST_TEST(got[d].get(e) == want[d][static_cast<size_t>(e)], "device " << d << " element " << e);
-  }
-}
 }  // namespace
 
 // Over device groups (2x2, 2x3, 4x2; consecutive and interleaved groups) reduce_scatter and allgather take
