@@ -28,16 +28,26 @@ COLOURS = {"kernel": "#4878d0", "copy": "#ee854a"}
 
 
 def read_trace(paths):
-    """(lanes, events): lanes {(pid, tid): name}, events [dict] of the "X" events of every file."""
-    lanes, events = {}, []
+    """(lanes, events): lanes {(pid, tid): name}, events [dict] of the "X" events of every file. The files
+    of several ranks on one host are put on one time axis by their metadata's origin_ns (the monotonic
+    clock at each trace's start); files from several hosts cannot be, and each keeps its own."""
+    traces = []
     for path in paths:
         with open(path) as f:
-            trace = json.load(f)
+            traces.append(json.load(f))
+    metas = [t.get("metadata", {}) for t in traces]
+    one_host = len({m.get("host") for m in metas}) == 1 and all("origin_ns" in m for m in metas)
+    if len(traces) > 1 and not one_host:
+        print("trace_plot.py: the files come from several hosts: their times are not aligned")
+    first = min((m["origin_ns"] for m in metas), default=0) if one_host else 0
+    lanes, events = {}, []
+    for trace, meta in zip(traces, metas):
+        shift = (meta["origin_ns"] - first) / 1000 if one_host else 0
         for e in trace["traceEvents"]:
             if e.get("ph") == "M" and e.get("name") == "thread_name":
                 lanes[(e["pid"], e["tid"])] = e["args"]["name"]
             elif e.get("ph") == "X":
-                events.append(e)
+                events.append(dict(e, ts=e["ts"] + shift))
     return lanes, events
 
 
@@ -55,7 +65,7 @@ def pick(events, run, every):
 def size_label(n):
     for unit, shift in (("MiB", 20), ("KiB", 10)):
         if n >= 1 << shift:
-            return f"{n / (1 << shift):g} {unit}"
+            return f"{n / (1 << shift):.3g} {unit}"
     return f"{n} B"
 
 
@@ -74,7 +84,8 @@ def draw(lanes, events, output, title):
             ax.text(start + width / 2, y, str(e["args"].get("item", "")), ha="center", va="center", fontsize=6)
     multi_rank = len({k[0] for k in keys}) > 1
     ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels([(f"rank {k[0]} " if multi_rank else "") + lanes.get(k, f"tid {k[1]}") for k in keys])
+    names = [lanes.get(k, f"tid {k[1]}") for k in keys]  # a rank's queues are named rank<R>/... already
+    ax.set_yticklabels([f"rank {k[0]} {n}" if multi_rank and not n.startswith("rank") else n for k, n in zip(keys, names)])
     ax.invert_yaxis()  # the first queue on top
     ax.set_xlabel("time (µs)")
     ax.set_xlim(0, (t1 - t0) * 1.01)

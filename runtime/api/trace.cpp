@@ -169,9 +169,14 @@ std::string Trace::chrome_json() const {
   Json j;
   j["traceEvents"] = std::move(events);
   j["displayTimeUnit"] = "ns";
-  j["metadata"] = {{"ringrt_trace", 1},           {"rank", pid},
-                   {"events", s_->events.size()}, {"dropped", s_->dropped},
-                   {"untimed", s_->untimed},      {"max_events", s_->max_events}};
+  j["metadata"] = {{"ringrt_trace", 1},
+                   {"rank", pid},
+                   {"host", rank_info().host_name},
+                   {"origin_ns", ns_since({}, s_->origin)},
+                   {"events", s_->events.size()},
+                   {"dropped", s_->dropped},
+                   {"untimed", s_->untimed},
+                   {"max_events", s_->max_events}};
   return j.dump() + "\n";
 }
 

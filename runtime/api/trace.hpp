@@ -68,8 +68,10 @@ class Trace {
   // The Chrome trace-event JSON object: "traceEvents" (one "X" event per TraceEvent: ts and dur in
   // microseconds, pid = the rank (0 without mpirun), tid = one per queue, named by a "thread_name"
   // metadata event; args: item, kind, bytes, run, deps, and src/dst for copies, kernel for kernels),
-  // "displayTimeUnit": "ns", and "metadata": {"ringrt_trace": 1, rank, events, dropped, untimed,
-  // max_events}.
+  // "displayTimeUnit": "ns", and "metadata": {"ringrt_trace": 1, rank, host (MPI's processor name; ""
+  // without mpirun), origin_ns (the trace's start on std::chrono::steady_clock, CLOCK_MONOTONIC on
+  // Linux: comparable between the processes of one host, so the ranks' files can be aligned), events,
+  // dropped, untimed, max_events}.
   std::string chrome_json() const;
   // Writes chrome_json() to path (a link there is refused, not followed). Throws IOError.
   void write_chrome_json(const std::string& path) const;

@@ -31,6 +31,8 @@ BOOST_AUTO_TEST_CASE(trace_holds_the_last_iteration_of_each_row) {
   BOOST_TEST(meta.at("dropped").get<int>() == 0);
   BOOST_TEST(meta.at("untimed").get<int>() == 0);
   BOOST_TEST(meta.at("max_events").get<int>() == 100000);
+  BOOST_TEST(meta.at("host").get<std::string>() == "");  // no mpirun
+  BOOST_TEST(meta.at("origin_ns").get<int64_t>() > 0);
   std::map<int, std::string> queues;  // tid -> thread_name
   for (const json& e : j.at("traceEvents"))
     if (e.at("ph") == "M" && e.at("name") == "thread_name") queues[e.at("tid").get<int>()] = e.at("args").at("name");
