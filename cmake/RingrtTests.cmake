@@ -191,9 +191,17 @@ if(RINGRT_WITH_MPI)
   add_test(NAME mpi.cli_fsdp COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
     "${PROJECT_SOURCE_DIR}/configs/fsdp-gpt2-small.yaml" --set devices.count=2 --set "experiment.buckets=[37,4099,1000]"
     --set experiment.warmup=1 --set experiment.iters=2)
+  # --trace under mpirun: every rank writes its own FILE.rank<R>, with its rank's queues and transfers
+  set(_trace "${PROJECT_BINARY_DIR}/test/mpi/cli_trace.json")
+  add_test(NAME mpi.cli_trace COMMAND bash -c "rm -f ${_trace}.rank* && \"$1\" -np 2 \"$2\" run \"$3\" \
+--set devices.count=2 --set experiment.counts=[300001] --set experiment.warmup=1 --set experiment.iters=1 \
+--trace ${_trace} && for r in 0 1; do grep -q '\"rank\":'$r ${_trace}.rank$r && \
+grep -q 'rank'$r'/CPU:0 mpi' ${_trace}.rank$r || exit 1; done"
+    bash "${MPIEXEC_EXECUTABLE}" $<TARGET_FILE:ringrt_cli> "${PROJECT_SOURCE_DIR}/configs/default.yaml")
   add_test(NAME mpi.faults COMMAND bash "${PROJECT_SOURCE_DIR}/test/mpi/faults.sh" $<TARGET_FILE:ringrt_cli>
     "${PROJECT_SOURCE_DIR}/configs")
   set(_mpi_cli mpi.cli_run mpi.cli_per_rank_groups mpi.cli_job_devices mpi.cli_fsdp)
+  set_tests_properties(mpi.cli_trace PROPERTIES LABELS mpi TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
   set_tests_properties(mpi.ranks_2 mpi.ranks_4 ${_mpi_cli} mpi.faults PROPERTIES
     LABELS mpi TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
   # the fault script mostly sleeps (watchdogs of 3 s): the other tests may use the cores meanwhile

@@ -265,12 +265,15 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
   for (int step = 0; step < cfg.warmup + cfg.iters; ++step) {
     bool timed = step >= cfg.warmup;
     outputs.clear();
+    bool last = step == cfg.warmup + cfg.iters - 1;
     auto step_start = Clock::now();
     for (size_t b = 0; b < inputs.size(); ++b) {
       Tensor y = allreduce_of(cfg, inputs[b]);
+      if (last) tick.last(true);
       auto t0 = Clock::now();
       y.realize();
       if (timed) bucket_us[b] += micros(Clock::now() - t0);
+      if (last) tick.last(false);
       outputs.push_back(y);
       tick();
     }
@@ -320,9 +323,11 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
     if (timed) write_us += micros(Clock::now() - write_start);
     auto step_start = Clock::now();
     for (size_t b = 0; b < buckets.size(); ++b) {
+      if (step == last) tick.last(true);
       auto t0 = Clock::now();
       buckets[b].allreduce_in_place(cfg.op).realize();
       if (timed) bucket_us[b] += micros(Clock::now() - t0);
+      if (step == last) tick.last(false);
       tick();
     }
     if (timed) step_us += micros(Clock::now() - step_start);
@@ -363,10 +368,13 @@ void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
     Tensor x = make_collective_input(cfg, count), y = x;
     double timed_us = 0;
     for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
+      bool last = it == cfg.warmup + cfg.iters - 1;
       y = run_collective(cfg, x);
+      if (last) tick.last(true);
       auto t0 = Clock::now();
       y.realize();
       if (it >= cfg.warmup) timed_us += micros(Clock::now() - t0);
+      if (last) tick.last(false);
       tick();
     }
     ResultRow row = make_row(cfg, cfg.collective, count, run_collective(cfg, x), timed_us);
@@ -457,10 +465,11 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
   auto check_stop = [&] {
     if (observer.stop && observer.stop()) throw Stop{};
   };
-  auto tick = [&] {
-    if (observer.progress) observer.progress(++done, total);
-    check_stop();
-  };
+  Tick tick{[&] {
+              if (observer.progress) observer.progress(++done, total);
+              check_stop();
+            },
+            observer.last_iteration};
   auto finish_row = [&](ResultRow row) {
     if (observer.row) observer.row(row);
     result.rows.push_back(std::move(row));

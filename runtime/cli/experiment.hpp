@@ -64,6 +64,10 @@ struct ExperimentObserver {
   // Polled before each count and after every realize(): true ends the run there, with the rows
   // finished so far and ExperimentResult::stopped set (the `ringrt` program: a SIGINT or SIGTERM).
   std::function<bool()> stop;
+  // true just before the realizes of the last timed iteration of each count (sweeps) or of the last
+  // step (buckets, FSDP: only the collectives, not the host writes), false right after them (the
+  // `ringrt` program records them with --trace).
+  std::function<void(bool begins)> last_iteration;
 };
 
 // Runs the experiment: for each count (or bucket) realize the input, run `warmup` untimed and `iters`

@@ -75,7 +75,17 @@ StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRo
 std::vector<HostBuffer> bucket_rows(const ExperimentConfig& cfg, int64_t count);
 size_t row_of(size_t d, int step, size_t nrows);
 
-using Tick = std::function<void()>;                // after every realize(): progress, and the stop check
+// The loops' callbacks into run_experiment: tick() after every realize() (progress, and the stop check);
+// last(true) just before the realizes of the last timed iteration of a count (sweeps) or of the last step
+// (buckets, FSDP), last(false) right after them (ExperimentObserver::last_iteration).
+struct Tick {
+  std::function<void()> after_realize;
+  std::function<void(bool)> last_iteration;  // may be empty
+  void operator()() const { after_realize(); }
+  void last(bool begins) const {
+    if (last_iteration) last_iteration(begins);
+  }
+};
 using FinishRow = std::function<void(ResultRow)>;  // a row is done: shown and kept
 
 // FSDP's sharded steps (experiment.sharding shard_grad_op or full_shard; experiment_fsdp.cpp): the

@@ -1,5 +1,5 @@
 // The `ringrt` program (DESIGN.md "The ringrt program and YAML"):
-//   ringrt run CONFIG.yaml [--set key=value]... [--csv FILE] [--json FILE]
+//   ringrt run CONFIG.yaml [--set key=value]... [--csv FILE] [--json FILE] [--trace FILE]
 //   ringrt schedule CONFIG.yaml --count N [--json] [--dot FILE] [--emit-source DIR --target hip|nvidia|cpu]
 //   ringrt config CONFIG.yaml [--set key=value]... [--dump]
 // Exit status: 0 ok, 1 wrong results, 2 bad input (command line, config, environment, shapes,
@@ -28,6 +28,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "rewrite/interrupt.hpp"
+#include "runtime/api/trace.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
 #include "runtime/cli/report.hpp"
@@ -161,24 +162,58 @@ void prepare_output_dir(const std::string& dir) {
     throw IOError(dir + ": cannot write into the folder: " + std::strerror(errno));
 }
 
+// --trace FILE: a Chrome trace-event JSON of the last timed iteration of every row (sweeps) or of the
+// last step (buckets): ExperimentObserver::last_iteration resumes a Trace (runtime/api/trace.hpp) for
+// those realizes only, so the file stays small (and at most Trace::kDefaultMaxEvents events). The file
+// is opened before the run; under mpirun with several ranks every rank writes its own, FILE.rank<R>.
+class TraceOutput {
+ public:
+  explicit TraceOutput(const std::string& path) {
+    if (path.empty()) return;
+    const RankInfo& r = rank_info();
+    file_.emplace(r.ranks > 1 ? fmt::format("{}.rank{}", path, r.rank) : path);
+    trace_.emplace();
+    trace_->pause();  // until the first last iteration
+  }
+  void observe(ExperimentObserver& observer) {
+    if (trace_) observer.last_iteration = [this](bool begins) { begins ? trace_->resume() : trace_->pause(); };
+  }
+  void write() {
+    if (!trace_) return;
+    trace_->pause();
+    file_->write(trace_->chrome_json());
+    if (trace_->dropped() > 0)
+      std::fprintf(stderr, "ringrt: --trace %s: %zu events past the cap of %zu were dropped\n", file_->path().c_str(),
+                   trace_->dropped(), trace_->max_events());
+  }
+
+ private:
+  std::optional<OutputFile> file_;
+  std::optional<Trace> trace_;
+};
+
 int run_command(const std::string& config, const std::vector<std::string>& sets, const std::string& csv,
-                const std::string& json) {
+                const std::string& json, const std::string& trace) {
   install_stop_handlers();
   ExperimentConfig cfg = load_and_install(config, sets);
   std::optional<OutputFile> csv_file, json_file;  // opened now: a bad path fails before the run, not after
   bool writer = rank_info().rank == 0;            // under mpirun, rank 0 writes for the job
   if (!csv.empty() && writer) csv_file.emplace(csv);
   if (!json.empty() && writer) json_file.emplace(json);
-  if (std::error_code ec; csv_file && json_file && std::filesystem::equivalent(csv, json, ec))
-    throw IOError("--csv " + csv + " and --json " + json + " name the same file");
+  TraceOutput trace_out(trace);
+  for (const auto& [a, b] : {std::pair{&csv, &json}, {&csv, &trace}, {&json, &trace}})  // opened: they exist
+    if (std::error_code ec; !a->empty() && !b->empty() && std::filesystem::equivalent(*a, *b, ec))
+      throw IOError(fmt::format("--{} {} and --{} {} name the same file", a == &csv ? "csv" : "json", *a,
+                                b == &json ? "json" : "trace", *b));
   std::fputs(format_header(cfg).c_str(), stdout);
   std::fflush(stdout);
   ProgressBar bar;
   ExperimentObserver observer;
   observer.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
+  trace_out.observe(observer);
   auto write_outputs = [&](const ExperimentResult& r) {
     write_all({[&] { csv_file ? write_csv(*csv_file, cfg, r) : void(); },
-               [&] { json_file ? write_json(*json_file, cfg, r) : void(); }});
+               [&] { json_file ? write_json(*json_file, cfg, r) : void(); }, [&] { trace_out.write(); }});
   };
   ExperimentResult finished;  // the rows so far: written to --csv/--json if the run fails part way
   observer.row = [&](const ResultRow& row) {
@@ -311,7 +346,7 @@ int report_errors(const std::function<int()>& body) {
 int main(int argc, char** argv) {
   CLI::App app{"ringrt: sharded tensors and allreduce (naive, ring, all2all, hierarchical) over devices"};
   app.require_subcommand(1);
-  std::string config, csv, json, dot, emit_dir, target;
+  std::string config, csv, json, trace, dot, emit_dir, target;
   const CLI::Validator non_empty(
       [](std::string& path) { return path.empty() ? std::string("an empty path") : std::string(); }, "PATH");
   std::vector<std::string> sets;
@@ -323,6 +358,10 @@ int main(int argc, char** argv) {
   add_set_option(run, sets);
   run->add_option("--csv", csv, "also write the rows as CSV")->check(non_empty);
   run->add_option("--json", json, "also write the rows as JSON")->check(non_empty);
+  run->add_option("--trace", trace,
+                  "write a Chrome trace-event JSON of the last timed iteration of each row (FILE.rank<R> per rank "
+                  "under mpirun)")
+      ->check(non_empty);
 
   CLI::App* sched = app.add_subcommand("schedule", "print the allreduce schedule of one count without running it");
   sched->add_option("config", config, "YAML experiment file")->required();
@@ -347,7 +386,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   int status = report_errors([&] {
-    if (run->parsed()) return with_stdout_checked(run_command(config, sets, csv, json));
+    if (run->parsed()) return with_stdout_checked(run_command(config, sets, csv, json, trace));
     if (sched->parsed())
       return with_stdout_checked(schedule_command(config, sets, count, as_json, dot, emit_dir, target));
     return with_stdout_checked(config_command(config, sets, dump));

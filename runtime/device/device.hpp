@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ class Event {
   void on_done(std::function<void()> fn) const;
   // Equal for copies of one event (they share one state): for removing duplicates from wait lists.
   const void* identity() const { return s_.get(); }
+
+  // When the work ran on its device's queue, for a Trace (runtime/api/trace.hpp): steady_clock time
+  // points. Backends stamp them, while trace_timing() is on, before set_done (cpu: around the work on
+  // the thread that runs it; hip: see hip_device.hpp "Timing"; MPI transfers: from ready to done).
+  struct Times {
+    std::chrono::steady_clock::time_point start, end;
+  };
+  void set_times(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) const;
+  std::optional<Times> times() const;  // nullopt when the backend stamped none
 
  private:
   struct State;
@@ -132,6 +142,11 @@ class Device {
     ::operator delete(ptr);
   }
 };
+
+// Whether backends stamp Event::times on the work they run: on while a Trace records
+// (runtime/api/trace.hpp), else off, and then a backend pays one relaxed atomic load per piece of work.
+bool trace_timing();
+void set_trace_timing(bool on);  // for Trace
 
 // Runtime performance switches: the tunables runtime.peer_reads, runtime.kernel_split and
 // runtime.inline_small (rewrite/params.hpp; README, "Performance switches"); every one is on by

@@ -1,4 +1,5 @@
 // Event: completion of submitted device work (runtime/device/device.hpp).
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
@@ -12,6 +13,7 @@ struct Event::State {
   bool done = false;
   std::exception_ptr error;
   std::shared_ptr<const Native> native;
+  std::optional<Times> times;
   std::vector<std::function<void()>> on_done;  // run by set_done
 };
 
@@ -73,5 +75,22 @@ bool Event::wait_ready(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(s_->mu);
   return s_->cv.wait_for(lock, timeout, [&] { return s_->done || s_->native; });
 }
+
+void Event::set_times(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  s_->times = Times{start, end};
+}
+
+std::optional<Event::Times> Event::times() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->times;
+}
+
+namespace {
+std::atomic<bool> g_trace_timing{false};
+}  // namespace
+
+bool trace_timing() { return g_trace_timing.load(std::memory_order_relaxed); }
+void set_trace_timing(bool on) { g_trace_timing.store(on, std::memory_order_relaxed); }
 
 }  // namespace ringrt

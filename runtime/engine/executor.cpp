@@ -16,6 +16,7 @@
 #include "rewrite/params.hpp"
 #include "rewrite/plan/memory_plan.hpp"
 #include "runtime/device/cluster.hpp"
+#include "runtime/engine/trace_sink.hpp"
 
 namespace ringrt {
 
@@ -431,10 +432,51 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
                                  run),
                      plan_hash_, options.timeout);
   }
+  bool traced = trace_timing();  // a Trace records: the backends stamp times; recorded once all is done
   std::unique_ptr<Binding> memory = bind(outs, inputs);
   memory->run = run;
   Events events = submit(*memory);
   wait(events, *memory, options);
+  if (traced) record_trace(events, *memory);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the trace of a finished run
+
+void Program::record_trace(const Events& events, const Binding& memory) const {
+  std::vector<TracedWork> work;
+  for (size_t i = 0; i < plan_.items.size(); ++i) {
+    const ScheduleItem& item = plan_.items[i];
+    if (memory.elided(i) || events[i].empty()) continue;  // a peer read, or nothing ran here
+    TraceEvent base;
+    base.item = i;
+    base.deps = item.deps;
+    if (item.kind == ScheduleItem::Kind::copy) {
+      base.kind = TraceEvent::Kind::copy;
+      base.name = "copy";
+      base.src = item.ast.src(0).device().name();
+      base.dst = item.device.name();
+      base.bytes = prod(item.ast.shape()) * itemsize(item.ast.dtype());
+      Device &from = device(base.src), &to = device(base.dst);
+      if (base.bytes == 0) continue;                            // submit_copy passed its wait list on
+      base.queue = from.remote_rank() >= 0 ? base.dst + " mpi"  // a receive from another rank
+                   : to.remote_rank() >= 0 ? base.src + " mpi"  // a send
+                                           : base.dst;
+      work.push_back({std::move(base), events[i].at(0).times()});
+      continue;
+    }
+    const codegen::Kernel& k = kernels_[i]->kernel;
+    base.name = k.name;
+    base.bytes = k.numel * itemsize(k.dtype);
+    std::vector<std::string> local;  // submit_kernel's launches, in order: this rank's devices
+    for (const auto& name : names_of(item.device))
+      if (device(name).remote_rank() < 0) local.push_back(name);
+    for (size_t d = 0; d < events[i].size() && d < local.size(); ++d) {
+      work.push_back({base, events[i][d].times()});
+      work.back().event.queue = local[d];
+    }
+  }
+  record_trace_run(std::move(work));
 }
 
 }  // namespace ringrt

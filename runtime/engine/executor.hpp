@@ -95,6 +95,9 @@ class Program {
   std::vector<Event> wait_list(size_t i, const Events& events) const;
   std::vector<Event> submit_copy(size_t i, Binding& memory, const std::vector<Event>& after) const;    // none if empty
   std::vector<Event> submit_kernel(size_t i, Binding& memory, const std::vector<Event>& after) const;  // per device
+  // A finished run's work for the recording Trace (runtime/api/trace.hpp): each kernel launch and copy
+  // that ran here, with the times its backend stamped.
+  void record_trace(const Events& events, const Binding& memory) const;
 
   ItemPlan plan_;
   std::vector<UOp> roots_;

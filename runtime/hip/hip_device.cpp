@@ -278,6 +278,7 @@ class HipDevice final : public Device {
     Event done;
     std::string what;
     Resources keep;
+    std::optional<std::chrono::steady_clock::time_point> issued;  // when enqueued, while trace_timing()
   };
 
   Event push(Task t) {
@@ -366,7 +367,9 @@ class HipDevice final : public Device {
         for (const Event& e : t.after) wait_after(e, t.what, on_host ? nullptr : stream);  // an error fails it
         if (t.host) {
           wait_issuer(last_done, t.what, false);  // in order: after everything before it, whatever its outcome
+          auto host_start = trace_now();
           t.host();
+          if (host_start) t.done.set_times(*host_start, std::chrono::steady_clock::now());
           t.done.set_done();
           last_done = t.done;
           last.reset();  // nothing on the GPU is pending any more
@@ -385,7 +388,7 @@ class HipDevice final : public Device {
         {
           std::lock_guard<std::mutex> lock(mu_);
           last_issued_ = native;
-          pending_.push_back(Pending{std::move(native), t.done, std::move(t.what), std::move(keep)});
+          pending_.push_back(Pending{std::move(native), t.done, std::move(t.what), std::move(keep), trace_now()});
         }
         cv_.notify_all();
       } catch (...) {
@@ -398,7 +401,8 @@ class HipDevice final : public Device {
   // first GPU error poisons the device (EventPool::poison): the Events of work pending then fail at
   // once with it instead of waiting for a GPU whose errors are sticky (its events may never complete).
   void complete_loop() {
-    (void)hipSetDevice(gpu_);  // only for tidiness: hipEventSynchronize does not need it
+    (void)hipSetDevice(gpu_);                          // only for tidiness: hipEventSynchronize does not need it
+    std::chrono::steady_clock::time_point last_end{};  // when the completer saw the work before complete
     for (;;) {
       Pending p;
       {
@@ -415,6 +419,10 @@ class HipDevice final : public Device {
       std::optional<std::string> poisoned = pool_->poison_error();
       hipError_t rc = poisoned ? hipSuccess : hipEventSynchronize(p.native->event);
       p.native.reset();
+      if (p.issued && !poisoned && rc == hipSuccess) {  // a Trace records (hip_device.hpp "Timing")
+        auto end = std::chrono::steady_clock::now();
+        p.done.set_times(std::max(*p.issued, std::exchange(last_end, end)), end);
+      }
       // A faulted GPU may still touch the staging buffer: it leaks rather than being reused.
       if (p.keep.pinned && !poisoned && rc == hipSuccess) pinned_.give(p.keep.pinned->first, p.keep.pinned->second);
       p.keep.module.reset();

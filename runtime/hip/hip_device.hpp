@@ -47,6 +47,13 @@
 // when it is known at issue time; a GPU fault in work waited for on the GPU shows in that work's own
 // Event (and usually in all later work, as HIP errors of a faulted device are sticky).
 //
+// Timing (for a Trace, runtime/api/trace.hpp, while trace_timing() is on). The pool's hipEvents are
+// created without timing (hipEventDisableTiming), so the times of GPU work are host times: its end is
+// when the completer saw its event complete, its start the later of when the issuer enqueued it and
+// when the work before it on this queue ended (the queue is in order). Exact while the queue is busy;
+// work that waits on the GPU for another device's event shows that wait inside its bar, and the
+// completer's wake-up (some microseconds) is in every end. Host functions: around the function.
+//
 // Memory (hip_memory.cpp). allocate uses hipMalloc through a per-device cache: sizes round up to size
 // classes (hip_launch::cache_block_size: 256-byte steps below 1 MiB, eight classes per doubling above),
 // freed blocks are kept by class and reused, up to hip_launch::device_cache_cap bytes per device (a

@@ -179,4 +179,9 @@ class DeviceOwner final : public Device {
 void register_live(const void* device, std::function<void()> shutdown);
 void unregister_live(const void* device);
 
+// Now, while a Trace records (trace_timing(): hip_device.hpp "Timing"); else nullopt.
+inline std::optional<std::chrono::steady_clock::time_point> trace_now() {
+  return trace_timing() ? std::optional(std::chrono::steady_clock::now()) : std::nullopt;
+}
+
 }  // namespace ringrt::hip_detail

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <optional>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/params.hpp"
@@ -23,6 +24,7 @@ struct Transfers::Transfer {
   bool staged = false;
   size_t chunk = 0, window = 0;
   Event done;
+  std::optional<std::chrono::steady_clock::time_point> ready;  // when it could start, while trace_timing()
   std::exception_ptr error;  // of an event it waited for: completes it without posting
 
   struct Slot {
@@ -90,6 +92,7 @@ Event Transfers::start(std::shared_ptr<Transfer> t, std::vector<Event> after) {
   auto left = std::make_shared<std::atomic<size_t>>(after.size() + 1);
   auto arrive = [this, t, left] {
     if (left->fetch_sub(1) != 1) return;
+    if (trace_timing()) t->ready = std::chrono::steady_clock::now();  // a Trace records: from ready to done
     {
       std::lock_guard<std::mutex> lock(mu_);
       ready_.push_back(t);
@@ -172,6 +175,7 @@ void Transfers::loop() {
         std::lock_guard<std::mutex> lock(mu_);
         --pending_;
       }
+      if (t.ready && !error) t.done.set_times(*t.ready, std::chrono::steady_clock::now());
       t.done.set_done(error);
       it = active.erase(it);
       progressed = true;

@@ -63,7 +63,7 @@ const BadConfig kBad[] = {
     {"size_below_one_element", "experiment:\n  dtype: float64\n  sizes: {min: 4B, max: 1KiB}\n", "",
      ":3:16: key 'experiment.sizes.min': expected at least one float64 element (8 B), got 4 B"},
     {"zero_count", "experiment:\n  counts: [16, 0]\n", "",
-     ":2:16: key 'experiment.counts': expected an integer >= 1, got '0'"},
+     ":2:16: key 'experiment.counts': expected an integer in [1, 281474976710656], got '0'"},
     {"sizes_and_counts", "experiment:\n  sizes: {max: 4KiB}\n  counts: [16]\n", "",
      ":3:11: key 'experiment.counts': expected only one of experiment.sizes, experiment.counts, experiment.buckets"},
     {"zero_devices", "devices:\n  count: 0\n", "",

@@ -1,0 +1,85 @@
+// A timeline of what the devices ran (public): while a Trace records, every kernel launch and copy
+// that a realize() runs is kept with its item index, device queue, bytes and the times it ran; the
+// Trace writes them as Chrome trace-event JSON (chrome://tracing, Perfetto; scripts/trace_plot.py draws
+// a PNG). Reference: the Trace Event Format (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4wIgRxOQEHzfGOSk),
+// "X" (complete) events and "M" (thread_name) metadata; nccl-tests' and PyTorch's profilers' timelines.
+//
+//   ringrt::Trace trace;               // records from now on (one Trace at a time)
+//   y.realize();
+//   trace.stop();                      // or pause() / resume() around what is of interest
+//   trace.write_chrome_json("y.json");
+//
+// Times. The backends stamp each piece of work (runtime/device/device.hpp Event::times): cpu, around
+// the work on the thread that runs it, after its waits; hip, host times (the start is the later of when
+// it was enqueued and when the work before it on its queue ended, the end when its completion was seen:
+// runtime/hip/hip_device.hpp "Timing"); a transfer between ranks (MPI), from when it could start to
+// when it was done. What a run records is handed over when the run has finished: a run that fails or
+// times out records nothing. A copy the executor turned into a peer read (runtime.peer_reads) runs
+// no work and is not recorded, nor is a copy of 0 bytes.
+// Cost. Without a recording Trace, one relaxed atomic load per run and per piece of device work.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ringrt {
+
+// One piece of device work: one item of a run on one device queue.
+struct TraceEvent {
+  enum class Kind { kernel, copy };
+  Kind kind = Kind::kernel;
+  uint64_t run = 0;          // the Trace's count of runs (Program runs: a realize() may make several), from 1
+  size_t item = 0;           // its index among the run's schedule items (Schedule::to_string, KernelItem::item)
+  std::vector<size_t> deps;  // the items it waited for
+  std::string queue;         // the device queue it ran on: "CPU:1"; a copy: the destination's; MPI: "<dev> mpi"
+  std::string name;          // a kernel's name (KernelItem::name); "copy" for a copy
+  std::string src, dst;      // a copy's devices; empty for a kernel
+  int64_t bytes = 0;         // a kernel: its output on this device; a copy: the bytes copied
+  int64_t start_ns = 0;      // since the Trace started (std::chrono::steady_clock)
+  int64_t end_ns = 0;        // >= start_ns
+};
+
+class Trace {
+ public:
+  static constexpr size_t kDefaultMaxEvents = 100000;  // about 20 MB of events, some 15 MB of JSON
+
+  // Starts recording; at most max_events are kept, later ones only counted (dropped()). Throws
+  // ConfigError when another Trace exists (one at a time per process) or max_events is 0.
+  explicit Trace(size_t max_events = kDefaultMaxEvents);
+  ~Trace();  // stops recording
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+
+  // Recording stops (pause, stop) and starts again (resume); events kept stay. Runs under way when
+  // it stops are not recorded. Thread-safe.
+  void pause();
+  void resume();
+  void stop() { pause(); }
+  bool recording() const;
+
+  std::vector<TraceEvent> events() const;  // in the order they were recorded (run by run)
+  size_t dropped() const;                  // events not kept: the cap was reached
+  size_t untimed() const;                  // pieces of work whose backend stamped no times (not kept)
+  size_t max_events() const;
+
+  // The Chrome trace-event JSON object: "traceEvents" (one "X" event per TraceEvent: ts and dur in
+  // microseconds, pid = the rank (0 without mpirun), tid = one per queue, named by a "thread_name"
+  // metadata event; args: item, kind, bytes, run, deps, and src/dst for copies, kernel for kernels),
+  // "displayTimeUnit": "ns", and "metadata": {"ringrt_trace": 1, rank, host (MPI's processor name; ""
+  // without mpirun), origin_ns (the trace's start on std::chrono::steady_clock, CLOCK_MONOTONIC on
+  // Linux: comparable between the processes of one host, so the ranks' files can be aligned), events,
+  // dropped, untimed, max_events}.
+  std::string chrome_json() const;
+  // Writes chrome_json() to path (a link there is refused, not followed). Throws IOError.
+  void write_chrome_json(const std::string& path) const;
+
+  struct State;  // internal (trace.cpp)
+
+ private:
+  std::shared_ptr<State> s_;
+};
+
+}  // namespace ringrt
