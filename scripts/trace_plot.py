@@ -16,6 +16,7 @@ with its item index where it is wide enough. chrome://tracing or ui.perfetto.dev
 Needs Debian's python3-matplotlib (scripts/install-deps.sh), hence /usr/bin/python3.
 """
 import argparse
+import collections
 import json
 
 import matplotlib
@@ -23,6 +24,8 @@ import matplotlib
 matplotlib.use("Agg")  # no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+
+from plot import size_label  # noqa: E402  (scripts/plot.py, beside this file)
 
 COLOURS = {"kernel": "#4878d0", "copy": "#ee854a"}
 
@@ -39,6 +42,10 @@ def read_trace(paths):
     one_host = len({m.get("host") for m in metas}) == 1 and all("origin_ns" in m for m in metas)
     if len(traces) > 1 and not one_host:
         print("trace_plot.py: the files come from several hosts: their times are not aligned")
+    dropped = sum(m.get("dropped", 0) for m in metas)
+    if dropped:
+        print(f"trace_plot.py: {dropped} events were dropped past the trace's cap: the runs after it are "
+              "missing and the last one kept may be incomplete")
     first = min((m["origin_ns"] for m in metas), default=0) if one_host else 0
     lanes, events = {}, []
     for trace, meta in zip(traces, metas):
@@ -58,15 +65,8 @@ def pick(events, run, every):
     runs = sorted({e["args"].get("run", 0) for e in events})
     want = runs[-1] if run is None else run
     if want not in runs:
-        raise SystemExit(f"run {want} is not in the trace (runs: {runs[0]}..{runs[-1]})")
+        raise SystemExit(f"trace_plot.py: run {want} is not in the trace (runs: {runs[0]}..{runs[-1]})")
     return [e for e in events if e["args"].get("run", 0) == want]
-
-
-def size_label(n):
-    for unit, shift in (("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.3g} {unit}"
-    return f"{n} B"
 
 
 def draw(lanes, events, output, title):
@@ -75,13 +75,17 @@ def draw(lanes, events, output, title):
     t0 = min(e["ts"] for e in events)
     t1 = max(e["ts"] + e["dur"] for e in events)
     fig, ax = plt.subplots(figsize=(11, 0.6 * len(keys) + 1.6))
+    bars = collections.defaultdict(list)  # (lane, kind) -> [(start, width)]: one call per lane and kind
+    labelled = len(events) <= 2000  # item numbers only where they can be read
     for e in events:
         kind = e["args"].get("kind", e.get("cat", "kernel"))
         start, width = e["ts"] - t0, max(e["dur"], (t1 - t0) * 1e-4)  # a 0 us item still shows
         y = row[(e["pid"], e["tid"])]
-        ax.barh(y, width, left=start, height=0.7, color=COLOURS.get(kind, "grey"), edgecolor="black", linewidth=0.3)
-        if width > (t1 - t0) * 0.015:
+        bars[(y, kind)].append((start, width))
+        if labelled and width > (t1 - t0) * 0.015:
             ax.text(start + width / 2, y, str(e["args"].get("item", "")), ha="center", va="center", fontsize=6)
+    for (y, kind), spans in bars.items():
+        ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=COLOURS.get(kind, "grey"), edgecolor="black", linewidth=0.3)
     multi_rank = len({k[0] for k in keys}) > 1
     ax.set_yticks(range(len(keys)))
     names = [lanes.get(k, f"tid {k[1]}") for k in keys]  # a rank's queues are named rank<R>/... already
@@ -103,15 +107,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace", nargs="+", help="trace files written by `ringrt run --trace`")
     parser.add_argument("-o", "--output", default="trace.png", help="the PNG to write (default: trace.png)")
-    parser.add_argument("--run", type=int, help="the run (args.run) to draw (default: the last)")
-    parser.add_argument("--all", action="store_true", help="draw every run")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--run", type=int, help="the run (args.run) to draw (default: the last)")
+    which.add_argument("--all", action="store_true", help="draw every run")
     parser.add_argument("--title", help="the plot's title (default: counts and the time span)")
     args = parser.parse_args()
-    lanes, events = read_trace(args.trace)
-    events = pick(events, args.run, args.all)
-    if not events:
-        raise SystemExit("the trace holds no events")
-    draw(lanes, events, args.output, args.title)
+    try:
+        lanes, events = read_trace(args.trace)
+        events = pick(events, args.run, args.all)
+        if not events:
+            raise SystemExit("trace_plot.py: the trace holds no events")
+        draw(lanes, events, args.output, args.title)
+    except (OSError, ValueError) as e:  # a missing or unreadable file, not JSON, an unknown image format
+        raise SystemExit(f"trace_plot.py: {e}")
+    except (KeyError, TypeError, AttributeError) as e:
+        raise SystemExit(f"trace_plot.py: not a ringrt trace (ringrt run --trace, Trace::write_chrome_json): {e!r}")
     print(f"wrote {args.output}: {len(events)} events")
 
 

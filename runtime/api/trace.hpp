@@ -44,7 +44,8 @@ struct TraceEvent {
 
 class Trace {
  public:
-  static constexpr size_t kDefaultMaxEvents = 100000;  // about 20 MB of events, some 15 MB of JSON
+  // About 20 MB of events and 25 MB of JSON at 32 devices (each event holds its dependencies: more devices, more).
+  static constexpr size_t kDefaultMaxEvents = 100000;
 
   // Starts recording; at most max_events are kept, later ones only counted (dropped()). Throws
   // ConfigError when another Trace exists (one at a time per process) or max_events is 0.

@@ -165,6 +165,7 @@ struct Loader {
     };
     leaves["devices.groups"] = [this](auto& n, auto& k) {
       cfg.groups.clear();
+      if (n.IsSequence() && n.size() == 0) return;  // [] (as config --dump prints none): no groups
       for (int64_t g : int_list(n, k, 0, INT32_MAX, kMaxDevices)) cfg.groups.push_back(static_cast<int>(g));
     };
   }

@@ -485,6 +485,7 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
     } else {
       run_buckets_out_of_place(cfg, counts, tick, finish_row, result);
     }
+    check_stop();  // a stop asked for during the last row's check still stops the run (rows all kept)
   } catch (const Stop&) {
     result.stopped = true;
   } catch (const Interrupted&) {  // a compile killed on a stop request

@@ -192,19 +192,46 @@ class TraceOutput {
   std::optional<Trace> trace_;
 };
 
+// Whether two paths name one file: the same file when both exist (links, "./", hard links), else the same
+// path once made absolute and normal.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec1, ec2;
+  if (std::filesystem::exists(a, ec1) && std::filesystem::exists(b, ec2))
+    return std::filesystem::equivalent(a, b, ec1) && !ec1;
+  return std::filesystem::weakly_canonical(a, ec1) == std::filesystem::weakly_canonical(b, ec2) && !ec1 && !ec2;
+}
+
+// The files a run writes must differ from each other and from its config, checked before any is opened
+// (none is created when they do not): --csv, --json, and --trace, which under mpirun is FILE.rank<R> for
+// every rank R (rank 0 writes the CSV and JSON, so one rank's trace must not land on them). Throws IOError.
+void check_distinct_outputs(const std::string& config, const std::string& csv, const std::string& json,
+                            const std::string& trace) {
+  std::vector<std::pair<std::string, std::string>> outs;  // (option, path)
+  if (!csv.empty()) outs.push_back({"--csv", csv});
+  if (!json.empty()) outs.push_back({"--json", json});
+  int ranks = rank_info().ranks;
+  for (int r = 0; r < ranks && !trace.empty(); ++r)
+    outs.push_back({"--trace", ranks > 1 ? fmt::format("{}.rank{}", trace, r) : trace});
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (same_file(outs[i].second, config))
+      throw IOError(fmt::format("{} {} names the config file", outs[i].first, outs[i].second));
+    for (size_t j = i + 1; j < outs.size(); ++j)
+      if (same_file(outs[i].second, outs[j].second))
+        throw IOError(fmt::format("{} {} and {} {} name the same file", outs[i].first, outs[i].second, outs[j].first,
+                                  outs[j].second));
+  }
+}
+
 int run_command(const std::string& config, const std::vector<std::string>& sets, const std::string& csv,
                 const std::string& json, const std::string& trace) {
   install_stop_handlers();
   ExperimentConfig cfg = load_and_install(config, sets);
+  check_distinct_outputs(config, csv, json, trace);
   std::optional<OutputFile> csv_file, json_file;  // opened now: a bad path fails before the run, not after
   bool writer = rank_info().rank == 0;            // under mpirun, rank 0 writes for the job
   if (!csv.empty() && writer) csv_file.emplace(csv);
   if (!json.empty() && writer) json_file.emplace(json);
   TraceOutput trace_out(trace);
-  for (const auto& [a, b] : {std::pair{&csv, &json}, {&csv, &trace}, {&json, &trace}})  // opened: they exist
-    if (std::error_code ec; !a->empty() && !b->empty() && std::filesystem::equivalent(*a, *b, ec))
-      throw IOError(fmt::format("--{} {} and --{} {} name the same file", a == &csv ? "csv" : "json", *a,
-                                b == &json ? "json" : "trace", *b));
   std::fputs(format_header(cfg).c_str(), stdout);
   std::fflush(stdout);
   ProgressBar bar;

@@ -2,6 +2,8 @@
 // timed iteration of each row, with the documented keys; a path that cannot be written fails before
 // the run.
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -75,6 +77,22 @@ BOOST_AUTO_TEST_CASE(unwritable_trace_fails_before_the_run) {
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find(path) != std::string::npos, r.err);
   BOOST_TEST(table_rows(r.out).empty());
+}
+
+// Outputs that name one file, or the config, are refused (exit 2) before any file is created or written.
+BOOST_AUTO_TEST_CASE(outputs_naming_one_file_are_refused_before_any_is_created) {
+  TempDir dir;
+  std::string x = (dir.path() / "x").string(), cfg = (dir.path() / "c.yaml").string();
+  std::string yaml = read_file(std::string(RINGRT_SOURCE_DIR) + "/configs/ring.yaml");
+  std::ofstream(cfg) << yaml;
+  CliResult r = run_cli({"run", "configs/ring.yaml", "--csv", x, "--trace", (dir.path() / "." / "x").string()});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("name the same file") != std::string::npos, r.err);
+  BOOST_TEST(!std::filesystem::exists(x));  // nothing created
+  r = run_cli({"run", cfg, "--set", "experiment.sizes.max=1KiB", "--trace", cfg});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("names the config file") != std::string::npos, r.err);
+  BOOST_TEST(read_file(cfg) == yaml);  // the config untouched
 }
 
 BOOST_AUTO_TEST_SUITE_END()

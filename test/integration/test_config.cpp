@@ -279,6 +279,13 @@ BOOST_AUTO_TEST_CASE(collective_and_root_keys) {
 
 // experiment.sharding: FSDP's strategies with buckets only; the collective it names is one of the two
 // it runs (reduce_scatter unless set), in_place stays true; `config --dump` shows it.
+// devices.groups: [] clears a file's groups (config --dump prints no groups so).
+BOOST_AUTO_TEST_CASE(empty_groups_clear_the_files) {
+  ExperimentConfig c = parse_config("devices: {count: 4, groups: [0, 0, 1, 1]}\n", "y.yaml", {"devices.groups=[]"});
+  BOOST_TEST(c.groups.empty());
+  BOOST_TEST(c.settings.groups.empty());
+}
+
 BOOST_AUTO_TEST_CASE(sharding_key) {
   ExperimentConfig c = parse_config("experiment: {sharding: shard_grad_op, buckets: [8, 12]}\n", "y.yaml");
   BOOST_TEST(c.sharding == "shard_grad_op");
