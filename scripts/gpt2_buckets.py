@@ -103,7 +103,7 @@ def print_fsdp(total):
 # step allgathers each unit's parameters in forward (root first), and in backward allgathers each block's
 # again (FULL_SHARD frees them after forward; the root's are kept) and reduce-scatters its gradients,
 # which are written from the host each step (timed apart). Each row of the table is one collective of a
-# step (collective, phase, unit); the step line gives the time per step (the collectives) and its busbw
+# step (collective, phase, bucket); the step line gives the time per step (the collectives) and its busbw
 # (rccl-tests' factor (n-1)/n for both), then the time of the host writes per step.""")
     print(experiment(["sharding: full_shard   # PyTorch FSDP's ShardingStrategy: full_shard | shard_grad_op "
                       "(no_shard is DDP)",

@@ -390,7 +390,8 @@ int main(int argc, char** argv) {
                   "under mpirun)")
       ->check(non_empty);
 
-  CLI::App* sched = app.add_subcommand("schedule", "print the allreduce schedule of one count without running it");
+  CLI::App* sched = app.add_subcommand(
+      "schedule", "print the schedule of one collective (experiment.collective) of one count without running it");
   sched->add_option("config", config, "YAML experiment file")->required();
   add_set_option(sched, sets);
   sched->add_option("--count", count, "elements per device")->required()->check(positive_count());

@@ -134,7 +134,7 @@ std::string format_header(const ExperimentConfig& cfg) {
   out += "#\n";
   std::string names =
       fmt::format(kRowFormat, "#       size", "count", "type", "redop", "algo", "time", "algbw", "busbw", "#wrong");
-  if (sharded(cfg)) names.insert(names.size() - 1, fmt::format(kStepColumns, "collective", "phase", "unit"));
+  if (sharded(cfg)) names.insert(names.size() - 1, fmt::format(kStepColumns, "collective", "phase", "bucket"));
   out += names;
   std::string units = fmt::format(kRowFormat, "#        (B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
   units.erase(units.find_last_not_of(" \n") + 1);  // no trailing blanks

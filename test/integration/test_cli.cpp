@@ -59,7 +59,7 @@ BOOST_DATA_TEST_CASE(every_config_runs_with_no_wrong_values, bdata::make(config_
   BOOST_TEST_REQUIRE(!rows.empty());
   bool sharded = load_config(std::string(RINGRT_SOURCE_DIR) + "/" + config).sharding != "no_shard";
   for (const auto& row : rows) {
-    BOOST_TEST_REQUIRE(row.size() == (sharded ? 12u : 9u));  // FSDP: collective, phase, unit after #wrong
+    BOOST_TEST_REQUIRE(row.size() == (sharded ? 12u : 9u));  // FSDP: collective, phase, bucket after #wrong
     BOOST_TEST(row[8] == "0", config << ": " << r.out);
   }
   BOOST_TEST(r.out.find("# #wrong in all: 0 OK") != std::string::npos);
