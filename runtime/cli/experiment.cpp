@@ -217,9 +217,8 @@ ResultRow make_row(const ExperimentConfig& cfg, const std::string& collective, i
   row.count = count;
   row.bytes = count * itemsize(cfg.dtype);
   row.type = std::string(dtype_name(cfg.dtype));
-  bool reduces = collective == "allreduce" || collective == "reduce_scatter" || collective == "reduce";
-  row.redop = reduces ? cfg.op_name : "none";          // as rccl-tests prints it
-  std::vector<std::string> algos = lazy.algorithms();  // no planning
+  row.redop = collective_reduces(collective) ? cfg.op_name : "none";  // as rccl-tests prints it
+  std::vector<std::string> algos = lazy.algorithms();                 // no planning
   row.algo = algos.empty() ? "-" : fmt::format("{}", fmt::join(algos, "+"));
   row.time_us = total_us / cfg.iters;
   row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / row.time_us / 1e3 : 0.0;
@@ -406,6 +405,10 @@ Tensor allreduce_input_placeholder(const ExperimentConfig& cfg, int64_t count) {
 }
 
 Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input) { return input.reduce(cfg.op, {0}); }
+
+bool collective_reduces(const std::string& collective) {
+  return collective == "allreduce" || collective == "reduce_scatter" || collective == "reduce";
+}
 
 int64_t collective_count(const ExperimentConfig& cfg, int64_t count) {
   const std::string& k = cfg.collective;

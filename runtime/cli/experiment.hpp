@@ -95,6 +95,10 @@ Tensor allreduce_input_placeholder(const ExperimentConfig& cfg, int64_t count);
 // The allreduce of `input` over axis 0 with cfg.op, unrealized: a (count) tensor on every device.
 Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input);
 
+// Whether a collective reduces with experiment.op (allreduce, reduce_scatter, reduce); the others move
+// data only (the table's redop "none", as rccl-tests prints it).
+bool collective_reduces(const std::string& collective);
+
 // cfg.collective (experiment.collective) on count elements per device, with count as rccl-tests means it:
 // the buffer on each device (allreduce, broadcast, reduce; alltoall: n slots of count/n), the buffer
 // before the scatter (reduce_scatter: each device gets count/n), the gathered buffer (allgather: each

@@ -61,7 +61,7 @@ std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
 }
 
 constexpr char kRowFormat[] = "{:>12} {:>13} {:>9} {:>6} {:>15} {:>11} {:>8} {:>8} {:>7}\n";
-// FSDP steps (experiment.sharding) add three columns after #wrong: the collective, its phase, the unit.
+// FSDP steps (experiment.sharding) add three columns after #wrong: the collective, its phase, its bucket.
 constexpr char kStepColumns[] = " {:>14} {:>5} {:>4}";
 
 bool sharded(const ExperimentConfig& cfg) { return cfg.form == SweepForm::buckets && cfg.sharding != "no_shard"; }
@@ -71,9 +71,9 @@ std::string what_runs(const ExperimentConfig& cfg) {
   if (sharded(cfg))  // FSDP runs two collectives, both reducing or gathering
     return fmt::format("FSDP {} steps (allgather, reduce_scatter {}) {} over {} {} devices", cfg.sharding, cfg.op_name,
                        dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend);
-  bool reduces = cfg.collective == "allreduce" || cfg.collective == "reduce_scatter" || cfg.collective == "reduce";
-  return fmt::format("{} {}{} over {} {} devices{}", cfg.collective, reduces ? cfg.op_name + " " : "",
-                     dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend,
+  return fmt::format("{} {}{} over {} {} devices{}", cfg.collective,
+                     collective_reduces(cfg.collective) ? cfg.op_name + " " : "", dtype_name(cfg.dtype),
+                     cfg.devices.size(), cfg.backend,
                      cfg.collective == "broadcast" || cfg.collective == "reduce"
                          ? fmt::format(", root {} ({})", cfg.root, cfg.devices.at(static_cast<size_t>(cfg.root)))
                          : "");
@@ -191,16 +191,12 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
   j["devices"] = cfg.devices;
   j["groups"] = cfg.groups;
   j["collective"] = cfg.collective;
-  j["sharding"] = cfg.sharding;
   j["op"] = cfg.op_name;
   j["dtype"] = std::string(dtype_name(cfg.dtype));
   j["settings"] = settings_lines(cfg);
   j["rows"] = Json::array();
   for (const ResultRow& r : result.rows)
-    j["rows"].push_back({{"collective", r.collective},
-                         {"phase", r.phase.empty() ? Json(nullptr) : Json(r.phase)},
-                         {"bucket", r.bucket < 0 ? Json(nullptr) : Json(r.bucket)},
-                         {"size", r.bytes},
+    j["rows"].push_back({{"size", r.bytes},
                          {"count", r.count},
                          {"type", r.type},
                          {"redop", r.redop},
@@ -208,16 +204,20 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
                          {"time_us", r.time_us},
                          {"algbw", r.algbw},
                          {"busbw", r.busbw},
-                         {"wrong", r.wrong < 0 ? Json(nullptr) : Json(r.wrong)}});
+                         {"wrong", r.wrong < 0 ? Json(nullptr) : Json(r.wrong)},
+                         {"collective", r.collective},  // keys added after the first ones: appended
+                         {"phase", r.phase.empty() ? Json(nullptr) : Json(r.phase)},
+                         {"bucket", r.bucket < 0 ? Json(nullptr) : Json(r.bucket)}});
   j["step"] = nullptr;
   if (result.step)
     j["step"] = {{"buckets", result.step->buckets},
-                 {"collectives", result.step->collectives},
                  {"bytes", result.step->bytes},
                  {"time_us", result.step->time_us},
                  {"algbw", result.step->algbw},
                  {"busbw", result.step->busbw},
-                 {"write_us", result.step->write_us ? Json(*result.step->write_us) : Json(nullptr)}};
+                 {"write_us", result.step->write_us ? Json(*result.step->write_us) : Json(nullptr)},
+                 {"collectives", result.step->collectives}};
+  j["sharding"] = cfg.sharding;  // added after the first keys: appended
   std::ostringstream out;
   out << j.dump(2) << "\n";
   file.write(out.str());
