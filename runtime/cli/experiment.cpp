@@ -59,7 +59,7 @@ StoredValue stored_input(const ExperimentConfig& cfg) {
   auto one = std::make_shared<HostBuffer>(cfg.dtype, Shape{1});
   return [&cfg, one](int64_t d, int64_t i) {
     one->set(0, input_value(cfg.dtype, cfg.op, d, i));
-    return is_float(cfg.dtype) ? one->get(0) : static_cast<double>(one->get_int(0));
+    return stored_at(*one, 0);
   };
 }
 
@@ -250,6 +250,16 @@ std::vector<HostBuffer> bucket_rows(const ExperimentConfig& cfg, int64_t count) 
 
 size_t row_of(size_t d, int step, size_t nrows) { return (d + static_cast<size_t>(step)) % nrows; }
 
+double stored_at(const HostBuffer& b, int64_t i) {
+  return is_float(b.dtype) ? b.get(i) : static_cast<double>(b.get_int(i));
+}
+
+StoredValue stored_rows(const std::vector<HostBuffer>& rows, int step) {
+  return [&rows, step](int64_t d, int64_t i) {
+    return stored_at(rows[row_of(static_cast<size_t>(d), step, rows.size())], i);
+  };
+}
+
 namespace {
 
 // Gradient buckets out of place (experiment.in_place: false): fixed inputs, and one step reduces every
@@ -336,11 +346,8 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
     ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, buckets[b]), bucket_us[b]);
     row.bucket = static_cast<int64_t>(b);
     if (cfg.check) {  // the reference from the host rows the last step wrote, never from the devices
-      auto value = [&](int64_t d, int64_t i) {
-        const HostBuffer& r = rows[b][row_of(static_cast<size_t>(d), last, ndev + 1)];
-        return is_float(cfg.dtype) ? r.get(i) : static_cast<double>(r.get_int(i));
-      };
-      Reference ref = reference_of(cfg.dtype, static_cast<int64_t>(ndev), counts[b], cfg.op, value);
+      Reference ref =
+          reference_of(cfg.dtype, static_cast<int64_t>(ndev), counts[b], cfg.op, stored_rows(rows[b], last));
       row.wrong = check_result(cfg, buckets[b], everywhere(ref));
     }
     rows_out.push_back(row);

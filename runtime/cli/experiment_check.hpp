@@ -74,6 +74,11 @@ StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRo
 // whose writes did not land gives a different result.
 std::vector<HostBuffer> bucket_rows(const ExperimentConfig& cfg, int64_t count);
 size_t row_of(size_t d, int step, size_t nrows);
+// Element i of a host buffer as double (exact for integers).
+double stored_at(const HostBuffer& b, int64_t i);
+// The values step `step` wrote from persistent rows (bucket_rows): device d's element i is element i of
+// rows[row_of(d, step, rows.size())]. rows must outlive the result.
+StoredValue stored_rows(const std::vector<HostBuffer>& rows, int step);
 
 // The loops' callbacks into run_experiment: tick() after every realize() (progress, and the stop check);
 // last(true) just before the realizes of the last timed iteration of a count (sweeps) or of the last step

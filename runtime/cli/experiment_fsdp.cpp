@@ -97,10 +97,7 @@ void check_units_fit(const ExperimentConfig& cfg, const std::vector<int64_t>& co
 
 // The stored values of a host buffer, as StoredValue reads them (device d's element i at d * stride + i).
 StoredValue stored_in(const HostBuffer& b, int64_t stride) {
-  return [&b, stride](int64_t d, int64_t i) {
-    int64_t e = d * stride + i;
-    return is_float(b.dtype) ? b.get(e) : static_cast<double>(b.get_int(e));
-  };
+  return [&b, stride](int64_t d, int64_t i) { return stored_at(b, d * stride + i); };
 }
 
 // Writes every unit's gradient rows of this step into its persistent gradients.
@@ -127,11 +124,8 @@ int64_t check_step_collective(const ExperimentConfig& cfg, const StepCollective&
     return check_result(cfg, got,
                         collective_reference(cfg, "allgather", unit.count,
                                              stored_in(unit.params_host, unit.count / static_cast<int64_t>(ndev))));
-  auto value = [&unit, step, ndev](int64_t d, int64_t i) {
-    const HostBuffer& r = unit.grad_rows[row_of(static_cast<size_t>(d), step, ndev + 1)];
-    return is_float(r.dtype) ? r.get(i) : static_cast<double>(r.get_int(i));
-  };
-  return check_result(cfg, got, collective_reference(cfg, "reduce_scatter", unit.count, value));
+  return check_result(cfg, got,
+                      collective_reference(cfg, "reduce_scatter", unit.count, stored_rows(unit.grad_rows, step)));
 }
 
 }  // namespace
