@@ -134,21 +134,7 @@ void count_compile() { ++g_compiles; }
 void count_cache_hit() { ++g_hits; }
 void count_compiler_run() { ++g_runs; }
 
-void warn_once(const std::string& once_key, const std::string& message) {
-  static std::mutex mu;
-  static std::set<std::string> warned;
-  std::lock_guard<std::mutex> lock(mu);
-  if (warned.insert(once_key).second) std::fprintf(stderr, "ringrt: warning: %s\n", message.c_str());
-}
-
-// The tunable runtime.cache_dir (rewrite/params.hpp), else the XDG fallbacks, else none. A relative
-// $XDG_CACHE_HOME is ignored, as the XDG base directory specification says.
-std::filesystem::path cache_dir() {
-  if (std::string d = current_runtime_params().cache_dir; !d.empty()) return d;
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty() && d.front() == '/') return std::filesystem::path(d) / "ringrt";
-  if (std::string d = env("HOME"); !d.empty()) return std::filesystem::path(d) / ".cache" / "ringrt";
-  return {};
-}
+std::filesystem::path cache_dir() { return user_cache_dir(); }
 
 // $TMPDIR, or /tmp when it is unset or empty (an empty value counts as unset, as for every variable
 // ringrt reads).

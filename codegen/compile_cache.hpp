@@ -30,6 +30,8 @@
 #include <string>
 #include <string_view>
 
+#include "rewrite/files.hpp"
+
 namespace ringrt::codegen {
 
 // Process-wide counters, updated by Compiler (thread-safe): artifacts compiled, artifacts found in the
@@ -44,9 +46,9 @@ void count_compile();       // for Compiler implementations
 void count_cache_hit();     // for Compiler implementations
 void count_compiler_run();  // for Compiler implementations
 
-// The cache directory, read from the environment at every call: the tunable runtime.cache_dir
-// ($RINGRT_CACHE_DIR), else $XDG_CACHE_HOME/ringrt, else $HOME/.cache/ringrt, else empty (no
-// persistent cache: kernels are kept for the process only).
+// The cache directory: user_cache_dir() (rewrite/files.hpp: runtime.cache_dir, else
+// $XDG_CACHE_HOME/ringrt, else $HOME/.cache/ringrt, else empty: no persistent cache, kernels are kept
+// for the process only).
 std::filesystem::path cache_dir();
 // cache_dir() if it is a private folder of this user (created 0700 when absent; a directory, not a
 // link, owned by this user, writable by no one else), else — with one warning on stderr naming it and
@@ -103,7 +105,6 @@ CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
 std::optional<CachedArtifact> find_cached(const std::string& key, std::string_view suffix);
 std::filesystem::path publish_artifact(const std::string& key, std::string_view suffix, std::string_view bytes);
 
-// Prints "ringrt: warning: <message>" on stderr once per `once_key` per process. Thread-safe.
-void warn_once(const std::string& once_key, const std::string& message);
+using ringrt::warn_once;  // rewrite/files.hpp
 
 }  // namespace ringrt::codegen

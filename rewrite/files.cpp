@@ -8,10 +8,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <utility>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/params.hpp"
 
 namespace ringrt {
 namespace {
@@ -51,13 +56,17 @@ struct Fd {
 
 }  // namespace
 
-std::string read_file(const std::string& path, size_t max_bytes) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};  // a FIFO opens without a writer
+std::string read_file(const std::string& path, size_t max_bytes, FileTrust trust) {
+  bool own = trust == FileTrust::own;  // a FIFO opens without a writer (O_NONBLOCK)
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (own ? O_NOFOLLOW : 0))};
+  if (f.fd < 0 && errno == ELOOP && own) fail(path, "is a symbolic link; ringrt does not read it through a link");
   if (f.fd < 0) fail(path, fmt::format("cannot open the file: {}", std::strerror(errno)));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) fail(path, fmt::format("cannot read the file: {}", std::strerror(errno)));
   if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a file");
   if (!S_ISREG(st.st_mode)) fail(path, "is not a regular file (a FIFO, a socket or a device)");
+  if (own && st.st_uid != ::geteuid()) fail(path, fmt::format("belongs to another user (uid {})", st.st_uid));
+  if (own && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) fail(path, "can be written by other users");
   if (static_cast<size_t>(st.st_size) > max_bytes)
     fail(path, fmt::format("is {} bytes long; at most {} are read", st.st_size, max_bytes));
   std::string text;
@@ -115,5 +124,23 @@ int write_bytes(int fd, std::string_view bytes) {
 }
 
 void write_file(const std::string& path, const std::string& text) { OutputFile(path).write(text); }
+
+std::filesystem::path user_cache_dir() {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  if (std::string d = current_runtime_params().cache_dir; !d.empty()) return d;
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty() && d.front() == '/') return std::filesystem::path(d) / "ringrt";
+  if (std::string d = env("HOME"); !d.empty()) return std::filesystem::path(d) / ".cache" / "ringrt";
+  return {};
+}
+
+void warn_once(const std::string& once_key, const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(once_key).second) std::fprintf(stderr, "ringrt: warning: %s\n", message.c_str());
+}
 
 }  // namespace ringrt

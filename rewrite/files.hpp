@@ -3,16 +3,23 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
 namespace ringrt {
 
-// The bytes of the regular file at path (a link to one is followed: the user named it), at most
-// max_bytes of them. Never blocks on a FIFO or a device. Throws IOError naming the path and the reason
-// for a file that cannot be opened, is not a regular file (a folder, a FIFO, a device), is longer
-// than max_bytes, or fails to read (e.g. EIO).
-std::string read_file(const std::string& path, size_t max_bytes);
+// How read_file trusts a file. named: the user named it, so a link to it is followed. own: a file ringrt
+// found by itself in a folder of this user's (the tuning file in the cache folder) must be this user's
+// own: not a symbolic link (O_NOFOLLOW), owned by this user, writable by no one else, so nothing another
+// user planted or changed is read.
+enum class FileTrust { named, own };
+
+// The bytes of the regular file at path, at most max_bytes of them. Never blocks on a FIFO or a device.
+// Throws IOError naming the path and the reason for a file that cannot be opened, is not a regular file
+// (a folder, a FIFO, a device), is longer than max_bytes, or fails to read (e.g. EIO); with FileTrust::own
+// also for a link, another user's file, or one that others may write.
+std::string read_file(const std::string& path, size_t max_bytes, FileTrust trust = FileTrust::named);
 
 // Writes all of bytes to the open file descriptor fd, retrying short writes and EINTR. Returns 0, or the
 // errno of the write that failed (EIO when a write wrote nothing without an error).
@@ -45,5 +52,14 @@ class OutputFile {
   std::string path_;
   int fd_ = -1;
 };
+
+// The folder of ringrt's per-user cache, read at every call: the tunable runtime.cache_dir
+// ($RINGRT_CACHE_DIR), else $XDG_CACHE_HOME/ringrt (an absolute $XDG_CACHE_HOME only, as the XDG base
+// directory specification says), else $HOME/.cache/ringrt, else empty (none). It holds the compiled
+// kernels (codegen/compile_cache.hpp) and the tuning file (rewrite/tuning.hpp).
+std::filesystem::path user_cache_dir();
+
+// Prints "ringrt: warning: <message>" on stderr once per `once_key` per process. Thread-safe.
+void warn_once(const std::string& once_key, const std::string& message);
 
 }  // namespace ringrt

@@ -40,6 +40,7 @@ constexpr bool accepts(ParamParser p) {
       return std::is_same_v<T, std::vector<std::string>>;
     case ParamKind::command:
     case ParamKind::folder:
+    case ParamKind::file:
       return std::is_same_v<T, std::string>;
     case ParamKind::choice:
       return std::is_same_v<T, std::string> && !p.choices.empty();
@@ -119,7 +120,13 @@ Parsed parse(ParamParser p, std::string_view key, std::string_view text, ParamSo
       return parse_devices(key, text, where);
     case ParamKind::command:
     case ParamKind::folder:
-      if (text.empty()) bad_value(where, key, p.kind == ParamKind::command ? "a command" : "a folder", text);
+    case ParamKind::file:
+      if (text.empty())
+        bad_value(where, key,
+                  p.kind == ParamKind::command  ? "a command"
+                  : p.kind == ParamKind::folder ? "a folder"
+                                                : "a file (or auto, off)",
+                  text);
       return std::string(text);
     case ParamKind::choice:
       return parse_choice(p, key, text, where);
@@ -325,7 +332,8 @@ std::optional<RankedDeviceName> split_rank(std::string_view name) {
 
 const char* detail::env_value(const Tunable& t) {
   const char* v = std::getenv(std::string(t.env).c_str());
-  bool text = t.parser.kind == ParamKind::command || t.parser.kind == ParamKind::folder;
+  bool text =
+      t.parser.kind == ParamKind::command || t.parser.kind == ParamKind::folder || t.parser.kind == ParamKind::file;
   return v == nullptr || (text && *v == '\0') ? nullptr : v;
 }
 

@@ -41,6 +41,7 @@ enum class ParamKind {
   devices,   // device names "KIND:i", comma-separated in text, a list in YAML
   command,   // a shell command (never from a YAML file); an empty environment value counts as unset
   folder,    // a folder (never from a YAML file); an empty environment value counts as unset
+  file,      // a file to read, or a word standing for one (auto, off); an empty environment value counts as unset
   choice,    // exactly one of the words of `choices`
 };
 struct ParamParser {
@@ -53,7 +54,7 @@ constexpr ParamParser int_in(int64_t lo, int64_t hi) { return {ParamKind::intege
 constexpr ParamParser seconds_in(double lo, double hi) { return {ParamKind::seconds, 0, 0, lo, hi}; }
 constexpr ParamParser one_of(std::string_view choices) { return {ParamKind::choice, 0, 0, 0, 0, choices}; }
 inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::switch01},
-    kDeviceList{ParamKind::devices}, kCommand{ParamKind::command}, kFolder{ParamKind::folder};
+    kDeviceList{ParamKind::devices}, kCommand{ParamKind::command}, kFolder{ParamKind::folder}, kFile{ParamKind::file};
 
 // clang-format off
 // X(type, field, YAML key, environment variable, default, parser, description). One line each.
@@ -64,6 +65,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(std::vector<std::string>, reduce_leaders, "allreduce.reduce_leaders", "REDUCE_LEADERS", {}, kDeviceList, "devices that lead their group (comma list in env)") \
   X(std::string, hierarchical, "allreduce.hierarchical", "RINGRT_HIERARCHICAL", "leader", one_of("leader|reduce_scatter"), "form of the allreduce over device groups: leader (reduce onto each group's leader, allreduce across leaders, broadcast) or reduce_scatter (reduce-scatter in each group, allreduce of each share across groups, allgather)") \
   X(bool, cast, "allreduce.cast", "ALLREDUCE_CAST", true, kBoolean, "float16/bfloat16 allreduce copies stay 16-bit; 0 promotes to float32") \
+  X(std::string, tuning, "allreduce.tuning", "RINGRT_TUNING", "auto", kFile, "the tuning file of `ringrt tune` that chooses the algorithm when ring and all2all are at their defaults: auto (tuning.yaml in the cache folder, when there), off (tinygrad's rule), or a path") \
   X(int, debug, "debug", "DEBUG", 0, int_in(0, 10), ">= 2 prints one line per allreduce: algorithm, ndev x numel, dtype")
 #define RINGRT_RUNTIME_PARAMS(X) \
   X(bool, peer_reads, "runtime.peer_reads", "RINGRT_PEER_READS", true, kSwitch01, "a copy read only by kernels on a peer-reading device is elided; they read its source in place") \
@@ -155,7 +157,7 @@ struct ConstParamRefs {
 // Throws ConfigError "WHERE: unknown setting 'KEY'" or "WHERE: key 'KEY': expected ..., got '...'".
 void set_param(ParamRefs p, std::string_view key, std::string_view text, ParamSource source, std::string_view where);
 // Calls fn(tunable, value) for every tunable whose environment variable is set, in declaration
-// order (a kCommand or kFolder variable set to "" counts as unset).
+// order (a kCommand, kFolder or kFile variable set to "" counts as unset).
 template <class Fn>
 void for_each_env_param(Fn&& fn);
 // The value of the tunable as dumped: 2, true, [CPU:0, CPU:2], 1.5, g++, "" for an empty text.

@@ -11,7 +11,8 @@
 #   does not mmap fresh pages for Open MPI's temporary buffers on every call, and
 #   MALLOC_TRIM_THRESHOLD_ large, without which the heap is trimmed on every free instead and the same
 #   happens: 4 MiB on 2 ranks measured 70 ms with MALLOC_MMAP_MAX_=0 alone, 1.6 ms with both);
-# - ringrt: each algorithm forced (naive, ring, all2all) and the automatic choice (auto:<chosen>);
+# - ringrt: each algorithm forced (naive, ring, all2all) and the automatic choice (auto:<chosen>), tuned
+#   first by `ringrt tune` on this machine (OUT_DIR/tuning.yaml, its table in OUT_DIR/tune.txt);
 # - ringrt-<lever>-off: the automatic choice with one optimisation switched off (see README,
 #   "Performance switches"), to show what it buys.
 # Every figure is the best of BLOCKS timed blocks after warm-up; every result is checked (a wrong
@@ -33,7 +34,7 @@ bash scripts/install-deps.sh
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   if [[ "$build" == build/release ]]; then cmake --preset release >/dev/null; else cmake --preset release -B "$build" >/dev/null; fi
 fi
-cmake --build "$build" -j2 --target ringrt_peers ringrt_floor
+cmake --build "$build" -j2 --target ringrt_peers ringrt_floor ringrt_cli
 mpicxx -O2 -DOMPI_SKIP_MPICXX -o "$build/mpi_allreduce" scripts/bench/peers/mpi_allreduce.cpp
 
 echo "system,algo,ndev,bytes_per_dev,time_s,algbw_GBps,busbw_GBps" >"$csv"
@@ -51,6 +52,15 @@ for n in "${ndevs[@]}"; do
     mpirun --allow-run-as-root --oversubscribe -x MALLOC_MMAP_MAX_ -x MALLOC_TRIM_THRESHOLD_ -np "$n" \
     "$build/mpi_allreduce" 3 "$blocks" 0 "${sizes[@]}" >>"$csv"
 done
+
+# the automatic choice as a user gets it: `ringrt tune` on this machine first (allreduce, float32, the
+# sizes below on 2..max(N) devices), its file then used by every ringrt figure (RINGRT_TUNING)
+max_n=$(printf '%s\n' "${ndevs[@]}" | sort -n | tail -1)
+counts=$(printf '%s\n' "${sizes[@]}" | awk '{printf "%s%d", NR > 1 ? "," : "", $1 / 4}')
+echo "# ringrt tune, 2..$max_n devices" >&2
+"$build/ringrt" tune --out "$out/tuning.yaml" --collectives allreduce --set "devices.count=$max_n" \
+  --set "experiment.counts=[$counts]" --set experiment.warmup=3 --set experiment.iters=5 >"$out/tune.txt"
+export RINGRT_TUNING="$out/tuning.yaml"
 
 for n in "${ndevs[@]}"; do
   echo "# ringrt, $n devices" >&2

@@ -20,9 +20,12 @@
 //     j is allreduced across the m devices j by a nested ALLREDUCE (naive, ring or all2all as chosen for
 //     it), the k of them independent; each group allgathers its k chunks. It needs groups of one size:
 //     groups of unequal size get the leader form (the DEBUG line says so).
-// Choice (tinygrad's): all2all when ALL2ALL >= 2, or ALL2ALL >= 1 with n > 2 and numel > threshold;
+// Choice: with a tuning file (rewrite/tuning.hpp, `ringrt tune`) and ring/all2all at their automatic
+// levels, the algorithm measured fastest on this machine for the collective, devices, dtype and size.
+// Otherwise tinygrad's rule: all2all when ALL2ALL >= 2, or ALL2ALL >= 1 with n > 2 and numel > threshold;
 // else ring likewise with RING; else naive. 256000 elements is tinygrad's empirical crossover below
-// which ring's extra kernel launches and chunk reassembly lose to naive.
+// which ring's extra kernel launches and chunk reassembly lose to naive (on GPUs; on this project's cpu
+// backend all2all won at 4 devices from 256 KiB up, which is why the choice is measured per machine).
 // Cost of the hierarchical forms (alpha-beta model, bandwidth terms): m groups of k devices, S bytes per
 // device; each device sends and receives at B_intra inside its group and at B_net to other groups, both
 // directions and all its links at once; a bandwidth-optimal allreduce of X bytes over p devices takes
@@ -48,12 +51,14 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string_view>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/params.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "rewrite/tuning.hpp"
 
 namespace ringrt {
 namespace {
@@ -387,11 +392,32 @@ std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t
   return out;
 }
 
-std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s) {
+std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s, std::string_view collective) {
   const UOp& buf = red.src(0);
   if (buf.device().tuple())
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
-  return collective_algorithm(static_cast<int64_t>(buf.device().count()), prod(buf.shape()), s);
+  return collective_algorithm(CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype()), s);
+}
+
+CollectiveSize CollectiveSize::of(std::string_view collective, const DeviceTuple& devices, int64_t numel, DType dtype) {
+  CollectiveSize out{std::string(collective), "", static_cast<int64_t>(devices.size()), numel, dtype, 0};
+  std::set<int> ranks;
+  for (const std::string& d : devices)
+    if (std::optional<RankedDeviceName> r = split_rank(d)) {
+      ranks.insert(r->rank);
+      out.kind = std::string(r->local.substr(0, r->local.find(':')));
+    }
+  out.ranks = static_cast<int64_t>(ranks.size());
+  return out;
+}
+
+std::string collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
+  // tuned in one process: a collective across ranks (other transfers) keeps the rule
+  if (s.ring == 1 && s.all2all == 0 && c.ranks <= 1)
+    if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
+      if (const TunedChoice* tuned = t->find(c.collective, c.kind, c.ndev, c.dtype, c.numel * itemsize(c.dtype)))
+        return tuned->algorithm;
+  return collective_algorithm(c.ndev, c.numel, s);
 }
 
 std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& s) {

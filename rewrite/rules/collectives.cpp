@@ -129,7 +129,8 @@ optional<CollectiveUse> broadcast_of(const UOp& c, const Readers& readers, const
   if (n < 2 || numel == 0 || std::find(devs.begin(), devs.end(), root) == devs.end()) return std::nullopt;
   const std::vector<UOp>& users = readers.at(c.node());
   if (std::any_of(users.begin(), users.end(), device_dependent)) return std::nullopt;  // a scatter
-  return CollectiveUse{"broadcast", ring_or_direct(collective_algorithm(n, numel, s))};
+  return CollectiveUse{
+      "broadcast", ring_or_direct(collective_algorithm(CollectiveSize::of("broadcast", devs, numel, c.dtype()), s))};
 }
 
 std::vector<std::pair<int64_t, int64_t>> equal_chunks(int64_t numel, int64_t n) {
@@ -280,7 +281,7 @@ optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, cons
   if (u.op() == Ops::COPY) return broadcast_of(u, readers, s);
   optional<std::string> kind = allreduce_kind(u, readers);
   if (!kind) return std::nullopt;
-  std::string algo = allreduce_algorithm(u, s);
+  std::string algo = allreduce_algorithm(u, s, *kind);
   if (!algo.starts_with("hierarchical"))
     return CollectiveUse{*kind, *kind == "alltoall" ? "all2all" : ring_or_direct(algo)};
   // over device groups: the hierarchical forms, or (alltoall, groups that do not fit) the hierarchical allreduce

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -30,12 +31,30 @@ PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceCho
 // "hierarchical" (the leader form) or "hierarchical_rs" (the reduce_scatter form: allreduce.hierarchical
 // is reduce_scatter and the device groups have one size) (reference: handle_allreduce's
 // use_ring/use_all2all, handle_allreduce_multirank).
-std::string allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& settings);
+// collective: the collective the ALLREDUCE implements (collective_of's kind), whose tuned choice applies.
+std::string allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& settings,
+                                std::string_view collective = "allreduce");
 
 // The algorithm the settings give a collective of numel elements on each of ndev devices: "all2all"
 // when ALL2ALL >= 2, or ALL2ALL >= 1 with ndev > 2 and numel > ring_threshold; else "ring" likewise with
 // RING; else "naive" (tinygrad's use_all2all / use_ring). allreduce_algorithm without device groups.
 std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& settings);
+
+// A collective as its algorithm is chosen: which one (allreduce | reduce_scatter | allgather |
+// broadcast), the devices' kind (CPU, HIP), how many devices and on how many ranks, the elements per
+// device (rccl-tests' count: the buffer before a scatter, after a gather) and the dtype.
+struct CollectiveSize {
+  std::string collective, kind;
+  int64_t ndev = 0, numel = 0;
+  DType dtype = DType::float32;
+  int64_t ranks = 0;  // the ranks the devices' names span (rank<R>/KIND:i); 0 or 1: one process
+  // From a device tuple's names ("CPU:0", "rank1/HIP:2").
+  static CollectiveSize of(std::string_view collective, const DeviceTuple& devices, int64_t numel, DType dtype);
+};
+// The algorithm for c: with ring and all2all at their automatic levels (1 and 0), the tuning file of
+// settings.tuning (rewrite/tuning.hpp) when it has a choice for c, measured on this machine, and c runs
+// in one process; otherwise collective_algorithm(c.ndev, c.numel, settings), tinygrad's rule.
+std::string collective_algorithm(const CollectiveSize& c, const AllreduceSettings& settings);
 
 // The collectives other than allreduce, as the lowered multi-device graph expresses them (collectives.cpp):
 // - reduce_scatter: an ALLREDUCE onto its own tuple whose every reader takes its own device's chunk (a

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <yaml-cpp/depthguard.h>
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
+#include "rewrite/yaml_document.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/cli/config_ranks.hpp"
 
@@ -491,45 +491,7 @@ std::vector<int64_t> ExperimentConfig::sweep_counts() const {
   return out;
 }
 
-namespace {
-
-// Records where each document of a YAML stream starts, nothing else.
-struct DocumentStarts : YAML::EventHandler {
-  std::vector<YAML::Mark> starts;
-  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
-
-// The one document of `yaml` (null when there is none). Not YAML::LoadAll: on a token that cannot start
-// a value at the top level (a stray ',', found by fuzzing) yaml-cpp 0.7's parser returns an empty
-// document without consuming it, and LoadAll loops forever, allocating (yaml-cpp issue 1040). So the
-// documents are walked by hand, at most two: a second one is an error, and one that starts where the
-// first did made no progress, a syntax error. Throws ConfigError; lets yaml-cpp's exceptions through.
-YAML::Node load_one_document(std::string_view yaml, const std::string& name) {
-  std::string text(yaml);
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  DocumentStarts docs;
-  while (docs.starts.size() < 2 && parser.HandleNextDocument(docs)) {
-  }
-  if (docs.starts.size() > 1) {
-    const YAML::Mark& second = docs.starts[1];
-    bool stuck = second.pos == docs.starts[0].pos;
-    throw ConfigError(fmt::format("{}:{}:{}: {}", name, second.line + 1, second.column + 1,
-                                  stuck ? "YAML syntax error: this cannot start a value (a stray ',', ']' or '}'?)"
-                                        : "a second YAML document; a config is one document"));
-  }
-  return docs.starts.empty() ? YAML::Node() : YAML::Load(text);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 ExperimentConfig parse_config(std::string_view yaml, const std::string& name,
                               const std::vector<std::string>& overrides) {
@@ -538,7 +500,7 @@ ExperimentConfig parse_config(std::string_view yaml, const std::string& name,
   loader.cfg.file = name;
   YAML::Node root;
   try {
-    root = load_one_document(yaml, name);
+    root = load_yaml_document(yaml, name);
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp says only "bad file"
     throw ConfigError(
         fmt::format("{}:{}:{}: YAML nested too deeply (lists or maps more than {} levels deep; a "

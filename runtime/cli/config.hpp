@@ -39,7 +39,8 @@
 // installs `runtime` for the process (set_runtime_params) before it runs anything; parsing itself
 // installs runtime.hip_logical_devices when the config, the environment or --set gives it, since
 // resolving the devices enumerates the HIP devices, which fixes their names for the process. Only this header's
-// users see ExperimentConfig; yaml-cpp stays inside config.cpp.
+// users see ExperimentConfig; yaml-cpp stays inside config.cpp (and rewrite/yaml_document.hpp, the loader it shares
+// with the tuning file).
 #pragma once
 
 #include <cstddef>

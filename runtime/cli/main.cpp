@@ -2,10 +2,12 @@
 //   ringrt run CONFIG.yaml [--set key=value]... [--csv FILE] [--json FILE] [--trace FILE]
 //   ringrt schedule CONFIG.yaml --count N [--json] [--dot FILE] [--emit-source DIR --target hip|nvidia|cpu]
 //   ringrt config CONFIG.yaml [--set key=value]... [--dump]
+//   ringrt tune [CONFIG.yaml] [--set key=value]... [--out FILE] [--collectives LIST] [--rounds N]
 // Exit status: 0 ok, 1 wrong results, 2 bad input (command line, config, environment, shapes,
 // devices), 3 an internal or toolchain failure (a bug: CompileError, TimeoutError, InternalError),
 // 130/143 a run stopped by SIGINT/SIGTERM (128 + the signal; see install_stop_handlers).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -32,6 +34,7 @@
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
 #include "runtime/cli/report.hpp"
+#include "runtime/cli/tune.hpp"
 
 namespace {
 
@@ -129,8 +132,9 @@ void report(const std::string& message) {
 
 // Loads the config and installs its runtime tunables (runtime.*) for this process, before anything runs.
 // Under mpirun, ranks other than 0 then print nothing on stdout (rank 0 prints for the job).
+// An empty config path: the built-in defaults (`ringrt tune` without a config).
 ExperimentConfig load_and_install(const std::string& config, const std::vector<std::string>& sets) {
-  ExperimentConfig cfg = load_config(config, sets);
+  ExperimentConfig cfg = config.empty() ? parse_config("", "(defaults)", sets) : load_config(config, sets);
   set_runtime_params(cfg.runtime);
   if (in_spmd_job() && rank_info().rank != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
     throw IOError("cannot silence this rank's stdout");
@@ -311,6 +315,54 @@ int config_command(const std::string& config, const std::vector<std::string>& se
   return 0;
 }
 
+// `ringrt tune`: measures every algorithm (runtime/cli/tune.hpp), one line per point on stdout, then writes
+// the tuning file (to a temporary name, renamed into place: a stopped tune leaves the old file whole).
+int tune_command(const std::string& config, const std::vector<std::string>& sets, const std::string& out,
+                 const std::vector<std::string>& collectives, int rounds) {
+  install_stop_handlers();
+  ExperimentConfig cfg = load_and_install(config, sets);
+  std::string path = tune_output(cfg, out);
+  TuneOptions options;
+  options.collectives = collectives;
+  options.rounds = rounds;
+  std::printf("# ringrt tune %s: %s over 2..%zu %s devices, %s, %d rounds of %d + %d iterations per algorithm\n",
+              cfg.file.c_str(), fmt::format("{}", fmt::join(collectives, ", ")).c_str(), cfg.devices.size(),
+              cfg.backend.c_str(), std::string(dtype_name(cfg.dtype)).c_str(), rounds, cfg.warmup, cfg.iters);
+  std::printf("# %14s %7s %12s %12s %12s %12s %8s %8s\n", "collective", "devices", "bytes", "naive(us)", "ring(us)",
+              "all2all(us)", "choice", "rule");
+  std::fflush(stdout);
+  ProgressBar bar;
+  options.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
+  options.stop = [] { return interrupt_signal() != 0; };
+  options.point = [&](const TunedChoice& c, const std::string& rule) {
+    auto us = [&](const char* algo) {
+      auto it = c.us.find(algo);
+      return it == c.us.end() ? std::string("-") : fmt::format("{:.1f}", it->second);
+    };
+    bar.clear();
+    std::printf("  %14s %7lld %12lld %12s %12s %12s %8s %8s\n", c.collective.c_str(), static_cast<long long>(c.devices),
+                static_cast<long long>(c.bytes), us("naive").c_str(), us("ring").c_str(), us("all2all").c_str(),
+                c.algorithm.c_str(),
+                (c.collective == "allreduce" || rule == "ring" ? rule : std::string("all2all")).c_str());
+    std::fflush(stdout);
+  };
+  TuningTable table;
+  try {
+    table = tune(cfg, options);
+  } catch (const Interrupted&) {
+    bar.clear();
+    report(fmt::format("interrupted by {}; {} left as it was", signal_name(interrupt_signal()), path));
+    return 128 + interrupt_signal();
+  }
+  bar.clear();
+  write_tuning(path, table);
+  std::printf(
+      "# wrote %s: %zu choices; `ringrt run` and the C++ API follow it while allreduce.tuning names it "
+      "(auto: the cache folder's) and allreduce.ring/all2all are at their defaults\n",
+      path.c_str(), table.choices.size());
+  return 0;
+}
+
 CLI::Validator positive_count() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -408,6 +460,26 @@ int main(int argc, char** argv) {
   add_set_option(conf, sets);
   conf->add_flag("--dump", dump, "print every effective setting (every tunable included) and where it was set");
 
+  std::string out;
+  std::vector<std::string> collectives = tunable_collectives();
+  int rounds = 3;
+  CLI::App* tune_cmd =
+      app.add_subcommand("tune",
+                         "measure every algorithm per collective, device count and size here; write the tuning file "
+                         "the automatic choice follows");
+  tune_cmd->add_option("config", config,
+                       "YAML experiment file: devices, dtype, sizes, warmup, iters (default: built-in)");
+  add_set_option(tune_cmd, sets);
+  tune_cmd
+      ->add_option("--out", out,
+                   "the tuning file to write (default: allreduce.tuning's, auto: the cache folder's tuning.yaml)")
+      ->check(non_empty);
+  tune_cmd->add_option("--collectives", collectives, "the collectives to tune, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::IsMember(tunable_collectives()));
+  tune_cmd->add_option("--rounds", rounds, "rounds of every algorithm per point (the best counts)")
+      ->check(CLI::Range(1, 100));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -417,6 +489,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) return with_stdout_checked(run_command(config, sets, csv, json, trace));
     if (sched->parsed())
       return with_stdout_checked(schedule_command(config, sets, count, as_json, dot, emit_dir, target));
+    if (tune_cmd->parsed()) return with_stdout_checked(tune_command(config, sets, out, collectives, rounds));
     return with_stdout_checked(config_command(config, sets, dump));
   });
   // Under mpirun, a rank that fails ends the job (MPI_Abort with its status): the others would wait for it.

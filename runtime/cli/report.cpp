@@ -11,6 +11,8 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "rewrite/tuning.hpp"
 
 namespace ringrt {
 namespace {
@@ -54,9 +56,34 @@ std::string origin_line(const ExperimentConfig& cfg, const std::string& key, con
 }
 
 // Every tunable with its value and where it was set (dump_params), then the groups, as config --dump.
+// Where the automatic algorithm choice comes from: the tuning file (tuning_for) or tinygrad's rule, or
+// that ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt tune, ..., 36 choices)".
+std::string choice_line(const ExperimentConfig& cfg) {
+  const AllreduceSettings& s = cfg.settings;
+  if (s.ring != 1 || s.all2all != 0)
+    return fmt::format("algorithm choice: tinygrad's rule (allreduce.ring {}, allreduce.all2all {}: not automatic)",
+                       s.ring, s.all2all);
+  Tuning t = tuning_for(s.tuning);
+  if (!t.table || cfg.devices.empty()) return "algorithm choice: " + t.origin;
+  // the device set: a file tuned for other devices (kind, count) or another dtype has no choice here
+  CollectiveSize c =
+      CollectiveSize::of(cfg.collective == "reduce" ? "allreduce" : cfg.collective, cfg.devices, 1, cfg.dtype);
+  bool covered = std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
+    return x.collective == c.collective && x.kind == c.kind && x.devices == c.ndev && x.dtype == c.dtype;
+  });
+  if (c.ranks > 1) return "algorithm choice: tinygrad's rule (across ranks; the tuning file measured one process)";
+  if (covered) return "algorithm choice: " + t.origin;
+  std::string why = fmt::format("{} has no choice for {} on {} {} devices in {}", tuning_path(s.tuning), c.collective,
+                                c.ndev, c.kind, dtype_name(c.dtype));
+  if (cfg.collective != "alltoall")
+    warn_once("tuning cover " + why, "the tuning file " + why + "; tinygrad's rule chooses");
+  return "algorithm choice: tinygrad's rule (" + why + ")";
+}
+
 std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
   std::vector<std::string> out = lines_of(dump_params({cfg.settings, cfg.runtime}, cfg.origins));
   out.push_back(lines_of(origin_line(cfg, "devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")))).back());
+  out.push_back(choice_line(cfg));
   return out;
 }
 
@@ -100,6 +127,7 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("devices.count", fmt::format("[{}]", fmt::join(cfg.devices, ", ")));
   line("devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")));
   out += dump_params({cfg.settings, cfg.runtime}, cfg.origins);  // every tunable, with where it was set
+  out += choice_line(cfg) + "\n";
   line("experiment.collective", cfg.collective);
   line("experiment.root", std::to_string(cfg.root));
   line("experiment.op", cfg.op_name);

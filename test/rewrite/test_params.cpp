@@ -81,6 +81,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"allreduce.reduce_leaders", "REDUCE_LEADERS"},
       {"allreduce.hierarchical", "RINGRT_HIERARCHICAL"},
       {"allreduce.cast", "ALLREDUCE_CAST"},
+      {"allreduce.tuning", "RINGRT_TUNING"},
       {"debug", "DEBUG"},
       {"runtime.peer_reads", "RINGRT_PEER_READS"},
       {"runtime.kernel_split", "RINGRT_KERNEL_SPLIT"},

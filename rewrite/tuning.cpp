@@ -1,0 +1,260 @@
+#include "rewrite/tuning.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
+#include "rewrite/yaml_document.hpp"
+
+#ifndef RINGRT_VERSION_TEXT
+#define RINGRT_VERSION_TEXT "unknown"
+#endif
+
+namespace ringrt {
+namespace {
+
+// The reader of one tuning file: every error names the file, line, column and key.
+struct Reader {
+  std::string name;
+
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& key, const std::string& what) const {
+    const YAML::Mark m = n.Mark();
+    std::string at = m.is_null() ? name : fmt::format("{}:{}:{}", name, m.line + 1, m.column + 1);
+    throw ConfigError(fmt::format("{}: key '{}': {}", at, key, what));
+  }
+  YAML::Node need(const YAML::Node& map, const YAML::Node& n, const std::string& key) const {
+    if (!n) fail(map, key, "missing");
+    return n;
+  }
+  std::string text(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "expected a text");
+    return n.Scalar();
+  }
+  int64_t integer(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) const {
+    std::string t = text(n, key);
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < lo || v > hi)
+      fail(n, key, fmt::format("expected an integer in [{}, {}], got '{}'", lo, hi, t));
+    return v;
+  }
+  double micros(const YAML::Node& n, const std::string& key) const {
+    std::string t = text(n, key);
+    double v = 0;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !(v >= 0 && v < 1e12))
+      fail(n, key, fmt::format("expected microseconds >= 0, got '{}'", t));
+    return v;
+  }
+  std::string word(const YAML::Node& n, const std::string& key, std::initializer_list<std::string_view> words) const {
+    std::string t = text(n, key);
+    if (std::find(words.begin(), words.end(), t) == words.end())
+      fail(n, key, fmt::format("expected one of {}, got '{}'", fmt::join(words, " | "), t));
+    return t;
+  }
+  void only_keys(const YAML::Node& map, const std::string& where, std::initializer_list<std::string_view> keys) const {
+    if (!map.IsMap()) fail(map, where, "expected a map");
+    for (const auto& kv : map) {
+      std::string k = kv.first.Scalar();
+      if (std::find(keys.begin(), keys.end(), k) == keys.end())
+        fail(kv.first, where.empty() ? k : where + "." + k, "unknown key");
+    }
+  }
+
+  TunedChoice choice(const YAML::Node& c, const std::string& at) const {
+    only_keys(c, at, {"collective", "kind", "devices", "dtype", "bytes", "min_bytes", "max_bytes", "algorithm", "us"});
+    TunedChoice out;
+    out.collective = word(need(c, c["collective"], at + ".collective"), at + ".collective",
+                          {"allreduce", "reduce_scatter", "allgather", "broadcast"});
+    const YAML::Node kind = need(c, c["kind"], at + ".kind");
+    out.kind = text(kind, at + ".kind");
+    if (out.kind.empty() || out.kind.size() > 16 ||
+        !std::all_of(out.kind.begin(), out.kind.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; }))
+      fail(kind, at + ".kind", fmt::format("expected a device kind (CPU, HIP), got '{}'", out.kind));
+    out.devices = integer(need(c, c["devices"], at + ".devices"), at + ".devices", 2, 1 << 20);
+    const YAML::Node dt = need(c, c["dtype"], at + ".dtype");
+    try {
+      out.dtype = parse_dtype(text(dt, at + ".dtype"));
+    } catch (const ConfigError& e) {
+      fail(dt, at + ".dtype", e.what());
+    }
+    out.bytes = integer(need(c, c["bytes"], at + ".bytes"), at + ".bytes", 1, INT64_MAX);
+    out.min_bytes = integer(need(c, c["min_bytes"], at + ".min_bytes"), at + ".min_bytes", 0, INT64_MAX);
+    out.max_bytes = integer(need(c, c["max_bytes"], at + ".max_bytes"), at + ".max_bytes", 1, INT64_MAX);
+    if (out.min_bytes >= out.max_bytes) fail(c, at, "an empty band: min_bytes >= max_bytes");
+    out.algorithm = word(need(c, c["algorithm"], at + ".algorithm"), at + ".algorithm", {"naive", "ring", "all2all"});
+    if (const YAML::Node us = c["us"]) {
+      if (!us.IsMap()) fail(us, at + ".us", "expected a map of algorithm: microseconds");
+      for (const auto& kv : us) {
+        std::string algo = word(kv.first, at + ".us", {"naive", "ring", "all2all"});
+        out.us[algo] = micros(kv.second, at + ".us." + algo);
+      }
+    }
+    return out;
+  }
+};
+
+// The first "model name" of /proc/cpuinfo, else the machine's architecture.
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  for (int i = 0; i < 4096 && std::getline(in, line); ++i)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      std::string m = line.substr(line.find(':') + 1);
+      m.erase(0, m.find_first_not_of(" \t"));
+      return m;
+    }
+  return "unknown CPU";
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The tunings read so far, by setting, file and the file's state (one read each per process).
+std::mutex g_mu;
+std::map<std::string, Tuning> g_tunings;
+constexpr size_t kMaxSettings = 64;  // bounds the map: beyond, an entry is dropped (read again if asked)
+
+Tuning load_tuning(const std::string& setting) {
+  std::string path = tuning_path(setting);
+  if (path.empty())
+    return {nullptr, setting == "off" ? "off: tinygrad's rule" : "none: tinygrad's rule (no cache folder)"};
+  bool own = setting == "auto";
+  if (own && access(path.c_str(), F_OK) != 0) return {nullptr, fmt::format("none: tinygrad's rule (no file {})", path)};
+  auto ignored = [&](const std::string& why) {
+    warn_once("tuning " + path, fmt::format("the tuning file {} is ignored ({}); tinygrad's rule chooses", path, why));
+    return Tuning{nullptr, fmt::format("ignored: tinygrad's rule ({}: {})", path, why)};
+  };
+  TuningTable t;
+  try {
+    t = parse_tuning(read_file(path, kMaxTuningBytes, own ? FileTrust::own : FileTrust::named), path);
+  } catch (const UserError& e) {
+    return ignored(e.what());
+  }
+  if (t.version != ringrt_version())
+    return ignored(fmt::format("made by ringrt {}, this is {}: run `ringrt tune` again", t.version, ringrt_version()));
+  if (t.machine != machine_identity())
+    return ignored(
+        fmt::format("made on another machine ({}), this is {}: run `ringrt tune` here", t.machine, machine_identity()));
+  std::string origin = fmt::format("{} (ringrt tune, {}, {} choices)", path, t.made, t.choices.size());
+  return {std::make_shared<const TuningTable>(std::move(t)), origin};
+}
+
+}  // namespace
+
+const TunedChoice* TuningTable::find(std::string_view collective, std::string_view kind, int64_t devices, DType dtype,
+                                     int64_t bytes) const {
+  for (const TunedChoice& c : choices)
+    if (c.collective == collective && c.kind == kind && c.devices == devices && c.dtype == dtype &&
+        bytes >= c.min_bytes && bytes < c.max_bytes)
+      return &c;
+  return nullptr;
+}
+
+std::string ringrt_version() { return RINGRT_VERSION_TEXT; }
+
+std::string machine_identity() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  double gib = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) / (1 << 30) : 0;
+  return fmt::format("{} | {} cpus | {} GiB", cpu_model(), std::thread::hardware_concurrency(), std::lround(gib));
+}
+
+TuningTable parse_tuning(std::string_view yaml, const std::string& name) {
+  Reader r{name};
+  YAML::Node loaded;
+  try {
+    loaded = load_yaml_document(yaml, name);
+  } catch (const YAML::Exception& e) {  // a syntax error, or nesting past yaml-cpp's depth guard
+    throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  const YAML::Node root = loaded;
+  r.only_keys(root, "", {"format", "ringrt", "machine", "made", "choices"});
+  const YAML::Node format = r.need(root, root["format"], "format");
+  if (r.text(format, "format") != kTuningFormat)
+    r.fail(format, "format", fmt::format("expected {}, got '{}'", kTuningFormat, format.Scalar()));
+  TuningTable t;
+  t.version = r.text(r.need(root, root["ringrt"], "ringrt"), "ringrt");
+  t.machine = r.text(r.need(root, root["machine"], "machine"), "machine");
+  t.made = root["made"] ? r.text(root["made"], "made") : "";
+  const YAML::Node choices = r.need(root, root["choices"], "choices");
+  if (!choices.IsSequence()) r.fail(choices, "choices", "expected a list");
+  for (size_t i = 0; i < choices.size(); ++i) t.choices.push_back(r.choice(choices[i], fmt::format("choices[{}]", i)));
+  return t;
+}
+
+std::string tuning_yaml(const TuningTable& t) {
+  std::string out = fmt::format(
+      "# ringrt tuning file, written by `ringrt tune`: the fastest algorithm measured per collective, device\n"
+      "# kind, device count, dtype and size band on this machine (see rewrite/tuning.hpp). Used by `ringrt run`\n"
+      "# and the C++ API while allreduce.ring and allreduce.all2all are at their defaults (allreduce.tuning).\n"
+      "format: {}\nringrt: {}\nmachine: {}\nmade: {}\nchoices:\n",
+      kTuningFormat, quoted(t.version), quoted(t.machine), quoted(t.made));
+  for (const TunedChoice& c : t.choices) {
+    std::vector<std::string> us;
+    for (const auto& [algo, v] : c.us) us.push_back(fmt::format("{}: {:.1f}", algo, v));
+    out += fmt::format(
+        "  - {{collective: {}, kind: {}, devices: {}, dtype: {}, bytes: {}, min_bytes: {}, max_bytes: {}, "
+        "algorithm: {}, us: {{{}}}}}\n",
+        c.collective, quoted(c.kind), c.devices, dtype_name(c.dtype), c.bytes, c.min_bytes, c.max_bytes, c.algorithm,
+        fmt::join(us, ", "));
+  }
+  return out;
+}
+
+void set_bands(std::vector<TunedChoice>& choices) {
+  auto group = [](const TunedChoice& c) { return std::tie(c.collective, c.kind, c.devices, c.dtype); };
+  std::stable_sort(choices.begin(), choices.end(), [&](const TunedChoice& a, const TunedChoice& b) {
+    return group(a) < group(b) || (group(a) == group(b) && a.bytes < b.bytes);
+  });
+  for (size_t i = 0; i < choices.size(); ++i) {
+    bool first = i == 0 || group(choices[i - 1]) != group(choices[i]);
+    bool last = i + 1 == choices.size() || group(choices[i + 1]) != group(choices[i]);
+    // the edge between two measured sizes a < b: their geometric middle, inside (a, b]
+    auto edge = [](int64_t a, int64_t b) {
+      return std::clamp(static_cast<int64_t>(std::sqrt(static_cast<double>(a) * static_cast<double>(b))), a + 1, b);
+    };
+    choices[i].min_bytes = first ? 0 : edge(choices[i - 1].bytes, choices[i].bytes);
+    choices[i].max_bytes = last ? INT64_MAX : edge(choices[i].bytes, choices[i + 1].bytes);
+  }
+}
+
+std::string tuning_path(const std::string& setting) {
+  if (setting == "off") return "";
+  if (setting != "auto") return setting;
+  std::filesystem::path dir = user_cache_dir();
+  return dir.empty() ? "" : (dir / "tuning.yaml").string();
+}
+
+Tuning tuning_for(const std::string& setting) {
+  // keyed by the file and its state too: another cache folder, or the file tuned again, is read afresh
+  std::string path = tuning_path(setting);
+  struct stat st {};
+  std::string key =
+      path.empty() || ::stat(path.c_str(), &st) != 0
+          ? setting + "\n" + path
+          : fmt::format("{}\n{}\n{}.{}\n{}", setting, path, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
+  std::lock_guard lock(g_mu);
+  auto it = g_tunings.find(key);
+  if (it != g_tunings.end()) return it->second;
+  if (g_tunings.size() >= kMaxSettings) g_tunings.erase(g_tunings.begin());
+  return g_tunings.emplace(key, load_tuning(setting)).first->second;
+}
+
+}  // namespace ringrt

@@ -1,0 +1,97 @@
+// Tuned algorithm choice: the tuning file `ringrt tune` writes (runtime/cli/tune.cpp) after measuring
+// every algorithm of each collective on this machine, and the lookup the lowering rules make in it
+// (collective_algorithm in rewrite/rules/multi.hpp). Without a file, tinygrad's rule chooses (ring above
+// RING_ALLREDUCE_THRESHOLD elements on more than two devices), a crossover measured on GPUs elsewhere.
+//
+// The file (YAML, at most kMaxTuningBytes), one choice per measured point:
+//   format: ringrt-tuning-1
+//   ringrt: 0.1.0+7e70b69c1a2b            ringrt_version() of the build that measured
+//   machine: "<cpu model> | 2 cpus | 24 GiB"   machine_identity() of the machine it ran on
+//   made: 2026-12-02 13:40 UTC
+//   choices:
+//     - {collective: allreduce, kind: CPU, devices: 4, dtype: float32, bytes: 262144,
+//        min_bytes: 131072, max_bytes: 2097152, algorithm: all2all, us: {naive: 120.5, ring: 140.2, all2all: 80.1}}
+// A choice applies to its collective, device kind, device count and dtype for bytes per device (as
+// rccl-tests counts them) in [min_bytes, max_bytes): the band around its measured size, cut at the
+// geometric middle between neighbouring measured sizes, the first band open below and the last above.
+//
+// Which file: the allreduce setting `allreduce.tuning` (RINGRT_TUNING): auto (tuning.yaml in
+// user_cache_dir(), used when present), off, or a path. A file is read once per process per setting,
+// from the cache folder only when it is this user's own (FileTrust::own), and capped; one made by
+// another ringrt version or on another machine is ignored with one warning, and so is a file that
+// cannot be read or parsed (its name, line and key). The choice applies only while ring and all2all are
+// at their automatic levels (allreduce.ring 1, allreduce.all2all 0): any other level forces tinygrad's
+// rule, so a forced algorithm stays forced.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rewrite/dtype.hpp"
+
+namespace ringrt {
+
+inline constexpr size_t kMaxTuningBytes = size_t{1} << 20;
+inline constexpr std::string_view kTuningFormat = "ringrt-tuning-1";
+
+// One measured point and the band of sizes it decides.
+struct TunedChoice {
+  std::string collective;  // allreduce | reduce_scatter | allgather | broadcast
+  std::string kind;        // the devices' kind: CPU | HIP (upper-case letters; tests use NULL)
+  int64_t devices = 0;     // the device count
+  DType dtype = DType::float32;
+  int64_t bytes = 0;                     // the measured size, bytes per device
+  int64_t min_bytes = 0, max_bytes = 0;  // the band it decides: [min_bytes, max_bytes)
+  std::string algorithm;                 // the fastest: naive | ring | all2all
+  std::map<std::string, double> us;      // each algorithm's time measured, microseconds
+  bool operator==(const TunedChoice&) const = default;
+};
+
+struct TuningTable {
+  std::string version;  // ringrt_version() of the build that measured
+  std::string machine;  // machine_identity() of the machine
+  std::string made;     // when, UTC
+  std::vector<TunedChoice> choices;
+  // The choice for a collective of `bytes` per device on `devices` devices of `kind`, or null.
+  const TunedChoice* find(std::string_view collective, std::string_view kind, int64_t devices, DType dtype,
+                          int64_t bytes) const;
+};
+
+// "0.1.0+<commit>": the project's version and the commit the build was configured from.
+std::string ringrt_version();
+// This machine as the tuning file records it: "<CPU model> | <n> cpus | <m> GiB" (/proc/cpuinfo,
+// the logical CPUs, the physical memory rounded to GiB).
+std::string machine_identity();
+
+// Parses a tuning file's text; `name` stands for the file in messages. Throws ConfigError
+// "NAME:LINE:COL: key 'choices[2].bytes': expected ..., got ..." for a YAML error, a missing or unknown
+// key, a wrong format, a value of the wrong type or out of range, or a band that is empty.
+TuningTable parse_tuning(std::string_view yaml, const std::string& name);
+// The file's text: parse_tuning(tuning_yaml(t)) == t (times to 0.1 us).
+std::string tuning_yaml(const TuningTable& table);
+// Sets each choice's band: sorted by measured size within its (collective, kind, devices, dtype), the
+// edges at the geometric middles between neighbours, the first from 0, the last to INT64_MAX.
+void set_bands(std::vector<TunedChoice>& choices);
+
+// The file the setting names: auto -> user_cache_dir()/tuning.yaml (empty when there is no cache
+// folder), off -> empty, else the setting itself.
+std::string tuning_path(const std::string& setting);
+
+// The tuning a setting gives this process: the table (null when none applies) and one line on where
+// the choice comes from, for the run header and `config --dump`: "/path/tuning.yaml (made ... on this
+// machine, 36 choices)", "none: tinygrad's rule (no file /path)", "ignored: ... made on another machine
+// ...". Read once per setting per process (a warning on stderr, once, when a file is ignored);
+// thread-safe; never throws for a bad file.
+struct Tuning {
+  std::shared_ptr<const TuningTable> table;
+  std::string origin;
+};
+Tuning tuning_for(const std::string& setting);
+
+}  // namespace ringrt

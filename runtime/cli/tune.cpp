@@ -1,0 +1,170 @@
+#include "runtime/cli/tune.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <limits>
+
+#include "codegen/compile_cache.hpp"
+#include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "runtime/cli/experiment.hpp"
+#include "runtime/device/devices.hpp"
+
+namespace ringrt {
+namespace {
+
+// The algorithms a collective can be forced to, and the settings that force each.
+std::vector<std::string> algorithms_of(const std::string& collective) {
+  if (collective == "allreduce") return {"naive", "ring", "all2all"};
+  return {"ring", "all2all"};  // the others: ring or the direct form (naive is the direct form there)
+}
+AllreduceSettings forced(AllreduceSettings s, const std::string& algorithm) {
+  s.ring = algorithm == "ring" ? 2 : 0;
+  s.all2all = algorithm == "all2all" ? 2 : 0;
+  s.groups.clear();  // flat collectives: the tuned choice is the flat one's
+  return s;
+}
+
+// The device counts measured for a config of n devices: 2..n, above 8 the powers of two and n.
+std::vector<int64_t> device_counts(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t k = 2; k <= n; ++k)
+    if (k <= 8 || (k & (k - 1)) == 0 || k == n) out.push_back(k);
+  return out;
+}
+
+std::string utc_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+// One point: collective on the first k devices at count elements; every algorithm in kRounds rounds.
+struct Point {
+  const ExperimentConfig& cfg;
+  const TuneOptions& options;
+  int64_t& done;
+  int64_t total;
+
+  // The mean time of one run of algorithm (the config's warmup and iterations), its result checked.
+  double run_once(ExperimentConfig point, const std::string& algorithm) {
+    point.settings = forced(point.settings, algorithm);
+    ExperimentObserver watch;
+    watch.stop = options.stop;
+    ExperimentResult r = run_experiment(point, watch);
+    if (r.stopped || r.rows.empty()) throw Interrupted("ringrt tune: stopped");
+    const ResultRow& row = r.rows.front();
+    if (row.wrong != 0)
+      throw InternalError(fmt::format("ringrt tune: {} {} on {} devices at {} elements gave {} wrong elements",
+                                      algorithm, point.collective, point.devices.size(), row.count, row.wrong));
+    if (options.progress) options.progress(++done, total);
+    return row.time_us;
+  }
+
+  TunedChoice measure(const std::string& collective, int64_t k, int64_t count) {
+    ExperimentConfig point = cfg;
+    point.collective = collective;
+    point.devices.resize(static_cast<size_t>(k));
+    point.groups.clear();
+    point.form = SweepForm::counts;
+    point.counts = {count};
+    point.check = true;
+    TunedChoice c{collective, "", k, cfg.dtype, count * itemsize(cfg.dtype), 0, 0, "", {}};
+    c.kind = CollectiveSize::of(collective, point.devices, count, cfg.dtype).kind;
+    for (int round = 0; round < options.rounds; ++round)
+      for (const std::string& algo : algorithms_of(collective)) {
+        double us = run_once(point, algo);
+        auto it = c.us.find(algo);
+        c.us[algo] = it == c.us.end() ? us : std::min(it->second, us);
+      }
+    c.algorithm = std::min_element(c.us.begin(), c.us.end(), [](const auto& a, const auto& b) {
+                    return a.second < b.second;
+                  })->first;
+    return c;
+  }
+};
+
+}  // namespace
+
+const std::vector<std::string>& tunable_collectives() {
+  static const std::vector<std::string> kAll{"allreduce", "reduce_scatter", "allgather", "broadcast"};
+  return kAll;
+}
+
+TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
+  for (const std::string& c : options.collectives)
+    if (std::find(tunable_collectives().begin(), tunable_collectives().end(), c) == tunable_collectives().end())
+      throw ConfigError(fmt::format("ringrt tune: collective '{}' has no choice to tune (expected {})", c,
+                                    fmt::join(tunable_collectives(), ", ")));
+  if (cfg.devices.size() < 2)
+    throw ConfigError(
+        fmt::format("ringrt tune: {} device(s) in {}; a choice needs at least 2", cfg.devices.size(), cfg.file));
+  if (rank_info().ranks > 1)
+    throw ConfigError("ringrt tune measures the devices of one process; run it without mpirun");
+  if (options.rounds < 1) throw ConfigError("ringrt tune: at least one round");
+  std::vector<int64_t> counts = cfg.sweep_counts(), ks = device_counts(static_cast<int64_t>(cfg.devices.size()));
+  if (counts.empty()) throw ConfigError(fmt::format("ringrt tune: {} gives no sizes to measure", cfg.file));
+  int64_t runs = 0, done = 0;
+  for (const std::string& c : options.collectives)
+    runs += static_cast<int64_t>(algorithms_of(c).size() * ks.size() * counts.size()) * options.rounds;
+  Point point{cfg, options, done, runs};
+  TuningTable table{ringrt_version(), machine_identity(), utc_now(), {}};
+  for (const std::string& collective : options.collectives)
+    for (int64_t k : ks)
+      for (int64_t count : cfg.sweep_counts()) {
+        int64_t n = collective == "allreduce" || collective == "broadcast" ? count : count / k * k;
+        if (n < k) continue;  // a reduce-scatter or an allgather needs a chunk per device
+        TunedChoice c = point.measure(collective, k, n);
+        if (options.point) options.point(c, collective_algorithm(k, n, cfg.settings));
+        table.choices.push_back(std::move(c));
+      }
+  set_bands(table.choices);
+  return table;
+}
+
+std::string tune_output(const ExperimentConfig& cfg, const std::string& out) {
+  if (!out.empty()) {  // its folder checked now: a tune of minutes must not fail at the end
+    std::filesystem::path dir = std::filesystem::path(out).parent_path();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+      throw IOError(
+          fmt::format("{}: cannot write the tuning file: its folder {} is missing or not writable", out, dir.string()));
+    return out;
+  }
+  std::string path = tuning_path(cfg.settings.tuning);
+  if (path.empty())
+    throw ConfigError(fmt::format("ringrt tune: nowhere to write: allreduce.tuning is {} and no --out was given",
+                                  cfg.settings.tuning == "off" ? "off" : "auto without a cache folder"));
+  if (cfg.settings.tuning == "auto") {
+    std::filesystem::path dir = user_cache_dir();
+    if (codegen::trusted_cache_dir() != dir)  // made private (0700) when absent; refused when another's
+      throw IOError(
+          fmt::format("ringrt tune: the cache folder {} is refused (see the warning); give --out FILE", dir.string()));
+  }
+  return path;
+}
+
+void write_tuning(const std::string& path, const TuningTable& table) {
+  std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  write_file(tmp, tuning_yaml(table));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    throw IOError(fmt::format("{}: cannot write the tuning file: {}", path, std::strerror(err)));
+  }
+}
+
+}  // namespace ringrt

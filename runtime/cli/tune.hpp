@@ -1,0 +1,56 @@
+// `ringrt tune`: measures every algorithm of each collective on this machine and writes the tuning file
+// (rewrite/tuning.hpp) that the automatic choice then follows, in `ringrt run` and in the C++ API.
+// Reference: NCCL's tuner plugins (a table of measured choices per collective, size and rank count),
+// OSU/nccl-tests' methodology for the timings.
+//
+// The measured points: each collective of TuneOptions::collectives (allreduce: naive, ring, all2all;
+// reduce_scatter, allgather, broadcast: ring and the direct all2all form; alltoall and reduce have no
+// choice of their own: alltoall is direct always, reduce follows allreduce) on the first k devices of
+// the config for every k from 2 to its device count (above 8: the powers of two and the count), in the
+// config's dtype, at each size of its sweep (experiment.sizes or experiment.counts). Each point runs
+// every algorithm forced (allreduce.ring/all2all at 2, or both 0 for naive) through run_experiment with
+// the config's warmup and iterations, in kRounds rounds that take the algorithms in turn (so a drift of
+// the machine's speed falls on all of them); an algorithm's time is its best round's mean, and the
+// fastest algorithm is the choice. Every result is checked against the host reference: a wrong one
+// fails the tune. The ring and all2all lowerings have no chunking or pipelining parameter of their own
+// on one process (runtime.mpi_chunk_bytes applies only to GPU memory across ranks), so the algorithm
+// is the whole choice.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rewrite/tuning.hpp"
+#include "runtime/cli/config.hpp"
+
+namespace ringrt {
+
+struct TuneOptions {
+  std::vector<std::string> collectives{"allreduce", "reduce_scatter", "allgather", "broadcast"};
+  int rounds = 3;
+  std::function<void(const TunedChoice&, const std::string& rule)> point;  // after each point: its choice
+  std::function<void(int64_t done, int64_t total)> progress;               // after each run of one algorithm
+  std::function<bool()> stop;  // polled between runs: true ends the tune with Interrupted
+};
+
+// The collectives tune can choose for (those with more than one algorithm).
+const std::vector<std::string>& tunable_collectives();
+
+// Measures the points (file comment) and returns the table, bands set (set_bands), stamped with this
+// build's version, this machine and the time. Throws ConfigError for a collective that cannot be tuned,
+// a config with fewer than two devices or running across MPI ranks (the tune measures one process), or a
+// sweep of no sizes; InternalError when a forced algorithm's result is wrong (a bug); Interrupted when
+// options.stop asks; and what run_experiment throws.
+TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options);
+
+// The file `ringrt tune` writes: `out` when given, else the file of cfg's allreduce.tuning (auto: the
+// cache folder's tuning.yaml, that folder made private). Throws ConfigError when there is none
+// (allreduce.tuning off and no --out), IOError when the cache folder is refused (not this user's own).
+std::string tune_output(const ExperimentConfig& cfg, const std::string& out);
+
+// Writes table to path: to a temporary file beside it, then renamed over it (a link at path is replaced,
+// never followed; a reader sees the old file or the new one, whole). Throws IOError naming the path.
+void write_tuning(const std::string& path, const TuningTable& table);
+
+}  // namespace ringrt

@@ -1,0 +1,102 @@
+// `ringrt tune` (runtime/cli/tune.cpp): the file it writes holds the fastest algorithm measured at each
+// point, `ringrt run` follows it and names it in the header, a file made elsewhere is ignored with a
+// warning, and bad requests fail before anything is measured.
+#include <boost/test/unit_test.hpp>
+#include <map>
+#include <string>
+
+#include "rewrite/tuning.hpp"
+#include "test/integration/cli_run.hpp"
+
+using namespace ringrt;
+using namespace ringrt::test;
+
+namespace {
+
+const std::vector<std::string> kSmall{"--set", "devices.count=2",   "--set", "experiment.warmup=1",
+                                      "--set", "experiment.iters=1"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(cli_tune)
+
+// Two sizes on 2 devices, allreduce: three algorithms each, the choice the fastest of the times written.
+BOOST_AUTO_TEST_CASE(tune_writes_the_fastest_and_run_follows_it) {
+  TempDir dir;
+  std::string file = (dir.path() / "tuning.yaml").string();
+  CliResult t = run_cli(with({"tune", "configs/default.yaml", "--out", file, "--collectives", "allreduce", "--rounds",
+                              "1", "--set", "experiment.sizes={min: 4KiB, max: 64KiB, factor: 16}"},
+                             kSmall));
+  BOOST_TEST_REQUIRE(t.status == 0, t.err);
+  TuningTable table = parse_tuning(read_file(file), file);
+  BOOST_TEST(table.version == ringrt_version());
+  BOOST_TEST(table.machine == machine_identity());
+  BOOST_TEST_REQUIRE(table.choices.size() == 2u);
+  std::map<int64_t, std::string> chosen;  // bytes -> algorithm
+  for (const TunedChoice& c : table.choices) {
+    BOOST_TEST(c.collective == "allreduce");
+    BOOST_TEST(c.kind == "CPU");
+    BOOST_TEST(c.devices == 2);
+    BOOST_TEST_REQUIRE(c.us.size() == 3u);
+    std::string fastest = "naive";
+    for (const auto& [algo, us] : c.us) {
+      BOOST_TEST(us > 0.0);
+      if (us < c.us.at(fastest)) fastest = algo;
+    }
+    BOOST_TEST(c.algorithm == fastest);
+    chosen[c.bytes] = c.algorithm;
+  }
+  BOOST_TEST_REQUIRE(chosen.count(4096) == 1u);
+  BOOST_TEST(table.find("allreduce", "CPU", 2, DType::float32, 8191)->bytes == 4096);  // below sqrt(4 KiB * 64 KiB)
+  BOOST_TEST(table.find("allreduce", "CPU", 2, DType::float32, 16384)->bytes == 65536);
+  CliResult r = run_cli(with({"run", "configs/default.yaml", "--set", "allreduce.tuning=" + file, "--set",
+                              "experiment.sizes={min: 4KiB, max: 4KiB, factor: 2}"},
+                             kSmall));
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  BOOST_TEST(r.out.find("algorithm choice: " + file + " (ringrt tune, ") != std::string::npos, r.out);
+  auto rows = table_rows(r.out);
+  BOOST_TEST_REQUIRE(rows.size() == 1u);
+  BOOST_TEST(rows[0].at(4) == chosen.at(4096));
+  BOOST_TEST(rows[0].at(8) == "0");  // #wrong
+}
+
+// A file from another machine: a warning, tinygrad's rule (naive for 2 devices), the header saying why.
+BOOST_AUTO_TEST_CASE(a_file_from_another_machine_is_ignored) {
+  TempDir dir;
+  TuningTable t{ringrt_version(), "another machine | 64 cpus | 512 GiB", "now", {}};
+  t.choices.push_back({"allreduce", "CPU", 2, DType::float32, 4096, 0, 0, "ring", {{"ring", 1.0}, {"naive", 2.0}}});
+  set_bands(t.choices);
+  std::string file = dir.write("other.yaml", tuning_yaml(t));
+  CliResult r = run_cli(with({"run", "configs/default.yaml", "--set", "allreduce.tuning=" + file, "--set",
+                              "experiment.sizes={min: 4KiB, max: 4KiB, factor: 2}"},
+                             kSmall));
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  BOOST_TEST(r.err.find("is ignored (made on another machine") != std::string::npos, r.err);
+  BOOST_TEST(r.out.find("algorithm choice: ignored: tinygrad's rule") != std::string::npos);
+  BOOST_TEST(table_rows(r.out).at(0).at(4) == "naive");
+}
+
+// Bad requests end with status 2 and a message before anything is measured or written.
+BOOST_AUTO_TEST_CASE(bad_requests_fail_first) {
+  TempDir dir;
+  CliResult r = run_cli({"tune", "configs/default.yaml", "--collectives", "alltoall"});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("alltoall") != std::string::npos, r.err);
+  r = run_cli({"tune", "configs/default.yaml", "--out", (dir.path() / "no" / "t.yaml").string()});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("missing or not writable") != std::string::npos, r.err);
+  r = run_cli({"tune", "configs/default.yaml", "--set", "devices.count=1", "--out", (dir.path() / "t.yaml").string()});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("a choice needs at least 2") != std::string::npos, r.err);
+  r = run_cli({"tune", "configs/default.yaml", "--set", "allreduce.tuning=off"});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("nowhere to write") != std::string::npos, r.err);
+  BOOST_TEST(!fs::exists(dir.path() / "t.yaml"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

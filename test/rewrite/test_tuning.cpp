@@ -1,0 +1,197 @@
+// The tuning file (rewrite/tuning.hpp): its text, its bands, the files refused, and the lowering that
+// follows a tuned choice while ring and all2all are automatic (rewrite/rules/allreduce.cpp
+// collective_algorithm).
+#include <sys/stat.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
+#include "rewrite/settings.hpp"
+#include "rewrite/tuning.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/device/devices.hpp"
+#include "test/support/collectives_oracle.hpp"
+#include "test/support/null_device.hpp"
+
+using namespace ringrt;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A folder of its own under the temporary folder, removed at the end.
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("ringrt-tuning-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(reinterpret_cast<uintptr_t>(this)));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text, fs::perms mode = fs::perms(0600)) const {
+    fs::path p = dir / name;
+    std::ofstream(p) << text;
+    fs::permissions(p, mode);
+    return p.string();
+  }
+};
+
+TunedChoice choice(std::string collective, std::string kind, int64_t ndev, int64_t bytes, std::string algo) {
+  return {std::move(collective),
+          std::move(kind),
+          ndev,
+          DType::float32,
+          bytes,
+          0,
+          0,
+          std::move(algo),
+          {{"naive", 3.5}, {"ring", 2.5}, {"all2all", 1.0}}};
+}
+
+// A table of this build and machine, bands set.
+TuningTable table_of(std::vector<TunedChoice> choices) {
+  TuningTable t{ringrt_version(), machine_identity(), "2026-12-02 12:00 UTC", std::move(choices)};
+  set_bands(t.choices);
+  return t;
+}
+
+std::string algorithm_of(Tensor t, const std::string& tuning, int ring = 1) {
+  AllreduceSettings s;
+  s.tuning = tuning;
+  s.ring = ring;
+  ScopedSettings scope(s);
+  return t.schedule().algorithms.at(0);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(tuning)
+
+BOOST_AUTO_TEST_CASE(text_round_trips) {
+  TuningTable t =
+      table_of({choice("allreduce", "CPU", 4, 4096, "naive"), choice("allgather", "HIP", 8, 1 << 20, "ring"),
+                choice("allreduce", "CPU", 4, 1 << 20, "all2all")});
+  TuningTable back = parse_tuning(tuning_yaml(t), "t.yaml");
+  BOOST_TEST(back.version == t.version);
+  BOOST_TEST(back.machine == t.machine);
+  BOOST_TEST(back.made == t.made);
+  BOOST_TEST((back.choices == t.choices));
+}
+
+// Bands: sorted by size within each (collective, kind, devices, dtype); edges at the geometric middles.
+BOOST_AUTO_TEST_CASE(bands_cut_at_geometric_middles) {
+  TuningTable t = table_of({choice("allreduce", "CPU", 4, 1 << 20, "all2all"),
+                            choice("allreduce", "CPU", 4, 4096, "naive"), choice("allreduce", "CPU", 2, 4096, "ring")});
+  // 4096 and 1 MiB: sqrt(2^12 * 2^20) = 2^16
+  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float32, 1)->algorithm == "naive");
+  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float32, 65535)->algorithm == "naive");
+  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float32, 65536)->algorithm == "all2all");
+  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float32, int64_t{1} << 40)->algorithm == "all2all");
+  BOOST_TEST(t.find("allreduce", "CPU", 2, DType::float32, int64_t{1} << 40)->algorithm == "ring");  // alone: all sizes
+  BOOST_TEST(t.find("allreduce", "CPU", 3, DType::float32, 4096) == nullptr);
+  BOOST_TEST(t.find("allreduce", "HIP", 4, DType::float32, 4096) == nullptr);
+  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float16, 4096) == nullptr);
+  BOOST_TEST(t.find("reduce_scatter", "CPU", 4, DType::float32, 4096) == nullptr);
+}
+
+// Every error names the file, line, column and key.
+BOOST_AUTO_TEST_CASE(bad_files_name_line_and_key) {
+  std::string good = tuning_yaml(table_of({choice("allreduce", "CPU", 4, 4096, "naive")}));
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_tuning(text, "t.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  BOOST_TEST(error_of(replace("algorithm: naive", "algorithm: fastest")).find("t.yaml:9:") == 0);
+  BOOST_TEST(error_of(replace("algorithm: naive", "algorithm: fastest")).find("choices[0].algorithm") !=
+             std::string::npos);
+  BOOST_TEST(error_of(replace("bytes: 4096", "bytes: -1")).find("choices[0].bytes") != std::string::npos);
+  BOOST_TEST(error_of(replace("kind: \"CPU\"", "kind: ../x")).find("device kind") != std::string::npos);
+  BOOST_TEST(error_of(replace("devices: 4", "devices: 4, extra: 1")).find("choices[0].extra': unknown") !=
+             std::string::npos);
+  BOOST_TEST(error_of(replace("ringrt-tuning-1", "ringrt-tuning-9")).find("key 'format'") != std::string::npos);
+  BOOST_TEST(error_of(replace("min_bytes: 0", "min_bytes: 9223372036854775807")).find("empty band") !=
+             std::string::npos);
+  BOOST_TEST(error_of("format: ringrt-tuning-1\n").find("'ringrt': missing") != std::string::npos);
+}
+
+// Files refused: another version or machine, a link or another's writable file in the cache folder; each
+// leaves tinygrad's rule and says why.
+BOOST_AUTO_TEST_CASE(files_from_elsewhere_are_ignored) {
+  Scratch dir;
+  TuningTable t = table_of({choice("allreduce", "CPU", 4, 4096, "ring")});
+  std::string ok = dir.write("ok.yaml", tuning_yaml(t));
+  BOOST_TEST(tuning_for(ok).table != nullptr);
+  BOOST_TEST(tuning_for(ok).origin.find("1 choices") != std::string::npos);
+  TuningTable other = t;
+  other.machine = "another machine | 1 cpus | 1 GiB";
+  Tuning elsewhere = tuning_for(dir.write("other.yaml", tuning_yaml(other)));
+  BOOST_TEST(elsewhere.table == nullptr);
+  BOOST_TEST(elsewhere.origin.find("made on another machine") != std::string::npos);
+  other = t;
+  other.version = "0.0.1+old";
+  BOOST_TEST(tuning_for(dir.write("old.yaml", tuning_yaml(other))).origin.find("made by ringrt 0.0.1+old") !=
+             std::string::npos);
+  BOOST_TEST(tuning_for("off").origin == "off: tinygrad's rule");
+  BOOST_TEST(tuning_for((dir.dir / "missing.yaml").string()).origin.find("cannot open") != std::string::npos);
+  // auto: the cache folder's tuning.yaml, only when it is this user's own and no link
+  ::setenv("RINGRT_CACHE_DIR", dir.dir.c_str(), 1);
+  BOOST_TEST(tuning_for("auto").origin.find("no file") != std::string::npos);
+  fs::create_symlink(ok, dir.dir / "tuning.yaml");
+  BOOST_TEST(tuning_for("auto").origin.find("symbolic link") != std::string::npos);
+  fs::remove(dir.dir / "tuning.yaml");
+  dir.write("tuning.yaml", tuning_yaml(t), fs::perms(0622));
+  BOOST_TEST(tuning_for("auto").origin.find("written by other users") != std::string::npos);
+  fs::permissions(dir.dir / "tuning.yaml", fs::perms(0600));  // a change of mode alone: the same time and size
+  std::ofstream(dir.dir / "tuning.yaml", std::ios::app) << "# again\n";
+  BOOST_TEST(tuning_for("auto").table != nullptr);
+  ::unsetenv("RINGRT_CACHE_DIR");
+}
+
+// The lowering follows the tuned choice while ring and all2all are automatic; a forced level wins.
+BOOST_AUTO_TEST_CASE(lowering_follows_the_tuned_choice) {
+  Scratch dir;
+  // 4 NULL devices, 400 float32 each (1600 B): tinygrad's rule says naive (below 256000 elements)
+  std::string file = dir.write("t.yaml", tuning_yaml(table_of({choice("allreduce", "NULL", 4, 1600, "all2all")})));
+  Tensor x = Tensor::full({4, 400}, 1.0).contiguous().shard(test::null_devices(4), 0);
+  x.realize();
+  BOOST_TEST(algorithm_of(x.sum({0}), file) == "all2all");
+  BOOST_TEST(algorithm_of(x.sum({0}), "off") == "naive");
+  BOOST_TEST(algorithm_of(x.sum({0}), file, /*ring=*/2) == "ring");  // forced
+  Tensor three = Tensor::full({3, 400}, 1.0).contiguous().shard(test::null_devices(3), 0);
+  three.realize();
+  BOOST_TEST(algorithm_of(three.sum({0}), file) == "naive");  // no choice for 3 devices: the rule
+}
+
+// A tuned reduce-scatter on cpu devices: the choice applies per collective, and the values stay right
+// (the interpreter against host arithmetic).
+BOOST_AUTO_TEST_CASE(tuned_reduce_scatter_keeps_its_values) {
+  Scratch dir;
+  for (const std::string algo : {"ring", "all2all"}) {
+    std::string file = dir.write(algo + ".yaml", tuning_yaml(table_of({choice("reduce_scatter", "CPU", 3, 72, algo)})));
+    AllreduceSettings s;
+    s.tuning = file;
+    ScopedSettings scope(s);
+    std::vector<HostBuffer> in = test::collective_locals(3, {3, 6}, DType::float32, 5);
+    Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(Ops::ADD, 0);
+    BOOST_TEST(r.algorithms() == std::vector<std::string>{algo});
+    std::vector<HostBuffer> got = r.interpret_shards();
+    std::vector<std::vector<double>> want = test::host_collective("reduce_scatter", in, Ops::ADD, 0);
+    BOOST_TEST_REQUIRE(got.size() == want.size());
+    for (size_t d = 0; d < got.size(); ++d) {
+      BOOST_TEST_REQUIRE(got[d].numel() == static_cast<int64_t>(want[d].size()));
+      for (size_t i = 0; i < want[d].size(); ++i) BOOST_TEST(got[d].get(static_cast<int64_t>(i)) == want[d][i]);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
