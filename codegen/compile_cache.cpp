@@ -88,17 +88,6 @@ std::string check_record(std::string_view entry, const std::string& key) {
 
 // ---- folders
 
-// "" when `dir` is a directory (not a link) owned by this user that no one else may write, else why not.
-std::string private_dir_problem(const std::filesystem::path& dir) {
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) return sys_error(errno);
-  if (S_ISLNK(st.st_mode)) return "a symbolic link";
-  if (!S_ISDIR(st.st_mode)) return "not a directory";
-  if (st.st_uid != ::getuid()) return fmt::format("owned by uid {}, not {}", st.st_uid, ::getuid());
-  if ((st.st_mode & 022) != 0) return fmt::format("writable by group or others (mode {:04o})", st.st_mode & 07777);
-  return "";
-}
-
 // dir, its last component created 0700 when absent (its parents as the umask says); "" when private,
 // else why not.
 std::string make_private_dir(const std::filesystem::path& dir) {

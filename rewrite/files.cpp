@@ -136,6 +136,16 @@ std::filesystem::path user_cache_dir() {
   return {};
 }
 
+std::string private_dir_problem(const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return std::strerror(errno);
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (!S_ISDIR(st.st_mode)) return "not a directory";
+  if (st.st_uid != ::getuid()) return fmt::format("owned by uid {}, not {}", st.st_uid, ::getuid());
+  if ((st.st_mode & 022) != 0) return fmt::format("writable by group or others (mode {:04o})", st.st_mode & 07777);
+  return "";
+}
+
 void warn_once(const std::string& once_key, const std::string& message) {
   static std::mutex mu;
   static std::set<std::string> warned;

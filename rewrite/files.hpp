@@ -59,6 +59,10 @@ class OutputFile {
 // kernels (codegen/compile_cache.hpp) and the tuning file (rewrite/tuning.hpp).
 std::filesystem::path user_cache_dir();
 
+// "" when dir is a directory (not a link) owned by this user that no one else may write, else why not
+// ("a symbolic link", "owned by uid 0, not 1000", ...): the folders ringrt reads code or data from.
+std::string private_dir_problem(const std::filesystem::path& dir);
+
 // Prints "ringrt: warning: <message>" on stderr once per `once_key` per process. Thread-safe.
 void warn_once(const std::string& once_key, const std::string& message);
 

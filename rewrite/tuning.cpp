@@ -6,20 +6,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "rewrite/yaml_document.hpp"
-
-#ifndef RINGRT_VERSION_TEXT
-#define RINGRT_VERSION_TEXT "unknown"
-#endif
+#include "ringrt_version.hpp"  // generated: RINGRT_VERSION_TEXT (cmake/RingrtVersion.cmake)
 
 namespace ringrt {
 namespace {
@@ -63,13 +62,24 @@ struct Reader {
       fail(n, key, fmt::format("expected one of {}, got '{}'", fmt::join(words, " | "), t));
     return t;
   }
+  // A map of these keys, each at most once (yaml-cpp keeps the first of duplicates silently).
   void only_keys(const YAML::Node& map, const std::string& where, std::initializer_list<std::string_view> keys) const {
     if (!map.IsMap()) fail(map, where, "expected a map");
+    std::set<std::string> seen;
     for (const auto& kv : map) {
-      std::string k = kv.first.Scalar();
-      if (std::find(keys.begin(), keys.end(), k) == keys.end())
-        fail(kv.first, where.empty() ? k : where + "." + k, "unknown key");
+      std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      std::string at = where.empty() ? k : where + "." + k;
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) fail(kv.first, at, "unknown key");
+      if (!seen.insert(k).second) fail(kv.first, at, "given twice");
     }
+  }
+  // Text of one line a person reads (the run header prints it): no control characters.
+  std::string line(const YAML::Node& n, const std::string& key) const {
+    std::string t = text(n, key);
+    if (t.size() > 200 ||
+        std::any_of(t.begin(), t.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+      fail(n, key, "expected one line of at most 200 characters without control characters");
+    return t;
   }
 
   TunedChoice choice(const YAML::Node& c, const std::string& at) const {
@@ -93,7 +103,13 @@ struct Reader {
     out.min_bytes = integer(need(c, c["min_bytes"], at + ".min_bytes"), at + ".min_bytes", 0, INT64_MAX);
     out.max_bytes = integer(need(c, c["max_bytes"], at + ".max_bytes"), at + ".max_bytes", 1, INT64_MAX);
     if (out.min_bytes >= out.max_bytes) fail(c, at, "an empty band: min_bytes >= max_bytes");
-    out.algorithm = word(need(c, c["algorithm"], at + ".algorithm"), at + ".algorithm", {"naive", "ring", "all2all"});
+    if (out.bytes < out.min_bytes || out.bytes >= out.max_bytes)
+      fail(c, at, "bytes outside its band [min_bytes, max_bytes)");
+    const YAML::Node algo = need(c, c["algorithm"], at + ".algorithm");
+    out.algorithm = word(algo, at + ".algorithm", {"naive", "ring", "all2all"});
+    if (out.algorithm == "naive" && out.collective != "allreduce")
+      fail(algo, at + ".algorithm",
+           fmt::format("{} has ring and all2all (its direct form), not naive", out.collective));
     if (const YAML::Node us = c["us"]) {
       if (!us.IsMap()) fail(us, at + ".us", "expected a map of algorithm: microseconds");
       for (const auto& kv : us) {
@@ -127,26 +143,31 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-// The tunings read so far, by setting, file and the file's state (one read each per process).
+// The tunings read so far, by setting and file: each file is read once per process, so a run keeps one
+// choice from start to end even when the file is tuned again meanwhile.
 std::mutex g_mu;
 std::map<std::string, Tuning> g_tunings;
 constexpr size_t kMaxSettings = 64;  // bounds the map: beyond, an entry is dropped (read again if asked)
 
-Tuning load_tuning(const std::string& setting) {
-  std::string path = tuning_path(setting);
+Tuning load_tuning(const std::string& setting, const std::string& path) {
   if (path.empty())
     return {nullptr, setting == "off" ? "off: tinygrad's rule" : "none: tinygrad's rule (no cache folder)"};
-  bool own = setting == "auto";
-  if (own && access(path.c_str(), F_OK) != 0) return {nullptr, fmt::format("none: tinygrad's rule (no file {})", path)};
+  bool own = setting == "auto";  // found by ringrt, not named by the user: the folder and the file must be private
+  if (own && access(path.c_str(), F_OK) != 0 && errno == ENOENT)
+    return {nullptr, fmt::format("none: tinygrad's rule (no file {})", path)};
   auto ignored = [&](const std::string& why) {
-    warn_once("tuning " + path, fmt::format("the tuning file {} is ignored ({}); tinygrad's rule chooses", path, why));
+    warn_once("tuning " + path, fmt::format("the tuning file {} is ignored: {}; tinygrad's rule chooses", path, why));
     return Tuning{nullptr, fmt::format("ignored: tinygrad's rule ({}: {})", path, why)};
   };
+  if (std::string dir = std::filesystem::path(path).parent_path().string(); own)
+    if (std::string problem = private_dir_problem(dir); !problem.empty())
+      return ignored(fmt::format("its folder is refused ({})", problem));
   TuningTable t;
   try {
     t = parse_tuning(read_file(path, kMaxTuningBytes, own ? FileTrust::own : FileTrust::named), path);
-  } catch (const UserError& e) {
-    return ignored(e.what());
+  } catch (const UserError& e) {  // the message names the file (and line, key) already
+    std::string why = e.what();
+    return ignored(why.starts_with(path) ? why.substr(std::min(why.size(), path.size() + 2)) : why);
   }
   if (t.version != ringrt_version())
     return ignored(fmt::format("made by ringrt {}, this is {}: run `ringrt tune` again", t.version, ringrt_version()));
@@ -190,12 +211,20 @@ TuningTable parse_tuning(std::string_view yaml, const std::string& name) {
   if (r.text(format, "format") != kTuningFormat)
     r.fail(format, "format", fmt::format("expected {}, got '{}'", kTuningFormat, format.Scalar()));
   TuningTable t;
-  t.version = r.text(r.need(root, root["ringrt"], "ringrt"), "ringrt");
-  t.machine = r.text(r.need(root, root["machine"], "machine"), "machine");
-  t.made = root["made"] ? r.text(root["made"], "made") : "";
+  t.version = r.line(r.need(root, root["ringrt"], "ringrt"), "ringrt");
+  t.machine = r.line(r.need(root, root["machine"], "machine"), "machine");
+  t.made = root["made"] ? r.line(root["made"], "made") : "";
   const YAML::Node choices = r.need(root, root["choices"], "choices");
-  if (!choices.IsSequence()) r.fail(choices, "choices", "expected a list");
+  if (!choices.IsSequence() || choices.size() == 0) r.fail(choices, "choices", "expected a list of choices");
   for (size_t i = 0; i < choices.size(); ++i) t.choices.push_back(r.choice(choices[i], fmt::format("choices[{}]", i)));
+  // bands of one collective, kind, device count and dtype must not overlap: one choice per size
+  for (size_t i = 0; i < t.choices.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const TunedChoice &a = t.choices[i], &b = t.choices[j];
+      if (std::tie(a.collective, a.kind, a.devices, a.dtype) == std::tie(b.collective, b.kind, b.devices, b.dtype) &&
+          a.min_bytes < b.max_bytes && b.min_bytes < a.max_bytes)
+        r.fail(choices[i], fmt::format("choices[{}]", i), fmt::format("its band overlaps choices[{}]'s", j));
+    }
   return t;
 }
 
@@ -243,18 +272,18 @@ std::string tuning_path(const std::string& setting) {
 }
 
 Tuning tuning_for(const std::string& setting) {
-  // keyed by the file and its state too: another cache folder, or the file tuned again, is read afresh
   std::string path = tuning_path(setting);
-  struct stat st {};
-  std::string key =
-      path.empty() || ::stat(path.c_str(), &st) != 0
-          ? setting + "\n" + path
-          : fmt::format("{}\n{}\n{}.{}\n{}", setting, path, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
+  std::string key = setting + "\n" + path;  // another cache folder is another file
   std::lock_guard lock(g_mu);
   auto it = g_tunings.find(key);
   if (it != g_tunings.end()) return it->second;
   if (g_tunings.size() >= kMaxSettings) g_tunings.erase(g_tunings.begin());
-  return g_tunings.emplace(key, load_tuning(setting)).first->second;
+  return g_tunings.emplace(key, load_tuning(setting, path)).first->second;
+}
+
+bool automatic_levels(const AllreduceSettings& s) {
+  static const AllreduceSettings kDefaults;
+  return s.ring == kDefaults.ring && s.all2all == kDefaults.all2all && s.ring_threshold == kDefaults.ring_threshold;
 }
 
 }  // namespace ringrt

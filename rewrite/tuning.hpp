@@ -17,11 +17,11 @@
 //
 // Which file: the allreduce setting `allreduce.tuning` (RINGRT_TUNING): auto (tuning.yaml in
 // user_cache_dir(), used when present), off, or a path. A file is read once per process per setting,
-// from the cache folder only when it is this user's own (FileTrust::own), and capped; one made by
-// another ringrt version or on another machine is ignored with one warning, and so is a file that
-// cannot be read or parsed (its name, line and key). The choice applies only while ring and all2all are
-// at their automatic levels (allreduce.ring 1, allreduce.all2all 0): any other level forces tinygrad's
-// rule, so a forced algorithm stays forced.
+// capped; from the cache folder only when the folder and the file are this user's own (private_dir_problem,
+// FileTrust::own). One made by another ringrt build or on another machine is ignored with one warning,
+// and so is a file that cannot be read or parsed (its name, line and key). The choice applies only while
+// ring, all2all and the threshold are at their defaults (automatic_levels): a level or threshold the user
+// set asks for tinygrad's rule, so a forced algorithm stays forced.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "rewrite/dtype.hpp"
+#include "rewrite/params.hpp"
 
 namespace ringrt {
 
@@ -63,7 +64,8 @@ struct TuningTable {
                           int64_t bytes) const;
 };
 
-// "0.1.0+<commit>": the project's version and the commit the build was configured from.
+// "0.1.0+<commit>[-dirty.<hash>]": the project's version, the commit and any uncommitted change of the
+// build (cmake/RingrtVersion.cmake, stamped at every build).
 std::string ringrt_version();
 // This machine as the tuning file records it: "<CPU model> | <n> cpus | <m> GiB" (/proc/cpuinfo,
 // the logical CPUs, the physical memory rounded to GiB).
@@ -71,7 +73,9 @@ std::string machine_identity();
 
 // Parses a tuning file's text; `name` stands for the file in messages. Throws ConfigError
 // "NAME:LINE:COL: key 'choices[2].bytes': expected ..., got ..." for a YAML error, a missing or unknown
-// key, a wrong format, a value of the wrong type or out of range, or a band that is empty.
+// key, a key given twice, a wrong format, a value of the wrong type or out of range, a band that is
+// empty, leaves out its own size or overlaps another's, naive for a collective other than allreduce, a
+// text with control characters, or no choices. A hand-edited `algorithm` wins over the times listed.
 TuningTable parse_tuning(std::string_view yaml, const std::string& name);
 // The file's text: parse_tuning(tuning_yaml(t)) == t (times to 0.1 us).
 std::string tuning_yaml(const TuningTable& table);
@@ -84,14 +88,19 @@ void set_bands(std::vector<TunedChoice>& choices);
 std::string tuning_path(const std::string& setting);
 
 // The tuning a setting gives this process: the table (null when none applies) and one line on where
-// the choice comes from, for the run header and `config --dump`: "/path/tuning.yaml (made ... on this
-// machine, 36 choices)", "none: tinygrad's rule (no file /path)", "ignored: ... made on another machine
-// ...". Read once per setting per process (a warning on stderr, once, when a file is ignored);
-// thread-safe; never throws for a bad file.
+// the choice comes from, for the run header and `config --dump`: "/path/tuning.yaml (ringrt tune, <when>,
+// 36 choices)", "none: tinygrad's rule (no file /path)", "ignored: tinygrad's rule (/path: made on another
+// machine ...)". Each file is read once per process (a run keeps one choice throughout; a file tuned
+// again applies to the next process), with one warning on stderr when it is ignored. Thread-safe; never
+// throws for a bad file.
 struct Tuning {
   std::shared_ptr<const TuningTable> table;
   std::string origin;
 };
 Tuning tuning_for(const std::string& setting);
+
+// Whether the tuned choice applies: allreduce.ring, allreduce.all2all and allreduce.ring_threshold at
+// their defaults. A level or a threshold the user set asks for tinygrad's rule with it.
+bool automatic_levels(const AllreduceSettings& settings);
 
 }  // namespace ringrt

@@ -413,7 +413,7 @@ CollectiveSize CollectiveSize::of(std::string_view collective, const DeviceTuple
 
 std::string collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
   // tuned in one process: a collective across ranks (other transfers) keeps the rule
-  if (s.ring == 1 && s.all2all == 0 && c.ranks <= 1)
+  if (automatic_levels(s) && c.ranks <= 1)
     if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
       if (const TunedChoice* tuned = t->find(c.collective, c.kind, c.ndev, c.dtype, c.numel * itemsize(c.dtype)))
         return tuned->algorithm;

@@ -51,9 +51,10 @@ struct CollectiveSize {
   // From a device tuple's names ("CPU:0", "rank1/HIP:2").
   static CollectiveSize of(std::string_view collective, const DeviceTuple& devices, int64_t numel, DType dtype);
 };
-// The algorithm for c: with ring and all2all at their automatic levels (1 and 0), the tuning file of
-// settings.tuning (rewrite/tuning.hpp) when it has a choice for c, measured on this machine, and c runs
-// in one process; otherwise collective_algorithm(c.ndev, c.numel, settings), tinygrad's rule.
+// The algorithm for c: with ring, all2all and the threshold at their defaults (automatic_levels), the
+// tuning file of settings.tuning (rewrite/tuning.hpp) when it has a choice for c, measured on this
+// machine, and c runs in one process; otherwise collective_algorithm(c.ndev, c.numel, settings),
+// tinygrad's rule.
 std::string collective_algorithm(const CollectiveSize& c, const AllreduceSettings& settings);
 
 // The collectives other than allreduce, as the lowered multi-device graph expresses them (collectives.cpp):

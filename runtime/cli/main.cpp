@@ -321,13 +321,19 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
                  const std::vector<std::string>& collectives, int rounds) {
   install_stop_handlers();
   ExperimentConfig cfg = load_and_install(config, sets);
-  std::string path = tune_output(cfg, out);
   TuneOptions options;
   options.collectives = collectives;
   options.rounds = rounds;
-  std::printf("# ringrt tune %s: %s over 2..%zu %s devices, %s, %d rounds of %d + %d iterations per algorithm\n",
-              cfg.file.c_str(), fmt::format("{}", fmt::join(collectives, ", ")).c_str(), cfg.devices.size(),
-              cfg.backend.c_str(), std::string(dtype_name(cfg.dtype)).c_str(), rounds, cfg.warmup, cfg.iters);
+  std::vector<TunePoint> points = tune_points(cfg, options);  // bad requests fail before anything is printed
+  std::string path = tune_output(cfg, out);
+  if (!config.empty() && same_file(path, config))
+    throw IOError(fmt::format("{}: the tuning file would replace the config file", path));
+  TuningWriter writer(path);
+  std::printf(
+      "# ringrt tune %s: %s over 2..%zu %s devices, %s, %zu points, %d rounds of %d + %d iterations per "
+      "algorithm\n",
+      cfg.file.c_str(), fmt::format("{}", fmt::join(collectives, ", ")).c_str(), cfg.devices.size(),
+      cfg.backend.c_str(), std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, cfg.warmup, cfg.iters);
   std::printf("# %14s %7s %12s %12s %12s %12s %8s %8s\n", "collective", "devices", "bytes", "naive(us)", "ring(us)",
               "all2all(us)", "choice", "rule");
   std::fflush(stdout);
@@ -351,11 +357,11 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
     table = tune(cfg, options);
   } catch (const Interrupted&) {
     bar.clear();
-    report(fmt::format("interrupted by {}; {} left as it was", signal_name(interrupt_signal()), path));
+    report(fmt::format("interrupted by {}; nothing written to {}", signal_name(interrupt_signal()), path));
     return 128 + interrupt_signal();
   }
   bar.clear();
-  write_tuning(path, table);
+  writer.commit(table);
   std::printf(
       "# wrote %s: %zu choices; `ringrt run` and the C++ API follow it while allreduce.tuning names it "
       "(auto: the cache folder's) and allreduce.ring/all2all are at their defaults\n",

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
@@ -60,9 +61,14 @@ std::string origin_line(const ExperimentConfig& cfg, const std::string& key, con
 // that ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt tune, ..., 36 choices)".
 std::string choice_line(const ExperimentConfig& cfg) {
   const AllreduceSettings& s = cfg.settings;
-  if (s.ring != 1 || s.all2all != 0)
-    return fmt::format("algorithm choice: tinygrad's rule (allreduce.ring {}, allreduce.all2all {}: not automatic)",
-                       s.ring, s.all2all);
+  if (!automatic_levels(s))
+    return fmt::format(
+        "algorithm choice: tinygrad's rule (allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}: "
+        "set, not automatic)",
+        s.ring, s.all2all, s.ring_threshold);
+  if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)
+    return "algorithm choice: hierarchical over device groups, tinygrad's rule inside (the tuning file is for flat "
+           "collectives)";
   Tuning t = tuning_for(s.tuning);
   if (!t.table || cfg.devices.empty()) return "algorithm choice: " + t.origin;
   // the device set: a file tuned for other devices (kind, count) or another dtype has no choice here

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <set>
+#include <tuple>
 
 #include "codegen/compile_cache.hpp"
 #include "rewrite/errors.hpp"
@@ -103,7 +106,7 @@ const std::vector<std::string>& tunable_collectives() {
   return kAll;
 }
 
-TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
+std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOptions& options) {
   for (const std::string& c : options.collectives)
     if (std::find(tunable_collectives().begin(), tunable_collectives().end(), c) == tunable_collectives().end())
       throw ConfigError(fmt::format("ringrt tune: collective '{}' has no choice to tune (expected {})", c,
@@ -114,57 +117,90 @@ TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
   if (rank_info().ranks > 1)
     throw ConfigError("ringrt tune measures the devices of one process; run it without mpirun");
   if (options.rounds < 1) throw ConfigError("ringrt tune: at least one round");
-  std::vector<int64_t> counts = cfg.sweep_counts(), ks = device_counts(static_cast<int64_t>(cfg.devices.size()));
-  if (counts.empty()) throw ConfigError(fmt::format("ringrt tune: {} gives no sizes to measure", cfg.file));
-  int64_t runs = 0, done = 0;
-  for (const std::string& c : options.collectives)
-    runs += static_cast<int64_t>(algorithms_of(c).size() * ks.size() * counts.size()) * options.rounds;
-  Point point{cfg, options, done, runs};
-  TuningTable table{ringrt_version(), machine_identity(), utc_now(), {}};
+  std::vector<TunePoint> out;
+  std::set<std::tuple<std::string, int64_t, int64_t>> seen;  // a size given twice is measured once
   for (const std::string& collective : options.collectives)
-    for (int64_t k : ks)
+    for (int64_t k : device_counts(static_cast<int64_t>(cfg.devices.size())))
       for (int64_t count : cfg.sweep_counts()) {
         int64_t n = collective == "allreduce" || collective == "broadcast" ? count : count / k * k;
-        if (n < k) continue;  // a reduce-scatter or an allgather needs a chunk per device
-        TunedChoice c = point.measure(collective, k, n);
-        if (options.point) options.point(c, collective_algorithm(k, n, cfg.settings));
-        table.choices.push_back(std::move(c));
+        if (n < k || !seen.insert({collective, k, n}).second) continue;  // a scatter or gather needs a chunk each
+        out.push_back({collective, k, n});
       }
+  if (out.empty())
+    throw ConfigError(
+        fmt::format("ringrt tune: {} gives no point to measure (no size of at least one element per "
+                    "device)",
+                    cfg.file));
+  return out;
+}
+
+TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
+  std::vector<TunePoint> points = tune_points(cfg, options);
+  int64_t runs = 0, done = 0;
+  for (const TunePoint& p : points) runs += static_cast<int64_t>(algorithms_of(p.collective).size()) * options.rounds;
+  Point point{cfg, options, done, runs};
+  TuningTable table{ringrt_version(), machine_identity(), utc_now(), {}};
+  for (const TunePoint& p : points) {
+    TunedChoice c = point.measure(p.collective, p.devices, p.count);
+    if (options.point) options.point(c, collective_algorithm(p.devices, p.count, cfg.settings));
+    table.choices.push_back(std::move(c));
+  }
   set_bands(table.choices);
   return table;
 }
 
 std::string tune_output(const ExperimentConfig& cfg, const std::string& out) {
-  if (!out.empty()) {  // its folder checked now: a tune of minutes must not fail at the end
-    std::filesystem::path dir = std::filesystem::path(out).parent_path();
-    if (dir.empty()) dir = ".";
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
-      throw IOError(
-          fmt::format("{}: cannot write the tuning file: its folder {} is missing or not writable", out, dir.string()));
-    return out;
-  }
+  if (!out.empty()) return out;
   std::string path = tuning_path(cfg.settings.tuning);
   if (path.empty())
     throw ConfigError(fmt::format("ringrt tune: nowhere to write: allreduce.tuning is {} and no --out was given",
                                   cfg.settings.tuning == "off" ? "off" : "auto without a cache folder"));
-  if (cfg.settings.tuning == "auto") {
-    std::filesystem::path dir = user_cache_dir();
-    if (codegen::trusted_cache_dir() != dir)  // made private (0700) when absent; refused when another's
-      throw IOError(
-          fmt::format("ringrt tune: the cache folder {} is refused (see the warning); give --out FILE", dir.string()));
+  if (cfg.settings.tuning != "auto") {  // a path a config file names is read, never written, without --out
+    auto origin = cfg.origins.find("allreduce.tuning");
+    std::string from = origin == cfg.origins.end() ? "" : origin->second;
+    if (!from.starts_with("environment variable") && !from.starts_with("--set"))
+      throw ConfigError(
+          fmt::format("ringrt tune: {} names the tuning file {}; a file a config names is written "
+                      "only with --out {}",
+                      from, path, path));
+    return path;
   }
+  std::filesystem::path dir = user_cache_dir();
+  if (codegen::trusted_cache_dir() != dir)  // made private (0700) when absent; refused when another's
+    throw IOError(
+        fmt::format("ringrt tune: the cache folder {} is refused (see the warning); give --out FILE", dir.string()));
   return path;
 }
 
-void write_tuning(const std::string& path, const TuningTable& table) {
-  std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  write_file(tmp, tuning_yaml(table));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw IOError(fmt::format("{}: cannot write the tuning file: {}", path, std::strerror(err)));
-  }
+TuningWriter::TuningWriter(std::string path) : path_(std::move(path)) {
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    throw IOError(
+        fmt::format("{}: not a regular file (a folder, a FIFO or a device); the tuning file is not "
+                    "written there",
+                    path_));
+  // the temporary file now, beside the target (an unpredictable name, O_EXCL): a folder that cannot be
+  // written fails before minutes of measuring, not after
+  std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+  tmp_ = ((dir.empty() ? std::filesystem::path(".") : dir) / ".ringrt-tuning-XXXXXX").string();
+  fd_ = ::mkstemp(tmp_.data());
+  if (fd_ < 0) throw IOError(fmt::format("{}: cannot write the tuning file: {}", path_, std::strerror(errno)));
+}
+
+TuningWriter::~TuningWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void TuningWriter::commit(const TuningTable& table) {
+  int err = write_bytes(fd_, tuning_yaml(table));
+  if (err == 0 && ::fchmod(fd_, 0644) != 0) err = errno;  // mkstemp makes it 0600; others may read a tuning
+  if (err == 0 && ::fsync(fd_) != 0) err = errno;
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) err = errno;  // a link at path_ is replaced
+  if (err != 0) throw IOError(fmt::format("{}: cannot write the tuning file: {}", path_, std::strerror(err)));
+  tmp_.clear();
 }
 
 }  // namespace ringrt

@@ -37,6 +37,15 @@ struct TuneOptions {
 // The collectives tune can choose for (those with more than one algorithm).
 const std::vector<std::string>& tunable_collectives();
 
+// One point to measure: a collective on the first `devices` devices at `count` elements per device.
+struct TunePoint {
+  std::string collective;
+  int64_t devices = 0, count = 0;
+};
+// The points of a tune (file comment), each once. Throws ConfigError for a collective that cannot be
+// tuned, fewer than two devices, a run across MPI ranks, rounds < 1, or no point at all.
+std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOptions& options);
+
 // Measures the points (file comment) and returns the table, bands set (set_bands), stamped with this
 // build's version, this machine and the time. Throws ConfigError for a collective that cannot be tuned,
 // a config with fewer than two devices or running across MPI ranks (the tune measures one process), or a
@@ -45,12 +54,31 @@ const std::vector<std::string>& tunable_collectives();
 TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options);
 
 // The file `ringrt tune` writes: `out` when given, else the file of cfg's allreduce.tuning (auto: the
-// cache folder's tuning.yaml, that folder made private). Throws ConfigError when there is none
-// (allreduce.tuning off and no --out), IOError when the cache folder is refused (not this user's own).
+// cache folder's tuning.yaml, that folder made private; a path only when the environment or --set gave
+// it). Throws ConfigError when there is none (allreduce.tuning off and no --out) or the config file
+// names the path (a config someone else wrote must not choose a file to overwrite), IOError when the
+// cache folder is refused (not this user's own).
 std::string tune_output(const ExperimentConfig& cfg, const std::string& out);
 
-// Writes table to path: to a temporary file beside it, then renamed over it (a link at path is replaced,
-// never followed; a reader sees the old file or the new one, whole). Throws IOError naming the path.
-void write_tuning(const std::string& path, const TuningTable& table);
+// The tuning file being written: opened before the measuring (a temporary file of an unpredictable name
+// beside path, created exclusively), committed after (written, fsync'ed, renamed over path: a reader
+// sees the old file or the new one, whole; a link at path is replaced, never followed). Destroyed
+// without commit (a stop, an error), it removes the temporary file and leaves path as it was.
+class TuningWriter {
+ public:
+  // Throws IOError naming path when it exists as anything but a regular file or a link (a folder, a
+  // FIFO, a device), or its folder cannot be written.
+  explicit TuningWriter(std::string path);
+  ~TuningWriter();
+  TuningWriter(const TuningWriter&) = delete;
+  TuningWriter& operator=(const TuningWriter&) = delete;
+  // Throws IOError naming the path and the system's reason.
+  void commit(const TuningTable& table);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
 
 }  // namespace ringrt

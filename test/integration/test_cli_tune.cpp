@@ -1,7 +1,10 @@
 // `ringrt tune` (runtime/cli/tune.cpp): the file it writes holds the fastest algorithm measured at each
 // point, `ringrt run` follows it and names it in the header, a file made elsewhere is ignored with a
 // warning, and bad requests fail before anything is measured.
+#include <sys/stat.h>
+
 #include <boost/test/unit_test.hpp>
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -76,7 +79,7 @@ BOOST_AUTO_TEST_CASE(a_file_from_another_machine_is_ignored) {
                               "experiment.sizes={min: 4KiB, max: 4KiB, factor: 2}"},
                              kSmall));
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
-  BOOST_TEST(r.err.find("is ignored (made on another machine") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("is ignored: made on another machine") != std::string::npos, r.err);
   BOOST_TEST(r.out.find("algorithm choice: ignored: tinygrad's rule") != std::string::npos);
   BOOST_TEST(table_rows(r.out).at(0).at(4) == "naive");
 }
@@ -89,7 +92,7 @@ BOOST_AUTO_TEST_CASE(bad_requests_fail_first) {
   BOOST_TEST(r.err.find("alltoall") != std::string::npos, r.err);
   r = run_cli({"tune", "configs/default.yaml", "--out", (dir.path() / "no" / "t.yaml").string()});
   BOOST_TEST(r.status == 2);
-  BOOST_TEST(r.err.find("missing or not writable") != std::string::npos, r.err);
+  BOOST_TEST(r.err.find("cannot write the tuning file: No such file") != std::string::npos, r.err);
   r = run_cli({"tune", "configs/default.yaml", "--set", "devices.count=1", "--out", (dir.path() / "t.yaml").string()});
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find("a choice needs at least 2") != std::string::npos, r.err);
@@ -97,6 +100,46 @@ BOOST_AUTO_TEST_CASE(bad_requests_fail_first) {
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find("nowhere to write") != std::string::npos, r.err);
   BOOST_TEST(!fs::exists(dir.path() / "t.yaml"));
+  // a FIFO or a folder at --out stays what it is
+  std::string fifo = (dir.path() / "fifo").string();
+  BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  r = run_cli(with({"tune", "configs/default.yaml", "--out", fifo}, kSmall));
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("not a regular file") != std::string::npos, r.err);
+  BOOST_TEST(fs::is_fifo(fifo));
+  // a path the config names is written only with --out; --out never replaces the config
+  std::string victim = dir.write("victim.txt", "precious\n");
+  std::string evil = dir.write("evil.yaml", "allreduce: {tuning: " + victim + "}\ndevices: {count: 2}\n");
+  r = run_cli({"tune", evil});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("written only with --out") != std::string::npos, r.err);
+  r = run_cli({"tune", evil, "--out", evil});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("would replace the config file") != std::string::npos, r.err);
+  BOOST_TEST(read_file(victim) == "precious\n");
+  // nothing to measure: a reduce-scatter of one element on 2 devices
+  r = run_cli(with({"tune", "configs/default.yaml", "--collectives", "reduce_scatter", "--set", "experiment.counts=[1]",
+                    "--out", (dir.path() / "t.yaml").string()},
+                   kSmall));
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("no point to measure") != std::string::npos, r.err);
+  BOOST_TEST(r.out.empty());
+}
+
+// A size given twice is measured once: one choice, its band the whole range.
+BOOST_AUTO_TEST_CASE(a_size_given_twice_is_measured_once) {
+  TempDir dir;
+  std::string file = (dir.path() / "t.yaml").string();
+  CliResult r = run_cli(with({"tune", "configs/default.yaml", "--out", file, "--collectives", "allreduce", "--rounds",
+                              "1", "--set", "experiment.counts=[256, 256, 256]"},
+                             kSmall));
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  TuningTable t = parse_tuning(read_file(file), file);
+  BOOST_TEST_REQUIRE(t.choices.size() == 1u);
+  BOOST_TEST(t.choices[0].min_bytes == 0);
+  BOOST_TEST(t.choices[0].max_bytes == INT64_MAX);
+  for (const auto& e : fs::directory_iterator(dir.path()))  // the temporary file renamed, none left
+    BOOST_TEST(e.path().filename() == "t.yaml");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

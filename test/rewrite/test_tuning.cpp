@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "rewrite/errors.hpp"
@@ -122,6 +123,16 @@ BOOST_AUTO_TEST_CASE(bad_files_name_line_and_key) {
   BOOST_TEST(error_of(replace("min_bytes: 0", "min_bytes: 9223372036854775807")).find("empty band") !=
              std::string::npos);
   BOOST_TEST(error_of("format: ringrt-tuning-1\n").find("'ringrt': missing") != std::string::npos);
+  BOOST_TEST(error_of(replace("devices: 4", "devices: 4, devices: 3")).find("given twice") != std::string::npos);
+  BOOST_TEST(error_of(replace("min_bytes: 0", "min_bytes: 5000")).find("outside its band") != std::string::npos);
+  BOOST_TEST(error_of(replace("collective: allreduce", "collective: broadcast")).find("not naive") !=
+             std::string::npos);
+  BOOST_TEST(error_of(replace("made: \"", "made: \"\\e[31m")).find("control characters") != std::string::npos);
+  // two choices whose bands overlap: the second is refused
+  std::string two = tuning_yaml(
+      table_of({choice("allreduce", "CPU", 4, 4096, "naive"), choice("allreduce", "CPU", 4, 1 << 20, "ring")}));
+  two.replace(two.find("min_bytes: 65536"), 16, "min_bytes: 100");
+  BOOST_TEST(error_of(two).find("overlaps choices[0]") != std::string::npos);
 }
 
 // Files refused: another version or machine, a link or another's writable file in the cache folder; each
@@ -143,18 +154,34 @@ BOOST_AUTO_TEST_CASE(files_from_elsewhere_are_ignored) {
              std::string::npos);
   BOOST_TEST(tuning_for("off").origin == "off: tinygrad's rule");
   BOOST_TEST(tuning_for((dir.dir / "missing.yaml").string()).origin.find("cannot open") != std::string::npos);
-  // auto: the cache folder's tuning.yaml, only when it is this user's own and no link
-  ::setenv("RINGRT_CACHE_DIR", dir.dir.c_str(), 1);
-  BOOST_TEST(tuning_for("auto").origin.find("no file") != std::string::npos);
-  fs::create_symlink(ok, dir.dir / "tuning.yaml");
-  BOOST_TEST(tuning_for("auto").origin.find("symbolic link") != std::string::npos);
-  fs::remove(dir.dir / "tuning.yaml");
-  dir.write("tuning.yaml", tuning_yaml(t), fs::perms(0622));
-  BOOST_TEST(tuning_for("auto").origin.find("written by other users") != std::string::npos);
-  fs::permissions(dir.dir / "tuning.yaml", fs::perms(0600));  // a change of mode alone: the same time and size
-  std::ofstream(dir.dir / "tuning.yaml", std::ios::app) << "# again\n";
-  BOOST_TEST(tuning_for("auto").table != nullptr);
-  ::unsetenv("RINGRT_CACHE_DIR");
+  // auto: the cache folder's tuning.yaml, only when the folder and the file are this user's own, no link
+  // (each case in a folder of its own: a file is read once per process)
+  auto auto_origin = [&](const std::string& sub, const std::function<void(const fs::path&)>& make) {
+    fs::path cache = dir.dir / sub;
+    fs::create_directories(cache);
+    fs::permissions(cache, fs::perms(0700));
+    make(cache);
+    ::setenv("RINGRT_CACHE_DIR", cache.c_str(), 1);
+    std::string origin = tuning_for("auto").origin;
+    ::unsetenv("RINGRT_CACHE_DIR");
+    return origin;
+  };
+  BOOST_TEST(auto_origin("none", [](const fs::path&) {}).find("no file") != std::string::npos);
+  BOOST_TEST(auto_origin("link", [&](const fs::path& c) {
+               fs::create_symlink(ok, c / "tuning.yaml");
+             }).find("symbolic link") != std::string::npos);
+  auto write_mode = [&](fs::perms mode) {
+    return [&, mode](const fs::path& c) {
+      std::ofstream(c / "tuning.yaml") << tuning_yaml(t);
+      fs::permissions(c / "tuning.yaml", mode);
+    };
+  };
+  BOOST_TEST(auto_origin("shared", write_mode(fs::perms(0622))).find("written by other users") != std::string::npos);
+  BOOST_TEST(auto_origin("open", [&](const fs::path& c) {
+               write_mode(fs::perms(0600))(c);
+               fs::permissions(c, fs::perms(0777));
+             }).find("its folder is refused (writable by group or others") != std::string::npos);
+  BOOST_TEST(auto_origin("own", write_mode(fs::perms(0600))).find("(ringrt tune, ") != std::string::npos);
 }
 
 // The lowering follows the tuned choice while ring and all2all are automatic; a forced level wins.
@@ -167,6 +194,13 @@ BOOST_AUTO_TEST_CASE(lowering_follows_the_tuned_choice) {
   BOOST_TEST(algorithm_of(x.sum({0}), file) == "all2all");
   BOOST_TEST(algorithm_of(x.sum({0}), "off") == "naive");
   BOOST_TEST(algorithm_of(x.sum({0}), file, /*ring=*/2) == "ring");  // forced
+  AllreduceSettings threshold;  // a threshold the user set: tinygrad's rule with it (400 > 100: ring)
+  threshold.tuning = file;
+  threshold.ring_threshold = 100;
+  {
+    ScopedSettings scope(threshold);
+    BOOST_TEST(x.sum({0}).schedule().algorithms.at(0) == "ring");
+  }
   Tensor three = Tensor::full({3, 400}, 1.0).contiguous().shard(test::null_devices(3), 0);
   three.realize();
   BOOST_TEST(algorithm_of(three.sum({0}), file) == "naive");  // no choice for 3 devices: the rule
