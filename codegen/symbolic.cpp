@@ -285,22 +285,36 @@ bool Mask::eval(const VarValues& vars) const {
   return true;
 }
 
-std::optional<std::pair<int64_t, int64_t>> Mask::affine_in(const Expr& e, const std::string& var) {
+std::optional<Mask::Monotone> Mask::monotone_in(const Expr& e, const std::string& var) {
   if (e.terms_.size() != 1) return std::nullopt;
   const Atom& a = *e.terms_[0].atom;
-  if (a.kind != Atom::Kind::Var || a.name != var) return std::nullopt;
-  return std::pair{e.terms_[0].k, e.c_};
+  Monotone m{e.terms_[0].k, e.c_};
+  if (a.kind == Atom::Kind::Var) return a.name == var ? std::optional(m) : std::nullopt;
+  if (a.kind != Atom::Kind::Div || a.x.terms_.size() != 1 || a.x.terms_[0].k <= 0) return std::nullopt;
+  const Atom& inner = *a.x.terms_[0].atom;
+  if (inner.kind != Atom::Kind::Var || inner.name != var) return std::nullopt;
+  m.k1 = a.x.terms_[0].k, m.c1 = a.x.c_, m.d = a.d;
+  return m;
+}
+
+__int128 Mask::Monotone::at(int64_t v) const {
+  __int128 num = static_cast<__int128>(k1) * v + c1, q = num / d - ((num % d != 0 && num < 0) ? 1 : 0);
+  return k * q + c;
+}
+
+int64_t Mask::Monotone::flip() const {
+  // f = floor((k1*var + c1) / d) is non-decreasing in var. k > 0: e >= 0 from f >= m = ceil(-c / k) on,
+  // i.e. from k1*var + c1 >= m*d; k < 0: up to f <= M = floor(c / -k), i.e. k1*var + c1 < (M + 1)*d.
+  __int128 bound = k > 0 ? static_cast<__int128>(-fdiv(c, k)) * d : static_cast<__int128>(fdiv(c, -k) + 1) * d;
+  __int128 need = bound - c1;  // the first var with k1*var >= need: ceil(need / k1)
+  __int128 p = need / k1 + ((need % k1 != 0 && need > 0) ? 1 : 0);
+  return clamp128(p);
 }
 
 std::vector<int64_t> Mask::flips(const std::string& var) const {
   std::vector<int64_t> out;
-  for (const auto& e : atoms_) {
-    auto kc = affine_in(e, var);
-    if (!kc) continue;
-    auto [k, c] = *kc;
-    // k > 0: true from ceil(-c / k) on; k < 0: true up to floor(c / -k), false after it
-    out.push_back(k > 0 ? -fdiv(c, k) : fdiv(c, -k) + 1);
-  }
+  for (const auto& e : atoms_)
+    if (auto m = monotone_in(e, var)) out.push_back(m->flip());
   return out;
 }
 
@@ -308,14 +322,13 @@ Mask Mask::on_range(const std::string& var, int64_t lo, int64_t hi) const {
   Mask m;
   m.never_ = never_;
   for (const auto& e : atoms_) {
-    auto kc = affine_in(e, var);
-    if (!kc) {
+    auto mono = monotone_in(e, var);
+    if (!mono) {
       m.atoms_.push_back(e);
       continue;
     }
-    auto [k, c] = *kc;
-    __int128 at_lo = static_cast<__int128>(k) * lo + c, at_hi = static_cast<__int128>(k) * hi + c;
-    if (at_lo >= 0 && at_hi >= 0) continue;  // holds on the whole range (affine: the ends bound it)
+    __int128 at_lo = mono->at(lo), at_hi = mono->at(hi);
+    if (at_lo >= 0 && at_hi >= 0) continue;  // holds on the whole range (monotone: the ends bound it)
     if (at_lo < 0 && at_hi < 0) {
       m.never_ = true;
       m.atoms_.clear();

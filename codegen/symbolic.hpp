@@ -82,9 +82,10 @@ class Mask {
   bool never() const { return never_; }
   const std::vector<Expr>& atoms() const { return atoms_; }
   bool eval(const VarValues& vars) const;
-  // Where the mask's affine constraints on `var` alone (k*var + c >= 0, e.g. gid >= 2, gid < 402)
-  // change truth: each point p is the first value of var on the other side, so on [lo, hi] between
-  // two consecutive points every such constraint is constant. Unsorted; one point per constraint.
+  // Where the mask's constraints on `var` alone that are monotone in it (k*var + c >= 0, e.g. gid >= 2,
+  // gid < 402; k*(var // d) + c >= 0, e.g. gid / 4096 < 1, a concatenation's chunk of a flattened view) change truth:
+  // each point p is the first value of var on the other side, so on [lo, hi] between two consecutive points every such
+  // constraint is constant. Unsorted; one point per constraint.
   std::vector<int64_t> flips(const std::string& var) const;
   // The mask for var in [lo, hi] (inclusive): constraints on var alone that hold over the whole
   // range are dropped, one that fails everywhere makes the mask never(); the rest stay. For loop
@@ -95,8 +96,14 @@ class Mask {
   bool operator==(const Mask& o) const { return never_ == o.never_ && atoms_ == o.atoms_; }
 
  private:
-  // e as k*var + c when var is its only variable; nullopt otherwise.
-  static std::optional<std::pair<int64_t, int64_t>> affine_in(const Expr& e, const std::string& var);
+  // e = k * floor((k1*var + c1) / d) + c with k1 > 0 (d = 1, k1 = 1, c1 = 0: e = k*var + c), monotone in
+  // var, when var is its only variable; nullopt otherwise.
+  struct Monotone {
+    int64_t k, c, k1 = 1, c1 = 0, d = 1;
+    __int128 at(int64_t v) const;  // e's value at var = v
+    int64_t flip() const;          // the first value of var on the other side of e >= 0
+  };
+  static std::optional<Monotone> monotone_in(const Expr& e, const std::string& var);
   bool never_ = false;
   std::vector<Expr> atoms_;  // in insertion order, no duplicates
 };

@@ -72,14 +72,39 @@ bool exists_without_item(const UOp& u) {
   return u.op() == Ops::BUFFER || (alias_of(u) != Alias::none && u.op() != Ops::RESHAPE && u.op() != Ops::ASSIGN);
 }
 
+namespace {
+
+// The element offset of a SHRINK's first element in its row-major source when the elements it keeps
+// are one contiguous range there: bounds independent of the device, every axis after the first one
+// it cuts kept whole, every axis before it cut to one element (a chunk of a (1, n, m) shard along n,
+// a row of a matrix). Nothing otherwise.
+std::optional<int64_t> contiguous_shrink_offset(const UOp& shrink) {
+  const Spans& s = shrink.arg_spans();
+  const Shape &in = shrink.src(0).shape(), &out = shrink.shape();
+  for (const auto& span : s)
+    if (span.first.k != 0) return std::nullopt;
+  size_t p = s.size();  // axes p.. are kept whole; p - 1 is the axis cut (none when p is 0)
+  while (p > 0 && s[p - 1].first.c == 0 && out[p - 1] == in[p - 1]) --p;
+  int64_t offset = 0, stride = 1;
+  for (size_t k = s.size(); k-- > 0;) {
+    if (k + 1 < p && out[k] != 1) return std::nullopt;  // an axis before the cut one keeps several elements
+    offset += s[k].first.c * stride;
+    stride *= in[k];
+  }
+  return offset;
+}
+
+}  // namespace
+
 std::optional<MemoryRange> contiguous_range(const UOp& x, const std::function<bool(const UOp&)>& is_realized) {
   UOp u = x;
   int64_t offset = 0;
   while (!is_realized(u)) {
+    std::optional<int64_t> at;
     if (u.op() == Ops::RESHAPE) {
       u = u.src(0);
-    } else if (u.op() == Ops::SHRINK && u.shape().size() == 1 && u.arg_spans()[0].first.k == 0) {
-      offset += u.arg_spans()[0].first.c;
+    } else if (u.op() == Ops::SHRINK && (at = contiguous_shrink_offset(u))) {
+      offset += *at;
       u = u.src(0);
     } else {
       return std::nullopt;

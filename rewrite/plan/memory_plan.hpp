@@ -40,8 +40,9 @@ struct MemoryRange {
   UOp base;
   int64_t offset = 0;  // in elements
 };
-// x as a range: reshapes and 1-D shrinks with a device-independent begin over a node for which
-// is_realized holds. Nothing when x is not such a range.
+// x as a range: reshapes and shrinks with device-independent bounds that keep a contiguous range of
+// their source (any 1-D shrink; a cut along one axis with every later axis whole and every earlier one
+// cut to one element) over a node for which is_realized holds. Nothing when x is not such a range.
 std::optional<MemoryRange> contiguous_range(const UOp& x, const std::function<bool(const UOp&)>& is_realized);
 // The range copy item `copy` (a COPY, see ScheduleItem) reads: reads[0] is its realized source.
 // Throws InternalError when the plan's read is not under the copy's source.

@@ -107,6 +107,35 @@ BOOST_AUTO_TEST_CASE(mask_flips_and_ranges) {
   BOOST_TEST((mixed.on_range("gid", 0, 5) == mixed));
 }
 
+// Constraints on floor((k1*gid + c1) / d) (a concatenation read through a flattened view: device j's
+// chunk i of an alltoall is gid / 4096 == i) flip where the quotient crosses its bound; on every range
+// between consecutive flips each constraint is constant, checked against eval at every gid.
+BOOST_AUTO_TEST_CASE(mask_flips_of_quotients) {
+  Expr gid = ringrt::codegen::gid_var(60);
+  Mask m;
+  m.require_ge0(gid.floordiv(8) - k(2));               // gid / 8 >= 2: from 16 on
+  m.require_ge0(k(4) - (gid * 3 + k(5)).floordiv(7));  // (3 gid + 5) / 7 <= 4: up to gid 9
+  Mask upper;
+  upper.require_ge0(k(4) - (gid * 3 + k(5)).floordiv(7));
+  Mask lower;
+  lower.require_ge0(gid.floordiv(8) - k(2));
+  BOOST_TEST(lower.flips("gid") == (std::vector<int64_t>{16}), boost::test_tools::per_element());
+  BOOST_TEST(upper.flips("gid") == (std::vector<int64_t>{10}), boost::test_tools::per_element());
+  for (const Mask* mask : {&m, &upper, &lower}) {
+    std::vector<int64_t> cuts = mask->flips("gid");
+    cuts.push_back(0);
+    cuts.push_back(60);
+    std::sort(cuts.begin(), cuts.end());
+    for (size_t r = 0; r + 1 < cuts.size(); ++r) {
+      int64_t lo = std::clamp<int64_t>(cuts[r], 0, 60), hi = std::clamp<int64_t>(cuts[r + 1], 0, 60) - 1;
+      if (lo > hi) continue;
+      Mask on = mask->on_range("gid", lo, hi);
+      BOOST_TEST((on.always() || on.never()), "range " << lo << ".." << hi);
+      for (int64_t g = lo; g <= hi; ++g) BOOST_TEST(on.always() == mask->eval({{"gid", g}}), "gid " << g);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(unravel_ravel_round_trip) {
   Expr gid = ringrt::codegen::gid_var(2 * 3 * 4);
   auto idx = ringrt::codegen::unravel(gid, {2, 3, 4});

@@ -1,19 +1,31 @@
-// The memory-bandwidth floor of an in-process allreduce (scripts/bench-peers.sh).
+// The memory-bandwidth floor of an in-process allreduce (scripts/bench-peers.sh), cache-aware.
 //
-// Measures large-buffer memcpy and STREAM-style add (c[i] = a[i] + b[i]) bandwidth with 1 and 2
-// threads, counting every byte read and written (memcpy: 2 bytes moved per byte copied; add: 3 per
-// element byte, as STREAM counts), best of several repetitions on pre-faulted buffers. From the
-// peak it prints the time no in-process allreduce of N devices x S bytes can beat: every input byte
-// read once and every output byte written once, 2*N*S / peak.
+// An in-process allreduce of N devices x S bytes reads every input byte once and writes every output
+// byte once at best: 2*N*S bytes moved over a working set of N*S input + N*S output bytes (the
+// footprint, F = 2*N*S). The floor is 2*N*S / B(F), B(F) the best bandwidth this machine reaches on a
+// working set of F bytes: at 256 KiB per device F is 1-2 MiB and fits in cache, where bandwidth is
+// several times DRAM's, so a floor taken from DRAM bandwidth there would be a bound no program could
+// be held to (issue 19: "the floor at each size taken from the bandwidth measured at that footprint").
+//
+// B(F): memcpy (src and dst of F/2 bytes each) and STREAM-style add (c[i] = a[i] + b[i], three arrays of
+// F/3 bytes), with 1 and 2 threads (each thread its contiguous share), counting every byte read and
+// written (memcpy: 2 bytes per byte copied; add: 3 per element byte, as STREAM counts). Each timing
+// repeats the pass over the same buffers enough times to move >= 256 MiB (so a cache-sized working set
+// stays warm and the thread start-up is amortized); best of REPS timings on pre-faulted buffers.
+// B(F) is the largest of the four. The DRAM figures (BYTES_PER_BUFFER per array) are printed too, with
+// the old bound 2*N*S / DRAM peak as system "floor-dram", for comparison.
 //
 // Usage: floor BYTES_PER_BUFFER REPS NDEV... -- SIZE...   (sizes in bytes per device)
-// Output: CSV lines "bw,<kernel>,<threads>,<GB/s>" then the bench-peers rows
-// "floor,bound,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" on stdout.
+// Output (CSV, stdout): "bw,<kernel>,<threads>,<GB/s>" (DRAM, BYTES_PER_BUFFER per array);
+// "bwat,<footprint bytes>,<kernel>,<threads>,<GB/s>" per footprint; then the bench-peers rows
+// "floor,bound,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (cache-aware) and
+// "floor-dram,bound,<ndev>,<bytes>,..." (DRAM peak).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,7 +35,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 float* buffer(size_t n) {
-  auto* p = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+  auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
   if (!p) {
     std::fprintf(stderr, "floor: out of memory\n");
     std::exit(1);
@@ -32,15 +45,65 @@ float* buffer(size_t n) {
   return p;
 }
 
-// Runs fn(begin, end) on `threads` threads over [0, n); returns seconds.
+// Runs fn(begin, end) `passes` times on each of `threads` threads, thread t over its share of [0, n);
+// returns seconds per pass.
 template <class F>
-double timed(size_t n, int threads, F fn) {
+double timed(size_t n, int threads, int passes, F fn) {
+  auto share = [&](int t) {
+    for (int p = 0; p < passes; ++p) fn(n * t / threads, n * (t + 1) / threads);
+  };
   auto t0 = Clock::now();
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { fn(n * t / threads, n * (t + 1) / threads); });
-  fn(0, n / threads);
+  for (int t = 1; t < threads; ++t) pool.emplace_back(share, t);
+  share(0);
   for (auto& th : pool) th.join();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / passes;
+}
+
+struct Bandwidth {
+  double copy[2], add[2];  // GB/s with 1 and 2 threads
+  double peak() const { return std::max({copy[0], copy[1], add[0], add[1]}); }
+};
+
+// memcpy and add bandwidth on a working set of `footprint` bytes (see the top of the file).
+Bandwidth measure(size_t footprint, int reps) {
+  size_t nc = std::max<size_t>(footprint / 2 / sizeof(float), 16),
+         na = std::max<size_t>(footprint / 3 / sizeof(float), 16);
+  int passes = static_cast<int>(std::max<size_t>(1, (size_t{256} << 20) / std::max<size_t>(footprint, 1)));
+  Bandwidth bw{};
+  {
+    float *a = buffer(nc), *c = buffer(nc);
+    for (int threads : {1, 2}) {
+      double best = 1e30;
+      for (int r = 0; r < reps; ++r)
+        best = std::min(best, timed(nc, threads, passes, [&](size_t lo, size_t hi) {
+                          std::memcpy(c + lo, a + lo, (hi - lo) * sizeof(float));
+                        }));
+      bw.copy[threads - 1] = 2.0 * nc * sizeof(float) / best / 1e9;
+    }
+    volatile float sink = c[nc / 2];
+    (void)sink;
+    std::free(a), std::free(c);
+  }
+  float *a = buffer(na), *b = buffer(na), *c = buffer(na);
+  for (int threads : {1, 2}) {
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r)
+      best = std::min(best, timed(na, threads, passes, [&](size_t lo, size_t hi) {
+                        for (size_t i = lo; i < hi; ++i) c[i] = a[i] + b[i];
+                      }));
+    bw.add[threads - 1] = 3.0 * na * sizeof(float) / best / 1e9;
+  }
+  volatile float sink = c[na / 2];
+  (void)sink;
+  std::free(a), std::free(b), std::free(c);
+  return bw;
+}
+
+void print_floor(const char* system, long nd, long s, double peak) {
+  double t = 2.0 * nd * s / (peak * 1e9);
+  double algbw = s / t / 1e9;
+  std::printf("%s,bound,%ld,%ld,%.9f,%.3f,%.3f\n", system, nd, s, t, algbw, algbw * 2.0 * (nd - 1) / nd);
 }
 
 }  // namespace
@@ -50,7 +113,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: floor BYTES_PER_BUFFER REPS NDEV... -- SIZE...\n");
     return 2;
   }
-  size_t n = std::strtoull(argv[1], nullptr, 10) / sizeof(float);
+  size_t dram_bytes = std::strtoull(argv[1], nullptr, 10);
   int reps = std::atoi(argv[2]);
   std::vector<long> ndevs, sizes;
   bool after = false;
@@ -61,29 +124,26 @@ int main(int argc, char** argv) {
     }
     (after ? sizes : ndevs).push_back(std::atol(argv[i]));
   }
-  float *a = buffer(n), *b = buffer(n), *c = buffer(n);
-  double peak = 0;
-  for (int threads : {1, 2}) {
-    double copy = 1e30, add = 1e30;
-    for (int r = 0; r < reps; ++r) {
-      copy = std::min(copy, timed(n, threads, [&](size_t lo, size_t hi) {
-                        std::memcpy(c + lo, a + lo, (hi - lo) * sizeof(float));
-                      }));
-      add = std::min(add, timed(n, threads, [&](size_t lo, size_t hi) {
-                       for (size_t i = lo; i < hi; ++i) c[i] = a[i] + b[i];
-                     }));
-    }
-    double copy_bw = 2.0 * n * sizeof(float) / copy / 1e9, add_bw = 3.0 * n * sizeof(float) / add / 1e9;
-    std::printf("bw,memcpy,%d,%.3f\nbw,add,%d,%.3f\n", threads, copy_bw, threads, add_bw);
-    peak = std::max({peak, copy_bw, add_bw});
-  }
-  volatile float sink = c[n / 2];
-  (void)sink;
+  // DRAM: three arrays of BYTES_PER_BUFFER for add, two for memcpy (the footprint of the old floor)
+  Bandwidth dram = measure(3 * dram_bytes, reps);
+  for (int t : {1, 2}) std::printf("bw,memcpy,%d,%.3f\nbw,add,%d,%.3f\n", t, dram.copy[t - 1], t, dram.add[t - 1]);
+  std::map<size_t, Bandwidth> at;  // footprint -> bandwidth
   for (long nd : ndevs)
     for (long s : sizes) {
-      double t = 2.0 * nd * s / (peak * 1e9);
-      double algbw = s / t / 1e9;
-      std::printf("floor,bound,%ld,%ld,%.9f,%.3f,%.3f\n", nd, s, t, algbw, algbw * 2.0 * (nd - 1) / nd);
+      size_t footprint = 2 * static_cast<size_t>(nd) * static_cast<size_t>(s);
+      if (at.count(footprint)) continue;
+      Bandwidth bw = at[footprint] = measure(footprint, reps);
+      for (int t : {1, 2})
+        std::printf("bwat,%zu,memcpy,%d,%.3f\nbwat,%zu,add,%d,%.3f\n", footprint, t, bw.copy[t - 1], footprint, t,
+                    bw.add[t - 1]);
     }
+  for (long nd : ndevs)
+    for (long s : sizes) {
+      // cache-aware: never below the DRAM peak (a large footprint measured noisily low must not loosen the bound)
+      double peak = std::max(at[2 * static_cast<size_t>(nd) * static_cast<size_t>(s)].peak(), dram.peak());
+      print_floor("floor", nd, s, peak);
+    }
+  for (long nd : ndevs)
+    for (long s : sizes) print_floor("floor-dram", nd, s, dram.peak());
   return 0;
 }

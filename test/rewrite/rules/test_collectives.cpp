@@ -215,6 +215,28 @@ BOOST_AUTO_TEST_CASE(alltoall_and_broadcast_invariants) {
   BOOST_TEST(ring.sent.at("NULL:2") == S);
 }
 
+// alltoall over 4 devices, a (4, 4 * 32) shard per device cut into rows: every chunk is a contiguous
+// range of its shard (its rows), so each copy reads the shard in place (no kernel stages a chunk before
+// it) and the plan has one select kernel per device and the one reassembly kernel.
+BOOST_AUTO_TEST_CASE(alltoall_copies_read_chunks_in_place) {
+  int n = 4;
+  auto devs = test::null_devices(n);
+  Tensor x = Tensor::placeholder({n * n, n * 32}, DType::float32, devs, 0);
+  Lowered low = lower_multi({uop_of(x.alltoall())}, forced("all2all"));
+  ItemPlan plan = plan_schedule(low.roots);
+  size_t copies = 0, kernels = 0;
+  for (const ScheduleItem& item : plan.items) {
+    if (item.kind == ScheduleItem::Kind::copy) {
+      ++copies;
+      BOOST_TEST(item.deps.empty(), "a copy waits for " << item.deps.size() << " items");
+    } else {
+      ++kernels;
+    }
+  }
+  BOOST_TEST(copies == static_cast<size_t>(n * (n - 1)));
+  BOOST_TEST(kernels <= static_cast<size_t>(n + 1));
+}
+
 // An allreduce whose result each device only reads its own part of (x.sum({0}) sharded back onto the
 // devices) is lowered as a reduce-scatter: n(n-1) copies of numel/n instead of the allreduce's 2n(n-1),
 // DEBUG=2 names it, and the values are the sum's.
