@@ -16,6 +16,7 @@
 #   happens: 4 MiB on 2 ranks measured 70 ms with MALLOC_MMAP_MAX_=0 alone, 1.6 ms with both);
 # - ringrt: each algorithm forced (naive, ring, all2all) and the automatic choice (auto:<chosen>), tuned
 #   first by `ringrt tune` on this machine (OUT_DIR/tuning.yaml, its table in OUT_DIR/tune.txt);
+# - ringrt gpt2-ddp-step: one DDP step of GPT-2 small (17 buckets, 475 MiB per device, 4 devices);
 # - ringrt-<lever>-off: the automatic choice with one optimisation switched off (see README,
 #   "Performance switches"), to show what it buys.
 # Every figure is the best of BLOCKS timed blocks after warm-up; every result is checked (a wrong
@@ -72,6 +73,22 @@ for n in "${ndevs[@]}"; do
   # slower at 64 MiB)
   "$build/ringrt_peers" ringrt "$n" 3 "$blocks" auto,naive,ring,all2all "${sizes[@]}" >>"$csv"
 done
+
+# the real workload: one DDP step of GPT-2 small (configs/ddp-gpt2-small.yaml: 17 gradient buckets of its
+# 124M float32 parameters allreduced in place on 4 devices), the tuned choice; report.py sets it beside
+# the floor of its bytes (the DRAM floor: 475 MiB per device fits no cache)
+echo "# ringrt, GPT-2 small DDP step" >&2
+"$build/ringrt" run configs/ddp-gpt2-small.yaml --set experiment.iters=3 --json "$out/gpt2-ddp.json" >"$out/gpt2-ddp.txt"
+/usr/bin/python3 - "$out/gpt2-ddp.json" >>"$csv" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+s, n = j["step"], len(j["devices"])
+if any(r["wrong"] != 0 for r in j["rows"]):
+    sys.exit("GPT-2 DDP step: wrong results")
+algos = "+".join(sorted({r["algo"] for r in j["rows"]}))
+t = s["time_us"] * 1e-6
+print(f"ringrt,gpt2-ddp-step:{algos},{n},{s['bytes']},{t:.9g},{s['bytes'] / t / 1e9:.6g},{s['busbw']:.6g}")
+PY
 
 # ablations: the automatic choice with one lever off at a time
 while read -r lever env; do
