@@ -1,7 +1,6 @@
 #include "rewrite/rewrite.hpp"
 
 #include <fmt/format.h>
-#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -34,10 +33,41 @@ struct Frame {
   size_t steps;  // rewrites that led to y
   UOp link;      // kLink: the replacement whose result y takes
 };
-// One thread's working memory, kept from node to node (nothing allocated per node).
+// One thread's working memory, kept from node to node (nothing allocated per node), and from one
+// rewrite to the next: a lowering runs several rewrites of a few thousand nodes each, and fresh memos
+// spent a quarter of it growing (zeroing new pages). A thread keeps a few, up to kKeepSlots each.
 struct Scratch {
   Memo memo;  // nodes reached by this thread that are no input node -> their results
   std::vector<Frame> stack;
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    if (spare().empty()) {
+      s_ = std::make_unique<Scratch>();
+    } else {
+      s_ = std::move(spare().back());
+      spare().pop_back();
+    }
+  }
+  ~ScratchLease() {
+    if (s_->memo.capacity() > kKeepSlots || spare().size() >= 4) return;
+    s_->memo.clear();
+    s_->stack.clear();
+    spare().push_back(std::move(s_));
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  Scratch& operator*() { return *s_; }
+
+ private:
+  static constexpr size_t kKeepSlots = size_t{1} << 16;  // 1 MiB of memo
+  static std::vector<std::unique_ptr<Scratch>>& spare() {
+    thread_local std::vector<std::unique_ptr<Scratch>> s;
+    return s;
+  }
+  std::unique_ptr<Scratch> s_;
 };
 
 class Rewriter {
@@ -54,9 +84,9 @@ class Rewriter {
     if (parallel) {
       run_parallel();
     } else {
-      Scratch scratch{Memo(order_.size()), {}};
+      ScratchLease lease;
       for (size_t i = 0; i < order_.size(); ++i) {
-        results_[i] = rewrite_input(i, scratch);
+        results_[i] = rewrite_input(i, *lease);
         done_[i].store(1, std::memory_order_release);
       }
     }
@@ -116,11 +146,11 @@ class Rewriter {
   static constexpr size_t kBlock = 256;
 
   void run_parallel() {
-    tbb::enumerable_thread_specific<Scratch> scratches([&] { return Scratch{Memo(order_.size() / 2), {}}; });
     std::atomic<size_t> next_block{0};
     const size_t n = order_.size();
     auto worker = [&]() {
-      Scratch& scratch = scratches.local();
+      ScratchLease lease;  // this thread's: a worker runs on one thread from start to end
+      Scratch& scratch = *lease;
       for (size_t lo = next_block++ * kBlock; lo < n; lo = next_block++ * kBlock) {
         for (size_t i = lo; i < std::min(n, lo + kBlock); ++i) {
           for (size_t k = src_begin_[i]; k < src_begin_[i + 1]; ++k) wait_done(src_pos_[k]);

@@ -272,6 +272,7 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   Vertex v = boost::add_vertex(std::move(proto), impl_->g);
   Node& node = impl_->g[v];
   node.vertex = v;
+  impl_->g.out_edge_list(v).reserve(node.src.size());  // one allocation, not one per doubling
   for (const auto& s : node.src) boost::add_edge(v, static_cast<Vertex>(s.node()->vertex), impl_->g);
   impl_->table.insert(h, &node);
   impl_->alive.fetch_add(1, std::memory_order_relaxed);
