@@ -148,15 +148,22 @@ class Rewriter {
   void run_parallel() {
     std::atomic<size_t> next_block{0};
     const size_t n = order_.size();
+    std::atomic<bool> failed{false};  // a rule threw: the others stop waiting (the node never finishes)
     auto worker = [&]() {
       ScratchLease lease;  // this thread's: a worker runs on one thread from start to end
       Scratch& scratch = *lease;
-      for (size_t lo = next_block++ * kBlock; lo < n; lo = next_block++ * kBlock) {
-        for (size_t i = lo; i < std::min(n, lo + kBlock); ++i) {
-          for (size_t k = src_begin_[i]; k < src_begin_[i + 1]; ++k) wait_done(src_pos_[k]);
-          results_[i] = rewrite_input(i, scratch);
-          done_[i].store(1, std::memory_order_release);
+      try {
+        for (size_t lo = next_block++ * kBlock; lo < n; lo = next_block++ * kBlock) {
+          for (size_t i = lo; i < std::min(n, lo + kBlock); ++i) {
+            for (size_t k = src_begin_[i]; k < src_begin_[i + 1]; ++k)
+              if (!wait_done(src_pos_[k], failed)) return;
+            results_[i] = rewrite_input(i, scratch);
+            done_[i].store(1, std::memory_order_release);
+          }
         }
+      } catch (...) {
+        failed = true;
+        throw;  // parallel_for passes it on
       }
     };
     int threads = opt_.threads > 0 ? opt_.threads : tbb::this_task_arena::max_concurrency();
@@ -169,15 +176,18 @@ class Rewriter {
     }
   }
 
-  // Spins briefly, then yields, until input node p is finished (another thread has it in hand).
-  void wait_done(size_t p) const {
+  // Spins briefly, then yields, until input node p is finished (another thread has it in hand); false
+  // when a rule threw on some thread instead.
+  bool wait_done(size_t p, const std::atomic<bool>& failed) const {
     for (int spin = 0; !done_[p].load(std::memory_order_acquire); ++spin) {
+      if (failed.load(std::memory_order_relaxed)) return false;
       if (spin < 64) {
         RINGRT_CPU_RELAX();
       } else {
         std::this_thread::yield();
       }
     }
+    return true;
   }
 
   // Input node i: its sources are finished, so rebuild it on their results and settle it. The common

@@ -366,6 +366,23 @@ BOOST_DATA_TEST_CASE(a_rule_that_rewrites_in_parallel_itself, bdata::make(kDrive
   }
 }
 
+// A rule that throws on one node of an early block (of 200 chains of 30 nodes, 24 blocks): the error
+// reaches the caller from every driver, and no thread is left waiting for the node that never finished
+// (the SINK, in the last block, waits for every chain).
+BOOST_DATA_TEST_CASE(a_rule_that_throws_stops_every_thread, bdata::make(kDrivers), d) {
+  RINGRT_RUN_IN_CHILD();  // a thread left waiting ends at the child's time limit, failing this case only
+  UOpGraph g;
+  std::vector<UOp> tops;
+  for (int c = 0; c < 200; ++c) {
+    UOp acc = new_buffer(DeviceSpec("CPU:0"), 4, DType::float32, &g);
+    for (int i = 0; i < 30; ++i) acc = c == 20 && i == 15 ? acc.alu(Ops::SQRT) : acc + acc.const_like(0);
+    tops.push_back(acc);
+  }
+  PatternMatcher fails({{UPat(Ops::SQRT), [](const Match&) -> std::optional<UOp> { throw ShapeError("no sqrt"); }}});
+  BOOST_CHECK_EXCEPTION(rewrite_graph(sink(tops), fails + pm(), d.options), ShapeError,
+                        ringrt::test::message_has({"no sqrt"}));
+}
+
 // One node rewritten 50,000 times in a row (a constant counting down): the per-node fixpoint loop must
 // be iterative too. Runs in a child process, so that a stack overflow fails only this case.
 BOOST_DATA_TEST_CASE(long_rewrite_sequence_of_one_node, bdata::make(kDrivers), d) {
