@@ -6,6 +6,7 @@
 // std::vector<bool> hands out no references: use char).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -37,6 +38,13 @@ class NodeMap {
   const V* find(const detail::Node* k) const { return const_cast<NodeMap*>(this)->find(k); }
   bool contains(const detail::Node* k) const { return keys_[slot(k)] != nullptr; }
   size_t size() const { return size_; }
+  size_t capacity() const { return keys_.size(); }
+  // Empties the map and keeps its slots (values stay until overwritten; V must not own much).
+  void clear() {
+    if (size_ == 0) return;
+    std::fill(keys_.begin(), keys_.end(), nullptr);
+    size_ = 0;
+  }
 
  private:
   size_t hash(const detail::Node* k) const {

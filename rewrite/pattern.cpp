@@ -86,14 +86,25 @@ void PatternMatcher::index() {
 
 std::optional<UOp> PatternMatcher::rewrite(const UOp& u) const {
   if (by_op_.empty()) return std::nullopt;
-  std::vector<std::pair<std::string, UOp>> captures;
-  for (size_t i : by_op_[static_cast<size_t>(u.op())]) {
-    captures.clear();
-    if (!rules_[i].first.match(u, captures)) continue;
-    if (auto r = rules_[i].second(Match(std::move(captures)))) return r;
-    captures = {};
+  const std::vector<size_t>& rules = by_op_[static_cast<size_t>(u.op())];
+  if (rules.empty()) return std::nullopt;
+  // This thread's spare capture buffers: one is taken for this call and given back after, so matching
+  // allocates nothing once a buffer has grown (a callback that rewrites takes a buffer of its own).
+  thread_local std::vector<std::vector<std::pair<std::string, UOp>>> spare;
+  Match m({});
+  if (!spare.empty()) {
+    m.captures_ = std::move(spare.back());
+    spare.pop_back();
   }
-  return std::nullopt;
+  std::optional<UOp> out;
+  for (size_t i : rules) {
+    m.captures_.clear();
+    if (!rules_[i].first.match(u, m.captures_)) continue;
+    if ((out = rules_[i].second(m))) break;
+  }
+  m.captures_.clear();
+  spare.push_back(std::move(m.captures_));
+  return out;
 }
 
 PatternMatcher PatternMatcher::operator+(const PatternMatcher& other) const {

@@ -27,10 +27,10 @@ class UPat {
 
   UPat named(std::string name) &&;
   UPat named(std::string name) const&;
-  UPat dtype(std::vector<DType> dtypes) const;          // dtype must be one of these
-  UPat src(std::vector<UPat> src) const;                // exactly these sources, in order
-  UPat src_prefix(std::vector<UPat> src) const;         // these first sources, any after (allow_any_len)
-  UPat arg(Arg value) const;                            // arg must equal value
+  UPat dtype(std::vector<DType> dtypes) const;   // dtype must be one of these
+  UPat src(std::vector<UPat> src) const;         // exactly these sources, in order
+  UPat src_prefix(std::vector<UPat> src) const;  // these first sources, any after (allow_any_len)
+  UPat arg(Arg value) const;                     // arg must equal value
   UPat arg_if(std::function<bool(const Arg&)> pred) const;
   UPat early_reject(OpSet ops) const;  // some source must have one of these ops (a cheap pre-check)
 
@@ -57,6 +57,7 @@ class Match {
   bool has(const std::string& name) const;
 
  private:
+  friend class PatternMatcher;  // hands the capture buffer from rule to rule (no allocation per match)
   std::vector<std::pair<std::string, UOp>> captures_;
 };
 

@@ -1,11 +1,22 @@
 #include "rewrite/rewrite.hpp"
 
 #include <fmt/format.h>
-#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define RINGRT_CPU_RELAX() _mm_pause()
+#else
+#define RINGRT_CPU_RELAX() ((void)0)
+#endif
+#include <utility>
+#include <vector>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/node_map.hpp"
@@ -15,22 +26,56 @@ namespace {
 
 using Memo = NodeMap<UOp>;  // flat: known() looks it up for every node visited
 
+enum Stage { kVisit, kRewrite, kLink };
+struct Frame {
+  UOp y;
+  Stage stage;
+  size_t steps;  // rewrites that led to y
+  UOp link;      // kLink: the replacement whose result y takes
+};
+// One thread's working memory, kept from node to node (nothing allocated per node), and from one
+// rewrite to the next: a lowering runs several rewrites of a few thousand nodes each, and fresh memos
+// spent a quarter of it growing (zeroing new pages). A thread keeps a few, up to kKeepSlots each.
+struct Scratch {
+  Memo memo;  // nodes reached by this thread that are no input node -> their results
+  std::vector<Frame> stack;
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    if (spare().empty()) {
+      s_ = std::make_unique<Scratch>();
+    } else {
+      s_ = std::move(spare().back());
+      spare().pop_back();
+    }
+  }
+  ~ScratchLease() {
+    if (s_->memo.capacity() > kKeepSlots || spare().size() >= 4) return;
+    s_->memo.clear();
+    s_->stack.clear();
+    spare().push_back(std::move(s_));
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  Scratch& operator*() { return *s_; }
+
+ private:
+  static constexpr size_t kKeepSlots = size_t{1} << 16;  // 1 MiB of memo
+  static std::vector<std::unique_ptr<Scratch>>& spare() {
+    thread_local std::vector<std::unique_ptr<Scratch>> s;
+    return s;
+  }
+  std::unique_ptr<Scratch> s_;
+};
+
 class Rewriter {
  public:
-  Rewriter(const UOp& root, const PatternMatcher& pm, const RewriteOptions& opt)
-      : pm_(pm),
-        opt_(opt),
-        order_(root.graph().toposort({root})),
-        results_(order_.size()),
-        wave_(order_.size()),
-        done_(order_.size(), 0),
-        pos_(order_.size()) {
-    for (size_t i = 0; i < order_.size(); ++i) {
-      pos_[order_[i].node()] = i;
-      int w = 0;
-      for (const auto& s : order_[i].src()) w = std::max(w, wave_[*pos_.find(s.node())] + 1);
-      wave_[i] = w;
-    }
+  Rewriter(const UOp& root, const PatternMatcher& pm, const RewriteOptions& opt) : pm_(pm), opt_(opt) {
+    number(root);
+    results_.resize(order_.size());
+    done_ = std::make_unique<std::atomic<char>[]>(order_.size());
   }
 
   RewriteResult run() {
@@ -39,14 +84,15 @@ class Rewriter {
     if (parallel) {
       run_parallel();
     } else {
-      Memo memo;
+      ScratchLease lease;
       for (size_t i = 0; i < order_.size(); ++i) {
-        results_[i] = rewrite_input(i, memo);
-        done_[i] = 1;
+        results_[i] = rewrite_input(i, *lease);
+        done_[i].store(1, std::memory_order_release);
       }
     }
     RewriteResult out;
     out.root = results_.back();
+    out.map.reserve(order_.size());
     for (size_t i = 0; i < order_.size(); ++i) out.map.emplace(order_[i], results_[i]);
     out.converged = converged_.load();
     out.rewrites = rewrites_.load();
@@ -54,22 +100,74 @@ class Rewriter {
   }
 
  private:
-  void run_parallel() {
-    std::vector<std::vector<size_t>> waves;
-    for (size_t i = 0; i < order_.size(); ++i) {
-      if (static_cast<size_t>(wave_[i]) >= waves.size()) waves.resize(static_cast<size_t>(wave_[i]) + 1);
-      waves[static_cast<size_t>(wave_[i])].push_back(i);
+  // Numbers the input nodes in the order of UOpGraph::toposort (depth-first over sources in order,
+  // each node after its sources) and keeps each one's source positions in one flat array, in one walk
+  // with one hash table: the drivers never hash a node to find an input's sources. A node's source
+  // positions are collected on a stack as in evaluating postfix: an emitted node takes its sources'
+  // positions off the top and leaves its own.
+  void number(const UOp& root) {
+    constexpr size_t kOpen = ~size_t{0};                                          // reached, not yet emitted
+    std::vector<std::pair<const detail::Node*, size_t>> stack{{root.node(), 0}};  // (node, next source)
+    std::vector<size_t> operands;
+    pos_.insert(root.node(), kOpen);
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      const std::vector<UOp>& src = UOp(n).src();
+      if (next < src.size()) {
+        const detail::Node* s = src[next++].node();
+        auto [p, added] = pos_.insert(s, kOpen);
+        if (added) {
+          stack.push_back({s, 0});
+        } else {
+          operands.push_back(*p);  // emitted already: the graph has no cycle
+        }
+        continue;
+      }
+      size_t i = order_.size();
+      order_.push_back(UOp(n));
+      src_begin_.push_back(src_pos_.size());
+      src_pos_.insert(src_pos_.end(), operands.end() - static_cast<std::ptrdiff_t>(src.size()), operands.end());
+      operands.resize(operands.size() - src.size());
+      operands.push_back(i);
+      *pos_.find(n) = i;
+      stack.pop_back();
     }
-    tbb::enumerable_thread_specific<Memo> memos;
-    auto body = [&]() {
-      for (const auto& wave : waves) {
-        tbb::parallel_for(tbb::blocked_range<size_t>(0, wave.size(), 64), [&](const tbb::blocked_range<size_t>& r) {
-          Memo& memo = memos.local();
-          for (size_t k = r.begin(); k != r.end(); ++k) results_[wave[k]] = rewrite_input(wave[k], memo);
-        });
-        for (size_t i : wave) done_[i] = 1;  // published between waves, so later reads are race-free
+    src_begin_.push_back(src_pos_.size());
+  }
+
+  // Threads take blocks of kBlock input nodes in topological order (an atomic counter) and rewrite
+  // each block in order, so a thread walks the graph as the serial driver does (a node's sources were
+  // mostly just made, and are in cache; a driver by topological waves, tried before, jumped from chain
+  // to chain and lost to the serial one at every size). A source in a block still being rewritten by
+  // another thread is waited for. That cannot deadlock: blocks are taken in order and rewritten at
+  // once, and a node waits only for earlier nodes, so the earliest unfinished node's thread can always
+  // go on. Each thread's work is isolated, so a rule that runs a nested parallel rewrite cannot make
+  // this thread pick up another block while its own is half done.
+  static constexpr size_t kBlock = 256;
+
+  void run_parallel() {
+    std::atomic<size_t> next_block{0};
+    const size_t n = order_.size();
+    std::atomic<bool> failed{false};  // a rule threw: the others stop waiting (the node never finishes)
+    auto worker = [&]() {
+      ScratchLease lease;  // this thread's: a worker runs on one thread from start to end
+      Scratch& scratch = *lease;
+      try {
+        for (size_t lo = next_block++ * kBlock; lo < n; lo = next_block++ * kBlock) {
+          for (size_t i = lo; i < std::min(n, lo + kBlock); ++i) {
+            for (size_t k = src_begin_[i]; k < src_begin_[i + 1]; ++k)
+              if (!wait_done(src_pos_[k], failed)) return;
+            results_[i] = rewrite_input(i, scratch);
+            done_[i].store(1, std::memory_order_release);
+          }
+        }
+      } catch (...) {
+        failed = true;
+        throw;  // parallel_for passes it on
       }
     };
+    int threads = opt_.threads > 0 ? opt_.threads : tbb::this_task_arena::max_concurrency();
+    auto body = [&]() { tbb::parallel_for(0, threads, 1, [&](int) { tbb::this_task_arena::isolate(worker); }); };
     if (opt_.threads > 0) {
       tbb::task_arena arena(opt_.threads);
       arena.execute(body);
@@ -78,41 +176,65 @@ class Rewriter {
     }
   }
 
-  // Input node i: its sources are finished, so rebuild it on their results and settle it.
-  UOp rewrite_input(size_t i, Memo& memo) {
-    const UOp& node = order_[i];
-    std::vector<UOp> src;
-    bool changed = false;
-    for (const auto& s : node.src()) {
-      src.push_back(results_[*pos_.find(s.node())]);
-      memo.insert(src.back().node(), src.back());  // a finished result is a fixpoint
-      changed = changed || src.back() != s;
+  // Spins briefly, then yields, until input node p is finished (another thread has it in hand); false
+  // when a rule threw on some thread instead.
+  bool wait_done(size_t p, const std::atomic<bool>& failed) const {
+    for (int spin = 0; !done_[p].load(std::memory_order_acquire); ++spin) {
+      if (failed.load(std::memory_order_relaxed)) return false;
+      if (spin < 64) {
+        RINGRT_CPU_RELAX();
+      } else {
+        std::this_thread::yield();
+      }
     }
-    return full(changed ? node.replace(std::move(src)) : node, memo);
+    return true;
+  }
+
+  // Input node i: its sources are finished, so rebuild it on their results and settle it. The common
+  // case, no rule applies, costs one rule look-up and no memo traffic: the sources are fixpoints, so
+  // the rebuilt node is one too. A changed node is remembered (an input node is known by position).
+  UOp rewrite_input(size_t i, Scratch& scratch) {
+    const UOp& node = order_[i];
+    const std::vector<UOp>& old = node.src();
+    const size_t* sp = src_pos_.data() + src_begin_[i];
+    bool changed = false;
+    for (size_t j = 0; j < old.size(); ++j) changed = changed || results_[sp[j]] != old[j];
+    UOp x = node;
+    if (changed) {
+      std::vector<UOp> src(old.size());
+      for (size_t j = 0; j < old.size(); ++j) src[j] = results_[sp[j]];
+      x = node.replace(std::move(src));
+    }
+    std::optional<UOp> next = pm_.rewrite(x);
+    if (!next || opt_.max_rewrites_per_node == 0) {
+      if (next) converged_ = false;
+      if (changed) scratch.memo.insert(x.node(), x);
+      return x;
+    }
+    // A rule applied: settle the replacement bottom-up. Its nodes may reach this node's sources'
+    // results, which are fixpoints: say so, as they need not be input nodes.
+    for (size_t j = 0; j < old.size(); ++j) scratch.memo.insert(results_[sp[j]].node(), results_[sp[j]]);
+    ++rewrites_;
+    scratch.stack.assign({{x, kLink, 0, *next}, {*next, kVisit, 1, {}}});
+    settle(scratch);
+    return *known(x, scratch.memo);
   }
 
   // What y is known to rewrite to: from this thread's memo, or from an input node already finished
-  // (serial: visited earlier; parallel: in an earlier wave, so reading it is race-free).
+  // (serial: visited earlier; parallel: by any thread, published by done_).
   std::optional<UOp> known(const UOp& y, const Memo& memo) const {
     if (const UOp* m = memo.find(y.node())) return *m;
-    if (const size_t* p = pos_.find(y.node()); p && done_[*p]) return results_[*p];
+    if (const size_t* p = pos_.find(y.node()); p && done_[*p].load(std::memory_order_acquire)) return results_[*p];
     return std::nullopt;
   }
 
-  // Rewrites r to a fixpoint, bottom-up, with an explicit stack and no recursion: a node's sources
+  // Runs the frames on scratch.stack to the end, bottom-up and without recursion: a node's sources
   // first (kVisit), then its rules (kRewrite); a rule's replacement gets a frame of its own, and the
   // rewritten node takes the replacement's result (kLink). A chain of rewrites of one node counts its
   // steps; at max_rewrites_per_node the node keeps its last form and the run is not converged.
-  UOp full(const UOp& r, Memo& memo) {
-    if (auto k = known(r, memo)) return *k;
-    enum Stage { kVisit, kRewrite, kLink };
-    struct Frame {
-      UOp y;
-      Stage stage;
-      size_t steps;  // rewrites that led to y
-      UOp link;      // kLink: the replacement whose result y takes
-    };
-    std::vector<Frame> stack{{r, kVisit, 0, {}}};
+  void settle(Scratch& scratch) {
+    Memo& memo = scratch.memo;
+    std::vector<Frame>& stack = scratch.stack;
     while (!stack.empty()) {
       Frame f = stack.back();
       stack.pop_back();
@@ -148,16 +270,18 @@ class Rewriter {
       stack.push_back({f.y, kLink, f.steps, *next});
       stack.push_back({*next, kVisit, f.steps + 1, {}});
     }
-    return *known(r, memo);
   }
 
   const PatternMatcher& pm_;
   RewriteOptions opt_;
   std::vector<UOp> order_;
   std::vector<UOp> results_;
-  std::vector<int> wave_;
-  std::vector<char> done_;  // input node i's result is final
-  NodeMap<size_t> pos_;     // read by every thread of the parallel driver (never written then)
+  // Input node i's result is final. Written once per node (release) after results_[i]; read (acquire)
+  // before results_[i] by any thread.
+  std::unique_ptr<std::atomic<char>[]> done_;
+  std::vector<size_t> src_begin_;  // input i's sources are at src_pos_[src_begin_[i] .. src_begin_[i + 1]]
+  std::vector<size_t> src_pos_;    // order positions of the inputs' sources
+  NodeMap<size_t> pos_{1024};      // read by every thread of the parallel driver (never written then)
   std::atomic<bool> converged_{true};
   std::atomic<size_t> rewrites_{0};
 };

@@ -5,9 +5,9 @@
 // replacement that contains new nodes is itself rewritten bottom-up before it is used. The driver is
 // iterative (an explicit stack, no recursion on graph depth) and bounded per node.
 //
-// Two drivers, one result: the serial driver visits nodes in topological order; the parallel one
-// rewrites each topological wave (nodes whose sources are all finished) under tbb::parallel_for.
-// Rewriting a node is a pure function of the node, so both return the very same nodes.
+// Two drivers, one result: the serial driver visits nodes in topological order; in the parallel one each
+// thread takes the next block of 256 nodes of that order and rewrites it in order, waiting for sources
+// another thread has in hand. Rewriting a node is a pure function of the node: the very same nodes.
 #pragma once
 
 #include <cstddef>
@@ -23,10 +23,10 @@ struct RewriteOptions {
   RewriteDriver driver = RewriteDriver::automatic;
   int threads = 0;                       // parallel driver: 0 = TBB's default
   size_t max_rewrites_per_node = 10000;  // the bound on one node's fixpoint iteration
-  // automatic: the parallel driver from this graph size on. Measured (ringrt_bench BM_Rewrite, 2-core
-  // VM): the parallel driver lost at every size up to 204k nodes (1.2x-5x slower), so it is kept for
-  // graphs beyond a million nodes; lower it on machines with more cores after measuring.
-  size_t parallel_min_nodes = size_t{1} << 20;
+  // automatic: the parallel driver from this graph size on. Measured (ringrt_bench BM_Rewrite, 2 threads
+  // on a 2-core VM shared with other jobs, load 3-4, three runs each): parallel/serial wall time 0.8-1.1x
+  // at 51k nodes, 0.86-1.17x at 102k, 1.01-1.35x at 204k; lower it on machines with idle cores.
+  size_t parallel_min_nodes = 150000;
 };
 
 using UOpMap = std::unordered_map<UOp, UOp, UOpHash>;

@@ -245,8 +245,9 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   uint64_t h = mix(mix(static_cast<uint64_t>(op), static_cast<uint64_t>(dtype)), hash_arg(arg));
   for (const auto& s : src) {
     if (!s.valid()) throw InternalError(fmt::format("{}: invalid source", op_name(op)));
-    if (&s.graph() != this) throw InternalError(fmt::format("{}: source from another graph", op_name(op)));
-    h = mix(h, s.hash());
+    const Node* n = s.node();  // one read of each source node (UOp::graph and UOp::hash are out of line)
+    if (n->graph != this) throw InternalError(fmt::format("{}: source from another graph", op_name(op)));
+    h = mix(h, n->hash);
   }
   if (static_cast<size_t>(op) >= kNumOps) throw ShapeError(fmt::format("unknown op {}", static_cast<int>(op)));
   check_dtype(dtype, op_name(op), true);
@@ -271,6 +272,7 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   Vertex v = boost::add_vertex(std::move(proto), impl_->g);
   Node& node = impl_->g[v];
   node.vertex = v;
+  impl_->g.out_edge_list(v).reserve(node.src.size());  // one allocation, not one per doubling
   for (const auto& s : node.src) boost::add_edge(v, static_cast<Vertex>(s.node()->vertex), impl_->g);
   impl_->table.insert(h, &node);
   impl_->alive.fetch_add(1, std::memory_order_relaxed);

@@ -336,6 +336,53 @@ BOOST_DATA_TEST_CASE(deep_replacement, bdata::make(kDrivers), d) {
   BOOST_TEST(graph_rewrite(x.alu(Ops::SQRT), grow + pm(), d.options) == x);
 }
 
+// A rule whose callback runs a parallel rewrite of its own (of 300+ nodes: more than one block) inside
+// the parallel driver's workers, over 24 chains of 30 nodes (3 blocks): every driver gives the same
+// answer (each SQRT becomes a NEG, and -(-x) -> x). A worker that took up another block of the outer
+// rewrite while waiting inside the callback would deadlock; that needs an unlucky schedule, so this
+// case does not always catch it (the workers are isolated so that it cannot happen).
+BOOST_DATA_TEST_CASE(a_rule_that_rewrites_in_parallel_itself, bdata::make(kDrivers), d) {
+  RINGRT_RUN_IN_CHILD();  // a deadlock ends at the child's time limit, failing this case only
+  UOpGraph g;
+  PatternMatcher nested({{UPat(Ops::SQRT).src({UPat::var("x")}), [](const Match& m) -> std::optional<UOp> {
+                            UOp acc = m["x"];
+                            for (int i = 0; i < 150; ++i) acc = (acc + acc.const_like(0)) * acc.const_like(1);
+                            return graph_rewrite(acc, pm(), parallel(2)).alu(Ops::NEG);
+                          }}});
+  std::vector<UOp> tops;
+  for (int c = 0; c < 24; ++c) {
+    UOp leaf = new_buffer(DeviceSpec("CPU:0"), 4, DType::float32, &g), acc = leaf;
+    for (int i = 0; i < 30; ++i) acc = i % 2 ? acc.alu(Ops::SQRT) : acc + acc.const_like(0);
+    tops.push_back(acc);
+  }
+  UOp root = sink(tops);
+  BOOST_REQUIRE(g.toposort({root}).size() > 600u);
+  RewriteResult r = rewrite_graph(root, nested + pm(), d.options);
+  BOOST_TEST(r.converged);
+  for (size_t c = 0; c < tops.size(); ++c) {
+    UOp leaf = tops[c];
+    while (leaf.op() != Ops::BUFFER) leaf = leaf.src(0);
+    BOOST_TEST_CONTEXT("chain " << c) { BOOST_TEST(r.map.at(tops[c]) == leaf.alu(Ops::NEG)); }  // 15 SQRTs
+  }
+}
+
+// A rule that throws on one node of an early block (of 200 chains of 30 nodes, 24 blocks): the error
+// reaches the caller from every driver, and no thread is left waiting for the node that never finished
+// (the SINK, in the last block, waits for every chain).
+BOOST_DATA_TEST_CASE(a_rule_that_throws_stops_every_thread, bdata::make(kDrivers), d) {
+  RINGRT_RUN_IN_CHILD();  // a thread left waiting ends at the child's time limit, failing this case only
+  UOpGraph g;
+  std::vector<UOp> tops;
+  for (int c = 0; c < 200; ++c) {
+    UOp acc = new_buffer(DeviceSpec("CPU:0"), 4, DType::float32, &g);
+    for (int i = 0; i < 30; ++i) acc = c == 20 && i == 15 ? acc.alu(Ops::SQRT) : acc + acc.const_like(0);
+    tops.push_back(acc);
+  }
+  PatternMatcher fails({{UPat(Ops::SQRT), [](const Match&) -> std::optional<UOp> { throw ShapeError("no sqrt"); }}});
+  BOOST_CHECK_EXCEPTION(rewrite_graph(sink(tops), fails + pm(), d.options), ShapeError,
+                        ringrt::test::message_has({"no sqrt"}));
+}
+
 // One node rewritten 50,000 times in a row (a constant counting down): the per-node fixpoint loop must
 // be iterative too. Runs in a child process, so that a stack overflow fails only this case.
 BOOST_DATA_TEST_CASE(long_rewrite_sequence_of_one_node, bdata::make(kDrivers), d) {
