@@ -153,7 +153,8 @@ Tuning load_tuning(const std::string& setting, const std::string& path) {
   if (path.empty())
     return {nullptr, setting == "off" ? "off: tinygrad's rule" : "none: tinygrad's rule (no cache folder)"};
   bool own = setting == "auto";  // found by ringrt, not named by the user: the folder and the file must be private
-  if (own && access(path.c_str(), F_OK) != 0 && errno == ENOENT)
+  struct stat st {};
+  if (own && ::lstat(path.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR))  // no file: not a fault
     return {nullptr, fmt::format("none: tinygrad's rule (no file {})", path)};
   auto ignored = [&](const std::string& why) {
     warn_once("tuning " + path, fmt::format("the tuning file {} is ignored: {}; tinygrad's rule chooses", path, why));
