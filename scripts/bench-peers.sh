@@ -60,7 +60,7 @@ done
 # the automatic choice as a user gets it: `ringrt tune` on this machine first (allreduce, float32, the
 # sizes below on 2..max(N) devices), its file then used by every ringrt figure (RINGRT_TUNING)
 max_n=$(printf '%s\n' "${ndevs[@]}" | sort -n | tail -1)
-counts=$(printf '%s\n' "${sizes[@]}" | awk '{printf "%s%d", NR > 1 ? "," : "", $1 / 4}')
+counts=$(for s in "${sizes[@]}"; do echo $((s / 4)); done | paste -sd, -)  # float32 elements
 echo "# ringrt tune, 2..$max_n devices" >&2
 "$build/ringrt" tune --out "$out/tuning.yaml" --collectives allreduce --set "devices.count=$max_n" \
   --set "experiment.counts=[$counts]" --set experiment.warmup=3 --set experiment.iters=5 >"$out/tune.txt"
@@ -68,9 +68,8 @@ export RINGRT_TUNING="$out/tuning.yaml"
 
 for n in "${ndevs[@]}"; do
   echo "# ringrt, $n devices" >&2
-  # auto first: the headline figure, in the state of a process that has run nothing else (figures of
-  # one program measured later in the same process, after the other algorithms, came out up to 1.3x
-  # slower at 64 MiB)
+  # the algorithms timed in turns, block by block (ringrt_allreduce.cpp), so auto and the forced
+  # algorithms see the same machine
   "$build/ringrt_peers" ringrt "$n" 3 "$blocks" auto,naive,ring,all2all "${sizes[@]}" >>"$csv"
 done
 

@@ -1,10 +1,11 @@
 // ringrt's allreduce (float32 sum over cpu devices), timed like its peers in scripts/bench-peers.sh.
 //
-// For every size and algorithm: the input (N, count) is sharded over CPU:0..N-1 and realized
-// (untimed); after `warmup` untimed allreduces (which build and compile the program), `blocks`
-// blocks of `iters` allreduces are timed, each allreduce being what `ringrt run` times (build the
-// lazy sum over axis 0, realize it); the best block's time per allreduce is reported. The last
-// result is checked on every device against the exact sum (inputs are small integers).
+// For every size: the input (N, count) is sharded over CPU:0..N-1 and realized (untimed); each algorithm
+// runs `warmup` untimed allreduces (which build and compile its program); then `blocks` rounds each time
+// one block of `iters` allreduces of every algorithm in turn (paired: the algorithms see the same
+// machine), each allreduce being what `ringrt run` times (build the lazy sum over axis 0, realize it);
+// each algorithm's best block's time per allreduce is reported. The last result is checked on every
+// device against the exact sum (inputs are small integers).
 //
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
 //   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, auto;
@@ -64,13 +65,25 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(d * count + i)] = static_cast<float>((i + d) % 7);
     Tensor x = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);
     x.realize();
-    for (const std::string& algo : algos) {
-      ScopedSettings scope(settings_for(algo));
+    // every algorithm warmed and calibrated, then timed in turns: block b runs each algorithm once, starting
+    // from a different one each block, so a drift of the machine's speed falls on all of them alike
+    std::vector<int> iters(algos.size());
+    std::vector<double> best(algos.size(), 1e30);
+    for (size_t k = 0; k < algos.size(); ++k) {
+      ScopedSettings scope(settings_for(algos[k]));
       seconds_of(x, std::max(warmup, 1));  // builds and compiles the program
       double one = seconds_of(x, 3);       // calibration, warm
-      int iters = static_cast<int>(std::clamp(0.02 / std::max(one, 1e-7), 1.0, 2000.0));
-      double best = 1e30;
-      for (int b = 0; b < blocks; ++b) best = std::min(best, seconds_of(x, iters));
+      iters[k] = static_cast<int>(std::clamp(0.02 / std::max(one, 1e-7), 1.0, 2000.0));
+    }
+    for (int b = 0; b < blocks; ++b)
+      for (size_t j = 0; j < algos.size(); ++j) {
+        size_t k = (j + static_cast<size_t>(b)) % algos.size();
+        ScopedSettings scope(settings_for(algos[k]));
+        best[k] = std::min(best[k], seconds_of(x, iters[k]));
+      }
+    for (size_t k = 0; k < algos.size(); ++k) {
+      const std::string& algo = algos[k];
+      ScopedSettings scope(settings_for(algo));
       Tensor y = x.sum({0});
       std::string name = algo == "auto" ? "auto:" + y.schedule().algorithms.at(0) : algo;
       y.realize();
@@ -88,9 +101,9 @@ int main(int argc, char** argv) {
                      static_cast<long long>(bytes), static_cast<long long>(wrong));
         status = 1;
       }
-      double algbw = static_cast<double>(bytes) / best / 1e9;
+      double algbw = static_cast<double>(bytes) / best[k] / 1e9;
       std::printf("%s,%s,%d,%lld,%.9f,%.3f,%.3f\n", system.c_str(), name.c_str(), ndev, static_cast<long long>(bytes),
-                  best, algbw, algbw * 2.0 * (ndev - 1) / ndev);
+                  best[k], algbw, algbw * 2.0 * (ndev - 1) / ndev);
       std::fflush(stdout);
     }
   }
