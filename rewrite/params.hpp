@@ -65,7 +65,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(std::vector<std::string>, reduce_leaders, "allreduce.reduce_leaders", "REDUCE_LEADERS", {}, kDeviceList, "devices that lead their group (comma list in env)") \
   X(std::string, hierarchical, "allreduce.hierarchical", "RINGRT_HIERARCHICAL", "leader", one_of("leader|reduce_scatter"), "form of the allreduce over device groups: leader (reduce onto each group's leader, allreduce across leaders, broadcast) or reduce_scatter (reduce-scatter in each group, allreduce of each share across groups, allgather)") \
   X(bool, cast, "allreduce.cast", "ALLREDUCE_CAST", true, kBoolean, "float16/bfloat16 allreduce copies stay 16-bit; 0 promotes to float32") \
-  X(std::string, tuning, "allreduce.tuning", "RINGRT_TUNING", "auto", kFile, "the tuning file of `ringrt tune` that chooses the algorithm when ring and all2all are at their defaults: auto (tuning.yaml in the cache folder, when there), off (tinygrad's rule), or a path") \
+  X(std::string, tuning, "allreduce.tuning", "RINGRT_TUNING", "auto", kFile, "the tuning file of `ringrt tune` that chooses the algorithm when ring, all2all and ring_threshold are at their defaults: auto (tuning.yaml in the cache folder, when there), off (tinygrad's rule), or a path") \
   X(int, debug, "debug", "DEBUG", 0, int_in(0, 10), ">= 2 prints one line per allreduce: algorithm, ndev x numel, dtype")
 #define RINGRT_RUNTIME_PARAMS(X) \
   X(bool, peer_reads, "runtime.peer_reads", "RINGRT_PEER_READS", true, kSwitch01, "a copy read only by kernels on a peer-reading device is elided; they read its source in place") \

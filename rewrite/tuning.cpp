@@ -167,8 +167,8 @@ Tuning load_tuning(const std::string& setting, const std::string& path) {
   try {
     t = parse_tuning(read_file(path, kMaxTuningBytes, own ? FileTrust::own : FileTrust::named), path);
   } catch (const UserError& e) {  // the message names the file (and line, key) already
-    std::string why = e.what();
-    return ignored(why.starts_with(path) ? why.substr(std::min(why.size(), path.size() + 2)) : why);
+    std::string why = e.what();   // "PATH: reason" loses the path; "PATH:LINE:COL: ..." keeps its position
+    return ignored(why.starts_with(path + ": ") ? why.substr(path.size() + 2) : why);
   }
   if (t.version != ringrt_version())
     return ignored(fmt::format("made by ringrt {}, this is {}: run `ringrt tune` again", t.version, ringrt_version()));

@@ -291,8 +291,9 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
   Tensor lazy = run_collective(cfg, collective_input_placeholder(cfg, count));
   Schedule schedule = lazy.schedule();
   int64_t ndev = static_cast<int64_t>(cfg.devices.size());
-  std::fputs((as_json ? schedule_json(schedule, ndev, count, cfg.dtype)
-                      : schedule_text(schedule, ndev, count, cfg.dtype, cfg.collective))
+  std::string choice = choice_line(cfg);
+  std::fputs((as_json ? schedule_json(schedule, ndev, count, cfg.dtype, choice)
+                      : schedule_text(schedule, ndev, count, cfg.dtype, cfg.collective, choice))
                  .c_str(),
              stdout);
   std::fflush(stdout);
@@ -330,10 +331,11 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
     throw IOError(fmt::format("{}: the tuning file would replace the config file", path));
   TuningWriter writer(path);
   std::printf(
-      "# ringrt tune %s: %s over 2..%zu %s devices, %s, %zu points, %d rounds of %d + %d iterations per "
+      "# ringrt tune %s: %s over 2..%zu %s devices, %s, %zu points, %d round%s of %d + %d iterations per "
       "algorithm\n",
-      cfg.file.c_str(), fmt::format("{}", fmt::join(collectives, ", ")).c_str(), cfg.devices.size(),
-      cfg.backend.c_str(), std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, cfg.warmup, cfg.iters);
+      config.empty() ? (sets.empty() ? "(built-in defaults)" : "(built-in defaults and --set)") : cfg.file.c_str(),
+      fmt::format("{}", fmt::join(collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
+      std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters);
   std::printf("# %14s %7s %12s %12s %12s %12s %8s %8s\n", "collective", "devices", "bytes", "naive(us)", "ring(us)",
               "all2all(us)", "choice", "rule");
   std::fflush(stdout);
@@ -364,7 +366,7 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
   writer.commit(table);
   std::printf(
       "# wrote %s: %zu choices; `ringrt run` and the C++ API follow it while allreduce.tuning names it "
-      "(auto: the cache folder's) and allreduce.ring/all2all are at their defaults\n",
+      "(auto: the cache folder's) and allreduce.ring, all2all and ring_threshold are at their defaults\n",
       path.c_str(), table.choices.size());
   return 0;
 }

@@ -57,35 +57,6 @@ std::string origin_line(const ExperimentConfig& cfg, const std::string& key, con
 }
 
 // Every tunable with its value and where it was set (dump_params), then the groups, as config --dump.
-// Where the automatic algorithm choice comes from: the tuning file (tuning_for) or tinygrad's rule, or
-// that ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt tune, ..., 36 choices)".
-std::string choice_line(const ExperimentConfig& cfg) {
-  const AllreduceSettings& s = cfg.settings;
-  if (!automatic_levels(s))
-    return fmt::format(
-        "algorithm choice: tinygrad's rule (allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}: "
-        "set, not automatic)",
-        s.ring, s.all2all, s.ring_threshold);
-  if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)
-    return "algorithm choice: hierarchical over device groups, tinygrad's rule inside (the tuning file is for flat "
-           "collectives)";
-  Tuning t = tuning_for(s.tuning);
-  if (!t.table || cfg.devices.empty()) return "algorithm choice: " + t.origin;
-  // the device set: a file tuned for other devices (kind, count) or another dtype has no choice here
-  CollectiveSize c =
-      CollectiveSize::of(cfg.collective == "reduce" ? "allreduce" : cfg.collective, cfg.devices, 1, cfg.dtype);
-  bool covered = std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
-    return x.collective == c.collective && x.kind == c.kind && x.devices == c.ndev && x.dtype == c.dtype;
-  });
-  if (c.ranks > 1) return "algorithm choice: tinygrad's rule (across ranks; the tuning file measured one process)";
-  if (covered) return "algorithm choice: " + t.origin;
-  std::string why = fmt::format("{} has no choice for {} on {} {} devices in {}", tuning_path(s.tuning), c.collective,
-                                c.ndev, c.kind, dtype_name(c.dtype));
-  if (cfg.collective != "alltoall")
-    warn_once("tuning cover " + why, "the tuning file " + why + "; tinygrad's rule chooses");
-  return "algorithm choice: tinygrad's rule (" + why + ")";
-}
-
 std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
   std::vector<std::string> out = lines_of(dump_params({cfg.settings, cfg.runtime}, cfg.origins));
   out.push_back(lines_of(origin_line(cfg, "devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")))).back());
@@ -125,6 +96,35 @@ std::string steps_text(const ExperimentConfig& cfg) {
 }
 
 }  // namespace
+
+// Where the automatic algorithm choice comes from: the tuning file (tuning_for) or tinygrad's rule, or
+// that ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt tune, ..., 36 choices)".
+std::string choice_line(const ExperimentConfig& cfg) {
+  const AllreduceSettings& s = cfg.settings;
+  if (!automatic_levels(s))
+    return fmt::format(
+        "algorithm choice: tinygrad's rule (allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}: "
+        "set, not automatic)",
+        s.ring, s.all2all, s.ring_threshold);
+  if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)
+    return "algorithm choice: hierarchical over device groups, tinygrad's rule inside (the tuning file is for flat "
+           "collectives)";
+  Tuning t = tuning_for(s.tuning);
+  if (!t.table || cfg.devices.empty()) return "algorithm choice: " + t.origin;
+  // the device set: a file tuned for other devices (kind, count) or another dtype has no choice here
+  CollectiveSize c =
+      CollectiveSize::of(cfg.collective == "reduce" ? "allreduce" : cfg.collective, cfg.devices, 1, cfg.dtype);
+  bool covered = std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
+    return x.collective == c.collective && x.kind == c.kind && x.devices == c.ndev && x.dtype == c.dtype;
+  });
+  if (c.ranks > 1) return "algorithm choice: tinygrad's rule (across ranks; the tuning file measured one process)";
+  if (covered) return "algorithm choice: " + t.origin;
+  std::string why = fmt::format("{} has no choice for {} on {} {} devices in {}", tuning_path(s.tuning), c.collective,
+                                c.ndev, c.kind, dtype_name(c.dtype));
+  if (cfg.collective != "alltoall")
+    warn_once("tuning cover " + why, "the tuning file " + why + "; tinygrad's rule chooses");
+  return "algorithm choice: tinygrad's rule (" + why + ")";
+}
 
 std::string describe_config(const ExperimentConfig& cfg) {
   std::string out;
@@ -257,7 +257,8 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
   file.write(out.str());
 }
 
-std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype) {
+std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
+                          const std::string& choice) {
   nlohmann::ordered_json j;
   j["algorithms"] = schedule.algorithms;
   j["ndev"] = ndev;
@@ -267,17 +268,19 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
   for (const CopyItem& c : schedule.copies())
     j["copies"].push_back({{"src", c.src}, {"dst", c.dst}, {"bytes", c.bytes}});
   j["kernels"] = schedule.kernels();
+  constexpr std::string_view kPrefix = "algorithm choice: ";  // added after the first keys: appended
+  if (!choice.empty()) j["choice"] = choice.starts_with(kPrefix) ? choice.substr(kPrefix.size()) : choice;
   return j.dump(2) + "\n";
 }
 
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
-                          const std::string& collective) {
+                          const std::string& collective, const std::string& choice) {
   std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels\n", collective, ndev, count,
                                 dtype_name(dtype), fmt::join(schedule.algorithms, ", "), schedule.copies().size(),
                                 schedule.kernels());
   out += schedule.to_string();
   if (!out.empty() && out.back() != '\n') out += '\n';
-  return out;
+  return choice.empty() ? out : out + choice + "\n";
 }
 
 void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings) {

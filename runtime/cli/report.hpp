@@ -38,14 +38,21 @@ void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentRe
 //  "step": {...} or null}. Throws IOError (path and reason) when the file cannot be written.
 void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result);
 
+// Where the automatic algorithm choice of cfg comes from, one line: "algorithm choice: /path/tuning.yaml
+// (ringrt tune, <when>, N choices)" or "algorithm choice: tinygrad's rule (why)" (rewrite/tuning.hpp).
+// Warns once on stderr when a tuning file has no choice for cfg's collective, devices and dtype.
+std::string choice_line(const ExperimentConfig& cfg);
+
 // The contract of `ringrt schedule --json` (DESIGN.md): {"algorithms": [...], "ndev": n, "count": N,
-// "dtype": "...", "copies": [{"src": "CPU:0", "dst": "CPU:1", "bytes": B}, ...], "kernels": K},
-// keys in this order, indented by 2.
-std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype);
+// "dtype": "...", "copies": [{"src": "CPU:0", "dst": "CPU:1", "bytes": B}, ...], "kernels": K,
+// "choice": "..."}, keys in this order, indented by 2; "choice" (choice_line's text after
+// "algorithm choice: ") only when given.
+std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
+                          const std::string& choice = "");
 // The human form: "COLLECTIVE of N x COUNT DTYPE: algorithms [...], C copies, K kernels", then
-// Schedule::to_string().
+// Schedule::to_string(), then `choice` (choice_line) as the last line when given.
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
-                          const std::string& collective = "allreduce");
+                          const std::string& collective = "allreduce", const std::string& choice = "");
 // Graphviz DOT of `lazy`'s graph after the multi-device lowering (lower_multi with `settings`), as
 // UOpGraph::write_dot writes it. Throws IOError (path and reason) when the file cannot be written.
 void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings);

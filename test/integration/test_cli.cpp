@@ -159,7 +159,8 @@ BOOST_AUTO_TEST_CASE(schedule_json_is_the_documented_contract) {
   nlohmann::ordered_json j = schedule_json({"--set", "allreduce.ring=2"});
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  BOOST_TEST((keys == std::vector<std::string>{"algorithms", "ndev", "count", "dtype", "copies", "kernels"}));
+  BOOST_TEST((keys == std::vector<std::string>{"algorithms", "ndev", "count", "dtype", "copies", "kernels", "choice"}));
+  BOOST_TEST(j["choice"].get<std::string>().starts_with("tinygrad's rule"));  // ring.yaml forces the ring
   BOOST_TEST((j["algorithms"].get<std::vector<std::string>>() == std::vector<std::string>{"ring"}));
   BOOST_TEST(j["ndev"] == 4);
   BOOST_TEST(j["count"] == 400);
