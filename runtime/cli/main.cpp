@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -323,7 +324,10 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
   install_stop_handlers();
   ExperimentConfig cfg = load_and_install(config, sets);
   TuneOptions options;
-  options.collectives = collectives;
+  options.collectives.clear();
+  for (const std::string& c : collectives)  // each once, in the order given
+    if (std::find(options.collectives.begin(), options.collectives.end(), c) == options.collectives.end())
+      options.collectives.push_back(c);
   options.rounds = rounds;
   std::vector<TunePoint> points = tune_points(cfg, options);  // bad requests fail before anything is printed
   std::string path = tune_output(cfg, out);
@@ -334,7 +338,7 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
       "# ringrt tune %s: %s over 2..%zu %s devices, %s, %zu points, %d round%s of %d + %d iterations per "
       "algorithm\n",
       config.empty() ? (sets.empty() ? "(built-in defaults)" : "(built-in defaults and --set)") : cfg.file.c_str(),
-      fmt::format("{}", fmt::join(collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
+      fmt::format("{}", fmt::join(options.collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
       std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters);
   std::printf("# %14s %7s %12s %12s %12s %12s %8s %8s\n", "collective", "devices", "bytes", "naive(us)", "ring(us)",
               "all2all(us)", "choice", "rule");

@@ -122,8 +122,9 @@ std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOption
   for (const std::string& collective : options.collectives)
     for (int64_t k : device_counts(static_cast<int64_t>(cfg.devices.size())))
       for (int64_t count : cfg.sweep_counts()) {
-        int64_t n = collective == "allreduce" || collective == "broadcast" ? count : count / k * k;
-        if (n < k || !seen.insert({collective, k, n}).second) continue;  // a scatter or gather needs a chunk each
+        bool chunked = collective == "reduce_scatter" || collective == "allgather";  // a chunk per device
+        int64_t n = chunked ? count / k * k : count;
+        if ((chunked && n < k) || !seen.insert({collective, k, n}).second) continue;
         out.push_back({collective, k, n});
       }
   if (out.empty())

@@ -138,6 +138,16 @@ BOOST_AUTO_TEST_CASE(a_size_given_twice_is_measured_once) {
   BOOST_TEST_REQUIRE(t.choices.size() == 1u);
   BOOST_TEST(t.choices[0].min_bytes == 0);
   BOOST_TEST(t.choices[0].max_bytes == INT64_MAX);
+  // an allreduce of fewer elements than devices is measured too (each device holds the whole buffer)
+  r = run_cli(with(with({"tune", "configs/default.yaml", "--out", file, "--collectives", "allreduce,allreduce",
+                         "--rounds", "1", "--set", "experiment.counts=[1]"},
+                        kSmall),
+                   {"--set", "devices.count=3"}));
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  BOOST_TEST(r.out.find("# ringrt tune configs/default.yaml: allreduce over") == 0, r.out);
+  t = parse_tuning(read_file(file), file);
+  BOOST_TEST_REQUIRE(t.choices.size() == 2u);  // 2 and 3 devices
+  BOOST_TEST(t.choices[1].devices == 3);
   for (const auto& e : fs::directory_iterator(dir.path()))  // the temporary file renamed, none left
     BOOST_TEST(e.path().filename() == "t.yaml");
 }
