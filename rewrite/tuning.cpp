@@ -56,7 +56,7 @@ struct Reader {
       fail(n, key, fmt::format("expected microseconds >= 0, got '{}'", t));
     return v;
   }
-  std::string word(const YAML::Node& n, const std::string& key, std::initializer_list<std::string_view> words) const {
+  std::string word(const YAML::Node& n, const std::string& key, const std::vector<std::string_view>& words) const {
     std::string t = text(n, key);
     if (std::find(words.begin(), words.end(), t) == words.end())
       fail(n, key, fmt::format("expected one of {}, got '{}'", fmt::join(words, " | "), t));
@@ -86,7 +86,7 @@ struct Reader {
     only_keys(c, at, {"collective", "kind", "devices", "dtype", "bytes", "min_bytes", "max_bytes", "algorithm", "us"});
     TunedChoice out;
     out.collective = word(need(c, c["collective"], at + ".collective"), at + ".collective",
-                          {"allreduce", "reduce_scatter", "allgather", "broadcast"});
+                          {kTunedCollectives.begin(), kTunedCollectives.end()});
     const YAML::Node kind = need(c, c["kind"], at + ".kind");
     out.kind = text(kind, at + ".kind");
     if (out.kind.empty() || out.kind.size() > 16 ||

@@ -24,6 +24,7 @@
 // set asks for tinygrad's rule, so a forced algorithm stays forced.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -39,6 +40,10 @@
 namespace ringrt {
 
 inline constexpr size_t kMaxTuningBytes = size_t{1} << 20;
+// The collectives a tuning file holds choices for: those with more than one algorithm (alltoall is
+// direct always; reduce follows allreduce's choice).
+inline constexpr std::array<std::string_view, 4> kTunedCollectives{"allreduce", "reduce_scatter", "allgather",
+                                                                   "broadcast"};
 inline constexpr std::string_view kTuningFormat = "ringrt-tuning-1";
 
 // One measured point and the band of sizes it decides.

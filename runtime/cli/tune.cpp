@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <limits>
 #include <set>
 #include <tuple>
 
@@ -102,7 +101,7 @@ struct Point {
 }  // namespace
 
 const std::vector<std::string>& tunable_collectives() {
-  static const std::vector<std::string> kAll{"allreduce", "reduce_scatter", "allgather", "broadcast"};
+  static const std::vector<std::string> kAll(kTunedCollectives.begin(), kTunedCollectives.end());
   return kAll;
 }
 

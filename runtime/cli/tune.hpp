@@ -26,16 +26,16 @@
 
 namespace ringrt {
 
+// The collectives tune can choose for: kTunedCollectives (rewrite/tuning.hpp).
+const std::vector<std::string>& tunable_collectives();
+
 struct TuneOptions {
-  std::vector<std::string> collectives{"allreduce", "reduce_scatter", "allgather", "broadcast"};
+  std::vector<std::string> collectives = tunable_collectives();
   int rounds = 3;
   std::function<void(const TunedChoice&, const std::string& rule)> point;  // after each point: its choice
   std::function<void(int64_t done, int64_t total)> progress;               // after each run of one algorithm
   std::function<bool()> stop;  // polled between runs: true ends the tune with Interrupted
 };
-
-// The collectives tune can choose for (those with more than one algorithm).
-const std::vector<std::string>& tunable_collectives();
 
 // One point to measure: a collective on the first `devices` devices at `count` elements per device.
 struct TunePoint {
