@@ -121,7 +121,7 @@ struct Reader {
   }
 };
 
-// The first "model name" of /proc/cpuinfo, else the machine's architecture.
+// The first "model name" of /proc/cpuinfo, else "unknown CPU".
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -218,14 +218,24 @@ TuningTable parse_tuning(std::string_view yaml, const std::string& name) {
   const YAML::Node choices = r.need(root, root["choices"], "choices");
   if (!choices.IsSequence() || choices.size() == 0) r.fail(choices, "choices", "expected a list of choices");
   for (size_t i = 0; i < choices.size(); ++i) t.choices.push_back(r.choice(choices[i], fmt::format("choices[{}]", i)));
-  // bands of one collective, kind, device count and dtype must not overlap: one choice per size
-  for (size_t i = 0; i < t.choices.size(); ++i)
-    for (size_t j = 0; j < i; ++j) {
-      const TunedChoice &a = t.choices[i], &b = t.choices[j];
-      if (std::tie(a.collective, a.kind, a.devices, a.dtype) == std::tie(b.collective, b.kind, b.devices, b.dtype) &&
-          a.min_bytes < b.max_bytes && b.min_bytes < a.max_bytes)
-        r.fail(choices[i], fmt::format("choices[{}]", i), fmt::format("its band overlaps choices[{}]'s", j));
-    }
+  // bands of one collective, kind, device count and dtype must not overlap: one choice per size. Sorted by
+  // (group, min_bytes), an overlap shows between neighbours (n log n for a file of thousands of choices).
+  auto group = [&](size_t i) {
+    const TunedChoice& c = t.choices[i];
+    return std::tie(c.collective, c.kind, c.devices, c.dtype);
+  };
+  std::vector<size_t> order(t.choices.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tuple_cat(group(a), std::tie(t.choices[a].min_bytes, a)) <
+           std::tuple_cat(group(b), std::tie(t.choices[b].min_bytes, b));
+  });
+  for (size_t k = 1; k < order.size(); ++k) {
+    size_t prev = order[k - 1], i = order[k];
+    if (group(prev) == group(i) && t.choices[i].min_bytes < t.choices[prev].max_bytes)
+      r.fail(choices[std::max(i, prev)], fmt::format("choices[{}]", std::max(i, prev)),
+             fmt::format("its band overlaps choices[{}]'s", std::min(i, prev)));
+  }
   return t;
 }
 
@@ -233,7 +243,7 @@ std::string tuning_yaml(const TuningTable& t) {
   std::string out = fmt::format(
       "# ringrt tuning file, written by `ringrt tune`: the fastest algorithm measured per collective, device\n"
       "# kind, device count, dtype and size band on this machine (see rewrite/tuning.hpp). Used by `ringrt run`\n"
-      "# and the C++ API while allreduce.ring and allreduce.all2all are at their defaults (allreduce.tuning).\n"
+      "# and the C++ API while allreduce.ring, all2all and ring_threshold are at their defaults (allreduce.tuning).\n"
       "format: {}\nringrt: {}\nmachine: {}\nmade: {}\nchoices:\n",
       kTuningFormat, quoted(t.version), quoted(t.machine), quoted(t.made));
   for (const TunedChoice& c : t.choices) {
