@@ -139,17 +139,10 @@ WriteSite write_site(const UOp& target) {
 
 namespace {
 
-// Whether every item writing the memory that copy item i reads (its source range's base) is one the
-// copy waits for, directly or not: then that memory keeps its bytes from the copy's start to the end of
-// the run, and a reader may read it in place later. Without in-place writes the only writer of a
-// source is its producer; an ASSIGN writing a buffer the copy reads (an allreduce_in_place's
-// destination) comes after the copy, so that copy stays a copy.
-bool source_settled(const ItemPlan& plan, const std::vector<WriteSite>& sites, size_t i) {
-  const ScheduleItem& item = plan.items[i];
-  WriteSite src = write_site(copy_source(item.ast, item.reads).base);
-  if (!src.base) return false;
+// The items item i waits for, directly or not (1 at their index).
+std::vector<char> waits_for(const ItemPlan& plan, size_t i) {
   std::vector<char> before(plan.items.size(), 0);
-  std::vector<size_t> stack(item.deps.begin(), item.deps.end());
+  std::vector<size_t> stack(plan.items[i].deps.begin(), plan.items[i].deps.end());
   while (!stack.empty()) {
     size_t d = stack.back();
     stack.pop_back();
@@ -157,9 +150,66 @@ bool source_settled(const ItemPlan& plan, const std::vector<WriteSite>& sites, s
     before[d] = 1;
     stack.insert(stack.end(), plan.items[d].deps.begin(), plan.items[d].deps.end());
   }
+  return before;
+}
+
+bool overlaps(const WriteSite& a, const WriteSite& b) {
+  return a.base == b.base && (a.block < 0 || b.block < 0 || a.block == b.block);
+}
+
+// Whether item r reads memory at site (a read whose site cannot be told, an MSTACK, counts as one).
+bool reads_site(const ScheduleItem& r, const WriteSite& site) {
+  return std::any_of(r.reads.begin(), r.reads.end(), [&](const UOp& u) {
+    WriteSite at = write_site(u);
+    return !at.base || overlaps(at, site);
+  });
+}
+
+// The items that read what copy item i writes, and, since an elided copy's readers read its source in
+// place too, the readers of every copy among them, transitively.
+std::vector<size_t> readers_of(const ItemPlan& plan, const std::vector<WriteSite>& sites, size_t i) {
+  std::vector<size_t> out;
+  std::vector<char> seen(plan.items.size(), 0);
+  std::vector<size_t> copies{i};
+  while (!copies.empty()) {
+    size_t c = copies.back();
+    copies.pop_back();
+    for (size_t r = 0; r < plan.items.size(); ++r) {
+      if (r == c || seen[r] || !reads_site(plan.items[r], sites[c])) continue;
+      seen[r] = 1;
+      out.push_back(r);
+      if (plan.items[r].kind == ScheduleItem::Kind::copy) copies.push_back(r);
+    }
+  }
+  return out;
+}
+
+// Whether the memory that copy item i reads (its source range's base) keeps its bytes for as long as
+// a peer read in place of the copy would read it: every other item writing that memory either runs
+// before the copy (the copy waits for it, directly or not) or after every item that reads the copy's
+// destination (a write-after-read order the plan already has: it waits for all of them). Without
+// in-place writes the only writer of a source is its producer. With them, an ASSIGN writing a buffer
+// the copy reads (an allreduce_in_place's destination) comes after the copy: the copy may become a
+// peer read only when that ASSIGN waits for the copy's readers (all2all: each device's reduce reads
+// its chunk of every peer's buffer in place, and the allgather that overwrites the buffers waits for
+// every reduce), and never when the destination is memory a root hands out (read after the run).
+bool source_settled(const ItemPlan& plan, const std::vector<WriteSite>& sites, const std::vector<WriteSite>& root_sites,
+                    size_t i) {
+  const ScheduleItem& item = plan.items[i];
+  WriteSite src = write_site(copy_source(item.ast, item.reads).base);
+  if (!src.base) return false;
+  std::vector<char> before = waits_for(plan, i);
+  std::optional<std::vector<size_t>> readers;  // found at the first later writer
   for (size_t w = 0; w < sites.size(); ++w) {
-    bool overlaps = sites[w].base == src.base && (sites[w].block < 0 || src.block < 0 || sites[w].block == src.block);
-    if (w != i && overlaps && !before[w]) return false;
+    if (w == i || before[w] || !overlaps(sites[w], src)) continue;
+    if (!readers) {
+      if (std::any_of(root_sites.begin(), root_sites.end(),
+                      [&](const WriteSite& r) { return !r.base || overlaps(r, sites[i]); }))
+        return false;
+      readers = readers_of(plan, sites, i);
+    }
+    std::vector<char> after = waits_for(plan, w);
+    if (std::any_of(readers->begin(), readers->end(), [&](size_t r) { return !after[r]; })) return false;
   }
   return true;
 }
@@ -168,10 +218,12 @@ std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<W
                                        const std::vector<UOp>& roots) {
   std::vector<char> out(plan.items.size(), 0);
   std::unordered_set<const detail::Node*> root_nodes;
+  std::vector<WriteSite> root_sites;
   bool assigns = false;  // in-place writes: a source could change under a reader (source_settled)
   for (const UOp& r : roots) {
     assigns = assigns || r.op() == Ops::ASSIGN;
     root_nodes.insert(r.node());
+    root_sites.push_back(write_site(r));
   }
   std::map<std::pair<const detail::Node*, int64_t>, int> writers;
   for (const WriteSite& w : sites) ++writers[{w.base, w.block}];
@@ -185,7 +237,7 @@ std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<W
       return it == writers.end() ? 0 : it->second;
     };
     if (count(w.block) + (w.block != -1 ? count(-1) : 0) != 1) continue;
-    if (assigns && !source_settled(plan, sites, i)) continue;
+    if (assigns && !source_settled(plan, sites, root_sites, i)) continue;
     out[i] = 1;
   }
   return out;

@@ -5,8 +5,9 @@
 // (test/support/host_oracle.hpp). Sweeps: 1 to 5 devices, sum and max, odd element counts, the
 // algorithms naive, ring, all2all (forced through ScopedSettings) and hierarchical, the tensor sharded
 // on axis 0 (DDP's (ndev, count) bucket), on axis 1, or replicated with different values per device.
-// Also: the schedule costs no more than the out-of-place reduce, and a 200-step loop of write_shards +
-// allreduce_in_place builds its programs in the first step only.
+// Also: the schedule costs no more than the out-of-place reduce, a 200-step loop of write_shards +
+// allreduce_in_place builds its programs in the first step only, and which copies a run turns into
+// peer reads of the buckets themselves.
 // clang-format off
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/monomorphic.hpp>
@@ -21,6 +22,8 @@
 #include "rewrite/dtype.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
+#include "runtime/api/trace.hpp"
+#include "runtime/device/device.hpp"
 #include "runtime/engine/internal.hpp"
 #include "test/support/host_oracle.hpp"
 
@@ -150,6 +153,39 @@ BOOST_DATA_TEST_CASE(schedule_costs_no_more_than_out_of_place, bdata::make({"nai
   BOOST_TEST(in_place.algorithms == out_of_place.algorithms, boost::test_tools::per_element());
   BOOST_TEST((in_place.copies() == out_of_place.copies()));
   BOOST_TEST(in_place.kernels() <= out_of_place.kernels());
+}
+
+// Peer reads of the buckets themselves (rewrite/plan/memory_plan.cpp, source_settled): a copy of a
+// peer's bucket becomes a read of it in place only when whatever overwrites that bucket waits for every
+// reader of the copy. ring and all2all order their overwrites so (the allgather that writes a bucket
+// reads what every reduce wrote), so a run copies nothing; naive's reduce overwrites each bucket while
+// the peers may still be reading it, so its n(n-1) copies stay. Values against the host's.
+BOOST_DATA_TEST_CASE(peer_reads_in_place_only_before_the_overwrite, bdata::make({"naive", "ring", "all2all"}), algo) {
+  const int n = 4;
+  ScopedSettings scope(forcing(algo, n));
+  const ringrt::PerfOptions saved = ringrt::perf_options();
+  ringrt::set_perf_options({true, saved.kernel_split, saved.inline_small});
+  Shape local{1, 4099};
+  Tensor x = bucket(n, Layout::axis0, local, DType::float32);
+  std::vector<Arr> parts;
+  std::vector<HostBuffer> host;
+  for (int d = 0; d < n; ++d) {
+    parts.push_back(local_values(local, d, 0));
+    host.push_back(to_buffer(parts.back(), DType::float32));
+  }
+  x.write_shards(host);
+  size_t copies = 0;
+  {
+    x.allreduce_in_place();
+    BOOST_TEST(x.algorithms() == std::vector<std::string>{algo}, boost::test_tools::per_element());
+    ringrt::Trace trace;
+    x.realize();
+    for (const ringrt::TraceEvent& e : trace.events()) copies += e.kind == ringrt::TraceEvent::Kind::copy;
+  }
+  ringrt::set_perf_options(saved);
+  BOOST_TEST(copies == (algo == std::string("naive") ? static_cast<size_t>(n * (n - 1)) : 0u));
+  Arr want = fold(parts, Op::sum);
+  for (const Tensor& shard : x.shards()) expect_equal(read(shard), want);
 }
 
 // DDP's loop: every step writes fresh gradients into the persistent bucket and allreduces it in place.
