@@ -347,7 +347,8 @@ struct Loader {
     bool cpu = cfg.backend == "cpu";
     int64_t available = cpu ? 1024 : static_cast<int64_t>(hip_devices().size());
     if (!cpu && available == 0)
-      fail(origin("backend"), "backend", "a backend with devices (no HIP GPU is present; use cpu)", "'hip'");
+      fail(origin("backend"), "backend",
+           "a backend with devices (the hip backend sees no GPU: none present, or no driver; use cpu)", "'hip'");
     bool job_list = resolve_devices(cpu, available);  // the job's devices, as listed
     size_t ndev = job_list ? local_devices.size() : cfg.devices.size();
     if (cpu && ndev > 0) cpu_devices(static_cast<int>(ndev));  // CPU:0 .. CPU:ndev-1 exist from now on
