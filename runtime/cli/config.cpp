@@ -240,7 +240,7 @@ struct Loader {
                            t.env, k),
                "it in a config file");
         std::string text;
-        if (n.IsSequence()) {  // reduce_leaders as a YAML list
+        if (n.IsSequence() && t.parser.kind == ParamKind::devices) {  // reduce_leaders as a YAML list
           check_length(n, k, kMaxDevices);
           std::vector<std::string> items;
           for (const auto& e : n) items.push_back(scalar(e, k, "a list of device names"));
@@ -344,6 +344,9 @@ struct Loader {
     for (const Tunable& t : tunables())
       if (t.runtime && cfg.origins.count(std::string(t.key))) set_runtime_params(cfg.runtime, {t.key});
     cfg.backend = backend == "auto" ? (hip_devices().empty() ? "cpu" : "hip") : backend;
+    if (backend == "auto")  // config --dump: "backend = cpu  <- auto (no GPU): FILE:LINE:COL"
+      cfg.origins["backend"] =
+          fmt::format("auto ({}): {}", cfg.backend == "cpu" ? "no GPU" : "GPUs", origin("backend"));
     bool cpu = cfg.backend == "cpu";
     int64_t available = cpu ? 1024 : static_cast<int64_t>(hip_devices().size());
     if (!cpu && available == 0)

@@ -31,6 +31,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "rewrite/interrupt.hpp"
+#include "rewrite/tuning.hpp"
 #include "runtime/api/trace.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
@@ -437,6 +438,8 @@ int report_errors(const std::function<int()>& body) {
 int main(int argc, char** argv) {
   CLI::App app{"ringrt: sharded tensors and allreduce (naive, ring, all2all, hierarchical) over devices"};
   app.require_subcommand(1);
+  app.set_version_flag(
+      "--version", [] { return "ringrt " + ringrt_version(); }, "print ringrt's version and exit");
   std::string config, csv, json, trace, dot, emit_dir, target;
   const CLI::Validator non_empty(
       [](std::string& path) { return path.empty() ? std::string("an empty path") : std::string(); }, "PATH");

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "codegen/compiler.hpp"
+#include "rewrite/tuning.hpp"
 #include "runtime/cli/config.hpp"
 #include "test/integration/cli_run.hpp"
 
@@ -136,6 +137,13 @@ BOOST_AUTO_TEST_CASE(exit_status_1_for_wrong_results) {
   r = run_cli(args, {"RINGRT_TEST_CORRUPT=1"});
   BOOST_TEST(r.status == 0, r.err);
   BOOST_TEST(table_rows(r.out).at(0).at(8) == "N/A");
+}
+
+// --version prints the build's version stamp (the one tuning files carry) and exits 0.
+BOOST_AUTO_TEST_CASE(version_flag) {
+  CliResult r = run_cli({"--version"});
+  BOOST_TEST(r.status == 0, r.err);
+  BOOST_TEST(r.out == "ringrt " + ringrt::ringrt_version() + "\n");
 }
 
 BOOST_AUTO_TEST_CASE(exit_status_2_for_bad_command_lines) {

@@ -82,6 +82,8 @@ const BadConfig kBad[] = {
     {"two_leaders_in_a_group", "devices:\n  groups: [0, 0, 1, 1]\nallreduce:\n  reduce_leaders: [CPU:0, CPU:1]\n", "",
      ":4:19: key 'allreduce.reduce_leaders': expected at most one leader per group"},
     {"hip_without_gpus", "backend: hip\n", "", "key 'backend'"},
+    {"scalar_tunable_as_list", "runtime:\n  watchdog_s: [30]\n", "",
+     ":2:15: key 'runtime.watchdog_s': expected a value, got a list"},
     {"top_level_not_a_map", "- 1\n- 2\n", "", ":1:1: key '(top level)': expected a map of"},
     {"bad_environment_value", "backend: cpu\n", "RING=abc",
      "environment variable RING: key 'allreduce.ring': expected an integer in [0, 2], got 'abc'"},
@@ -260,6 +262,10 @@ BOOST_AUTO_TEST_CASE(describe_config_lists_every_key) {
                           "experiment.iters = 10", "experiment.check = true", "experiment.in_place = true"})
     BOOST_TEST(d.find(key) != std::string::npos, key);
   for (const Tunable& t : tunables()) BOOST_TEST(d.find(std::string(t.key) + " = ") != std::string::npos);
+  // backend: auto (the default) names what it resolved to and why
+  std::string want =
+      hip_devices().empty() ? "backend = cpu  <- auto (no GPU): default" : "backend = hip  <- auto (GPUs)";
+  BOOST_TEST(d.find(want) != std::string::npos, d);
 }
 
 // experiment.collective takes every collective, experiment.root a device index; a root outside the
