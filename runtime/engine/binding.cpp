@@ -191,12 +191,13 @@ class Program::Binding {
   // Fresh memory for u, one slot per device, allocated by each run.
   std::vector<Block> allocate_temp(const UOp& u) {
     size_t bytes = static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()));
-    plan_.temps.push_back({u.device(), bytes});
+    BindingPlan::Temp& temp = plan_.temps.emplace_back(BindingPlan::Temp{{}, bytes});
     std::vector<Block> out;
     for (const auto& name : device_names(u.device())) {
       auto tag = SymPtr::kTempTag + static_cast<uint32_t>(temp_slots_++);
       if (tag >= 2 * SymPtr::kTempTag) throw InternalError("a program binds too many blocks");
-      out.push_back({&device(name), encode(tag), bytes});
+      temp.devices.push_back(&device(name));
+      out.push_back({temp.devices.back(), encode(tag), bytes});
     }
     return out;
   }

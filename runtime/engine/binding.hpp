@@ -62,8 +62,8 @@ struct Program::BindingPlan {
     SymPtr src, dst;
     size_t bytes = 0;
   };
-  struct Temp {  // a run's fresh memory: `bytes` on every device of `devices`
-    DeviceSpec devices;
+  struct Temp {  // a run's fresh memory: `bytes` on each of `devices`
+    std::vector<Device*> devices;
     size_t bytes;
   };
 
