@@ -94,3 +94,36 @@ BOOST_AUTO_TEST_CASE(same_address_names_the_first_slot_of_each_address) {
   }
   BOOST_TEST(same_address(many) == want, boost::test_tools::per_element());
 }
+
+// The program cache's key (rewrite/canonical.cpp) past its scan of a few buffers: a graph of 20
+// buffers, one read twice, keyed by structure; another set of tensors (in another order) reuses the
+// program, and each run's result is its own tensors' host sum.
+BOOST_AUTO_TEST_CASE(a_graph_of_many_buffers_reuses_its_program) {
+  const int64_t n = 64;
+  std::vector<std::vector<float>> data;
+  std::vector<Tensor> ts;
+  for (int k = 0; k < 40; ++k) {
+    data.emplace_back(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) data.back()[static_cast<size_t>(j)] = static_cast<float>((k * 31 + j) % 17);
+    ts.push_back(Tensor::from_vector(data.back(), {n}, "CPU:0"));
+    ts.back().realize();
+  }
+  auto check = [&](const std::vector<int>& pick) {
+    Tensor sum = ts[static_cast<size_t>(pick[0])] * 2.0;  // the first read twice: once here, once below
+    std::vector<float> want(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      want[static_cast<size_t>(j)] = 2 * data[static_cast<size_t>(pick[0])][static_cast<size_t>(j)];
+    for (int k : pick) {
+      sum = sum + ts[static_cast<size_t>(k)];
+      for (int64_t j = 0; j < n; ++j)
+        want[static_cast<size_t>(j)] += data[static_cast<size_t>(k)][static_cast<size_t>(j)];
+    }
+    BOOST_TEST(sum.to_vector<float>() == want, boost::test_tools::per_element());
+  };
+  std::vector<int> first, second;
+  for (int k = 0; k < 20; ++k) first.push_back(k), second.push_back(39 - k);
+  check(first);
+  size_t built = Tensor::programs_built();
+  check(second);
+  BOOST_TEST(Tensor::programs_built() == built);
+}
