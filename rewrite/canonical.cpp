@@ -1,5 +1,6 @@
 #include "rewrite/canonical.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "rewrite/errors.hpp"
@@ -7,29 +8,57 @@
 
 namespace ringrt {
 
+namespace {
+// The toposort position of every node, found by binary search: one allocation, not one per node
+// (the key is computed on every realize; most graphs are a few nodes).
+class Positions {
+ public:
+  explicit Positions(const std::vector<UOp>& order) {
+    pos_.reserve(order.size());
+    for (size_t i = 0; i < order.size(); ++i) pos_.emplace_back(order[i].node(), static_cast<uint32_t>(i));
+    std::sort(pos_.begin(), pos_.end());
+  }
+  uint32_t at(const detail::Node* n) const {
+    auto it = std::lower_bound(pos_.begin(), pos_.end(), std::pair<const detail::Node*, uint32_t>{n, 0});
+    if (it == pos_.end() || it->first != n) throw InternalError("Canonical: a source outside the toposort");
+    return it->second;
+  }
+
+ private:
+  std::vector<std::pair<const detail::Node*, uint32_t>> pos_;
+};
+}  // namespace
+
 Canonical::Canonical(const std::vector<UOp>& roots) {
   if (roots.empty()) return;
   std::vector<UOp> order = roots[0].graph().toposort(roots);
-  std::unordered_map<const detail::Node*, uint32_t> index;
-  std::unordered_map<int64_t, int64_t> param;  // buffer id -> parameter
-  index.reserve(order.size());
+  Positions index(order);
+  std::unordered_map<int64_t, int64_t> param;  // buffer id -> parameter, past kFewBuffers buffers
+  constexpr size_t kFewBuffers = 16;           // below: a scan of buffers_
   nodes_.reserve(order.size());
   uint64_t h = detail::mix(0, order.size());
   for (const UOp& u : order) {
     Record r{u.op(), u.dtype(), u.arg(), {}};
     if (u.op() == Ops::BUFFER) {
       auto b = std::get<BufferArg>(u.arg());
-      auto [it, fresh] = param.emplace(b.id, static_cast<int64_t>(buffers_.size()));
-      if (fresh) buffers_.push_back(b.id);
-      r.arg = BufferArg{it->second, b.numel};
+      int64_t at = 0;
+      if (buffers_.size() < kFewBuffers) {
+        at = std::find(buffers_.begin(), buffers_.end(), b.id) - buffers_.begin();
+      } else {
+        if (param.empty())
+          for (size_t i = 0; i < buffers_.size(); ++i) param.emplace(buffers_[i], static_cast<int64_t>(i));
+        at = param.emplace(b.id, static_cast<int64_t>(buffers_.size())).first->second;
+      }
+      if (at == static_cast<int64_t>(buffers_.size())) buffers_.push_back(b.id);
+      r.arg = BufferArg{at, b.numel};
     }
     h = detail::mix(detail::mix(detail::mix(h, static_cast<uint64_t>(r.op)), static_cast<uint64_t>(r.dtype)),
                     detail::hash_arg(r.arg));
+    r.src.reserve(u.src().size());
     for (const UOp& s : u.src()) {
       r.src.push_back(index.at(s.node()));
       h = detail::mix(h, r.src.back());
     }
-    index.emplace(u.node(), static_cast<uint32_t>(nodes_.size()));
     nodes_.push_back(std::move(r));
   }
   for (const UOp& root : roots) {

@@ -242,7 +242,10 @@ std::string dump_params(ConstParamRefs p, const std::map<std::string, std::strin
   return out;
 }
 
-RuntimeParams current_runtime_params() {
+namespace {
+// The process's runtime values (code over environment over default); with `only`, that key's alone
+// (the others keep their defaults): watchdog_timeout reads one variable per run, not every one.
+RuntimeParams read_runtime_params(std::string_view only) {
   RuntimeParams out;
   AllreduceSettings unused;
   ProcessStore& s = store();
@@ -250,7 +253,7 @@ RuntimeParams current_runtime_params() {
   std::lock_guard lock(s.mutex);
   for (size_t i = 0; i < table.size(); ++i) {
     const Row& r = table[i];
-    if (!r.info.runtime) continue;
+    if (!r.info.runtime || (!only.empty() && r.info.key != only)) continue;
     if (s.is_set[i]) {
       r.copy(out, s.values);
     } else if (const char* v = detail::env_value(r.info)) {
@@ -260,6 +263,9 @@ RuntimeParams current_runtime_params() {
   }
   return out;
 }
+}  // namespace
+
+RuntimeParams current_runtime_params() { return read_runtime_params({}); }
 
 void set_runtime_params(const RuntimeParams& values, std::initializer_list<std::string_view> keys) {
   for (std::string_view k : keys)
@@ -287,7 +293,7 @@ void reset_runtime_params() {
 }
 
 std::chrono::milliseconds watchdog_timeout() {
-  return std::chrono::milliseconds(std::llround(current_runtime_params().watchdog_s * 1000));
+  return std::chrono::milliseconds(std::llround(read_runtime_params("runtime.watchdog_s").watchdog_s * 1000));
 }
 
 uint64_t runtime_params_generation() { return store().generation.load(std::memory_order_acquire); }

@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -141,19 +142,19 @@ class CpuDevice : public Device {
   Event launch(const CompiledKernel& k, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) override {
     const auto& ck = static_cast<const CpuKernel&>(k);
     size_t out_bytes = static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(ck.k.dtype));
-    return enqueue(
-        [fn = ck.host.fn, lib = ck.host.library, bufs = std::move(bufs), dnum, n = ck.k.numel]() mutable {
-          // split the element range across TBB workers (perf_options().kernel_split); small kernels
-          // run inline
-          int64_t grain = std::max<int64_t>(4096, n / 64);
-          if (!perf_options().kernel_split || n <= grain) {
-            fn(bufs.data(), dnum, 0, n);
-            return;
-          }
-          tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain),
-                            [&](const tbb::blocked_range<int64_t>& r) { fn(bufs.data(), dnum, r.begin(), r.end()); });
-        },
-        std::move(after), out_bytes <= kInlineBytes);
+    auto work = [fn = ck.host.fn, lib = ck.host.library, bufs = std::move(bufs), dnum, n = ck.k.numel]() mutable {
+      // split the element range across TBB workers (perf_options().kernel_split); small kernels
+      // run inline
+      int64_t grain = std::max<int64_t>(4096, n / 64);
+      if (!perf_options().kernel_split || n <= grain) {
+        fn(bufs.data(), dnum, 0, n);
+        return;
+      }
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain),
+                        [&](const tbb::blocked_range<int64_t>& r) { fn(bufs.data(), dnum, r.begin(), r.end()); });
+    };
+    if (std::optional<Event> now = run_inline(work, after, out_bytes <= kInlineBytes)) return *now;
+    return enqueue(std::move(work), std::move(after));
   }
 
   // From a cpu device a memcpy; from another backend (a GPU) that device's synchronous copy_out, on
@@ -161,11 +162,13 @@ class CpuDevice : public Device {
   Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
     if (!dynamic_cast<CpuDevice*>(&from))
       return submit([&from, src, dst, bytes] { from.copy_out(dst, src, bytes); }, std::move(after));
-    return enqueue([src, dst, bytes] { copy_bytes(dst, src, bytes); }, std::move(after), bytes <= kInlineBytes);
+    auto work = [src, dst, bytes] { copy_bytes(dst, src, bytes); };
+    if (std::optional<Event> now = run_inline(work, after, bytes <= kInlineBytes)) return *now;
+    return enqueue(std::move(work), std::move(after));
   }
 
   Event submit(std::function<void()> fn, std::vector<Event> after) override {
-    return enqueue(std::move(fn), std::move(after), false);
+    return enqueue(std::move(fn), std::move(after));
   }
 
   // one address space: a kernel reads any cpu device's memory in place
@@ -190,29 +193,55 @@ class CpuDevice : public Device {
     Event done;
   };
 
-  // Queues a task, or with `small` runs it at once on the calling thread when it may start now
-  // (perf_options().inline_small): nothing is queued or running on this device and every event it
-  // waits for is done. For work this small the hand-off to the queue thread and the wake-up of the
-  // waiter cost more than the work (N=2, 256 KiB: most of the time went to wake-ups).
-  Event enqueue(std::function<void()> fn, std::vector<Event> after, bool small) {
+  // With `small`, runs fn at once on the calling thread when it may start now (perf_options().inline_small):
+  // nothing is queued or running on this device and every event it waits for is done; returns its
+  // event (done), or nothing when it must be queued. For work this small the hand-off to the queue
+  // thread and the wake-up of the waiter cost more than the work (N=2, 256 KiB: most of the time went
+  // to wake-ups). No task, function object or event is made for it: a run without an error returns
+  // the one shared done event (a Trace, which stamps each event's times, queues instead).
+  template <class F>
+  std::optional<Event> run_inline(F& fn, const std::vector<Event>& after, bool small) {
+    if (!small || !perf_options().inline_small || trace_timing() ||
+        !std::all_of(after.begin(), after.end(), [](const Event& a) { return a.done(); }))
+      return std::nullopt;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!queue_.empty() || busy_) return std::nullopt;
+      busy_ = true;  // later tasks queue behind this one: the device stays in order
+    }
+    std::exception_ptr error;
+    try {
+      fn();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    bool more = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_ = false;
+      more = !queue_.empty();
+    }
+    if (more) cv_.notify_one();
+    if (!error) return done_event();
+    Event failed;
+    failed.set_done(error);
+    return failed;
+  }
+
+  // One event, done without an error, for every inline item of every cpu device.
+  static const Event& done_event() {
+    static const Event done = [] {
+      Event e;
+      e.set_done(nullptr);
+      return e;
+    }();
+    return done;
+  }
+
+  // Queues a task: it runs on the queue thread after the tasks queued before it and the events it waits for.
+  Event enqueue(std::function<void()> fn, std::vector<Event> after) {
     Task t{std::move(fn), std::move(after), Event()};
     Event e = t.done;
-    if (small && perf_options().inline_small &&
-        std::all_of(t.after.begin(), t.after.end(), [](const Event& a) { return a.done(); })) {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (queue_.empty() && !busy_) {
-        busy_ = true;  // later tasks queue behind this one: the device stays in order
-        lock.unlock();
-        std::exception_ptr error = execute(t);
-        lock.lock();
-        busy_ = false;
-        bool more = !queue_.empty();
-        lock.unlock();
-        if (more) cv_.notify_one();
-        t.done.set_done(error);
-        return e;
-      }
-    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!worker_.joinable()) worker_ = std::thread([this] { run(); });  // throws before anything is queued

@@ -29,8 +29,8 @@ bool Event::done() const {
 }
 
 bool Event::wait_for(std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(s_->mu);
-  if (!s_->cv.wait_for(lock, timeout, [&] { return s_->done; })) return false;
+  std::unique_lock<std::mutex> lock(s_->mu);  // done already: no clock read (the condition's wait_for reads one)
+  if (!s_->done && !s_->cv.wait_for(lock, timeout, [&] { return s_->done; })) return false;
   if (s_->error) std::rethrow_exception(s_->error);
   return true;
 }

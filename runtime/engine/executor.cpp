@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "codegen/item_kernel.hpp"
 #include "rewrite/errors.hpp"
@@ -16,6 +16,7 @@
 #include "rewrite/params.hpp"
 #include "rewrite/plan/memory_plan.hpp"
 #include "runtime/device/cluster.hpp"
+#include "runtime/engine/binding.hpp"
 #include "runtime/engine/trace_sink.hpp"
 
 namespace ringrt {
@@ -68,12 +69,6 @@ void DeviceStorage::from_host(const std::vector<HostBuffer>& data) {
 
 // ---------------------------------------------------------------------------------------------
 // preparing kernels
-
-struct Program::PreparedKernel {
-  codegen::Kernel kernel;
-  std::vector<size_t> input_reads;  // kernel input i reads item.reads[input_reads[i]]
-  std::unordered_map<Device*, std::shared_ptr<CompiledKernel>> compiled;
-};
 
 namespace {
 
@@ -167,75 +162,32 @@ struct Leftovers {
 };
 }  // namespace
 
-// The memory one run binds, value by value as items ask for it (aliases resolved through
-// rewrite/plan/memory_plan.hpp's alias_of): tensor storages for inputs, the caller's blocks for the
-// roots, fresh blocks for intermediates and scratch slots (freed by release()), and the copies
-// patched into peer reads. Not thread-safe: one run, one thread.
-class Program::Binding {
+// The memory one run binds: its slots (the caller's output blocks, the input storages, held for the
+// run, and fresh blocks for intermediates and scratch slots, freed by release()) and the binding plan
+// that says which of them each item reads and writes. Not thread-safe: one run, one thread.
+class Program::RunMemory {
  public:
-  Binding(const Program& p, const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs)
-      : p_(p), inputs_(inputs), elided_(p.plan_.items.size(), 0) {
-    bind_roots(outs);
-  }
-
-  // Peer reads: an elidable copy's destination block becomes an alias of its source range, so the
-  // items reading it read the source in place; it waits for what the copy would have waited for.
-  // Resolved values derived from a patched block are dropped after each patch and resolved again.
-  void patch_peer_reads() {
-    std::unordered_set<const detail::Node*> fixed;
-    std::unordered_map<const detail::Node*, std::vector<void*>> patched;  // base -> its patched blocks' sources
-    for (const auto& [node, blocks] : mem_) fixed.insert(node);
-    for (size_t i = 0; i < p_.plan_.items.size(); ++i)
-      if (p_.memory_.peer_read(i)) patch_peer_read(i, fixed, patched);
-    fill_unwritten_blocks(patched);
-    drop_derived(fixed, nullptr);
-  }
-
-  bool elided(size_t i) const { return elided_[i] != 0; }
-  uint64_t run = 0;  // this process's count of runs across ranks, this one's (1, 2, ...); 0: one rank
-
-  // The memory of a realized value (recursing through alias chains).
-  const std::vector<Block>& resolve(const UOp& u) {
-    if (auto it = mem_.find(u.node()); it != mem_.end()) return it->second;
-    std::vector<Block> blocks;
-    if (u.op() == Ops::BUFFER) {
-      if (auto st = inputs_ ? inputs_(std::get<BufferArg>(u.arg()).id) : nullptr) {
-        held_.push_back(st);
-        blocks = st->blocks();
-      } else {  // a scratch slot
-        blocks = allocate_temp(u);
+  RunMemory(std::shared_ptr<const BindingPlan> plan, RunSlots slots) : plan(std::move(plan)), slots(std::move(slots)) {
+    for (const auto& t : this->plan->temps) {
+      std::vector<Block> blocks;
+      for (Device* dev : t.devices) {
+        blocks.push_back({dev, dev->allocate(t.bytes), t.bytes});
+        this->slots.temp_ptrs.push_back(blocks.back().ptr);
       }
-    } else {
-      switch (alias_of(u)) {
-        case Alias::whole:
-          blocks = resolve(u.src(0));
-          break;
-        case Alias::block:
-          blocks = {resolve(u.src(0)).at(static_cast<size_t>(u.arg_int()))};
-          break;
-        case Alias::stack:
-          for (const UOp& s : u.src()) blocks.push_back(resolve(s).at(0));
-          break;
-        case Alias::none:
-          blocks = allocate_temp(u);
-      }
+      this->slots.temps.push_back(std::move(blocks));
     }
-    return mem_.emplace(u.node(), std::move(blocks)).first->second;
   }
 
-  // The blocks item writes: the caller's output blocks of an alias root it writes as a whole.
-  std::vector<Block> target_of(const ScheduleItem& item) {
-    if (auto it = alias_out_.find(item.target.node());
-        it != alias_out_.end() && item.reads == std::vector<UOp>{item.target})
-      return *it->second;
-    return resolve(item.target);
-  }
+  bool elided(size_t i) const { return plan->elided[i] != 0; }
+  uint64_t run = 0;  // this process's count of runs across ranks, this one's (1, 2, ...); 0: one rank
+  std::shared_ptr<const BindingPlan> plan;
+  RunSlots slots;
 
   // Every item finished: frees the run's fresh blocks.
   void release() {
-    for (const auto& t : temps_)
+    for (const auto& t : slots.temps)
       for (const Block& b : t) b.device->free(b.ptr, b.bytes);
-    temps_.clear();
+    slots.temps.clear();
   }
 
   // Ending early (a timeout, an item's error) while items may still run: this run's memory is not
@@ -244,94 +196,43 @@ class Program::Binding {
   void release_when_done(const Events& events, const std::vector<std::shared_ptr<const void>>& keep_alive) {
     drain_devices_at_exit();
     auto left = std::make_shared<Leftovers>();
-    left->temps = std::move(temps_);
-    left->held = std::move(held_);
+    left->temps = std::move(slots.temps);
+    slots.temps.clear();
+    left->held = std::move(slots.held);
     left->outputs = keep_alive;
     for (const auto& evs : events)
       for (const Event& e : evs) e.on_done([left] {});
   }
-
- private:
-  // The caller's output blocks: a root's memory, or what an alias root (AFTER, MSELECT, MSTACK)
-  // writes when its item writes the root itself; an ASSIGN root lives in its destination.
-  void bind_roots(const std::vector<std::vector<Block>>& outs) {
-    for (size_t r = 0; r < p_.roots_.size(); ++r) {
-      const UOp& root = p_.roots_[r];
-      if (root.op() != Ops::BUFFER && exists_without_item(root)) {
-        alias_out_[root.node()] = &outs.at(r);
-      } else if (root.op() != Ops::ASSIGN) {
-        mem_[root.node()] = outs.at(r);
-      }
-    }
-  }
-
-  // Fresh memory for u, freed at the end of the run.
-  std::vector<Block> allocate_temp(const UOp& u) {
-    temps_.push_back(allocate(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()))));
-    return temps_.back();
-  }
-
-  // Patches copy item i into a peer read when its destination is not an input and its device can
-  // read the source's memory.
-  void patch_peer_read(size_t i, const std::unordered_set<const detail::Node*>& fixed,
-                       std::unordered_map<const detail::Node*, std::vector<void*>>& patched) {
-    const ScheduleItem& item = p_.plan_.items[i];
-    const WriteSite& site = p_.memory_.site(i);
-    UOp base = item.target;
-    while (base.node() != site.base) base = base.src(0);
-    if (base.op() == Ops::BUFFER && inputs_ && inputs_(std::get<BufferArg>(base.arg()).id)) return;
-    MemoryRange src = copy_source(item.ast, item.reads);
-    Block from = resolve(src.base).at(0);
-    resolve(base);
-    Block& to = mem_.at(site.base).at(static_cast<size_t>(site.block));
-    if (!to.device->can_read_peer(*from.device)) return;
-    to.ptr = static_cast<char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
-    drop_derived(fixed, site.base);
-    elided_[i] = 1;
-    patched[site.base].push_back(to.ptr);
-  }
-
-  // A block nothing writes holds garbage: when every written block of its buffer reads the same
-  // source, point it there too (naive: a device's own slot), so a kernel reading it reads cached memory.
-  void fill_unwritten_blocks(const std::unordered_map<const detail::Node*, std::vector<void*>>& patched) {
-    for (const auto& [base, ptrs] : patched) {
-      const std::vector<int64_t>& written = p_.memory_.written(base);
-      std::vector<Block>& blocks = mem_.at(base);
-      if (written.front() < 0 || written.size() != ptrs.size() ||
-          std::any_of(ptrs.begin(), ptrs.end(), [first = ptrs[0]](void* p) { return p != first; }))
-        continue;
-      for (size_t b = 0; b < blocks.size(); ++b)
-        if (!std::binary_search(written.begin(), written.end(), static_cast<int64_t>(b))) blocks[b].ptr = ptrs[0];
-    }
-  }
-
-  // Drops the resolved aliases (to be resolved again), but for the fixed ones and keep.
-  void drop_derived(const std::unordered_set<const detail::Node*>& fixed, const detail::Node* keep) {
-    for (auto it = mem_.begin(); it != mem_.end();)
-      it = it->first != keep && !fixed.count(it->first) && alias_of(UOp(it->first)) != Alias::none ? mem_.erase(it)
-                                                                                                   : std::next(it);
-  }
-
-  const Program& p_;
-  const StorageLookup& inputs_;
-  std::unordered_map<const detail::Node*, std::vector<Block>> mem_;
-  std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out_;  // alias roots' outputs
-  std::vector<std::vector<Block>> temps_;  // intermediates and scratch slots of this run
-  std::vector<std::shared_ptr<DeviceStorage>> held_;
-  std::vector<char> elided_;  // per item: a copy turned into a peer read
 };
 
-std::unique_ptr<Program::Binding> Program::bind(const std::vector<std::vector<Block>>& outs,
-                                                const StorageLookup& inputs) const {
-  auto memory = std::make_unique<Binding>(*this, outs, inputs);
-  if (perf_options().peer_reads) memory->patch_peer_reads();
-  return memory;
+namespace {
+std::atomic<size_t> g_bindings_built{0};
+}  // namespace
+
+size_t Program::bindings_built() { return g_bindings_built.load(); }
+
+// The last binding plan when this run's facts are its own, else a new one (binding.hpp).
+std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<Block>>& outs,
+                                                  const StorageLookup& inputs) const {
+  std::shared_ptr<const BindingPlan> plan;
+  {
+    std::lock_guard<std::mutex> lock(bindings_->mu);
+    plan = bindings_->plan;
+  }
+  RunSlots slots;
+  if (!plan || !plan->matches(outs, inputs, slots)) {
+    plan = BindingPlan::build(*this, outs, inputs, slots);
+    std::lock_guard<std::mutex> lock(bindings_->mu);
+    bindings_->plan = plan;
+    ++g_bindings_built;
+  }
+  return std::make_unique<RunMemory>(std::move(plan), std::move(slots));
 }
 
 // ---------------------------------------------------------------------------------------------
 // submit: every item to its device's queue
 
-Program::Events Program::submit(Binding& memory) const {
+Program::Events Program::submit(RunMemory& memory) const {
   Events events(plan_.items.size());
   for (size_t i = 0; i < plan_.items.size(); ++i) {
     std::vector<Event> after = wait_list(i, events);
@@ -351,45 +252,39 @@ Program::Events Program::submit(Binding& memory) const {
 // exponentially.
 std::vector<Event> Program::wait_list(size_t i, const Events& events) const {
   std::vector<Event> after;
-  std::unordered_set<const void*> seen;
+  std::vector<const void*> seen;  // a few events: a linear scan beats a hash set
   for (size_t d : plan_.items[i].deps)
     for (const Event& e : events[d])
-      if (seen.insert(e.identity()).second) after.push_back(e);
+      if (std::find(seen.begin(), seen.end(), e.identity()) == seen.end()) {
+        seen.push_back(e.identity());
+        after.push_back(e);
+      }
   return after;
 }
 
-std::vector<Event> Program::submit_copy(size_t i, Binding& memory, const std::vector<Event>& after) const {
-  const ScheduleItem& item = plan_.items[i];
-  std::vector<Block> target = memory.target_of(item);
-  MemoryRange src = copy_source(item.ast, item.reads);
-  const Block& from = memory.resolve(src.base).at(0);
-  size_t bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
-  if (bytes == 0) return after;  // nothing to copy, but what waits for it still waits for what it waited for
+std::vector<Event> Program::submit_copy(size_t i, RunMemory& memory, const std::vector<Event>& after) const {
+  const BindingPlan::Copy& c = memory.plan->copies[i];
+  if (c.bytes == 0) return after;  // nothing to copy, but what waits for it still waits for what it waited for
   // between ranks (an SPMD job): a send on the source's rank, a receive on the destination's, matched by
   // the item's index; between two other ranks, nothing here
-  Device& to = *target.at(0).device;
-  int src_rank = from.device->remote_rank(), dst_rank = to.remote_rank();
+  Device& to = *c.to;
+  int src_rank = c.from->remote_rank(), dst_rank = to.remote_rank();
   if (src_rank >= 0 && dst_rank >= 0) return {};
-  if (src_rank >= 0) return {cluster()->recv(to, target[0].ptr, bytes, src_rank, i, after)};
-  const char* src_ptr = static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
-  if (dst_rank >= 0) return {cluster()->send(*from.device, src_ptr, bytes, dst_rank, i, after)};
-  return {to.copy_from(*from.device, src_ptr, target[0].ptr, bytes, after)};
+  void* dst = memory.slots.real(c.dst);
+  if (src_rank >= 0) return {cluster()->recv(to, dst, c.bytes, src_rank, i, after)};
+  const void* src_ptr = memory.slots.real(c.src);
+  if (dst_rank >= 0) return {cluster()->send(*c.from, src_ptr, c.bytes, dst_rank, i, after)};
+  return {to.copy_from(*c.from, src_ptr, dst, c.bytes, after)};
 }
 
-std::vector<Event> Program::submit_kernel(size_t i, Binding& memory, const std::vector<Event>& after) const {
-  const ScheduleItem& item = plan_.items[i];
-  std::vector<Block> target = memory.target_of(item);
+std::vector<Event> Program::submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const {
   const PreparedKernel& pk = *kernels_[i];
   std::vector<Event> out;
-  for (size_t d = 0; d < target.size(); ++d) {
-    Device* dev = target[d].device;
-    if (dev->remote_rank() >= 0) continue;  // its rank launches it
-    std::vector<void*> bufs{target[d].ptr};
-    for (size_t r : pk.input_reads) {
-      const std::vector<Block>& b = memory.resolve(item.reads[r]);
-      bufs.push_back(b.at(b.size() == 1 ? 0 : d).ptr);
-    }
-    out.push_back(dev->launch(*pk.compiled.at(dev), std::move(bufs), static_cast<int32_t>(d), after));
+  for (const BindingPlan::Launch& l : memory.plan->launches[i]) {
+    std::vector<void*> bufs;
+    bufs.reserve(l.bufs.size());
+    for (const SymPtr& p : l.bufs) bufs.push_back(memory.slots.real(p));
+    out.push_back(l.device->launch(*pk.compiled.at(l.device), std::move(bufs), l.dnum, after));
   }
   return out;
 }
@@ -397,14 +292,18 @@ std::vector<Event> Program::submit_kernel(size_t i, Binding& memory, const std::
 // ---------------------------------------------------------------------------------------------
 // wait: the watchdog
 
-void Program::wait(const Events& events, Binding& memory, const ExecOptions& options) const {
+void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& options) const {
   auto deadline = std::chrono::steady_clock::now() + options.timeout;
   for (size_t i = 0; i < events.size(); ++i) {
     for (const Event& e : events[i]) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       bool done = false;
       try {
-        done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
+        done = e.wait_for(std::chrono::milliseconds(0));  // most are done by now: no clock read
+        if (!done) {
+          auto left =
+              std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+          done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
+        }
       } catch (...) {  // the item's error
         memory.release_when_done(events, options.keep_alive);
         throw;
@@ -433,7 +332,7 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
                      plan_hash_, options.timeout);
   }
   bool traced = trace_timing();  // a Trace records: the backends stamp times; recorded once all is done
-  std::unique_ptr<Binding> memory = bind(outs, inputs);
+  std::unique_ptr<RunMemory> memory = bind(outs, inputs);
   memory->run = run;
   Events events = submit(*memory);
   wait(events, *memory, options);
@@ -443,7 +342,7 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
 // ---------------------------------------------------------------------------------------------
 // the trace of a finished run
 
-void Program::record_trace(const Events& events, const Binding& memory) const {
+void Program::record_trace(const Events& events, const RunMemory& memory) const {
   std::vector<TracedWork> work;
   for (size_t i = 0; i < plan_.items.size(); ++i) {
     const ScheduleItem& item = plan_.items[i];

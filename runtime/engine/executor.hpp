@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -78,26 +79,32 @@ class Program {
   void run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
            const ExecOptions& options = {}) const;
   const ItemPlan& plan() const { return plan_; }
+  // How many binding plans (binding.hpp) the process's programs worked out: each program once, and again
+  // whenever a run's inputs, outputs' devices or aliasing, or runtime.peer_reads differ from its last
+  // plan's. Thread-safe.
+  static size_t bindings_built();
 
  private:
   struct PreparedKernel;
-  class Binding;                                   // the memory of one run (executor.cpp)
+  struct BindingPlan;                              // the binding of a run's items, planned once (binding.hpp)
+  class Binding;                                   // works a BindingPlan out (binding.cpp)
+  class RunMemory;                                 // the memory of one run (executor.cpp)
   using Events = std::vector<std::vector<Event>>;  // per item, the events of its work on the devices
-  // run() in three steps. bind: the run's memory (inputs, outputs, intermediates, scratch slots, peer
-  // reads patched in). Throws DeviceError when memory runs out.
-  std::unique_ptr<Binding> bind(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs) const;
+  // run() in three steps. bind: the run's memory (inputs, outputs, intermediates, scratch slots) and
+  // the binding plan it follows (peer reads patched in). Throws DeviceError when memory runs out.
+  std::unique_ptr<RunMemory> bind(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs) const;
   // submit: every item to its device's in-order queue after the events of the items it waits for
   // (an elided copy passes those on); returns at once.
-  Events submit(Binding& memory) const;
+  Events submit(RunMemory& memory) const;
   // wait: every event by options.timeout (TimeoutError naming the item), then the run's memory is
   // freed; on an error it is freed by the last item to finish instead.
-  void wait(const Events& events, Binding& memory, const ExecOptions& options) const;
+  void wait(const Events& events, RunMemory& memory, const ExecOptions& options) const;
   std::vector<Event> wait_list(size_t i, const Events& events) const;
-  std::vector<Event> submit_copy(size_t i, Binding& memory, const std::vector<Event>& after) const;    // none if empty
-  std::vector<Event> submit_kernel(size_t i, Binding& memory, const std::vector<Event>& after) const;  // per device
+  std::vector<Event> submit_copy(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // none if empty
+  std::vector<Event> submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // per device
   // A finished run's work for the recording Trace (runtime/api/trace.hpp): each kernel launch and copy
   // that ran here, with the times its backend stamped.
-  void record_trace(const Events& events, const Binding& memory) const;
+  void record_trace(const Events& events, const RunMemory& memory) const;
 
   ItemPlan plan_;
   std::vector<UOp> roots_;
@@ -105,6 +112,11 @@ class Program {
   bool spans_ranks_ = false;  // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
   uint64_t plan_hash_ = 0;    // what the ranks compare before each run (spans_ranks_ only)
   MemoryPlan memory_;         // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
+  struct BindingCache {       // the last binding plan (one: a run whose facts differ replaces it)
+    std::mutex mu;
+    std::shared_ptr<const BindingPlan> plan;
+  };
+  std::unique_ptr<BindingCache> bindings_ = std::make_unique<BindingCache>();
 };
 
 }  // namespace ringrt

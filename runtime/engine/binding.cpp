@@ -1,0 +1,297 @@
+#include "runtime/engine/binding.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/plan/memory_plan.hpp"
+
+namespace ringrt {
+
+namespace {
+
+constexpr int kOffsetBits = 40;  // a symbolic pointer: (tag + 1) << 40 | offset
+constexpr uint64_t kOffsetMask = (uint64_t{1} << kOffsetBits) - 1;
+
+void* encode(uint32_t tag) { return reinterpret_cast<void*>((uint64_t{tag} + 1) << kOffsetBits); }
+
+SymPtr decode(const void* p) {
+  auto v = reinterpret_cast<uint64_t>(p);
+  return {static_cast<uint32_t>((v >> kOffsetBits) - 1), v & kOffsetMask};
+}
+
+std::vector<std::string> device_names(const DeviceSpec& d) {
+  if (d.tuple()) return d.names();
+  if (d.single()) return {d.name()};
+  throw InternalError("memory for a value without a device");
+}
+
+}  // namespace
+
+std::vector<uint32_t> same_address(const std::vector<void*>& fixed) {
+  std::vector<uint32_t> out(fixed.size());
+  if (fixed.size() <= 16) {  // the common case: a few blocks, no map
+    for (size_t s = 0; s < fixed.size(); ++s)
+      out[s] = static_cast<uint32_t>(
+          std::find(fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(s) + 1, fixed[s]) - fixed.begin());
+    return out;
+  }
+  std::unordered_map<void*, uint32_t> first;
+  first.reserve(fixed.size());
+  for (size_t s = 0; s < fixed.size(); ++s) out[s] = first.emplace(fixed[s], static_cast<uint32_t>(s)).first->second;
+  return out;
+}
+
+// The binding worked out on symbolic pointers (binding.hpp), value by value as items ask for it
+// (aliases resolved through rewrite/plan/memory_plan.hpp's alias_of): the looked-up storages for
+// inputs, the caller's blocks for the roots, fresh slots for intermediates and scratch slots, and the
+// copies patched into peer reads. One plan, one thread.
+class Program::Binding {
+ public:
+  Binding(const Program& p, const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs, BindingPlan& plan,
+          RunSlots& slots)
+      : p_(p), inputs_(inputs), plan_(plan), slots_(slots) {
+    plan_.elided.assign(p.plan_.items.size(), 0);
+    for (const auto& blocks : outs) {
+      plan_.out_blocks.push_back(blocks.size());
+      std::vector<Block> sym;
+      for (const Block& b : blocks) sym.push_back({b.device, add_fixed(b), b.bytes});
+      sym_outs_.push_back(std::move(sym));
+    }
+    bind_roots();
+  }
+
+  // Peer reads: an elidable copy's destination block becomes an alias of its source range, so the
+  // items reading it read the source in place; it waits for what the copy would have waited for.
+  // Resolved values derived from a patched block are dropped after each patch and resolved again.
+  void patch_peer_reads() {
+    std::unordered_set<const detail::Node*> fixed;
+    std::unordered_map<const detail::Node*, std::vector<void*>> patched;  // base -> its patched blocks' sources
+    for (const auto& [node, blocks] : mem_) fixed.insert(node);
+    for (size_t i = 0; i < p_.plan_.items.size(); ++i)
+      if (p_.memory_.peer_read(i)) patch_peer_read(i, fixed, patched);
+    fill_unwritten_blocks(patched);
+    drop_derived(fixed, nullptr);
+  }
+
+  // Item i's pointers: its launches (a kernel) or its copy.
+  void plan_item(size_t i) {
+    const ScheduleItem& item = p_.plan_.items[i];
+    if (plan_.elided[i]) return;
+    std::vector<Block> target = target_of(item);
+    if (item.kind == ScheduleItem::Kind::copy) {
+      MemoryRange src = copy_source(item.ast, item.reads);
+      const Block& from = resolve(src.base).at(0);
+      BindingPlan::Copy& c = plan_.copies[i];
+      c.bytes = static_cast<size_t>(prod(item.ast.shape()) * itemsize(item.ast.dtype()));
+      c.from = from.device;
+      c.to = target.at(0).device;
+      c.src = sym(static_cast<const char*>(from.ptr) + src.offset * itemsize(item.ast.dtype()));
+      c.dst = sym(target[0].ptr);
+      return;
+    }
+    const PreparedKernel& pk = *p_.kernels_[i];
+    for (size_t d = 0; d < target.size(); ++d) {
+      if (target[d].device->remote_rank() >= 0) continue;  // its rank launches it
+      BindingPlan::Launch launch{target[d].device, static_cast<int32_t>(d), {sym(target[d].ptr)}};
+      for (size_t r : pk.input_reads) {
+        const std::vector<Block>& b = resolve(item.reads[r]);
+        launch.bufs.push_back(sym(b.at(b.size() == 1 ? 0 : d).ptr));
+      }
+      plan_.launches[i].push_back(std::move(launch));
+    }
+  }
+
+ private:
+  // A fixed slot for a real block: tagged by the first fixed slot of the same address.
+  void* add_fixed(const Block& b) {
+    auto s = static_cast<uint32_t>(slots_.fixed.size());
+    if (s >= SymPtr::kTempTag) throw InternalError("a program binds too many blocks");
+    uint32_t first = s;
+    for (uint32_t j = 0; j < s; ++j)
+      if (slots_.fixed[j] == b.ptr) {
+        first = j;
+        break;
+      }
+    slots_.fixed.push_back(b.ptr);
+    slots_.devices.push_back(b.device);
+    return encode(first);
+  }
+
+  SymPtr sym(const void* p) {
+    SymPtr s = decode(p);
+    if (s.offset >= kOffsetMask) throw InternalError("a block offset past 1 TiB");
+    return s;
+  }
+
+  // The input storage of BUFFER id, as symbolic blocks (looked up once; null without one).
+  const std::vector<Block>* input(int64_t id) {
+    if (auto it = inputs_by_id_.find(id); it != inputs_by_id_.end()) return it->second.get();
+    std::shared_ptr<DeviceStorage> st = inputs_ ? inputs_(id) : nullptr;
+    plan_.input_ids.push_back(id);
+    plan_.input_blocks.push_back(st ? static_cast<int64_t>(st->blocks().size()) : -1);
+    std::unique_ptr<std::vector<Block>> blocks;
+    if (st) {
+      slots_.held.push_back(st);
+      blocks = std::make_unique<std::vector<Block>>();
+      for (const Block& b : st->blocks()) blocks->push_back({b.device, add_fixed(b), b.bytes});
+    }
+    return (inputs_by_id_[id] = std::move(blocks)).get();
+  }
+
+  // The memory of a realized value (recursing through alias chains).
+  const std::vector<Block>& resolve(const UOp& u) {
+    if (auto it = mem_.find(u.node()); it != mem_.end()) return it->second;
+    std::vector<Block> blocks;
+    if (u.op() == Ops::BUFFER) {
+      const std::vector<Block>* in = input(std::get<BufferArg>(u.arg()).id);
+      blocks = in ? *in : allocate_temp(u);  // else a scratch slot
+    } else {
+      switch (alias_of(u)) {
+        case Alias::whole:
+          blocks = resolve(u.src(0));
+          break;
+        case Alias::block:
+          blocks = {resolve(u.src(0)).at(static_cast<size_t>(u.arg_int()))};
+          break;
+        case Alias::stack:
+          for (const UOp& s : u.src()) blocks.push_back(resolve(s).at(0));
+          break;
+        case Alias::none:
+          blocks = allocate_temp(u);
+      }
+    }
+    return mem_.emplace(u.node(), std::move(blocks)).first->second;
+  }
+
+  // The blocks item writes: the caller's output blocks of an alias root it writes as a whole.
+  std::vector<Block> target_of(const ScheduleItem& item) {
+    if (auto it = alias_out_.find(item.target.node());
+        it != alias_out_.end() && item.reads == std::vector<UOp>{item.target})
+      return *it->second;
+    return resolve(item.target);
+  }
+
+  // The caller's output blocks: a root's memory, or what an alias root (AFTER, MSELECT, MSTACK)
+  // writes when its item writes the root itself; an ASSIGN root lives in its destination.
+  void bind_roots() {
+    for (size_t r = 0; r < p_.roots_.size(); ++r) {
+      const UOp& root = p_.roots_[r];
+      if (root.op() != Ops::BUFFER && exists_without_item(root)) {
+        alias_out_[root.node()] = &sym_outs_.at(r);
+      } else if (root.op() != Ops::ASSIGN) {
+        mem_[root.node()] = sym_outs_.at(r);
+      }
+    }
+  }
+
+  // Fresh memory for u, one slot per device, allocated by each run.
+  std::vector<Block> allocate_temp(const UOp& u) {
+    size_t bytes = static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()));
+    BindingPlan::Temp& temp = plan_.temps.emplace_back(BindingPlan::Temp{{}, bytes});
+    std::vector<Block> out;
+    for (const auto& name : device_names(u.device())) {
+      auto tag = SymPtr::kTempTag + static_cast<uint32_t>(temp_slots_++);
+      if (tag >= 2 * SymPtr::kTempTag) throw InternalError("a program binds too many blocks");
+      temp.devices.push_back(&device(name));
+      out.push_back({temp.devices.back(), encode(tag), bytes});
+    }
+    return out;
+  }
+
+  // Patches copy item i into a peer read when its destination is not an input and its device can
+  // read the source's memory.
+  void patch_peer_read(size_t i, const std::unordered_set<const detail::Node*>& fixed,
+                       std::unordered_map<const detail::Node*, std::vector<void*>>& patched) {
+    const ScheduleItem& item = p_.plan_.items[i];
+    const WriteSite& site = p_.memory_.site(i);
+    UOp base = item.target;
+    while (base.node() != site.base) base = base.src(0);
+    if (base.op() == Ops::BUFFER && input(std::get<BufferArg>(base.arg()).id)) return;
+    MemoryRange src = copy_source(item.ast, item.reads);
+    Block from = resolve(src.base).at(0);
+    resolve(base);
+    Block& to = mem_.at(site.base).at(static_cast<size_t>(site.block));
+    if (!to.device->can_read_peer(*from.device)) return;
+    to.ptr = static_cast<char*>(from.ptr) + src.offset * itemsize(item.ast.dtype());
+    drop_derived(fixed, site.base);
+    plan_.elided[i] = 1;
+    patched[site.base].push_back(to.ptr);
+  }
+
+  // A block nothing writes holds garbage: when every written block of its buffer reads the same
+  // source, point it there too (naive: a device's own slot), so a kernel reading it reads cached memory.
+  void fill_unwritten_blocks(const std::unordered_map<const detail::Node*, std::vector<void*>>& patched) {
+    for (const auto& [base, ptrs] : patched) {
+      const std::vector<int64_t>& written = p_.memory_.written(base);
+      std::vector<Block>& blocks = mem_.at(base);
+      if (written.front() < 0 || written.size() != ptrs.size() ||
+          std::any_of(ptrs.begin(), ptrs.end(), [first = ptrs[0]](void* p) { return p != first; }))
+        continue;
+      for (size_t b = 0; b < blocks.size(); ++b)
+        if (!std::binary_search(written.begin(), written.end(), static_cast<int64_t>(b))) blocks[b].ptr = ptrs[0];
+    }
+  }
+
+  // Drops the resolved aliases (to be resolved again), but for the fixed ones and keep.
+  void drop_derived(const std::unordered_set<const detail::Node*>& fixed, const detail::Node* keep) {
+    for (auto it = mem_.begin(); it != mem_.end();)
+      it = it->first != keep && !fixed.count(it->first) && alias_of(UOp(it->first)) != Alias::none ? mem_.erase(it)
+                                                                                                   : std::next(it);
+  }
+
+  const Program& p_;
+  const StorageLookup& inputs_;
+  BindingPlan& plan_;
+  RunSlots& slots_;
+  std::vector<std::vector<Block>> sym_outs_;  // the caller's output blocks, symbolic
+  std::unordered_map<int64_t, std::unique_ptr<std::vector<Block>>> inputs_by_id_;
+  std::unordered_map<const detail::Node*, std::vector<Block>> mem_;
+  std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out_;  // alias roots' outputs
+  size_t temp_slots_ = 0;
+};
+
+bool Program::BindingPlan::matches(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
+                                   RunSlots& slots) const {
+  if (peer_reads != perf_options().peer_reads || outs.size() != out_blocks.size()) return false;
+  slots.fixed.clear();
+  slots.devices.clear();
+  slots.held.clear();
+  slots.fixed.reserve(devices.size());
+  slots.devices.reserve(devices.size());
+  for (size_t r = 0; r < outs.size(); ++r) {
+    if (outs[r].size() != out_blocks[r]) return false;
+    for (const Block& b : outs[r]) slots.fixed.push_back(b.ptr), slots.devices.push_back(b.device);
+  }
+  for (size_t k = 0; k < input_ids.size(); ++k) {
+    std::shared_ptr<DeviceStorage> st = inputs ? inputs(input_ids[k]) : nullptr;
+    if ((st ? static_cast<int64_t>(st->blocks().size()) : -1) != input_blocks[k]) return false;
+    if (!st) continue;
+    for (const Block& b : st->blocks()) slots.fixed.push_back(b.ptr), slots.devices.push_back(b.device);
+    slots.held.push_back(std::move(st));
+  }
+  return slots.devices == devices && same_address(slots.fixed) == same_as;
+}
+
+std::shared_ptr<const Program::BindingPlan> Program::BindingPlan::build(const Program& p,
+                                                                        const std::vector<std::vector<Block>>& outs,
+                                                                        const StorageLookup& inputs, RunSlots& slots) {
+  auto plan = std::make_shared<BindingPlan>();
+  slots.fixed.clear();
+  slots.devices.clear();
+  slots.held.clear();
+  plan->peer_reads = perf_options().peer_reads;
+  plan->launches.resize(p.plan_.items.size());
+  plan->copies.resize(p.plan_.items.size());
+  Binding binding(p, outs, inputs, *plan, slots);
+  if (plan->peer_reads) binding.patch_peer_reads();
+  for (size_t i = 0; i < p.plan_.items.size(); ++i) binding.plan_item(i);
+  plan->devices = slots.devices;
+  plan->same_as = same_address(slots.fixed);
+  return plan;
+}
+
+}  // namespace ringrt

@@ -1,0 +1,96 @@
+// The binding of a Program's runs (executor.hpp), planned once and reused (internal to runtime/engine).
+//
+// What memory each item of a run reads and writes depends on the run's buffers only through a few
+// facts: which BUFFER ids the caller's lookup has a storage for (and on which devices), the devices
+// of the caller's output blocks, which of those blocks are the same memory (an in-place allreduce
+// writes its input; a value realized twice shares one output), the devices' can_read_peer (fixed per
+// pair of devices) and runtime.peer_reads. A BindingPlan is the binding worked out once for those
+// facts on symbolic pointers (a slot and a byte offset; the slots are the output and input blocks and
+// the run's fresh blocks): for every item whether it is a peer read, and the pointers of its launches
+// or its copy. A run gathers its slots, checks the facts against the plan's (BindingPlan::matches),
+// and only substitutes the real pointers; when a fact differs the plan is built again.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/kernel.hpp"
+#include "runtime/engine/executor.hpp"
+
+namespace ringrt {
+
+struct Program::PreparedKernel {
+  codegen::Kernel kernel;
+  std::vector<size_t> input_reads;  // kernel input i reads item.reads[input_reads[i]]
+  std::unordered_map<Device*, std::shared_ptr<CompiledKernel>> compiled;
+};
+
+// A pointer of a run: slot `tag` (an output or input block: its index among the run's fixed slots;
+// a fresh block: kTempTag + its index) plus `offset` bytes.
+struct SymPtr {
+  static constexpr uint32_t kTempTag = uint32_t{1} << 22;
+  uint32_t tag = 0;
+  uint64_t offset = 0;
+};
+
+// The run's real memory the symbolic pointers stand for.
+struct RunSlots {
+  std::vector<void*> fixed;      // outputs' blocks (root by root), then the looked-up inputs' blocks
+  std::vector<Device*> devices;  // per fixed slot
+  std::vector<std::shared_ptr<DeviceStorage>> held;  // the inputs' storages, held for the run
+  std::vector<std::vector<Block>> temps;             // fresh blocks, per BindingPlan::temps entry
+  std::vector<void*> temp_ptrs;                      // the temps' blocks, flattened
+
+  void* real(const SymPtr& p) const {
+    void* base = p.tag < SymPtr::kTempTag ? fixed[p.tag] : temp_ptrs[p.tag - SymPtr::kTempTag];
+    return p.offset == 0 ? base : static_cast<char*>(base) + p.offset;
+  }
+};
+
+// The binding of one set of facts (see the top of this file).
+struct Program::BindingPlan {
+  struct Launch {  // one device's launch of a kernel item
+    Device* device;
+    int32_t dnum;
+    std::vector<SymPtr> bufs;  // output first, then the kernel's inputs
+  };
+  struct Copy {  // a copy item not patched into a peer read
+    Device* from = nullptr;
+    Device* to = nullptr;
+    SymPtr src, dst;
+    size_t bytes = 0;
+  };
+  struct Temp {  // a run's fresh memory: `bytes` on each of `devices`
+    std::vector<Device*> devices;
+    size_t bytes;
+  };
+
+  // the facts
+  bool peer_reads = false;
+  std::vector<size_t> out_blocks;     // per root: the caller's blocks
+  std::vector<int64_t> input_ids;     // the BUFFER ids looked up, in order
+  std::vector<int64_t> input_blocks;  // per looked-up id: its storage's blocks, -1 without one
+  std::vector<Device*> devices;       // per fixed slot
+  std::vector<uint32_t> same_as;      // per fixed slot: the first fixed slot of the same address
+
+  // the binding
+  std::vector<Temp> temps;
+  std::vector<char> elided;                   // per item: a copy turned into a peer read
+  std::vector<std::vector<Launch>> launches;  // per kernel item
+  std::vector<Copy> copies;                   // per copy item
+
+  // Gathers the run's fixed slots into `slots` (looking up this plan's input ids, holding their
+  // storages); whether the run's facts are this plan's.
+  bool matches(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs, RunSlots& slots) const;
+  // Works out the binding of a run's facts (looking up inputs as the binding asks for them) and fills
+  // `slots` with the run's fixed slots. Throws InternalError past 2^22 slots or a 1 TiB offset.
+  static std::shared_ptr<const BindingPlan> build(const Program& p, const std::vector<std::vector<Block>>& outs,
+                                                  const StorageLookup& inputs, RunSlots& slots);
+};
+
+// Per fixed slot, the first slot of the same address (the classes of equal pointers).
+std::vector<uint32_t> same_address(const std::vector<void*>& fixed);
+
+}  // namespace ringrt

@@ -1,0 +1,129 @@
+// The binding plan of a Program (runtime/engine/binding.hpp): worked out once and reused while the
+// runs' facts stay the same (new input storages, new output blocks), built again when they change
+// (runtime.peer_reads), and every run reads its own inputs and writes its own outputs.
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/engine/binding.hpp"
+#include "runtime/engine/executor.hpp"
+#include "runtime/engine/internal.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+
+namespace {
+
+AllreduceSettings forcing(const std::string& algo) {
+  AllreduceSettings s;
+  s.ring = algo == "ring" ? 2 : 0;
+  s.all2all = algo == "all2all" ? 2 : 0;
+  return s;
+}
+
+// (4, n) values, different for every seed; the host's sum over axis 0.
+std::vector<float> values(int64_t n, int seed) {
+  std::vector<float> v(static_cast<size_t>(4 * n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7 + static_cast<size_t>(seed) * 13) % 101);
+  return v;
+}
+std::vector<float> host_sum(const std::vector<float>& v, int64_t n) {
+  std::vector<float> out(static_cast<size_t>(n), 0.0f);
+  for (int64_t d = 0; d < 4; ++d)
+    for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(j)] += v[static_cast<size_t>(d * n + j)];
+  return out;
+}
+
+}  // namespace
+
+// Three tensors of the same shape run one program; after the first run no binding is worked out
+// again, and each run's result is the sum of its own inputs (with and without peer reads).
+BOOST_DATA_TEST_CASE(new_input_storages_reuse_the_binding, bdata::make({"naive", "ring", "all2all"}), algo) {
+  ScopedSettings scope(forcing(algo));
+  PerfOptions saved = perf_options();
+  const int64_t n = 3000;
+  for (bool peer : {true, false}) {
+    set_perf_options(PerfOptions{peer, saved.kernel_split, saved.inline_small});
+    std::vector<std::vector<float>> data;
+    std::vector<Tensor> xs;
+    for (int seed = 0; seed < 3; ++seed) {
+      data.push_back(values(n, seed + (peer ? 0 : 5)));
+      xs.push_back(Tensor::from_vector(data.back(), {4, n}).shard(cpu_devices(4), 0));
+      xs.back().realize();
+    }
+    BOOST_TEST(xs[0].sum({0}).to_vector<float>() == host_sum(data[0], n), boost::test_tools::per_element());
+    size_t built = Program::bindings_built();
+    for (int round = 0; round < 2; ++round)
+      for (size_t k = 0; k < xs.size(); ++k)
+        BOOST_TEST(xs[k].sum({0}).to_vector<float>() == host_sum(data[k], n), boost::test_tools::per_element());
+    BOOST_TEST(Program::bindings_built() == built);
+  }
+  set_perf_options(saved);
+}
+
+// A fact of the binding that changes (runtime.peer_reads) builds it again, each time it changes; the
+// results stay the host's.
+BOOST_AUTO_TEST_CASE(a_changed_switch_builds_the_binding_again) {
+  ScopedSettings scope(forcing("ring"));
+  PerfOptions saved = perf_options();
+  const int64_t n = 2000;
+  std::vector<float> data = values(n, 3);
+  Tensor x = Tensor::from_vector(data, {4, n}).shard(cpu_devices(4), 0);
+  x.realize();
+  BOOST_TEST(x.sum({0}).to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
+  for (int k = 0; k < 4; ++k) {
+    size_t built = Program::bindings_built();
+    set_perf_options(PerfOptions{k % 2 == 1, saved.kernel_split, saved.inline_small});
+    BOOST_TEST(x.sum({0}).to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
+    BOOST_TEST(Program::bindings_built() == built + (k > 0 || saved.peer_reads ? 1 : 0));
+  }
+  set_perf_options(saved);
+}
+
+// The classes of equal addresses a binding depends on: each slot names the first slot of its address,
+// with a few slots (a scan) and many (a map).
+BOOST_AUTO_TEST_CASE(same_address_names_the_first_slot_of_each_address) {
+  int a = 0, b = 0, c = 0;
+  std::vector<void*> few{&a, &b, &a, &c, &b};
+  BOOST_TEST(same_address(few) == (std::vector<uint32_t>{0, 1, 0, 3, 1}), boost::test_tools::per_element());
+  std::vector<int> cells(40);
+  std::vector<void*> many;
+  std::vector<uint32_t> want;
+  for (size_t i = 0; i < 40; ++i) {
+    many.push_back(&cells[i % 25]);
+    want.push_back(static_cast<uint32_t>(i % 25));
+  }
+  BOOST_TEST(same_address(many) == want, boost::test_tools::per_element());
+}
+
+// The program cache's key (rewrite/canonical.cpp) past its scan of a few buffers: a graph of 20
+// buffers, one read twice, keyed by structure; another set of tensors (in another order) reuses the
+// program, and each run's result is its own tensors' host sum.
+BOOST_AUTO_TEST_CASE(a_graph_of_many_buffers_reuses_its_program) {
+  const int64_t n = 64;
+  std::vector<std::vector<float>> data;
+  std::vector<Tensor> ts;
+  for (int k = 0; k < 40; ++k) {
+    data.emplace_back(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) data.back()[static_cast<size_t>(j)] = static_cast<float>((k * 31 + j) % 17);
+    ts.push_back(Tensor::from_vector(data.back(), {n}, "CPU:0"));
+    ts.back().realize();
+  }
+  auto check = [&](const std::vector<int>& pick) {
+    Tensor sum = ts[static_cast<size_t>(pick[0])] * 2.0;  // the first read twice: once here, once below
+    std::vector<float> want(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      want[static_cast<size_t>(j)] = 2 * data[static_cast<size_t>(pick[0])][static_cast<size_t>(j)];
+    for (int k : pick) {
+      sum = sum + ts[static_cast<size_t>(k)];
+      for (int64_t j = 0; j < n; ++j)
+        want[static_cast<size_t>(j)] += data[static_cast<size_t>(k)][static_cast<size_t>(j)];
+    }
+    BOOST_TEST(sum.to_vector<float>() == want, boost::test_tools::per_element());
+  };
+  std::vector<int> first, second;
+  for (int k = 0; k < 20; ++k) first.push_back(k), second.push_back(39 - k);
+  check(first);
+  size_t built = Tensor::programs_built();
+  check(second);
+  BOOST_TEST(Tensor::programs_built() == built);
+}
