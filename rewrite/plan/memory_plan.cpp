@@ -139,92 +139,131 @@ WriteSite write_site(const UOp& target) {
 
 namespace {
 
-// The items item i waits for, directly or not (1 at their index).
-std::vector<char> waits_for(const ItemPlan& plan, size_t i) {
-  std::vector<char> before(plan.items.size(), 0);
-  std::vector<size_t> stack(plan.items[i].deps.begin(), plan.items[i].deps.end());
-  while (!stack.empty()) {
-    size_t d = stack.back();
-    stack.pop_back();
-    if (before[d]) continue;
-    before[d] = 1;
-    stack.insert(stack.end(), plan.items[d].deps.begin(), plan.items[d].deps.end());
-  }
-  return before;
-}
-
 bool overlaps(const WriteSite& a, const WriteSite& b) {
   return a.base == b.base && (a.block < 0 || b.block < 0 || a.block == b.block);
 }
 
-// Whether item r reads memory at site (a read whose site cannot be told, an MSTACK, counts as one).
-bool reads_site(const ScheduleItem& r, const WriteSite& site) {
-  return std::any_of(r.reads.begin(), r.reads.end(), [&](const UOp& u) {
-    WriteSite at = write_site(u);
-    return !at.base || overlaps(at, site);
-  });
-}
-
-// The items that read what copy item i writes, and, since an elided copy's readers read its source in
-// place too, the readers of every copy among them, transitively.
-std::vector<size_t> readers_of(const ItemPlan& plan, const std::vector<WriteSite>& sites, size_t i) {
-  std::vector<size_t> out;
-  std::vector<char> seen(plan.items.size(), 0);
-  std::vector<size_t> copies{i};
-  while (!copies.empty()) {
-    size_t c = copies.back();
-    copies.pop_back();
-    for (size_t r = 0; r < plan.items.size(); ++r) {
-      if (r == c || seen[r] || !reads_site(plan.items[r], sites[c])) continue;
-      seen[r] = 1;
-      out.push_back(r);
-      if (plan.items[r].kind == ScheduleItem::Kind::copy) copies.push_back(r);
+// Whether the memory a copy reads (its source range's base) keeps its bytes for as long as a peer read
+// in place of the copy would read it: every other item writing that memory either runs before the copy
+// (the copy waits for it, directly or not) or after every item that reads the copy's destination (a
+// write-after-read order the plan already has: it waits for all of them). Without in-place writes the
+// only writer of a source is its producer. With them, an ASSIGN writing a buffer the copy reads (an
+// allreduce_in_place's destination) comes after the copy: the copy may become a peer read only when
+// that ASSIGN waits for the copy's readers (all2all: each device's reduce reads its chunk of every
+// peer's buffer in place, and the allgather that overwrites the buffers waits for every reduce), and
+// never when the destination is memory a root hands out (read after the run). Readers count per base,
+// not per block (a run points a buffer's unwritten blocks at a peer-read source too), and through
+// copies of the destination (an elided copy's readers read its source). Indexed once per plan: items
+// by the bases they read and write, the writers' predecessors kept, so a plan of n devices' 2n(n-1)
+// copies is not n^4 work.
+class SettledSources {
+ public:
+  SettledSources(const ItemPlan& plan, const std::vector<WriteSite>& sites, const std::vector<UOp>& roots)
+      : plan_(plan), sites_(sites), mark_(plan.items.size(), 0), seen_(plan.items.size(), 0) {
+    for (const UOp& r : roots) root_sites_.push_back(write_site(r));
+    for (size_t i = 0; i < plan.items.size(); ++i) {
+      writers_[sites[i].base].push_back(i);
+      for (const UOp& u : plan.items[i].reads) {
+        const detail::Node* base = write_site(u).base;  // null: an MSTACK, may read anything
+        std::vector<size_t>& list = readers_[base];
+        if (list.empty() || list.back() != i) list.push_back(i);
+      }
     }
   }
-  return out;
-}
 
-// Whether the memory that copy item i reads (its source range's base) keeps its bytes for as long as
-// a peer read in place of the copy would read it: every other item writing that memory either runs
-// before the copy (the copy waits for it, directly or not) or after every item that reads the copy's
-// destination (a write-after-read order the plan already has: it waits for all of them). Without
-// in-place writes the only writer of a source is its producer. With them, an ASSIGN writing a buffer
-// the copy reads (an allreduce_in_place's destination) comes after the copy: the copy may become a
-// peer read only when that ASSIGN waits for the copy's readers (all2all: each device's reduce reads
-// its chunk of every peer's buffer in place, and the allgather that overwrites the buffers waits for
-// every reduce), and never when the destination is memory a root hands out (read after the run).
-bool source_settled(const ItemPlan& plan, const std::vector<WriteSite>& sites, const std::vector<WriteSite>& root_sites,
-                    size_t i) {
-  const ScheduleItem& item = plan.items[i];
-  WriteSite src = write_site(copy_source(item.ast, item.reads).base);
-  if (!src.base) return false;
-  std::vector<char> before = waits_for(plan, i);
-  std::optional<std::vector<size_t>> readers;  // found at the first later writer
-  for (size_t w = 0; w < sites.size(); ++w) {
-    if (w == i || before[w] || !overlaps(sites[w], src)) continue;
-    if (!readers) {
-      if (std::any_of(root_sites.begin(), root_sites.end(),
-                      [&](const WriteSite& r) { return !r.base || overlaps(r, sites[i]); }))
-        return false;
-      readers = readers_of(plan, sites, i);
+  bool settled(size_t i) {
+    const ScheduleItem& item = plan_.items[i];
+    WriteSite src = write_site(copy_source(item.ast, item.reads).base);
+    if (!src.base) return false;
+    auto writers = writers_.find(src.base);
+    if (writers == writers_.end()) return true;
+    mark_predecessors(i, mark_);
+    const uint32_t before = stamp_;              // mark_[w] == before: the copy waits for w
+    std::optional<std::vector<size_t>> readers;  // found at the first later writer
+    for (size_t w : writers->second) {
+      if (w == i || mark_[w] == before || !overlaps(sites_[w], src)) continue;
+      if (!readers) {
+        if (std::any_of(root_sites_.begin(), root_sites_.end(),
+                        [&](const WriteSite& r) { return !r.base || r.base == sites_[i].base; }))
+          return false;
+        readers = readers_of(i);
+      }
+      const std::vector<char>& after = predecessors(w);
+      if (std::any_of(readers->begin(), readers->end(), [&](size_t r) { return !after[r]; })) return false;
     }
-    std::vector<char> after = waits_for(plan, w);
-    if (std::any_of(readers->begin(), readers->end(), [&](size_t r) { return !after[r]; })) return false;
+    return true;
   }
-  return true;
-}
+
+ private:
+  // Marks the items item i waits for, directly or not, with a fresh stamp (mark[d] == stamp_).
+  void mark_predecessors(size_t i, std::vector<uint32_t>& mark) {
+    ++stamp_;
+    std::vector<size_t> stack(plan_.items[i].deps.begin(), plan_.items[i].deps.end());
+    while (!stack.empty()) {
+      size_t d = stack.back();
+      stack.pop_back();
+      if (mark[d] == stamp_) continue;
+      mark[d] = stamp_;
+      stack.insert(stack.end(), plan_.items[d].deps.begin(), plan_.items[d].deps.end());
+    }
+  }
+
+  // The items writer w waits for, directly or not (1 at their index), kept per writer.
+  const std::vector<char>& predecessors(size_t w) {
+    auto [it, fresh] = after_.try_emplace(w);
+    if (!fresh) return it->second;
+    std::vector<uint32_t> mark(plan_.items.size(), 0);
+    mark_predecessors(w, mark);
+    it->second.resize(plan_.items.size());
+    for (size_t d = 0; d < mark.size(); ++d) it->second[d] = mark[d] == stamp_;
+    return it->second;
+  }
+
+  // The items that read any block of what copy item i writes, and the readers of every copy among
+  // them, transitively; items reading through an MSTACK count everywhere.
+  std::vector<size_t> readers_of(size_t i) {
+    std::vector<size_t> out;
+    const uint32_t visit_stamp = ++seen_stamp_;
+    std::vector<size_t> copies{i};
+    auto visit = [&](const std::vector<size_t>& items, size_t c) {
+      for (size_t r : items) {
+        if (r == c || seen_[r] == visit_stamp) continue;
+        seen_[r] = visit_stamp;
+        out.push_back(r);
+        if (plan_.items[r].kind == ScheduleItem::Kind::copy) copies.push_back(r);
+      }
+    };
+    while (!copies.empty()) {
+      size_t c = copies.back();
+      copies.pop_back();
+      if (auto it = readers_.find(sites_[c].base); it != readers_.end()) visit(it->second, c);
+      if (auto it = readers_.find(nullptr); it != readers_.end()) visit(it->second, c);
+    }
+    return out;
+  }
+
+  const ItemPlan& plan_;
+  const std::vector<WriteSite>& sites_;
+  std::vector<WriteSite> root_sites_;
+  std::unordered_map<const detail::Node*, std::vector<size_t>> writers_, readers_;  // by base
+  std::unordered_map<size_t, std::vector<char>> after_;                             // writer -> predecessors
+  std::vector<uint32_t> mark_;  // the copy's predecessors (mark_predecessors)
+  uint32_t stamp_ = 0;
+  std::vector<uint32_t> seen_;  // readers_of's visited items (seen_[r] == seen_stamp_)
+  uint32_t seen_stamp_ = 0;
+};
 
 std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<WriteSite>& sites,
                                        const std::vector<UOp>& roots) {
   std::vector<char> out(plan.items.size(), 0);
   std::unordered_set<const detail::Node*> root_nodes;
-  std::vector<WriteSite> root_sites;
-  bool assigns = false;  // in-place writes: a source could change under a reader (source_settled)
+  bool assigns = false;  // in-place writes: a source could change under a reader (SettledSources)
   for (const UOp& r : roots) {
     assigns = assigns || r.op() == Ops::ASSIGN;
     root_nodes.insert(r.node());
-    root_sites.push_back(write_site(r));
   }
+  std::optional<SettledSources> sources;
+  if (assigns) sources.emplace(plan, sites, roots);
   std::map<std::pair<const detail::Node*, int64_t>, int> writers;
   for (const WriteSite& w : sites) ++writers[{w.base, w.block}];
   for (size_t i = 0; i < plan.items.size(); ++i) {
@@ -237,7 +276,7 @@ std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<W
       return it == writers.end() ? 0 : it->second;
     };
     if (count(w.block) + (w.block != -1 ? count(-1) : 0) != 1) continue;
-    if (assigns && !source_settled(plan, sites, root_sites, i)) continue;
+    if (sources && !sources->settled(i)) continue;
     out[i] = 1;
   }
   return out;

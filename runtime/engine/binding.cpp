@@ -71,6 +71,7 @@ class Program::Binding {
     std::unordered_set<const detail::Node*> fixed;
     std::unordered_map<const detail::Node*, std::vector<void*>> patched;  // base -> its patched blocks' sources
     for (const auto& [node, blocks] : mem_) fixed.insert(node);
+    derived_.clear();
     for (size_t i = 0; i < p_.plan_.items.size(); ++i)
       if (p_.memory_.peer_read(i)) patch_peer_read(i, fixed, patched);
     fill_unwritten_blocks(patched);
@@ -164,6 +165,7 @@ class Program::Binding {
           blocks = allocate_temp(u);
       }
     }
+    if (alias_of(u) != Alias::none) derived_.push_back(u.node());
     return mem_.emplace(u.node(), std::move(blocks)).first->second;
   }
 
@@ -236,11 +238,19 @@ class Program::Binding {
     }
   }
 
-  // Drops the resolved aliases (to be resolved again), but for the fixed ones and keep.
+  // Drops the aliases resolved since the last drop (to be resolved again), but for the fixed ones and
+  // keep: only those can derive from a block patched since (one patch costs its own resolutions, not
+  // the whole map: a plan of n devices patches ~2n^2 copies).
   void drop_derived(const std::unordered_set<const detail::Node*>& fixed, const detail::Node* keep) {
-    for (auto it = mem_.begin(); it != mem_.end();)
-      it = it->first != keep && !fixed.count(it->first) && alias_of(UOp(it->first)) != Alias::none ? mem_.erase(it)
-                                                                                                   : std::next(it);
+    std::vector<const detail::Node*> kept;
+    for (const detail::Node* n : derived_) {
+      if (n == keep || fixed.count(n)) {
+        kept.push_back(n);
+      } else {
+        mem_.erase(n);
+      }
+    }
+    derived_ = std::move(kept);
   }
 
   const Program& p_;
@@ -250,6 +260,7 @@ class Program::Binding {
   std::vector<std::vector<Block>> sym_outs_;  // the caller's output blocks, symbolic
   std::unordered_map<int64_t, std::unique_ptr<std::vector<Block>>> inputs_by_id_;
   std::unordered_map<const detail::Node*, std::vector<Block>> mem_;
+  std::vector<const detail::Node*> derived_;  // aliases resolved into mem_ since the last drop_derived
   std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out_;  // alias roots' outputs
   size_t temp_slots_ = 0;
 };
