@@ -246,7 +246,7 @@ struct Loader {
           for (const auto& e : n) items.push_back(scalar(e, k, "a list of device names"));
           text = fmt::format("{}", fmt::join(items, ","));
         } else if (!n.IsNull()) {
-          text = scalar(n, k, "a value");
+          text = scalar(n, k, n.IsSequence() ? "one value (this key takes no list)" : "a value");
         }
         set_param({cfg.settings, cfg.runtime}, k, text, level == kSet ? ParamSource::set : ParamSource::file, where(n));
       };

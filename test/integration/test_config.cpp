@@ -83,7 +83,7 @@ const BadConfig kBad[] = {
      ":4:19: key 'allreduce.reduce_leaders': expected at most one leader per group"},
     {"hip_without_gpus", "backend: hip\n", "", "key 'backend'"},
     {"scalar_tunable_as_list", "runtime:\n  watchdog_s: [30]\n", "",
-     ":2:15: key 'runtime.watchdog_s': expected a value, got a list"},
+     ":2:15: key 'runtime.watchdog_s': expected one value (this key takes no list), got a list"},
     {"top_level_not_a_map", "- 1\n- 2\n", "", ":1:1: key '(top level)': expected a map of"},
     {"bad_environment_value", "backend: cpu\n", "RING=abc",
      "environment variable RING: key 'allreduce.ring': expected an integer in [0, 2], got 'abc'"},
