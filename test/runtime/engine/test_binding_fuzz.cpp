@@ -5,7 +5,9 @@
 // program_cache) toggled between runs; every value checked against host mirrors. Longer runs:
 // FUZZ_STEPS, FUZZ_SEED, FUZZ_TOGGLE (1 in k steps), FUZZ_N, FUZZ_ALGO (ring|all2all|hier|hier_rs).
 #include <algorithm>
+#include <atomic>
 #include <boost/test/unit_test.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -15,8 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "rewrite/errors.hpp"
 #include "rewrite/params.hpp"
 #include "rewrite/settings.hpp"
+#include "runtime/device/device.hpp"
 #include "runtime/device/devices.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/internal.hpp"
@@ -507,5 +511,48 @@ BOOST_AUTO_TEST_CASE(repeated_buffers_past_sixteen) {
     add(again2, 3.0f);
     BOOST_TEST(sum.to_vector<float>() == want, boost::test_tools::per_element());
   }
+}
+}  // namespace binding_fuzz
+
+namespace binding_fuzz {
+// Runs of one program that time out behind a stuck device (the binding reused while the earlier run's
+// items are still queued), then runs after the device is released: each value is its own host sum.
+BOOST_AUTO_TEST_CASE(reused_binding_after_timeouts) {
+  auto devs = cpu_devices(4);
+  const int64_t n = 16;
+  auto data = [&](int seed) {
+    std::vector<float> v(static_cast<size_t>(4 * n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 3 + static_cast<size_t>(seed) * 5) % 13);
+    return v;
+  };
+  auto colsum = [&](const std::vector<float>& v) {
+    std::vector<float> out(static_cast<size_t>(n), 0.0f);
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(j)] += v[static_cast<size_t>(r * n + j)];
+    return out;
+  };
+  std::vector<Tensor> xs;
+  for (int k = 0; k < 3; ++k) {
+    xs.push_back(Tensor::from_vector(data(k), {4, n}).shard(devs, 0));
+    xs.back().realize();
+  }
+  BOOST_TEST(xs[0].sum({0}).to_vector<float>() == colsum(data(0)), boost::test_tools::per_element());
+  std::atomic<bool> release{false};
+  device("CPU:2").submit(
+      [&] {
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      },
+      {});
+  set_watchdog_timeout(std::chrono::milliseconds(200));
+  std::vector<Tensor> late;
+  for (int k = 1; k < 3; ++k) {
+    late.push_back(xs[static_cast<size_t>(k)].sum({0}));
+    BOOST_CHECK_THROW(late.back().realize(), TimeoutError);
+  }
+  release = true;
+  set_watchdog_timeout(std::chrono::milliseconds(60000));
+  for (int k : {2, 0, 1, 2})
+    BOOST_TEST(xs[static_cast<size_t>(k)].sum({0}).to_vector<float>() == colsum(data(k)),
+               boost::test_tools::per_element());
 }
 }  // namespace binding_fuzz
