@@ -27,12 +27,18 @@ inline const std::vector<DType> kMatrixDTypes{DType::float32, DType::float16, DT
 inline const std::vector<Ops> kMatrixOps{Ops::ADD, Ops::MAX};
 inline std::vector<int64_t> matrix_sizes(int ndev) { return {1, 3, 32 * ndev, 32 * ndev + 5, 100, 257}; }
 
-// The settings that force algo on ndev cpu devices; "hierarchical" makes two groups, the first half
-// of the devices and the rest.
-inline AllreduceSettings matrix_settings(const std::string& algo, int ndev) {
+// The default settings with algo (naive, ring or all2all) forced at level 2 (always).
+inline AllreduceSettings forced_settings(const std::string& algo) {
   AllreduceSettings s;
   s.ring = algo == "ring" ? 2 : 0;
   s.all2all = algo == "all2all" ? 2 : 0;
+  return s;
+}
+
+// The settings that force algo on ndev cpu devices; "hierarchical" makes two groups, the first half
+// of the devices and the rest.
+inline AllreduceSettings matrix_settings(const std::string& algo, int ndev) {
+  AllreduceSettings s = forced_settings(algo);
   if (algo == "hierarchical") {
     auto devs = cpu_devices(ndev);
     for (int i = 0; i < ndev; ++i) s.groups[devs[static_cast<size_t>(i)]] = i < (ndev + 1) / 2 ? 0 : 1;

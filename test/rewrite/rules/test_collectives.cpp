@@ -19,6 +19,7 @@
 #include "test/support/null_device.hpp"
 
 using namespace ringrt;
+using ringrt::test::forced_settings;
 
 namespace {
 
@@ -146,13 +147,6 @@ Traffic traffic(const Tensor& t, const AllreduceSettings& s) {
   return out;
 }
 
-AllreduceSettings forced(const std::string& algo) {
-  AllreduceSettings s;
-  s.ring = algo == "ring" ? 2 : 0;
-  s.all2all = algo == "all2all" ? 2 : 0;
-  return s;
-}
-
 std::set<std::pair<std::string, std::string>> ring_edges(const std::vector<std::string>& devs) {
   std::set<std::pair<std::string, std::string>> out;
   for (size_t i = 0; i < devs.size(); ++i) out.insert({devs[i], devs[(i + 1) % devs.size()]});
@@ -179,7 +173,8 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_and_allgather_invariants) {
     Tensor part = Tensor::placeholder({n * 30}, DType::float32, devs, 0);
     for (const std::string& algo : {std::string("ring"), std::string("all2all")}) {
       BOOST_TEST_CONTEXT("n " << n << " " << algo) {
-        for (const Traffic& t : {traffic(x.reduce_scatter(), forced(algo)), traffic(part.allgather(), forced(algo))}) {
+        for (const Traffic& t :
+             {traffic(x.reduce_scatter(), forced_settings(algo)), traffic(part.allgather(), forced_settings(algo))}) {
           BOOST_TEST(t.copies == static_cast<size_t>(n * (n - 1)));
           BOOST_TEST(t.steps == (algo == "ring" ? static_cast<size_t>(n - 1) : 1u));
           expect_even(t, devs, (n - 1) * S / n);
@@ -198,14 +193,14 @@ BOOST_AUTO_TEST_CASE(alltoall_and_broadcast_invariants) {
   auto devs = test::null_devices(n);
   int64_t S = 4 * 128;
   Tensor x = Tensor::placeholder({n * 128}, DType::float32, devs, 0);  // 128 elements per device: 4 chunks of 32
-  Traffic a2a = traffic(x.alltoall(), forced("ring"));
+  Traffic a2a = traffic(x.alltoall(), forced_settings("ring"));
   BOOST_TEST(a2a.copies == static_cast<size_t>(n * (n - 1)));
   BOOST_TEST(a2a.steps == 1u);
   expect_even(a2a, devs, (n - 1) * S / n);
-  Traffic direct = traffic(x.broadcast(2, devs), forced("all2all"));
+  Traffic direct = traffic(x.broadcast(2, devs), forced_settings("all2all"));
   BOOST_TEST(direct.copies == static_cast<size_t>(n - 1));
   BOOST_TEST(direct.sent.at("NULL:2") == (n - 1) * S);
-  Traffic ring = traffic(x.broadcast(2, devs), forced("ring"));
+  Traffic ring = traffic(x.broadcast(2, devs), forced_settings("ring"));
   BOOST_TEST(ring.copies == static_cast<size_t>(n * (n - 1)));
   BOOST_TEST(ring.steps == static_cast<size_t>(n - 1));
   auto into_root = ring_edges(devs);
@@ -222,7 +217,7 @@ BOOST_AUTO_TEST_CASE(alltoall_copies_read_chunks_in_place) {
   int n = 4;
   auto devs = test::null_devices(n);
   Tensor x = Tensor::placeholder({n * n, n * 32}, DType::float32, devs, 0);
-  Lowered low = lower_multi({uop_of(x.alltoall())}, forced("all2all"));
+  Lowered low = lower_multi({uop_of(x.alltoall())}, forced_settings("all2all"));
   ItemPlan plan = plan_schedule(low.roots);
   size_t copies = 0, kernels = 0;
   for (const ScheduleItem& item : plan.items) {
@@ -241,7 +236,7 @@ BOOST_AUTO_TEST_CASE(alltoall_copies_read_chunks_in_place) {
 // devices) is lowered as a reduce-scatter: n(n-1) copies of numel/n instead of the allreduce's 2n(n-1),
 // DEBUG=2 names it, and the values are the sum's.
 BOOST_AUTO_TEST_CASE(allreduce_read_per_device_is_a_reduce_scatter) {
-  AllreduceSettings s = forced("ring");
+  AllreduceSettings s = forced_settings("ring");
   ScopedSettings scope(s);
   std::vector<HostBuffer> in = test::collective_locals(3, {1, 12}, DType::int32, 3);
   Tensor x = Tensor::from_shards(in, cpu_devices(3), 0);
@@ -290,7 +285,7 @@ namespace {
 // G groups of m cpu devices (n = G m): consecutive devices share a group, or (interleaved) device i is
 // in group i mod G; with the ring or the direct form forced for every step.
 AllreduceSettings grouped(int ngroups, int m, bool interleaved, const std::string& algo) {
-  AllreduceSettings s = forced(algo);
+  AllreduceSettings s = forced_settings(algo);
   auto devs = cpu_devices(ngroups * m);
   for (int i = 0; i < ngroups * m; ++i) s.groups[devs[static_cast<size_t>(i)]] = interleaved ? i % ngroups : i / m;
   return s;
@@ -391,7 +386,7 @@ BOOST_AUTO_TEST_CASE(hierarchical_bytes_inside_and_across_groups) {
 // the hierarchical allreduce (as before), with the right values, and DEBUG=2 says why.
 BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
   auto devs = cpu_devices(4);
-  AllreduceSettings unequal = forced("ring"), partial = forced("ring");
+  AllreduceSettings unequal = forced_settings("ring"), partial = forced_settings("ring");
   unequal.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 0}, {"CPU:3", 1}};
   partial.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 1}};
   for (const auto& [s, why] :

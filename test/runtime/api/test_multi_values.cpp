@@ -21,6 +21,7 @@
 
 #include "rewrite/settings.hpp"
 #include "runtime/engine/internal.hpp"
+#include "test/support/allreduce_matrix.hpp"
 
 namespace bdata = boost::unit_test::data;
 
@@ -33,12 +34,7 @@ using ringrt::Tensor;
 
 namespace {
 
-AllreduceSettings forced(const std::string& algo) {
-  AllreduceSettings s;
-  s.ring = algo == "ring" ? 2 : 0;
-  s.all2all = algo == "all2all" ? 2 : 0;
-  return s;
-}
+using ringrt::test::forced_settings;
 const std::vector<std::string> kAlgos = {"naive", "ring", "all2all"};
 
 int64_t numel(const Shape& s) {
@@ -185,7 +181,7 @@ BOOST_DATA_TEST_CASE(device_less_constant_sharded_and_replicated, bdata::make({1
 // the input was realized: ring and all2all 2n(n-1) over ring edges / any pair, naive n(n-1).
 BOOST_DATA_TEST_CASE(constant_input_keeps_the_copy_counts,
                      bdata::make(kAlgos) * bdata::make({3, 4, 5}) * bdata::make({false, true}), algo, ndev, realized) {
-  ScopedSettings scoped(forced(algo));
+  ScopedSettings scoped(forced_settings(algo));
   auto devs = ringrt::cpu_devices(ndev);
   Tensor x = Tensor::full({ndev, 400}, 1).shard(devs, 0);
   if (realized) x.realize();
@@ -213,7 +209,7 @@ BOOST_AUTO_TEST_SUITE(gather_to_one_device)
 // once, never through an allreduce, whatever RING/ALL2ALL say; values, -0.0 included, arrive intact.
 BOOST_DATA_TEST_CASE(one_copy_per_shard, bdata::make(kAlgos) * bdata::make({1, 2, 4, 5, 8}) * bdata::make({0, 1}), algo,
                      ndev, axis) {
-  ScopedSettings scoped(forced(algo));
+  ScopedSettings scoped(forced_settings(algo));
   ringrt::cpu_devices(10);  // CPU:9 lies outside every tuple here
   auto devs = ringrt::cpu_devices(ndev);
   Shape shape = axis == 0 ? Shape{4 * ndev, 3} : Shape{3, 4 * ndev};
@@ -248,7 +244,7 @@ BOOST_DATA_TEST_CASE(one_copy_per_shard, bdata::make(kAlgos) * bdata::make({1, 2
 }
 
 BOOST_AUTO_TEST_CASE(issue_example_ring_forced) {
-  ScopedSettings scoped(forced("ring"));
+  ScopedSettings scoped(forced_settings("ring"));
   auto devs = ringrt::cpu_devices(4);
   Tensor x = Tensor::arange(32, DType::int32).shard(devs, 0);
   x.realize();
@@ -268,7 +264,7 @@ BOOST_AUTO_TEST_SUITE(no_empty_work)
 // No schedule holds a 0-byte copy or a 0-element kernel: allreduces with fewer elements than devices
 // (empty chunks) under every algorithm and op, and tensors with no elements at all.
 BOOST_DATA_TEST_CASE(allreduce_with_empty_chunks, bdata::make(kAlgos) * bdata::make({2, 3, 5, 8}), algo, ndev) {
-  ScopedSettings scoped(forced(algo));
+  ScopedSettings scoped(forced_settings(algo));
   auto devs = ringrt::cpu_devices(ndev);
   for (int64_t cols : std::vector<int64_t>{1, 2, ndev - 1, ndev + 1}) {
     if (cols < 1) continue;
@@ -298,7 +294,7 @@ BOOST_DATA_TEST_CASE(allreduce_with_empty_chunks, bdata::make(kAlgos) * bdata::m
 }
 
 BOOST_DATA_TEST_CASE(tensors_without_elements, bdata::make(kAlgos) * bdata::make({1, 2, 4}), algo, ndev) {
-  ScopedSettings scoped(forced(algo));
+  ScopedSettings scoped(forced_settings(algo));
   auto devs = ringrt::cpu_devices(ndev);
   Tensor x = Tensor::full({2 * ndev, 0}, 1).shard(devs, 0);
   for (const Tensor& r : {x.sum({0}), x.sum({1}), x.to("CPU:0"), (x + 1).contiguous(), x.max()}) {
@@ -322,7 +318,7 @@ BOOST_AUTO_TEST_SUITE(assign_in_a_loop)
 // later call has the same structure as an earlier one (X.assign(X + 1) built again each step): single
 // device, replicated and sharded, every algorithm, against the host's running value.
 BOOST_DATA_TEST_CASE(value_reading_its_destination, bdata::make(kAlgos) * bdata::make({1, 3, 7}), algo, ndev) {
-  ScopedSettings scoped(forced(algo));
+  ScopedSettings scoped(forced_settings(algo));
   auto devs = ringrt::cpu_devices(ndev);
   for (int layout = 0; layout < 3; ++layout) {
     BOOST_TEST_CONTEXT((layout == 0 ? "one device" : layout == 1 ? "replicated" : "sharded") << " on " << ndev) {
@@ -361,7 +357,7 @@ BOOST_AUTO_TEST_SUITE(small_classes)
 
 // sum of bools counts (int32), on one device and sharded under every algorithm.
 BOOST_DATA_TEST_CASE(sum_of_bools_counts, bdata::make(kAlgos) * bdata::make({1, 3, 5}), algo, ndev) {
-  ScopedSettings scoped(forced(algo));
+  ScopedSettings scoped(forced_settings(algo));
   auto devs = ringrt::cpu_devices(ndev);
   std::vector<bool> v;
   for (int64_t i = 0; i < 4 * ndev; ++i) v.push_back(i % 3 != 0);

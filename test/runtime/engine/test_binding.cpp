@@ -7,18 +7,14 @@
 #include "runtime/engine/binding.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/internal.hpp"
+#include "test/support/allreduce_matrix.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
 namespace {
 
-AllreduceSettings forcing(const std::string& algo) {
-  AllreduceSettings s;
-  s.ring = algo == "ring" ? 2 : 0;
-  s.all2all = algo == "all2all" ? 2 : 0;
-  return s;
-}
+using ringrt::test::forced_settings;
 
 // (4, n) values, different for every seed; the host's sum over axis 0.
 std::vector<float> values(int64_t n, int seed) {
@@ -38,7 +34,7 @@ std::vector<float> host_sum(const std::vector<float>& v, int64_t n) {
 // Three tensors of the same shape run one program; after the first run no binding is worked out
 // again, and each run's result is the sum of its own inputs (with and without peer reads).
 BOOST_DATA_TEST_CASE(new_input_storages_reuse_the_binding, bdata::make({"naive", "ring", "all2all"}), algo) {
-  ScopedSettings scope(forcing(algo));
+  ScopedSettings scope(forced_settings(algo));
   PerfOptions saved = perf_options();
   const int64_t n = 3000;
   for (bool peer : {true, false}) {
@@ -63,7 +59,7 @@ BOOST_DATA_TEST_CASE(new_input_storages_reuse_the_binding, bdata::make({"naive",
 // A fact of the binding that changes (runtime.peer_reads) builds it again, each time it changes; the
 // results stay the host's.
 BOOST_AUTO_TEST_CASE(a_changed_switch_builds_the_binding_again) {
-  ScopedSettings scope(forcing("ring"));
+  ScopedSettings scope(forced_settings("ring"));
   PerfOptions saved = perf_options();
   const int64_t n = 2000;
   std::vector<float> data = values(n, 3);
