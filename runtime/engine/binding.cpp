@@ -107,18 +107,15 @@ class Program::Binding {
   }
 
  private:
-  // A fixed slot for a real block: tagged by the first fixed slot of the same address.
+  // A fixed slot for a real block: tagged by the first fixed slot of the same address (the plan's
+  // same_as, recorded as the slots are added).
   void* add_fixed(const Block& b) {
     auto s = static_cast<uint32_t>(slots_.fixed.size());
     if (s >= SymPtr::kTempTag) throw InternalError("a program binds too many blocks");
-    uint32_t first = s;
-    for (uint32_t j = 0; j < s; ++j)
-      if (slots_.fixed[j] == b.ptr) {
-        first = j;
-        break;
-      }
+    uint32_t first = first_slot_.emplace(b.ptr, s).first->second;
     slots_.fixed.push_back(b.ptr);
     slots_.devices.push_back(b.device);
+    plan_.same_as.push_back(first);
     return encode(first);
   }
 
@@ -262,6 +259,7 @@ class Program::Binding {
   std::unordered_map<const detail::Node*, std::vector<Block>> mem_;
   std::vector<const detail::Node*> derived_;  // aliases resolved into mem_ since the last drop_derived
   std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out_;  // alias roots' outputs
+  std::unordered_map<void*, uint32_t> first_slot_;                                // address -> its first fixed slot
   size_t temp_slots_ = 0;
 };
 
@@ -301,7 +299,6 @@ std::shared_ptr<const Program::BindingPlan> Program::BindingPlan::build(const Pr
   if (plan->peer_reads) binding.patch_peer_reads();
   for (size_t i = 0; i < p.plan_.items.size(); ++i) binding.plan_item(i);
   plan->devices = slots.devices;
-  plan->same_as = same_address(slots.fixed);
   return plan;
 }
 
