@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -392,6 +393,25 @@ HostBuffer combine(Ops op, const HostBuffer& a, const HostBuffer& b) {
   return out;
 }
 
+// A STORE of v into target on device dnum: all of `to`, or, for a target that is a SHRINK (a store
+// into a range of a buffer), the elements of `to` (shaped as its source) that it selects.
+void store_into(HostBuffer& to, const UOp& target, const HostBuffer& v, int64_t dnum) {
+  if (target.op() != Ops::SHRINK) {
+    to.bytes = v.bytes;
+    return;
+  }
+  const Spans& sp = target.arg_spans();
+  const Shape& out = target.shape();
+  std::vector<int64_t> st = strides_of(to.shape), idx(out.size(), 0);
+  size_t bytes = static_cast<size_t>(itemsize(to.dtype));
+  for (int64_t k = 0; k < prod(out); ++k) {
+    int64_t j = 0;
+    for (size_t a = 0; a < idx.size(); ++a) j += (idx[a] + sp[a].first.at(dnum)) * st[a];
+    std::memcpy(&to.bytes[static_cast<size_t>(j) * bytes], &v.bytes[static_cast<size_t>(k) * bytes], bytes);
+    for (size_t a = idx.size(); a-- > 0 && ++idx[a] == out[a];) idx[a] = 0;  // the next index, row-major
+  }
+}
+
 // The underlying buffer of a store target or AFTER chain.
 UOp base_of(UOp u) {
   while (u.op() == Ops::AFTER || u.op() == Ops::MSELECT || u.op() == Ops::RESHAPE) u = u.src(0);
@@ -535,13 +555,16 @@ class Evaluator {
     for (size_t k = 1; k < u.src().size(); ++k) {
       const UOp& st = u.src(k);
       if (st.op() != Ops::STORE) continue;
-      if (base_of(st.src(0)) != base) throw InternalError("AFTER: a store into another buffer than the one it orders");
+      const UOp& target = st.src(0);
+      const UOp& dest = target.op() == Ops::SHRINK ? target.src(0) : target;  // a store into a range of dest
+      if (base_of(dest) != base) throw InternalError("AFTER: a store into another buffer than the one it orders");
       const Value& val = at(st.src(1));
-      if (st.src(0).op() == Ops::MSELECT) {
-        size_t j = static_cast<size_t>(st.src(0).arg_int());
-        out.at(j).bytes = val.at(0).bytes;
+      if (dest.op() == Ops::MSELECT) {
+        int64_t j = dest.arg_int();
+        store_into(out.at(static_cast<size_t>(j)), target, val.at(0), j);
       } else {
-        for (size_t d = 0; d < w; ++d) out[d].bytes = val[val.size() == 1 ? 0 : d].bytes;
+        for (size_t d = 0; d < w; ++d)
+          store_into(out[d], target, val[val.size() == 1 ? 0 : d], static_cast<int64_t>(d));
       }
     }
     return out;

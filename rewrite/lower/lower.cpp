@@ -40,7 +40,9 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
     if (u.op() == Ops::ALLREDUCE && u.src(0).device().tuple()) {
       std::string algo = allreduce_algorithm(u, settings);
       out.algorithms.push_back(algo);
-      choices.emplace(u.node(), algo);
+      const std::vector<UOp>* by = readers->count(u.node()) ? &readers->at(u.node()) : nullptr;
+      bool into_source = by && by->size() == 1 && by->front().op() == Ops::ASSIGN && by->front().src(0) == u.src(0);
+      choices.emplace(u.node(), AllreduceChoice{algo, into_source});
       if (settings.debug >= 2) {
         // the reduce_scatter form asked for but not given: the groups differ in size (allreduce.cpp)
         bool fallback = algo == "hierarchical" && settings.hierarchical == "reduce_scatter";

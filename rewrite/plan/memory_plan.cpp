@@ -120,9 +120,14 @@ MemoryRange copy_source(const UOp& copy, const std::vector<UOp>& reads) {
   return *range;
 }
 
-WriteSite write_site(const UOp& target) {
+WriteSite write_site(const UOp& target, bool store) {
   UOp u = target;
-  int64_t block = -1;
+  int64_t block = -1, begin = 0, end = -1;
+  if (std::optional<int64_t> at; store && u.op() == Ops::SHRINK && (at = contiguous_shrink_offset(u))) {
+    begin = *at;
+    end = begin + prod(u.shape());
+    u = u.src(0);
+  }
   for (;;) {
     Alias a = alias_of(u);
     if (a == Alias::none) break;
@@ -134,14 +139,11 @@ WriteSite write_site(const UOp& target) {
     u = u.src(0);
   }
   if (block < 0 && u.device().single()) block = 0;
-  return {u.node(), block};
+  if (end >= 0 && begin == 0 && end == prod(u.shape())) end = -1;  // a range that is the whole block
+  return {u.node(), block, begin, end};
 }
 
 namespace {
-
-bool overlaps(const WriteSite& a, const WriteSite& b) {
-  return a.base == b.base && (a.block < 0 || b.block < 0 || a.block == b.block);
-}
 
 // Whether the memory a copy reads (its source range's base) keeps its bytes for as long as a peer read
 // in place of the copy would read it: every other item writing that memory either runs before the copy
@@ -173,15 +175,18 @@ class SettledSources {
 
   bool settled(size_t i) {
     const ScheduleItem& item = plan_.items[i];
-    WriteSite src = write_site(copy_source(item.ast, item.reads).base);
+    MemoryRange range = copy_source(item.ast, item.reads);
+    WriteSite src = write_site(range.base);  // the elements the copy reads: writers of others do not count
     if (!src.base) return false;
+    src.begin = range.offset;
+    src.end = range.offset + prod(item.ast.shape());
     auto writers = writers_.find(src.base);
     if (writers == writers_.end()) return true;
     mark_predecessors(i, mark_);
     const uint32_t before = stamp_;              // mark_[w] == before: the copy waits for w
     std::optional<std::vector<size_t>> readers;  // found at the first later writer
     for (size_t w : writers->second) {
-      if (w == i || mark_[w] == before || !overlaps(sites_[w], src)) continue;
+      if (w == i || mark_[w] == before || !sites_[w].overlaps(src)) continue;
       if (!readers) {
         if (std::any_of(root_sites_.begin(), root_sites_.end(),
                         [&](const WriteSite& r) { return !r.base || r.base == sites_[i].base; }))
@@ -269,7 +274,7 @@ std::vector<char> peer_read_candidates(const ItemPlan& plan, const std::vector<W
   for (size_t i = 0; i < plan.items.size(); ++i) {
     const ScheduleItem& item = plan.items[i];
     const WriteSite& w = sites[i];
-    if (item.kind != ScheduleItem::Kind::copy || !w.base || w.block < 0) continue;
+    if (item.kind != ScheduleItem::Kind::copy || !w.base || w.block < 0 || !w.whole()) continue;
     if (root_nodes.count(w.base) || root_nodes.count(item.target.node())) continue;
     auto count = [&](int64_t b) {
       auto it = writers.find({w.base, b});
@@ -290,11 +295,57 @@ std::vector<int64_t> written_blocks(const std::vector<WriteSite>& sites, const d
   return out;
 }
 
+// The scratch buffer whose stores a kernel item copies into a root, when the root may be that buffer's
+// memory (MemoryPlan::forwarded): the item copies the AFTER over the buffer (through reshapes) into the
+// root, same devices, dtype and size, and every other writer of the buffer is one the item waits for
+// (write_site counts the item too: a RESHAPE root is a whole alias of what it reshapes).
+std::unordered_map<size_t, const detail::Node*> forwarded_roots(const ItemPlan& plan,
+                                                                const std::vector<WriteSite>& sites,
+                                                                const std::vector<UOp>& roots) {
+  std::unordered_map<size_t, const detail::Node*> out;
+  std::unordered_set<const detail::Node*> root_nodes, taken;
+  for (const UOp& r : roots) root_nodes.insert(r.node());
+  std::unordered_map<const detail::Node*, std::vector<size_t>> writers;
+  for (size_t i = 0; i < sites.size(); ++i) writers[sites[i].base].push_back(i);
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const ScheduleItem& item = plan.items[i];
+    if (item.kind != ScheduleItem::Kind::kernel || item.reads.size() != 1 || item.reads[0].op() != Ops::AFTER ||
+        !root_nodes.count(item.target.node()))
+      continue;
+    UOp value = item.ast;
+    while (value != item.reads[0] && value.op() == Ops::RESHAPE) value = value.src(0);
+    UOp buffer = item.reads[0];
+    while (alias_of(buffer) == Alias::whole) buffer = buffer.src(0);
+    const UOp& root = item.target;
+    if (value != item.reads[0] || buffer.op() != Ops::BUFFER || root_nodes.count(buffer.node()) ||
+        taken.count(buffer.node()) || !(buffer.device() == root.device()) || buffer.dtype() != root.dtype() ||
+        prod(buffer.shape()) != prod(root.shape()))
+      continue;
+    auto w = writers.find(buffer.node());
+    if (w == writers.end()) continue;                // nothing writes it
+    std::vector<char> before(plan.items.size(), 0);  // the items i waits for, directly or not
+    std::vector<size_t> stack(item.deps.begin(), item.deps.end());
+    while (!stack.empty()) {
+      size_t d = stack.back();
+      stack.pop_back();
+      if (before[d]) continue;
+      before[d] = 1;
+      stack.insert(stack.end(), plan.items[d].deps.begin(), plan.items[d].deps.end());
+    }
+    if (std::all_of(w->second.begin(), w->second.end(), [&](size_t x) { return x == i || before[x] != 0; })) {
+      taken.insert(buffer.node());
+      out[i] = buffer.node();
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 MemoryPlan::MemoryPlan(const ItemPlan& plan, const std::vector<UOp>& roots) {
-  for (const ScheduleItem& item : plan.items) sites_.push_back(write_site(item.target));
+  for (const ScheduleItem& item : plan.items) sites_.push_back(write_site(item.target, item.store));
   peer_reads_ = peer_read_candidates(plan, sites_, roots);
+  forwarded_ = forwarded_roots(plan, sites_, roots);
   for (size_t i = 0; i < plan.items.size(); ++i)
     if (peer_reads_[i] && !written_.count(sites_[i].base))
       written_[sites_[i].base] = written_blocks(sites_, sites_[i].base);

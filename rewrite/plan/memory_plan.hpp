@@ -48,15 +48,30 @@ std::optional<MemoryRange> contiguous_range(const UOp& x, const std::function<bo
 // Throws InternalError when the plan's read is not under the copy's source.
 MemoryRange copy_source(const UOp& copy, const std::vector<UOp>& reads);
 
-// Where an item writes: the node that owns the memory (a scratch BUFFER, a realized value) and the
-// block of it (index into its per-device blocks; -1: every block).
+// Where an item writes: the node that owns the memory (a scratch BUFFER, a realized value), the block
+// of it (index into its per-device blocks; -1: every block) and the elements of the block: all of them,
+// or the range [begin, end) of a store into a SHRINK (an allgather writing chunks into the result).
 struct WriteSite {
   const detail::Node* base = nullptr;
   int64_t block = -1;
+  int64_t begin = 0, end = -1;  // elements of the block; end -1: to its end (the whole block)
+
+  bool whole() const { return end < 0; }
+  // Whether this site and o may write or read a common byte (same base, blocks, ranges).
+  bool overlaps(const WriteSite& o) const {
+    if (base != o.base || (block >= 0 && o.block >= 0 && block != o.block)) return false;
+    return (whole() || o.begin < end) && (o.whole() || begin < o.end);
+  }
+  // Whether every byte o names is one this site names.
+  bool covers(const WriteSite& o) const {
+    return base == o.base && (block < 0 || block == o.block) && begin <= o.begin &&
+           (whole() || (!o.whole() && o.end <= end));
+  }
 };
-// The site target writes (through whole aliases and one MSELECT); base null when it cannot tell (an
-// MSTACK).
-WriteSite write_site(const UOp& target);
+// The site target writes (through whole aliases and one MSELECT; for a STORE's destination, `store`,
+// also through a SHRINK on top that keeps a contiguous range); base null when it cannot tell (an
+// MSTACK). Any other SHRINK is a value with memory of its own.
+WriteSite write_site(const UOp& target, bool store = false);
 
 // The memory plan of one ItemPlan: every item's write site, the copies that may become peer reads,
 // and the blocks written of each base such a copy writes. Planning only: whether the devices allow
@@ -77,11 +92,21 @@ class MemoryPlan {
   // The blocks of base that some item writes (sorted; -1: all of them), for a base a peer-read
   // candidate writes. Throws std::out_of_range for another base.
   const std::vector<int64_t>& written(const detail::Node* base) const { return written_.at(base); }
+  // For a kernel item that copies a value into a root (the realized result of AFTER stores into a
+  // scratch buffer, e.g. an allgather into the result), that buffer, when the root's memory may be the
+  // buffer's instead: same devices and size, every item writing the buffer runs before this one, and
+  // no other root takes it. A run whose lookup finds no storage for the buffer (a scratch buffer) binds
+  // it to the root's blocks and skips the item. Null otherwise.
+  const detail::Node* forwarded(size_t item) const {
+    auto it = forwarded_.find(item);
+    return it == forwarded_.end() ? nullptr : it->second;
+  }
 
  private:
   std::vector<WriteSite> sites_;
   std::vector<char> peer_reads_;
   std::unordered_map<const detail::Node*, std::vector<int64_t>> written_;
+  std::unordered_map<size_t, const detail::Node*> forwarded_;
 };
 
 }  // namespace ringrt

@@ -50,6 +50,13 @@ bool in_place_hazard(const UOp& assign, const NodeSet& realized) {
   return false;
 }
 
+// Whether an assignment's value already is its destination's memory (through reshapes and AFTER): an
+// allreduce in place whose allgather stored the result into the destination, or x assigned to itself.
+bool assigned_in_place(const UOp& assign) {
+  WriteSite to = write_site(assign.src(0)), from = write_site(assign.src(1));
+  return to.base && to.base == from.base && to.block == from.block && to.whole() && from.whole();
+}
+
 class Planner {
  public:
   explicit Planner(const std::vector<UOp>& roots)
@@ -84,7 +91,8 @@ class Planner {
           break;
       }
       if (roots_.count(u.node())) realize(u);
-      if (u.op() == Ops::ASSIGN && in_place_hazard(u, realized_)) realize(u.src(1));  // compute aside, then copy
+      if (u.op() == Ops::ASSIGN && !assigned_in_place(u) && in_place_hazard(u, realized_))
+        realize(u.src(1));  // compute aside, then copy
       if (u.op() == Ops::COPY && !range_source(u.src(0), realized_)) realize(u.src(0));
       if (u.op() == Ops::MSELECT && !realized_.count(u.src(0).node())) realize(u.src(0));
       if (u.op() == Ops::MSTACK)
@@ -130,27 +138,29 @@ class Planner {
   std::vector<size_t> add(ScheduleItem::Kind kind, const UOp& ast, const UOp& target, const DeviceSpec& device,
                           std::vector<size_t> deps, std::vector<UOp> reads = {}) {
     if (prod(kind == ScheduleItem::Kind::copy ? ast.shape() : target.shape()) == 0) return deps;
-    WriteSite site = write_site(target);
+    WriteSite site = write_site(target, storing_);
     after_writers(site, deps);
-    plan_.items.push_back({kind, ast, target, device, std::move(deps), std::move(reads)});
+    plan_.items.push_back({kind, ast, target, device, std::move(deps), std::move(reads), storing_});
     sites_.push_back(site);
     return {plan_.items.size() - 1};
   }
 
-  // WAW: an item waits for the last earlier items writing the same block of the same memory, so that
-  // the last writer of a block is the one every later reader waits for (writers_of stops there).
+  // WAW: an item waits for the last earlier items writing bytes it writes (the same block of the same
+  // memory, an overlapping range of it), so that the last writer of a block is the one every later reader
+  // waits for (writers_of stops there). Writers of disjoint ranges of one block (the chunks an allgather
+  // stores into the result) do not wait for each other.
   void after_writers(const WriteSite& site, std::vector<size_t>& deps) {
     if (!site.base) return;
-    std::unordered_map<int64_t, size_t>& last = last_writer_[site.base];
+    std::unordered_map<int64_t, std::vector<Written>>& last = last_writer_[site.base];
     size_t before = deps.size();
-    if (site.block < 0) {
-      for (const auto& [block, item] : last) deps.push_back(item);
-      last.clear();
-    } else {
-      for (int64_t b : {site.block, int64_t{-1}})
-        if (auto it = last.find(b); it != last.end()) deps.push_back(it->second);
+    for (auto& [block, writers] : last) {
+      if (site.block >= 0 && block >= 0 && block != site.block) continue;
+      for (const Written& w : writers)
+        if (w.site.overlaps(site)) deps.push_back(w.item);
+      if (site.block < 0 || block == site.block)  // the ones this write hides from later readers
+        std::erase_if(writers, [&](const Written& w) { return site.covers(w.site); });
     }
-    last[site.block] = plan_.items.size();
+    last[site.block].push_back({site, plan_.items.size()});
     if (deps.size() == before) return;
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
@@ -159,9 +169,9 @@ class Planner {
   // RAW: appends to deps the items a reader of the realized value r waits for: r's producer, or, for an
   // alias (AFTER, MSELECT, MSTACK), the items that wrote the bytes r names. Along an AFTER chain a
   // STORE counts when its item's write site overlaps r's (same memory, same block or a whole one); one
-  // writing r's exact block ends the walk down the chain (earlier writers of that block come before it:
-  // after_writers). Sources of an AFTER other than its first that are no STORE with an item of their
-  // own (an ordering edge, a skipped empty store's pass-through) count whole.
+  // writing all of r's block ends the walk down the chain (earlier writers of that block come before
+  // it: after_writers), one writing a range of it does not. Sources of an AFTER other than its first that are no STORE
+  // with an item of their own (an ordering edge, a skipped empty store's pass-through) count whole.
   void writers_of(const UOp& r, std::vector<size_t>& deps) {
     if (!exists_without_item(r) || r.op() == Ops::BUFFER) {
       if (const auto* p = producer_.find(r.node())) append(deps, *p);
@@ -191,7 +201,7 @@ class Planner {
           bool same = filtered && read.base && w.base == read.base;
           if (same && w.block >= 0 && read.block >= 0 && w.block != read.block) continue;  // other bytes
           deps.push_back(*own);
-          covered = covered || (same && (w.block < 0 || w.block == read.block));
+          covered = covered || (same && w.whole() && (w.block < 0 || w.block == read.block));
         }
       if (u.op() == Ops::MSTACK) {
         for (const UOp& s : u.src()) stack.push_back({s, false});
@@ -239,8 +249,10 @@ class Planner {
         const UOp &target = u.src(0), &value = u.src(1);
         size_t items = plan_.items.size();
         // a copy stored into a scratch buffer writes straight into it
+        storing_ = true;
         producer_[u.node()] =
             value.op() == Ops::COPY ? add_copy(value, target) : add_kernel(value, target, target.device());
+        storing_ = false;
         if (plan_.items.size() > items) store_item_[u.node()] = items;
         return;
       }
@@ -254,8 +266,13 @@ class Planner {
       append(mine, add_copy(u, u));
       return;
     }
-    if (u.op() == Ops::ASSIGN) {  // the value, written into the destination's memory
-      append(mine, add_kernel(u.src(1), u.src(0), u.device()));
+    if (u.op() == Ops::ASSIGN) {   // the value, written into the destination's memory
+      if (assigned_in_place(u)) {  // there already: its readers wait for what wrote it
+        writers_of(u.src(1), mine);
+        sort_unique(mine);
+      } else {
+        append(mine, add_kernel(u.src(1), u.src(0), u.device()));
+      }
       return;
     }
     append(mine, add_kernel(u.op() == Ops::CONTIGUOUS ? u.src(0) : u, u, u.device()));
@@ -289,12 +306,18 @@ class Planner {
   // items computing a realized value that is no alias, or a STORE's item (or, for a STORE that wrote
   // nothing, what it would have waited for)
   NodeMap<std::vector<size_t>> producer_;
-  NodeMap<size_t> store_item_;                                                                // a STORE's own item
-  std::vector<WriteSite> sites_;                                                              // each item's write site
-  std::unordered_map<const detail::Node*, std::unordered_map<int64_t, size_t>> last_writer_;  // per base, block
+  NodeMap<size_t> store_item_;    // a STORE's own item
+  std::vector<WriteSite> sites_;  // each item's write site
+  struct Written {
+    WriteSite site;
+    size_t item;
+  };
+  // per base and block: the earlier writers no later writer has covered
+  std::unordered_map<const detail::Node*, std::unordered_map<int64_t, std::vector<Written>>> last_writer_;
   ItemPlan plan_;
   NodeMap<Uses> uses_;
   bool uses_counted_ = false;
+  bool storing_ = false;  // emitting a STORE's item (ScheduleItem::store)
 };
 
 }  // namespace
@@ -305,7 +328,7 @@ size_t ItemPlan::kernels() const {
 }
 size_t ItemPlan::copies() const { return items.size() - kernels(); }
 
-std::string ItemPlan::to_string() const {
+std::string ItemPlan::to_string(const std::vector<char>& skipped) const {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     const auto& it = items[i];
@@ -316,7 +339,8 @@ std::string ItemPlan::to_string() const {
       out += fmt::format("{:3} KERNEL {} {} {}", i, it.device.to_string(), dtype_name(it.ast.dtype()),
                          shape_str(it.ast.shape()));
     }
-    out += it.deps.empty() ? "\n" : fmt::format("  after {}\n", fmt::join(it.deps, ","));
+    if (!it.deps.empty()) out += fmt::format("  after {}", fmt::join(it.deps, ","));
+    out += i < skipped.size() && skipped[i] ? "  (skipped: the result is the buffer it copies)\n" : "\n";
   }
   return out;
 }

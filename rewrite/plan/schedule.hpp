@@ -28,13 +28,16 @@ struct ScheduleItem {
                              // into the buffer) and the last earlier writer of the block it writes
   std::vector<UOp> reads;    // kernel: the realized values its ast reads (its leaves), in a fixed order;
                              // copy: the one realized value whose contiguous range it reads
+  bool store = false;        // a STORE's item: target is its destination, which may be a SHRINK of a
+                             // contiguous range of a buffer (rewrite/plan/memory_plan.hpp write_site)
 };
 
 struct ItemPlan {
   std::vector<ScheduleItem> items;  // in a valid order: every item after its dependencies
   size_t kernels() const;
   size_t copies() const;
-  std::string to_string() const;  // one line per item
+  // One line per item; an item marked in `skipped` (a run's binding skips it) says so.
+  std::string to_string(const std::vector<char>& skipped = {}) const;
 };
 
 // Plans the work that realizes roots (per-device nodes from lower_multi). Deterministic: the order

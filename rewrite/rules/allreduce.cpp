@@ -208,18 +208,39 @@ UOp reassemble(const Allreduce& a, const std::vector<UOp>& parts) {
   return concat_select(kept, 0).reshape(a.shape);
 }
 
-// ring and all2all: reduce-scatter the chunks, then copy them to the one destination device or
-// allgather them on every device, and reassemble.
-UOp chunked_allreduce(const Allreduce& a, bool all2all) {
-  std::vector<ReducedChunk> reduced = all2all ? reduce_scatter_all2all(a) : reduce_scatter_ring(a);
-  std::vector<UOp> parts(a.chunks.size());
+UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& reduced, bool all2all,
+                          const std::optional<UOp>& into) {
+  UOp out = into ? *into : new_buffer(a.device, a.numel, a.dtype, &a.buf.graph());
+  std::vector<UOp> stores;
+  if (a.device.single()) {  // one destination device: each reduced chunk copied straight into its range
+    for (size_t i = 0; i < a.chunks.size(); ++i)
+      if (!a.empty(i)) stores.push_back(a.piece(out, i).store(reduced[i].value.copy_to_device(a.device)));
+    return out.after(stores).reshape(a.shape);
+  }
+  // every reduced chunk stored first, so that the plan (in the graph's order) queues no device's
+  // reduce behind its copies of another chunk, which wait for that chunk's reduce
+  std::vector<UOp> states(a.chunks.size());
+  for (size_t i = 0; i < a.chunks.size(); ++i)
+    if (!a.empty(i))
+      states[i] = out.after({stores.emplace_back(a.piece(out.mselect(reduced[i].start), i).store(reduced[i].value))});
   for (size_t i = 0; i < a.chunks.size(); ++i) {
     if (a.empty(i)) continue;
-    // single device output: copy the reduced chunks straight to it
-    parts[i] =
-        a.device.single() ? reduced[i].value.copy_to_device(a.device) : allgather_chunk(a, i, reduced[i], all2all);
+    auto range = [&](int64_t d) { return a.piece(out.mselect(d), i); };  // chunk i of device d's block
+    int64_t start = reduced[i].start;
+    UOp state = states[i];
+    if (all2all) {
+      UOp from = a.piece(state.mselect(start), i);
+      for (int64_t j = 0; j < a.ndev; ++j)
+        if (j != start) stores.push_back(range(j).store(from.copy_to_device(a.to(j))));
+      continue;
+    }
+    for (int64_t step = 1; step < a.ndev; ++step) {  // forward the chunk around the ring
+      int64_t prev = (start + step - 1) % a.ndev, dest = (start + step) % a.ndev;
+      UOp copy = a.piece(state.mselect(prev), i).copy_to_device(a.to(dest));
+      state = out.after({stores.emplace_back(range(dest).store(copy))});
+    }
   }
-  return reassemble(a, parts);
+  return out.after(stores).reshape(a.shape);
 }
 
 UOp copy_source(const UOp& buf) {
@@ -337,16 +358,24 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   // the choice lower_multi made and reported; an allreduce it did not see (one this lowering made, or
   // one rebuilt on rewritten sources) chooses by the same function
   auto chosen = choices.find(red.node());
-  std::string algo = chosen != choices.end() ? chosen->second : allreduce_algorithm(red, s);
+  std::string algo = chosen != choices.end() ? chosen->second.algorithm : allreduce_algorithm(red, s);
   const DeviceTuple& devs = buf.device().names();
   int64_t ndev = static_cast<int64_t>(devs.size()), numel = prod(buf.shape());
+  // assigned into its source: the source's buffer takes the result (every chunk of it is read by that
+  // chunk's reduce-scatter alone, which its allgather's stores wait for)
+  std::optional<UOp> into;
+  if (UOp under = buf; chosen != choices.end() && chosen->second.into_source && device == buf.device()) {
+    while (under.op() == Ops::RESHAPE) under = under.src(0);
+    if (under.op() == Ops::BUFFER) into = under;
+  }
   buf = copy_source(buf);
   if (ndev == 1) return device.single() ? buf.mselect(0).copy_to_device(device) : buf;
   if (numel == 0) return nothing_to_reduce(buf, device);
   Allreduce a{buf, op, device, devs, ndev, numel, buf.shape(), buf.dtype(), {}};
   if (algo == "naive") return naive_allreduce(a);
   a.chunks = allreduce_chunks(numel, ndev);
-  return chunked_allreduce(a, algo == "all2all");
+  std::vector<ReducedChunk> reduced = algo == "all2all" ? reduce_scatter_all2all(a) : reduce_scatter_ring(a);
+  return allgather_into_result(a, reduced, algo == "all2all", into);
 }
 
 // SHRINK pushed into an MSTACK: each device's shrink has _device_num substituted.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,16 @@ std::vector<ReducedChunk> reduce_scatter_ring(const Allreduce& a);
 // of a scratch buffer on its device, then copied to the others (all2all: from its device to each in one
 // step; ring: forwarded around the ring in n-1 steps).
 UOp allgather_chunk(const Allreduce& a, size_t i, const ReducedChunk& r, bool all2all);
+// The allgather of every reduced chunk straight into its place in the result, one buffer of a.numel
+// elements on each device of a.device: chunk i stored into its range of the block of the device it ends
+// on, then copied from there into that range of every other device's block (all2all: from its device to
+// each in one step; ring: forwarded around the ring in n-1 steps); onto one destination device, each
+// reduced chunk copied into its range. No reassembly: the result is the buffer once every store is done
+// (the memory plan writes the ranges in place: rewrite/plan/memory_plan.hpp), shaped a.shape. `into`: a
+// buffer of a.numel elements per device of a.device to store into instead of a new one (an allreduce
+// assigned into its source; its chunks must be read by nothing but their own reduce-scatter).
+UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& reduced, bool all2all,
+                          const std::optional<UOp>& into = std::nullopt);
 // The non-empty chunk values side by side (flat), each element selected from its chunk, shaped a.shape.
 UOp reassemble(const Allreduce& a, const std::vector<UOp>& parts);
 // buf made contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place).

@@ -20,8 +20,14 @@ namespace ringrt {
 // A request no rule can serve throws ShapeError naming the op, the shapes and the axis.
 PatternMatcher multi_pm();
 
-// The lowering chosen for each ALLREDUCE node, by node (lower_multi's choices).
-using AllreduceChoices = std::unordered_map<const detail::Node*, std::string>;
+// The lowering chosen for an ALLREDUCE node (lower_multi's choice): its algorithm, and whether its one
+// reader assigns its result into its own source (Tensor::allreduce_in_place: ASSIGN(x, ALLREDUCE(x))),
+// so that the allgather may store the result straight into the source's buffer.
+struct AllreduceChoice {
+  std::string algorithm;
+  bool into_source = false;
+};
+using AllreduceChoices = std::unordered_map<const detail::Node*, AllreduceChoice>;
 
 // Allreduce lowering (naive | ring | all2all | hierarchical | hierarchical_rs) and the copy/MSELECT/MSTACK clean-up. An
 // ALLREDUCE found in choices gets the lowering chosen there; any other chooses by allreduce_algorithm.

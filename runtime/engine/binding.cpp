@@ -62,6 +62,10 @@ class Program::Binding {
       sym_outs_.push_back(std::move(sym));
     }
     bind_roots();
+    for (size_t i = 0; i < p.plan_.items.size(); ++i)
+      if (const detail::Node* buffer = p.memory_.forwarded(i))
+        for (size_t r = 0; r < p.roots_.size(); ++r)
+          if (p.roots_[r] == p.plan_.items[i].target) result_of_[buffer] = &sym_outs_.at(r);
   }
 
   // Peer reads: an elidable copy's destination block becomes an alias of its source range, so the
@@ -78,11 +82,12 @@ class Program::Binding {
     drop_derived(fixed, nullptr);
   }
 
-  // Item i's pointers: its launches (a kernel) or its copy.
+  // Item i's pointers: its launches (a kernel) or its copy. A kernel copying a scratch buffer into the
+  // root whose memory that buffer took (MemoryPlan::forwarded) is skipped.
   void plan_item(size_t i) {
     const ScheduleItem& item = p_.plan_.items[i];
-    if (plan_.elided[i]) return;
-    std::vector<Block> target = target_of(item);
+    if (plan_.elided[i] || (plan_.elided[i] = forwarded(i))) return;
+    std::vector<Block> target = target_of(i);
     if (item.kind == ScheduleItem::Kind::copy) {
       MemoryRange src = copy_source(item.ast, item.reads);
       const Block& from = resolve(src.base).at(0);
@@ -146,7 +151,15 @@ class Program::Binding {
     std::vector<Block> blocks;
     if (u.op() == Ops::BUFFER) {
       const std::vector<Block>* in = input(std::get<BufferArg>(u.arg()).id);
-      blocks = in ? *in : allocate_temp(u);  // else a scratch slot
+      auto result = result_of_.find(u.node());
+      if (in) {
+        blocks = *in;
+      } else if (result != result_of_.end()) {  // a scratch buffer that is a root's memory
+        blocks = *result->second;
+        forwarded_.insert(u.node());
+      } else {
+        blocks = allocate_temp(u);  // a scratch slot
+      }
     } else {
       switch (alias_of(u)) {
         case Alias::whole:
@@ -166,12 +179,32 @@ class Program::Binding {
     return mem_.emplace(u.node(), std::move(blocks)).first->second;
   }
 
-  // The blocks item writes: the caller's output blocks of an alias root it writes as a whole.
-  std::vector<Block> target_of(const ScheduleItem& item) {
+  // Whether item i is a forwarded root's copy whose buffer the run found no storage for (a scratch
+  // buffer, bound to the root's blocks: it holds the root's value when the item would run).
+  bool forwarded(size_t i) {
+    if (!p_.memory_.forwarded(i)) return false;
+    UOp buffer = p_.plan_.items[i].reads.at(0);
+    while (alias_of(buffer) == Alias::whole) buffer = buffer.src(0);
+    resolve(buffer);
+    return forwarded_.count(buffer.node()) > 0;
+  }
+
+  // The blocks item i writes: the caller's output blocks of an alias root it writes as a whole; a range
+  // of its block for a store into a SHRINK (its write site's elements).
+  std::vector<Block> target_of(size_t i) {
+    const ScheduleItem& item = p_.plan_.items[i];
     if (auto it = alias_out_.find(item.target.node());
         it != alias_out_.end() && item.reads == std::vector<UOp>{item.target})
       return *it->second;
-    return resolve(item.target);
+    const WriteSite& site = p_.memory_.site(i);
+    if (item.target.op() != Ops::SHRINK || site.base == item.target.node()) return resolve(item.target);
+    std::vector<Block> blocks = resolve(item.target.src(0));
+    size_t item_bytes = itemsize(item.target.dtype());
+    for (Block& b : blocks) {
+      b.ptr = static_cast<char*>(b.ptr) + static_cast<size_t>(site.begin) * item_bytes;
+      b.bytes = static_cast<size_t>(prod(item.target.shape())) * item_bytes;
+    }
+    return blocks;
   }
 
   // The caller's output blocks: a root's memory, or what an alias root (AFTER, MSELECT, MSTACK)
@@ -259,7 +292,9 @@ class Program::Binding {
   std::unordered_map<const detail::Node*, std::vector<Block>> mem_;
   std::vector<const detail::Node*> derived_;  // aliases resolved into mem_ since the last drop_derived
   std::unordered_map<const detail::Node*, const std::vector<Block>*> alias_out_;  // alias roots' outputs
-  std::unordered_map<void*, uint32_t> first_slot_;                                // address -> its first fixed slot
+  std::unordered_map<const detail::Node*, const std::vector<Block>*> result_of_;  // forwarded buffers' roots
+  std::unordered_set<const detail::Node*> forwarded_;  // those found to be scratch: bound to the root's blocks
+  std::unordered_map<void*, uint32_t> first_slot_;     // address -> its first fixed slot
   size_t temp_slots_ = 0;
 };
 

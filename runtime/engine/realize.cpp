@@ -11,6 +11,7 @@
 #include "codegen/view.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/lower/lower.hpp"
+#include "rewrite/plan/memory_plan.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/engine/collect.hpp"
@@ -419,6 +420,23 @@ void own(const StatePtr& st) {
   }
 }
 
+namespace {
+
+// The kernel items a run skips: a root's copy of a buffer that the lowering made (MemoryPlan::forwarded),
+// which a run binds to the root's memory instead (runtime/engine/binding.cpp).
+std::vector<char> skipped_items(const ItemPlan& plan, const std::vector<UOp>& roots, const UOp& root) {
+  std::vector<char> out(plan.items.size(), 0);
+  MemoryPlan memory(plan, roots);
+  std::unordered_set<const detail::Node*> inputs;
+  for (const UOp& u : root.graph().toposort({root}))
+    if (u.op() == Ops::BUFFER) inputs.insert(u.node());
+  for (size_t i = 0; i < plan.items.size(); ++i)
+    if (const detail::Node* buffer = memory.forwarded(i)) out[i] = !inputs.count(buffer);
+  return out;
+}
+
+}  // namespace
+
 Schedule schedule_of(const UOp& root, bool borrowed) {
   GraphUse use;
   // a view of a realized buffer, or a contiguous() that will be one: nothing to run
@@ -427,9 +445,11 @@ Schedule schedule_of(const UOp& root, bool borrowed) {
   Schedule s;
   s.algorithms = low.algorithms;
   ItemPlan plan = plan_schedule(low.roots);
+  std::vector<char> skipped = skipped_items(plan, low.roots, root);
   auto ir = std::make_shared<detail::KernelIR>();
   for (size_t i = 0; i < plan.items.size(); ++i) {
     const ScheduleItem& item = plan.items[i];
+    if (skipped[i]) continue;
     if (item.kind == ScheduleItem::Kind::kernel) {  // the IR the executor would compile for it
       codegen::Kernel k = lower_item(item).kernel;
       s.kernel_items.push_back({i, item.device.to_string(), k.name, k.numel});
@@ -440,8 +460,8 @@ Schedule schedule_of(const UOp& root, bool borrowed) {
     s.copy_items.push_back(
         {c.src(0).device().name(), c.device().name(), ringrt::prod(c.shape()) * itemsize(c.dtype())});
   }
-  s.kernel_count = static_cast<int64_t>(plan.kernels());
-  s.listing = plan.to_string();
+  s.kernel_count = static_cast<int64_t>(s.kernel_items.size());
+  s.listing = plan.to_string(skipped);
   s.ir = std::move(ir);
   return s;
 }
