@@ -319,15 +319,13 @@ UOp reduce_scatter_allreduce(UOp buf, Ops op, const DeviceSpec& device, const Gr
     across[j] = mstack(parts).allreduce(op, device.single() ? device : DeviceSpec(peers));
   }
   if (device.single()) return reassemble(in_group[0], across);
-  // each group allgathers its chunks and reassembles them; device idx[t] takes its group's result t
+  // each group allgathers its chunks into its result; device idx[t] takes its group's result t
   std::vector<UOp> out(devs.size());
   for (size_t g = 0; g < groups.size(); ++g) {
-    std::vector<UOp> gathered(across.size());
+    std::vector<ReducedChunk> mine(across.size());
     for (size_t j = 0; j < across.size(); ++j)
-      if (!in_group[g].empty(j))
-        gathered[j] = allgather_chunk(in_group[g], j,
-                                      {across[j].mselect(static_cast<int64_t>(g)), static_cast<int64_t>(j)}, true);
-    UOp whole = reassemble(in_group[g], gathered);
+      if (!in_group[g].empty(j)) mine[j] = {across[j].mselect(static_cast<int64_t>(g)), static_cast<int64_t>(j)};
+    UOp whole = allgather_into_result(in_group[g], mine, true);
     const std::vector<int64_t>& idx = groups[g].second;
     for (size_t t = 0; t < idx.size(); ++t) out[static_cast<size_t>(idx[t])] = whole.mselect(static_cast<int64_t>(t));
   }
