@@ -170,8 +170,9 @@ class Planner {
   // alias (AFTER, MSELECT, MSTACK), the items that wrote the bytes r names. Along an AFTER chain a
   // STORE counts when its item's write site overlaps r's (same memory, same block or a whole one); one
   // writing all of r's block ends the walk down the chain (earlier writers of that block come before
-  // it: after_writers), one writing a range of it does not. Sources of an AFTER other than its first that are no STORE
-  // with an item of their own (an ordering edge, a skipped empty store's pass-through) count whole.
+  // it: after_writers), one writing a range of it does not. Sources of an AFTER other than its first
+  // that are no STORE with an item of their own (an ordering edge, a skipped empty store's
+  // pass-through) count whole.
   void writers_of(const UOp& r, std::vector<size_t>& deps) {
     if (!exists_without_item(r) || r.op() == Ops::BUFFER) {
       if (const auto* p = producer_.find(r.node())) append(deps, *p);

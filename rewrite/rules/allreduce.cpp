@@ -6,10 +6,13 @@
 //   stores) and combines them with its own, read in place: n(n-1) copies, one kernel.
 // - ring: the buffer is cut into n chunks (see allreduce_chunks). Reduce-scatter: in n-1 steps chunk i
 //   travels (i+step) -> (i+step+1), combined on arrival, and ends reduced on device (i-1) mod n.
-//   Allgather: each reduced chunk is forwarded around the ring into a scratch buffer by MSELECT stores.
-//   2n(n-1) copies, each over a ring edge.
-// - all2all: device i pulls chunk i from every other device and reduces it, then pushes the result
-//   to all: 2n(n-1) copies, fewer serial steps than ring.
+//   Allgather: each reduced chunk is stored into its range of the result (one buffer per device) and
+//   forwarded around the ring into the same range of each device's result. 2n(n-1) copies, each over
+//   a ring edge; no reassembly (allgather_into_result).
+// - all2all: device i pulls chunk i from every other device and reduces it into its range of its
+//   result, then pushes that range to all: 2n(n-1) copies, fewer serial steps than ring.
+// In place (Tensor::allreduce_in_place), the result is the source buffer itself: chunk c of it is read
+// by chunk c's reduce-scatter alone, and its allgather's stores wait for that.
 // - hierarchical: with device groups (settings.groups: several groups, one of them of more than one
 //   device), in the form allreduce.hierarchical names:
 //   leader ("hierarchical"): reduce inside each group onto its leader (leaders first), allreduce across

@@ -86,7 +86,8 @@ class Program::Binding {
   // root whose memory that buffer took (MemoryPlan::forwarded) is skipped.
   void plan_item(size_t i) {
     const ScheduleItem& item = p_.plan_.items[i];
-    if (plan_.elided[i] || (plan_.elided[i] = forwarded(i))) return;
+    if (!plan_.elided[i] && forwarded(i)) plan_.elided[i] = 1;
+    if (plan_.elided[i]) return;
     std::vector<Block> target = target_of(i);
     if (item.kind == ScheduleItem::Kind::copy) {
       MemoryRange src = copy_source(item.ast, item.reads);
