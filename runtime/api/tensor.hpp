@@ -148,7 +148,8 @@ class Tensor {
   // value is computed, a pending assign() runs, a contiguous() that borrowed another buffer gets a
   // copy); then every live tensor still reading the old contents is realized first (a lazy x + 1
   // built before the write keeps the old x) and a contiguous() that borrowed this memory gets a copy.
-  // Views of the same buffer (a reshape of it) see the new values, as after assign(). No graph node is
+  // A view (a reshape of it) built before the write and not yet realized is such a reader too: it
+  // keeps the old values, as after assign(); one built after sees the new values. No graph node is
   // created and nothing is compiled; blocking (the bytes are in device memory on return). Thread-safe
   // as realize(). A shrink of a tensor (a view written through assign) is refused with ShapeError:
   // write the whole tensor, or assign() into the view. Reference: PyTorch Tensor.copy_ from the host;

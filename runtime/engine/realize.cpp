@@ -406,6 +406,9 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
     }
     plain.push_back(st);
   }
+  // a later state's assignment realizes the live readers of its destination's old contents first
+  // (before_write): a state listed earlier may be one, and is not computed again from the new contents
+  std::erase_if(plain, [](const StatePtr& st) { return is_realized(*st); });
   if (!plain.empty()) run_fresh(plain, settings);
 }
 

@@ -221,4 +221,33 @@ BOOST_DATA_TEST_CASE(two_hundred_steps_build_nothing_new, bdata::make({"naive", 
   for (const Tensor& s : x.shards()) expect_equal(read(s), want);
 }
 
+// A reader of the old contents built before the in-place allreduce and realized together with it,
+// listed first or last (the breaker's case): it reads the old values, computed once before the write
+// (before_write), never again from the new ones. Values against the host's.
+BOOST_DATA_TEST_CASE(readers_realized_together_keep_the_old_values,
+                     bdata::make({"naive", "ring", "all2all"}) * bdata::make({true, false}), algo, reader_first) {
+  const int n = 3;
+  ScopedSettings scope(forcing(algo, n));
+  Shape local{1, 7};
+  Tensor x = bucket(n, Layout::axis0, local, DType::float32);
+  std::vector<Arr> parts;
+  std::vector<HostBuffer> host;
+  for (int d = 0; d < n; ++d) {
+    parts.push_back(local_values(local, d, 0));
+    host.push_back(to_buffer(parts.back(), DType::float32));
+  }
+  x.write_shards(host);
+  Tensor sum = x.sum({0}), biggest = x.max({0});  // lazy, on the old contents
+  x.allreduce_in_place();
+  if (reader_first) {
+    Tensor::realize_all({sum, biggest, x});
+  } else {
+    Tensor::realize_all({x, sum, biggest});
+  }
+  Arr want = fold(parts, Op::sum);
+  expect_equal(reshape(read(sum), local), want);
+  expect_equal(reshape(read(biggest), local), fold(parts, Op::max));
+  for (const Tensor& shard : x.shards()) expect_equal(read(shard), want);
+}
+
 }  // namespace allreduce_in_place
