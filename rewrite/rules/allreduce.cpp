@@ -11,8 +11,8 @@
 //   a ring edge; no reassembly (allgather_into_result).
 // - all2all: device i pulls chunk i from every other device and reduces it into its range of its
 //   result, then pushes that range to all: 2n(n-1) copies, fewer serial steps than ring.
-// In place (Tensor::allreduce_in_place), the result is the source buffer itself: chunk c of it is read
-// by chunk c's reduce-scatter alone, and its allgather's stores wait for that.
+//   Ring and all2all in place (Tensor::allreduce_in_place): the result is the source buffer itself;
+//   chunk c of it is read by chunk c's reduce-scatter alone, and its allgather's stores wait for that.
 // - hierarchical: with device groups (settings.groups: several groups, one of them of more than one
 //   device), in the form allreduce.hierarchical names:
 //   leader ("hierarchical"): reduce inside each group onto its leader (leaders first), allreduce across
