@@ -70,6 +70,18 @@ Arr fold(const std::vector<Arr>& parts, Op op) {
   return out;
 }
 
+// Writes step's local values (local_values, as dt) into the shards of x, on n devices; returns them.
+std::vector<Arr> write_step(Tensor& x, int n, const Shape& local, int step, DType dt = DType::float32) {
+  std::vector<Arr> parts;
+  std::vector<HostBuffer> host;
+  for (int d = 0; d < n; ++d) {
+    parts.push_back(local_values(local, d, step));
+    host.push_back(to_buffer(parts.back(), dt));
+  }
+  x.write_shards(host);
+  return parts;
+}
+
 enum class Layout { axis0, axis1, replicated };
 
 struct Sample {
@@ -116,13 +128,7 @@ BOOST_DATA_TEST_CASE(values_match_host, bdata::make(samples()), sample) {
   if (sample.layout == Layout::axis1 && sample.count % 2 == 1) local = {sample.count, 1};  // odd: sharded columns
   DType dt = sample.ndev % 2 ? DType::float32 : DType::int32;
   Tensor x = bucket(n, sample.layout, local, dt);
-  std::vector<Arr> parts;
-  std::vector<HostBuffer> host;
-  for (int d = 0; d < n; ++d) {
-    parts.push_back(local_values(local, d, 0));
-    host.push_back(to_buffer(parts.back(), dt));
-  }
-  x.write_shards(host);
+  std::vector<Arr> parts = write_step(x, n, local, 0, dt);
   Tensor before = x + 0;  // lazy: reads the shards before the allreduce
   x.allreduce_in_place(ringrt_op(sample.op));
   if (n > 1) BOOST_TEST(x.algorithms() == std::vector<std::string>{sample.algo}, boost::test_tools::per_element());
@@ -168,13 +174,7 @@ BOOST_DATA_TEST_CASE(peer_reads_in_place_only_before_the_overwrite, bdata::make(
   ringrt::set_perf_options({true, saved.kernel_split, saved.inline_small});
   Shape local{1, 4099};
   Tensor x = bucket(n, Layout::axis0, local, DType::float32);
-  std::vector<Arr> parts;
-  std::vector<HostBuffer> host;
-  for (int d = 0; d < n; ++d) {
-    parts.push_back(local_values(local, d, 0));
-    host.push_back(to_buffer(parts.back(), DType::float32));
-  }
-  x.write_shards(host);
+  std::vector<Arr> parts = write_step(x, n, local, 0);
   size_t copies = 0, kernels = 0;
   {
     x.allreduce_in_place();
@@ -206,13 +206,7 @@ BOOST_DATA_TEST_CASE(two_hundred_steps_build_nothing_new, bdata::make({"naive", 
   size_t built_after_first = 0;
   std::vector<Arr> parts;
   for (int step = 0; step < steps; ++step) {
-    parts.clear();
-    std::vector<HostBuffer> host;
-    for (int d = 0; d < n; ++d) {
-      parts.push_back(local_values(local, d, step));
-      host.push_back(to_buffer(parts.back(), DType::float32));
-    }
-    x.write_shards(host);
+    parts = write_step(x, n, local, step);
     x.allreduce_in_place().realize();
     if (step == 0) built_after_first = Tensor::programs_built();
   }
@@ -230,13 +224,7 @@ BOOST_DATA_TEST_CASE(readers_realized_together_keep_the_old_values,
   ScopedSettings scope(forcing(algo, n));
   Shape local{1, 7};
   Tensor x = bucket(n, Layout::axis0, local, DType::float32);
-  std::vector<Arr> parts;
-  std::vector<HostBuffer> host;
-  for (int d = 0; d < n; ++d) {
-    parts.push_back(local_values(local, d, 0));
-    host.push_back(to_buffer(parts.back(), DType::float32));
-  }
-  x.write_shards(host);
+  std::vector<Arr> parts = write_step(x, n, local, 0);
   Tensor sum = x.sum({0}), biggest = x.max({0});  // lazy, on the old contents
   x.allreduce_in_place();
   if (reader_first) {
