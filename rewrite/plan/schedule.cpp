@@ -153,12 +153,17 @@ class Planner {
     if (!site.base) return;
     std::unordered_map<int64_t, std::vector<Written>>& last = last_writer_[site.base];
     size_t before = deps.size();
-    for (auto& [block, writers] : last) {
-      if (site.block >= 0 && block >= 0 && block != site.block) continue;
+    auto visit = [&](int64_t block, std::vector<Written>& writers) {
       for (const Written& w : writers)
         if (w.site.overlaps(site)) deps.push_back(w.item);
       if (site.block < 0 || block == site.block)  // the ones this write hides from later readers
         std::erase_if(writers, [&](const Written& w) { return site.covers(w.site); });
+    };
+    if (site.block < 0) {
+      for (auto& [block, writers] : last) visit(block, writers);
+    } else {  // its own block's writers and those of every block (a lookup each, not a scan of all)
+      for (int64_t b : {site.block, int64_t{-1}})
+        if (auto it = last.find(b); it != last.end()) visit(b, it->second);
     }
     last[site.block].push_back({site, plan_.items.size()});
     if (deps.size() == before) return;
