@@ -1,6 +1,7 @@
 // The device layer (runtime/device/): the registry that resolves names, events (and their backend
-// handles), the cpu backend (copies from another backend's memory, its memory cache) and device queues
-// fed from several threads at once (the tsan preset runs these).
+// handles), the cpu backend (copies from another backend's memory, copies split across workers, its
+// memory cache) and device queues fed from several threads at once (the tsan preset runs these).
+#include <algorithm>
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstring>
@@ -210,4 +211,40 @@ BOOST_AUTO_TEST_CASE(many_copy_chains_in_flight_from_several_threads) {
   for (auto& th : threads) th.join();
   BOOST_TEST(checked.load() == kThreads * kRounds);
   BOOST_TEST(wrong.load() == 0);
+}
+
+// A cpu copy small enough to run inline is split across TBB workers (runtime.kernel_split): every size
+// around the piece boundaries (32 KiB pieces, split from two) and the inline limit copies exactly its
+// bytes, split or not, and writes nothing outside its destination.
+BOOST_AUTO_TEST_CASE(cpu_copies_split_or_not_copy_exactly_their_bytes) {
+  Device& from = device("CPU:0");
+  Device& to = device("CPU:1");
+  const PerfOptions before = perf_options();
+  constexpr size_t kPiece = size_t{32} << 10, kGuard = 64;
+  for (bool split : {true, false}) {
+    PerfOptions o = before;
+    o.kernel_split = split;
+    set_perf_options(o);
+    for (size_t bytes : {size_t{1}, 2 * kPiece - 1, 2 * kPiece, 2 * kPiece + 1, 3 * kPiece + 7, size_t{100003},
+                         kInlineBytes, kInlineBytes + 1}) {
+      BOOST_TEST_CONTEXT("split " << split << ", " << bytes << " bytes") {
+        std::vector<unsigned char> data(bytes), got(bytes + 2 * kGuard);
+        for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+        void* src = from.allocate(bytes);
+        void* dst = to.allocate(bytes + 2 * kGuard);
+        from.copy_in(src, data.data(), bytes);
+        std::vector<unsigned char> guard(bytes + 2 * kGuard, 0xA5);
+        to.copy_in(dst, guard.data(), guard.size());
+        Event e = to.copy_from(from, src, static_cast<char*>(dst) + kGuard, bytes, {});
+        BOOST_TEST(e.wait_for(std::chrono::minutes(1)));
+        to.copy_out(got.data(), dst, got.size());
+        BOOST_TEST(std::memcmp(got.data() + kGuard, data.data(), bytes) == 0);
+        BOOST_TEST(std::count(got.begin(), got.begin() + kGuard, 0xA5) == static_cast<long>(kGuard));
+        BOOST_TEST(std::count(got.end() - kGuard, got.end(), 0xA5) == static_cast<long>(kGuard));
+        from.free(src, bytes);
+        to.free(dst, bytes + 2 * kGuard);
+      }
+    }
+  }
+  set_perf_options(before);
 }
