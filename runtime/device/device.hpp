@@ -155,8 +155,8 @@ struct PerfOptions {
   bool peer_reads = RuntimeParams{}.peer_reads;      // RINGRT_PEER_READS: a copy read only by kernels on a
                                                      // peer-reading device is elided, the kernels read its
                                                      // source in place
-  bool kernel_split = RuntimeParams{}.kernel_split;  // RINGRT_KERNEL_SPLIT: a cpu kernel's range is split
-                                                     // across TBB workers
+  bool kernel_split = RuntimeParams{}.kernel_split;  // RINGRT_KERNEL_SPLIT: a cpu kernel's range, and a
+                                                     // copy that runs inline, is split across TBB workers
   bool inline_small = RuntimeParams{}.inline_small;  // RINGRT_INLINE_SMALL: a cpu kernel or copy of at most
                                                      // kInlineBytes that may start at once runs on the
                                                      // launching thread instead of the device's queue thread
