@@ -113,7 +113,7 @@ Parsed parse(ParamParser p, std::string_view key, std::string_view text, ParamSo
       [[fallthrough]];
     case ParamKind::boolean:
       if (auto b = parse_bool(text)) return *b;
-      bad_value(where, key, "true or false (1 or 0)", text);
+      bad_value(where, key, "true or false (1 or 0, yes or no, on or off)", text);
     case ParamKind::seconds:
       return parse_seconds(p, key, text, where);
     case ParamKind::devices:

@@ -103,7 +103,7 @@ struct Loader {
   }
   bool boolean(const YAML::Node& n, const std::string& key) const {
     auto b = parse_bool(scalar(n, key, "true or false"));
-    if (!b) fail(where(n), key, "true or false", describe(n));
+    if (!b) fail(where(n), key, "true or false (1 or 0, yes or no, on or off)", describe(n));
     return *b;
   }
   std::string choice(const YAML::Node& n, const std::string& key, const std::vector<std::string>& options) const {

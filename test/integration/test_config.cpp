@@ -88,7 +88,7 @@ const BadConfig kBad[] = {
     {"bad_environment_value", "backend: cpu\n", "RING=abc",
      "environment variable RING: key 'allreduce.ring': expected an integer in [0, 2], got 'abc'"},
     {"bad_runtime_switch", "runtime:\n  peer_reads: sometimes\n", "",
-     ":2:15: key 'runtime.peer_reads': expected true or false (1 or 0), got 'sometimes'"},
+     ":2:15: key 'runtime.peer_reads': expected true or false (1 or 0, yes or no, on or off), got 'sometimes'"},
     {"bad_watchdog", "runtime:\n  watchdog_s: 0\n", "",
      ":2:15: key 'runtime.watchdog_s': expected seconds in [0.001, 10000000], got '0'"},
     {"compiler_from_a_file", "runtime:\n  cxx: sh -c 'touch /tmp/owned' #\n", "",

@@ -161,7 +161,7 @@ BOOST_AUTO_TEST_CASE(values_parse_with_clear_errors) {
   BOOST_TEST(set("runtime.peer_reads", "yes", ParamSource::env) ==
              "f.yaml:2:3: key 'runtime.peer_reads': expected 0 or 1, got 'yes'");
   BOOST_TEST(set("allreduce.cast", "maybe") ==
-             "f.yaml:2:3: key 'allreduce.cast': expected true or false (1 or 0), got 'maybe'");
+             "f.yaml:2:3: key 'allreduce.cast': expected true or false (1 or 0, yes or no, on or off), got 'maybe'");
   BOOST_TEST(
       set("allreduce.reduce_leaders", "CPU:0,GPU") ==
       "f.yaml:2:3: key 'allreduce.reduce_leaders': expected device names like CPU:0, HIP:2 or rank1/CPU:0, got 'GPU'");
