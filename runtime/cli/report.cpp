@@ -45,12 +45,13 @@ std::string hosts_text(const RankInfo& me) {
 }
 
 // "key = value  <- origin": where the key was set, or for a map (experiment.sizes) where each of its
-// leaves that was set got its value (distinct origins, comma-separated); "default" when none was set.
+// leaves that was set got its value, named by the leaf ("factor: FILE:13:42, max: --set ..."); "default"
+// when none was set.
 std::string origin_line(const ExperimentConfig& cfg, const std::string& key, const std::string& value) {
   std::vector<std::string> from;
   for (auto it = cfg.origins.lower_bound(key); it != cfg.origins.end(); ++it) {
     if (it->first != key && !it->first.starts_with(key + ".")) break;
-    if (std::find(from.begin(), from.end(), it->second) == from.end()) from.push_back(it->second);
+    from.push_back(it->first == key ? it->second : fmt::format("{}: {}", it->first.substr(key.size() + 1), it->second));
   }
   return fmt::format("{} = {}  <- {}\n", key, value,
                      from.empty() ? "default" : fmt::format("{}", fmt::join(from, ", ")));

@@ -336,9 +336,10 @@ BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {
   BOOST_TEST(r.out.find("experiment.iters = 3  <- --set experiment.iters=3") != std::string::npos);
   BOOST_TEST(r.out.find("devices.groups = [0, 0, 1, 1]  <- configs/hierarchical.yaml:7:11") != std::string::npos,
              r.out);
-  BOOST_TEST(r.out.find("experiment.sizes = {min: 1 KiB, max: 64 MiB, factor: 4}  <- configs/hierarchical.yaml:13:") !=
-                 std::string::npos,
-             r.out);
+  BOOST_TEST(
+      r.out.find("experiment.sizes = {min: 1 KiB, max: 64 MiB, factor: 4}  <- factor: configs/hierarchical.yaml:13:") !=
+          std::string::npos,
+      r.out);
   TempDir dir;  // runtime.hip_logical_devices from a file (the environment's is checked in test_params)
   std::string logical = dir.write("l.yaml", "runtime: {hip_logical_devices: 2}\n");
   CliResult l = run_cli({"config", logical, "--dump"});
@@ -347,11 +348,14 @@ BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {
       l.out << l.err);
   BOOST_TEST(l.out.find(")  <- " + logical + ":1:32\n") != std::string::npos, l.out);
   CliResult set = run_cli({"config", "configs/hierarchical.yaml", "--dump", "--set", "experiment.sizes.max=4KiB"});
-  // a map set leaf by leaf: every origin its leaves came from
-  BOOST_TEST(set.out.find("experiment.sizes = {min: 1 KiB, max: 4 KiB, factor: 4}  <- configs/hierarchical.yaml:13:") !=
+  // a map set leaf by leaf: where each leaf came from, named by the leaf
+  BOOST_TEST(set.out.find(
+                 "experiment.sizes = {min: 1 KiB, max: 4 KiB, factor: 4}  <- factor: configs/hierarchical.yaml:13:") !=
                  std::string::npos,
              set.out);
-  BOOST_TEST(set.out.find(", --set experiment.sizes.max=4KiB") != std::string::npos, set.out);
+  BOOST_TEST(
+      set.out.find(", max: --set experiment.sizes.max=4KiB, min: configs/hierarchical.yaml:13:") != std::string::npos,
+      set.out);
 }
 
 // A runtime tunable set in the YAML, the environment or --set reaches the code that reads it: with
