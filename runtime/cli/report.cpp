@@ -45,16 +45,21 @@ std::string hosts_text(const RankInfo& me) {
 }
 
 // "key = value  <- origin": where the key was set, or for a map (experiment.sizes) where each of its
-// leaves that was set got its value, named by the leaf ("factor: FILE:13:42, max: --set ..."); "default"
-// when none was set.
+// leaves that was set got its value, named by the leaf when they differ ("factor: FILE:13:42, max:
+// --set ..."), once when they are one (a --set of the whole map); "default" when none was set.
 std::string origin_line(const ExperimentConfig& cfg, const std::string& key, const std::string& value) {
-  std::vector<std::string> from;
+  std::vector<std::string> named, origins;
   for (auto it = cfg.origins.lower_bound(key); it != cfg.origins.end(); ++it) {
     if (it->first != key && !it->first.starts_with(key + ".")) break;
-    from.push_back(it->first == key ? it->second : fmt::format("{}: {}", it->first.substr(key.size() + 1), it->second));
+    named.push_back(it->first == key ? it->second
+                                     : fmt::format("{}: {}", it->first.substr(key.size() + 1), it->second));
+    origins.push_back(it->second);
   }
+  bool one = !origins.empty() && std::all_of(origins.begin(), origins.end(), [&](auto& o) { return o == origins[0]; });
   return fmt::format("{} = {}  <- {}\n", key, value,
-                     from.empty() ? "default" : fmt::format("{}", fmt::join(from, ", ")));
+                     origins.empty() ? "default"
+                     : one           ? origins[0]
+                                     : fmt::format("{}", fmt::join(named, ", ")));
 }
 
 // Every tunable with its value and where it was set (dump_params), then the groups, as config --dump.

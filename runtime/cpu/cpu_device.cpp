@@ -81,11 +81,11 @@ void copy_bytes(void* dst, const void* src, size_t bytes) {
   if (bytes != 0) std::memcpy(dst, src, bytes);
 }
 
-// A copy that runs inline (run_inline): with perf_options().kernel_split, one of at least two pieces is
-// split into pieces of kCopyPiece bytes across TBB workers, as a kernel's range is. Inline items run one
-// after another on the calling thread, so an unsplit copy there is one core's work however many cores
-// there are (N=4, 4 MiB: 0.7x the allreduce's time split); a queued copy is not split, the queue threads
-// of the devices already copy at once (at 64 MiB splitting them was slower).
+// A copy that runs inline (run_inline): with perf_options().kernel_split, a copy of two pieces or more
+// is cut into pieces of at most kCopyPiece bytes that TBB workers copy, as a kernel's range is split.
+// Inline items run one after another on the calling thread, so an unsplit copy there is one core's work
+// however many cores there are (N=4, 4 MiB: 0.7x the allreduce's time split); a queued copy is not
+// split, the queue threads of the devices already copy at once (at 64 MiB splitting them was slower).
 constexpr size_t kCopyPiece = size_t{32} << 10;
 void copy_split(void* dst, const void* src, size_t bytes) {
   if (bytes < 2 * kCopyPiece || !perf_options().kernel_split) return copy_bytes(dst, src, bytes);

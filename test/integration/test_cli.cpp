@@ -356,6 +356,12 @@ BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {
   BOOST_TEST(
       set.out.find(", max: --set experiment.sizes.max=4KiB, min: configs/hierarchical.yaml:13:") != std::string::npos,
       set.out);
+  // the whole map set at once: its one origin, once
+  CliResult whole = run_cli(
+      {"config", "configs/hierarchical.yaml", "--dump", "--set", "experiment.sizes={min: 2KiB, max: 8KiB, factor: 2}"});
+  BOOST_TEST(whole.out.find("experiment.sizes = {min: 2 KiB, max: 8 KiB, factor: 2}  <- --set "
+                            "experiment.sizes={min: 2KiB, max: 8KiB, factor: 2}\n") != std::string::npos,
+             whole.out << whole.err);
 }
 
 // A runtime tunable set in the YAML, the environment or --set reaches the code that reads it: with
