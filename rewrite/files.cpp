@@ -86,12 +86,16 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
     fail(path_, "is a kernel interface file (procfs, sysfs), not a regular file; not written");
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
   if (fd_ < 0 && errno == ELOOP) fail(path_, "is a symbolic link; ringrt does not write through links");
+  if (fd_ < 0 && errno == ENXIO) fail(path_, "is a FIFO or socket, not a regular file; not written");
   if (fd_ < 0) fail(path_, fmt::format("cannot write the file: {}", std::strerror(errno)));
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+  std::string problem = ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) ? "is not a regular file; not written"
+                        : st.st_nlink > 1 ? "has other hard links; ringrt does not write through links"
+                                          : "";
+  if (!problem.empty()) {
     ::close(fd_);
     fd_ = -1;
-    fail(path_, "is not a regular file; not written");
+    fail(path_, problem);
   }
 }
 

@@ -26,15 +26,16 @@ std::string read_file(const std::string& path, size_t max_bytes, FileTrust trust
 int write_bytes(int fd, std::string_view bytes);
 
 // Writes text to path, creating it (mode 0644 before the umask) or truncating it. A symbolic link at
-// path is refused, not followed (O_NOFOLLOW), so a link planted in a shared folder cannot make ringrt
-// overwrite the file it points at; so is anything but a regular file. Throws IOError naming the path
+// path is refused, not followed (O_NOFOLLOW), and so is a file with other hard links, so a link planted
+// in a shared folder cannot make ringrt overwrite the file it points at; so is anything but a regular
+// file. Throws IOError naming the path
 // and the reason.
 void write_file(const std::string& path, const std::string& text);
 
 // A file opened for writing now and written later: a long run checks its output paths before it
 // starts, so a path that cannot be written fails at once, not after hours of work. Opening creates the
 // file (mode 0644 before the umask) and leaves what is in it; write() replaces it. The same refusals as
-// write_file (a link, anything but a regular file: a folder, a FIFO, a device such as /dev/null, and a
+// write_file (a symbolic or hard link, anything but a regular file: a folder, a FIFO, a device such as /dev/null, and a
 // procfs or sysfs file, which looks regular but fails when written). Not copyable; closes the file when destroyed.
 class OutputFile {
  public:

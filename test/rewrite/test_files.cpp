@@ -1,0 +1,86 @@
+// Output files (rewrite/files.hpp write_file, OutputFile): what a run writes (--csv, --json, --trace,
+// --dot, --emit-source) never goes through a link planted at its path, symbolic or hard, nor into
+// anything but a regular file; the file a link points at is left as it was.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/files.hpp"
+
+using namespace ringrt;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Dir {
+  fs::path path;
+  Dir() {
+    std::string t = (fs::temp_directory_path() / "ringrt-files-XXXXXX").string();
+    BOOST_TEST_REQUIRE(::mkdtemp(t.data()) != nullptr);
+    path = t;
+  }
+  ~Dir() { fs::remove_all(path); }
+};
+
+std::string contents(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The message of the IOError write_file throws for path, or "" when it writes.
+std::string refusal(const fs::path& path) {
+  try {
+    write_file(path.string(), "written\n");
+  } catch (const IOError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_plain_path_is_written_and_rewritten) {
+  Dir d;
+  fs::path out = d.path / "out.csv";
+  BOOST_TEST(refusal(out) == "");
+  std::ofstream(out) << "a much longer old content\n";
+  BOOST_TEST(refusal(out) == "");
+  BOOST_TEST(contents(out) == "written\n");  // truncated, not overwritten in place
+}
+
+BOOST_AUTO_TEST_CASE(links_are_refused_and_their_targets_kept) {
+  Dir d;
+  fs::path victim = d.path / "victim";
+  std::ofstream(victim) << "keep\n";
+  fs::create_symlink(victim, d.path / "sym.csv");
+  BOOST_TEST(refusal(d.path / "sym.csv").find("is a symbolic link; ringrt does not write through links") !=
+             std::string::npos);
+  fs::create_symlink(d.path / "missing", d.path / "dangling.csv");
+  BOOST_TEST(refusal(d.path / "dangling.csv").find("is a symbolic link") != std::string::npos);
+  BOOST_TEST(!fs::exists(d.path / "missing"));
+  fs::create_hard_link(victim, d.path / "hard.csv");
+  BOOST_TEST(refusal(d.path / "hard.csv").find("has other hard links; ringrt does not write through links") !=
+             std::string::npos);
+  BOOST_TEST(contents(victim) == "keep\n");
+  // OutputFile (a run's --csv and --json, opened before the run) refuses the same link at once
+  BOOST_CHECK_THROW(OutputFile((d.path / "hard.csv").string()), IOError);
+  BOOST_TEST(contents(victim) == "keep\n");
+}
+
+BOOST_AUTO_TEST_CASE(anything_but_a_regular_file_is_refused) {
+  Dir d;
+  BOOST_TEST(::mkfifo((d.path / "fifo").c_str(), 0600) == 0);
+  BOOST_TEST(refusal(d.path / "fifo").find("is a FIFO or socket, not a regular file; not written") !=
+             std::string::npos);
+  BOOST_TEST(refusal("/dev/null").find("is not a regular file; not written") != std::string::npos);
+  BOOST_TEST(refusal(d.path).find("cannot write the file: Is a directory") != std::string::npos);
+}
