@@ -14,6 +14,7 @@
 
 #include "rewrite/settings.hpp"
 #include "runtime/cli/config.hpp"
+#include "test/support/temp_dir.hpp"
 
 namespace ringrt::test {
 
@@ -34,32 +35,7 @@ constexpr bool kSanitizedBuild = false;
 constexpr bool kSanitizedBuild = false;
 #endif
 
-// A fresh directory under the system temp directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ =
-        fs::temp_directory_path() / ("ringrt-cli-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  // Writes text to name inside the directory and returns its full path.
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-    return (path_ / name).string();
-  }
-
- private:
-  fs::path path_;
-};
+using ringrt::test::TempDir;
 
 inline std::string read_file(const fs::path& path) {
   std::ifstream in(path);

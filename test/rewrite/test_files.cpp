@@ -5,36 +5,23 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
+#include "test/support/temp_dir.hpp"
 
 using namespace ringrt;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Dir {
-  fs::path path;
-  Dir() {
-    std::string t = (fs::temp_directory_path() / "ringrt-files-XXXXXX").string();
-    BOOST_TEST_REQUIRE(::mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~Dir() { fs::remove_all(path); }
-};
+using ringrt::test::TempDir;
 
-std::string contents(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+// The file's text, read by the library's own reader (capped).
+std::string contents(const fs::path& p) { return read_file(p.string(), size_t{1} << 20); }
 
 // The message of the IOError write_file throws for path, or "" when it writes.
 std::string refusal(const fs::path& path) {
@@ -49,8 +36,8 @@ std::string refusal(const fs::path& path) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_plain_path_is_written_and_rewritten) {
-  Dir d;
-  fs::path out = d.path / "out.csv";
+  TempDir d;
+  fs::path out = d.path() / "out.csv";
   BOOST_TEST(refusal(out) == "");
   std::ofstream(out) << "a much longer old content\n";
   BOOST_TEST(refusal(out) == "");
@@ -58,29 +45,29 @@ BOOST_AUTO_TEST_CASE(a_plain_path_is_written_and_rewritten) {
 }
 
 BOOST_AUTO_TEST_CASE(links_are_refused_and_their_targets_kept) {
-  Dir d;
-  fs::path victim = d.path / "victim";
+  TempDir d;
+  fs::path victim = d.path() / "victim";
   std::ofstream(victim) << "keep\n";
-  fs::create_symlink(victim, d.path / "sym.csv");
-  BOOST_TEST(refusal(d.path / "sym.csv").find("is a symbolic link; ringrt does not write through links") !=
+  fs::create_symlink(victim, d.path() / "sym.csv");
+  BOOST_TEST(refusal(d.path() / "sym.csv").find("is a symbolic link; ringrt does not write through links") !=
              std::string::npos);
-  fs::create_symlink(d.path / "missing", d.path / "dangling.csv");
-  BOOST_TEST(refusal(d.path / "dangling.csv").find("is a symbolic link") != std::string::npos);
-  BOOST_TEST(!fs::exists(d.path / "missing"));
-  fs::create_hard_link(victim, d.path / "hard.csv");
-  BOOST_TEST(refusal(d.path / "hard.csv").find("has other hard links; ringrt does not write through links") !=
+  fs::create_symlink(d.path() / "missing", d.path() / "dangling.csv");
+  BOOST_TEST(refusal(d.path() / "dangling.csv").find("is a symbolic link") != std::string::npos);
+  BOOST_TEST(!fs::exists(d.path() / "missing"));
+  fs::create_hard_link(victim, d.path() / "hard.csv");
+  BOOST_TEST(refusal(d.path() / "hard.csv").find("has other hard links; ringrt does not write through links") !=
              std::string::npos);
   BOOST_TEST(contents(victim) == "keep\n");
   // OutputFile (a run's --csv and --json, opened before the run) refuses the same link at once
-  BOOST_CHECK_THROW(OutputFile((d.path / "hard.csv").string()), IOError);
+  BOOST_CHECK_THROW(OutputFile((d.path() / "hard.csv").string()), IOError);
   BOOST_TEST(contents(victim) == "keep\n");
 }
 
 BOOST_AUTO_TEST_CASE(anything_but_a_regular_file_is_refused) {
-  Dir d;
-  BOOST_TEST(::mkfifo((d.path / "fifo").c_str(), 0600) == 0);
-  BOOST_TEST(refusal(d.path / "fifo").find("is a FIFO or socket, not a regular file; not written") !=
+  TempDir d;
+  BOOST_TEST(::mkfifo((d.path() / "fifo").c_str(), 0600) == 0);
+  BOOST_TEST(refusal(d.path() / "fifo").find("is a FIFO or socket, not a regular file; not written") !=
              std::string::npos);
   BOOST_TEST(refusal("/dev/null").find("is not a regular file; not written") != std::string::npos);
-  BOOST_TEST(refusal(d.path).find("cannot write the file: Is a directory") != std::string::npos);
+  BOOST_TEST(refusal(d.path()).find("cannot write the file: Is a directory") != std::string::npos);
 }

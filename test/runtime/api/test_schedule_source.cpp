@@ -17,24 +17,14 @@
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/engine/internal.hpp"
+#include "test/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace ringrt;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "ringrt-emit-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using ringrt::test::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -83,7 +73,7 @@ BOOST_AUTO_TEST_CASE(emit_sources_writes_one_compilable_file_per_kernel_item) {
   ScopedSettings scope(all2all());
   Schedule s = (sharded_ones(4, 400).sum({0}) * 2.0).contiguous().schedule();
   TempDir tmp;
-  fs::path dir = tmp.path / "a" / "b";  // parents are created
+  fs::path dir = tmp.path() / "a" / "b";  // parents are created
   std::vector<std::string> cpu = s.emit_sources(dir.string(), "cpu");
   std::vector<std::string> hip = s.emit_sources(dir.string(), "hip");
   std::vector<std::string> nvidia = s.emit_sources(dir.string(), "nvidia");  // the same source, for NVRTC
@@ -119,18 +109,18 @@ BOOST_AUTO_TEST_CASE(bad_target_and_unwritable_directory_are_config_errors) {
   Schedule s = sharded_ones(2, 8).sum({0}).schedule();
   BOOST_TEST_REQUIRE(!s.kernel_items.empty());
   TempDir tmp;
-  BOOST_CHECK_THROW(s.emit_sources((tmp.path / "x").string(), "cuda"), ConfigError);
-  BOOST_TEST(!fs::exists(tmp.path / "x"));  // nothing written for a bad target
+  BOOST_CHECK_THROW(s.emit_sources((tmp.path() / "x").string(), "cuda"), ConfigError);
+  BOOST_TEST(!fs::exists(tmp.path() / "x"));  // nothing written for a bad target
   BOOST_CHECK_THROW(s.source(0, "CPU"), ConfigError);
   BOOST_CHECK_THROW(s.source(s.kernel_items.size(), "cpu"), std::out_of_range);
-  std::ofstream(tmp.path / "file") << "not a directory";
+  std::ofstream(tmp.path() / "file") << "not a directory";
   try {
-    s.emit_sources((tmp.path / "file" / "sub").string(), "cpu");
+    s.emit_sources((tmp.path() / "file" / "sub").string(), "cpu");
     BOOST_ERROR("no IOError for a directory under a regular file");
   } catch (const IOError& e) {
     BOOST_TEST(std::string(e.what()).find("file/sub") != std::string::npos, e.what());
   }
-  BOOST_CHECK_THROW(s.emit_sources((tmp.path / "file").string(), "hip"), IOError);
+  BOOST_CHECK_THROW(s.emit_sources((tmp.path() / "file").string(), "hip"), IOError);
 }
 
 BOOST_AUTO_TEST_CASE(a_realized_tensor_emits_nothing) {
@@ -140,8 +130,8 @@ BOOST_AUTO_TEST_CASE(a_realized_tensor_emits_nothing) {
   BOOST_TEST(s.kernels() == 0);
   BOOST_TEST(s.kernel_items.empty());
   TempDir tmp;
-  BOOST_TEST(s.emit_sources((tmp.path / "empty").string(), "cpu").empty());
-  BOOST_TEST(fs::is_directory(tmp.path / "empty"));
+  BOOST_TEST(s.emit_sources((tmp.path() / "empty").string(), "cpu").empty());
+  BOOST_TEST(fs::is_directory(tmp.path() / "empty"));
 }
 
 BOOST_AUTO_TEST_CASE(a_placeholder_plans_like_a_realized_input_and_never_runs) {
