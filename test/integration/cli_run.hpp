@@ -35,8 +35,6 @@ constexpr bool kSanitizedBuild = false;
 constexpr bool kSanitizedBuild = false;
 #endif
 
-using ringrt::test::TempDir;
-
 inline std::string read_file(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream s;

@@ -46,8 +46,7 @@ BOOST_AUTO_TEST_CASE(a_plain_path_is_written_and_rewritten) {
 
 BOOST_AUTO_TEST_CASE(links_are_refused_and_their_targets_kept) {
   TempDir d;
-  fs::path victim = d.path() / "victim";
-  std::ofstream(victim) << "keep\n";
+  fs::path victim = d.write("victim", "keep\n");
   fs::create_symlink(victim, d.path() / "sym.csv");
   BOOST_TEST(refusal(d.path() / "sym.csv").find("is a symbolic link; ringrt does not write through links") !=
              std::string::npos);
