@@ -263,6 +263,7 @@ std::string Kernel::dump() const {
     out += fmt::format("in{} {}[{}]\n", i, dtype_name(inputs[i].dtype), inputs[i].numel);
   dump_block(out, body, 0);
   out += fmt::format("out = v{}\n", result);
+  if (peer_outputs > 0) out += fmt::format("peer outputs {}\n", peer_outputs);
   return out;
 }
 
@@ -271,7 +272,15 @@ std::string Kernel::code() const {
   for (size_t i = 0; i < inputs.size(); ++i) out += fmt::format("in{} {}\n", i, dtype_name(inputs[i].dtype));
   dump_block(out, body, 0);
   out += fmt::format("out = v{}\n", result);
+  if (peer_outputs > 0) out += fmt::format("peer outputs {}\n", peer_outputs);
   return out;
+}
+
+Kernel with_peer_outputs(Kernel k, int n) {
+  if (n <= 0) return k;
+  k.peer_outputs = n;
+  k.name += fmt::format("_p{}", n);
+  return k;
 }
 
 Kernel lower_kernel(const UOp& ast, std::string name) { return Lowerer(ast).run(std::move(name)); }

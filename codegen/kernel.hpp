@@ -58,6 +58,11 @@ struct Kernel {
   int64_t dnum_max = 0;             // the kernel is launched with _device_num in [0, dnum_max]
   std::vector<Stmt> body;
   int result = -1;  // the value stored to out[gid]
+  // Peer outputs: n more buffers of the output's dtype and size, after the inputs (cpu: bufs[1 +
+  // inputs.size() + j]; hip: parameters peer0..peer<n-1>), each stored the same value at the same gid.
+  // The executor sets it (with_peer_outputs) when a kernel's result is copied whole to peers' memory
+  // that the kernel's device may write: the kernel writes each copy itself (runtime.peer_writes).
+  int peer_outputs = 0;
 
   bool has_reduce() const;
   // A canonical multi-line listing of the IR (the name is left out); equal for equal structure.
@@ -82,6 +87,9 @@ struct Kernel {
 // Throws InternalError for an op or an op/dtype pair the interpreter has no semantics for (e.g. a
 // CONTIGUOUS inside the ast, SQRT of an integer) and ConfigError for a name that is not a C identifier.
 Kernel lower_kernel(const UOp& ast, std::string name = {});
+
+// k with n peer outputs (Kernel::peer_outputs), named <k.name>_p<n>; n = 0 returns k unchanged.
+Kernel with_peer_outputs(Kernel k, int n);
 
 // A stable 64-bit FNV-1a hash, as 16 hex digits (kernel names, cache keys).
 std::string stable_hash_hex(std::string_view text);

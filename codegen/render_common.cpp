@@ -283,7 +283,9 @@ std::string c_type(DType dtype) {
 std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range) {
   BodyRenderer r(d, range);
   r.block(k.body, depth);
-  r.out += fmt::format("{}out[gid] = v{};\n", std::string(static_cast<size_t>(2 * depth), ' '), k.result);
+  std::string indent(static_cast<size_t>(2 * depth), ' ');
+  r.out += fmt::format("{}out[gid] = v{};\n", indent, k.result);
+  for (int j = 0; j < k.peer_outputs; ++j) r.out += fmt::format("{}peer{}[gid] = v{};\n", indent, j, k.result);
   return std::move(r.out);
 }
 

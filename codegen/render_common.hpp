@@ -40,9 +40,10 @@ struct GidRange {
 };
 inline constexpr int64_t kLastGid = INT64_MAX;
 // The statements of k's body at indentation `depth`, reading inputs in0.., the variables gid and
-// dnum (long long), and ending with `out[gid] = v<result>;`. With a range, the body is the one for
-// gid in that range only: masks on gid alone are resolved (Mask::on_range), so a padded read that
-// is off over the range is not emitted and one that is on over it reads unconditionally.
+// dnum (long long), and ending with `out[gid] = v<result>;` (and `peer<j>[gid] = v<result>;` for each
+// peer output). With a range, the body is the one for gid in that range only: masks on gid alone are
+// resolved (Mask::on_range), so a padded read that is off over the range is not emitted and one that
+// is on over it reads unconditionally.
 std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range = nullptr);
 // Loop splitting: the ranges of [0, k.numel) between the points where some mask on gid alone
 // changes (the chunks an allreduce reassembles with PAD + ADD: one range per chunk), so each range's

@@ -44,9 +44,15 @@ std::string render_cpp(std::span<const Kernel> kernels) {
     for (size_t i = 0; i < params.size(); ++i)
       src += fmt::format("  {} = (const {}*)bufs[{}];\n  (void)in{};\n", params[i], cstyle::c_type(k.inputs[i].dtype),
                          i + 1, i);
+    for (int j = 0; j < k.peer_outputs; ++j)
+      src += fmt::format("  {0}* peer{1} = ({0}*)bufs[{2}];\n", t, j, k.inputs.size() + 1 + static_cast<size_t>(j));
     src += "  const long long dnum = dnum_arg;\n  (void)dnum;\n";
     auto ranges = cstyle::gid_ranges(k, kMaxRanges);
+    // With peer outputs, g++ would need more run-time alias checks than it makes (a scalar loop): ivdep
+    // asserts what the executor checks, that no output overlaps an input (binding.cpp add_peer_outputs).
+    const char* ivdep = k.peer_outputs > 0 ? "#pragma GCC ivdep\n" : "";
     if (ranges.empty()) {
+      src += ivdep;
       src += "  for (long long gid = begin; gid < end; ++gid) {\n";
       src += cstyle::render_body(k, kCpu, 2);
       src += "  }\n";
@@ -55,6 +61,7 @@ std::string render_cpp(std::span<const Kernel> kernels) {
       // [begin, end) clipped to the range; masks on gid alone are constant inside it
       std::string lo = r.first == 0 ? "begin" : fmt::format("begin > {0} ? begin : {0}", r.first);
       std::string hi = r.last == cstyle::kLastGid ? "end" : fmt::format("end < {0} ? end : {0}", r.last + 1);
+      src += ivdep;
       src += fmt::format("  for (long long gid = {}, stop = {}; gid < stop; ++gid) {{\n", lo, hi);
       src += cstyle::render_body(k, kCpu, 2, &r);
       src += "  }\n";

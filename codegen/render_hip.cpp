@@ -26,6 +26,7 @@ std::string render_hip(std::span<const Kernel> kernels) {
     const Kernel& k = *kp;
     std::vector<std::string> params{fmt::format("{}* out", cstyle::c_type(k.dtype))};
     for (auto& p : cstyle::input_params(k)) params.push_back(p);
+    for (int j = 0; j < k.peer_outputs; ++j) params.push_back(fmt::format("{}* peer{}", cstyle::c_type(k.dtype), j));
     params.push_back("int dnum_arg");
     params.push_back("long long n");
     src += fmt::format("\nextern \"C\" __global__ void {}({}) {{\n", k.name, fmt::join(params, ", "));

@@ -69,6 +69,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(int, debug, "debug", "DEBUG", 0, int_in(0, 10), ">= 2 prints one line per allreduce: algorithm, ndev x numel, dtype")
 #define RINGRT_RUNTIME_PARAMS(X) \
   X(bool, peer_reads, "runtime.peer_reads", "RINGRT_PEER_READS", true, kSwitch01, "a copy read only by kernels on a peer-reading device is elided; they read its source in place") \
+  X(bool, peer_writes, "runtime.peer_writes", "RINGRT_PEER_WRITES", true, kSwitch01, "a kernel whose result is copied whole to peers that its device may write writes those copies itself; the copies are elided") \
   X(bool, kernel_split, "runtime.kernel_split", "RINGRT_KERNEL_SPLIT", true, kSwitch01, "a cpu kernel's range, and a copy that runs inline, is split across TBB workers") \
   X(bool, inline_small, "runtime.inline_small", "RINGRT_INLINE_SMALL", true, kSwitch01, "a cpu kernel or copy of at most 1 MiB that may start at once runs on the launching thread") \
   X(bool, allreduce_in_place, "runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE", true, kSwitch01, "an allreduce reads a buffer in place, not a contiguous copy of it") \

@@ -17,7 +17,9 @@
 namespace ringrt {
 
 namespace {
-PerfOptions perf_options_of(const RuntimeParams& r) { return {r.peer_reads, r.kernel_split, r.inline_small}; }
+PerfOptions perf_options_of(const RuntimeParams& r) {
+  return {r.peer_reads, r.kernel_split, r.inline_small, r.peer_writes};
+}
 }  // namespace
 
 // Read at the first call and again only after the runtime tunables change (set_runtime_params,
@@ -49,7 +51,8 @@ void set_perf_options(const PerfOptions& options) {
   r.peer_reads = options.peer_reads;
   r.kernel_split = options.kernel_split;
   r.inline_small = options.inline_small;
-  set_runtime_params(r, {"runtime.peer_reads", "runtime.kernel_split", "runtime.inline_small"});
+  r.peer_writes = options.peer_writes;
+  set_runtime_params(r, {"runtime.peer_reads", "runtime.kernel_split", "runtime.inline_small", "runtime.peer_writes"});
   (void)perf_options();
 }
 
@@ -143,6 +146,14 @@ WriteSite write_site(const UOp& target, bool store) {
   return {u.node(), block, begin, end};
 }
 
+WriteSite read_site(const ScheduleItem& copy) {
+  MemoryRange range = copy_source(copy.ast, copy.reads);
+  WriteSite src = write_site(range.base);
+  src.begin = range.offset;
+  src.end = range.offset + prod(copy.ast.shape());
+  return src;
+}
+
 namespace {
 
 // Whether the memory a copy reads (its source range's base) keeps its bytes for as long as a peer read
@@ -175,11 +186,8 @@ class SettledSources {
 
   bool settled(size_t i) {
     const ScheduleItem& item = plan_.items[i];
-    MemoryRange range = copy_source(item.ast, item.reads);
-    WriteSite src = write_site(range.base);  // the elements the copy reads: writers of others do not count
+    WriteSite src = read_site(item);  // the elements the copy reads: writers of others do not count
     if (!src.base) return false;
-    src.begin = range.offset;
-    src.end = range.offset + prod(item.ast.shape());
     auto writers = writers_.find(src.base);
     if (writers == writers_.end()) return true;
     mark_predecessors(i, mark_);
@@ -340,12 +348,47 @@ std::unordered_map<size_t, const detail::Node*> forwarded_roots(const ItemPlan& 
   return out;
 }
 
+// MemoryPlan::peer_writes for every kernel item: its copies that qualify (see there).
+std::unordered_map<size_t, std::vector<size_t>> peer_write_candidates(const ItemPlan& plan,
+                                                                      const std::vector<WriteSite>& sites,
+                                                                      const std::vector<char>& peer_reads) {
+  std::unordered_map<size_t, std::vector<size_t>> out;
+  std::unordered_map<const detail::Node*, std::vector<size_t>> writers;  // by base
+  for (size_t i = 0; i < sites.size(); ++i) writers[sites[i].base].push_back(i);
+  auto waits_for = [&](size_t item, size_t d) {
+    return std::find(plan.items[item].deps.begin(), plan.items[item].deps.end(), d) != plan.items[item].deps.end();
+  };
+  for (size_t c = 0; c < plan.items.size(); ++c) {
+    const ScheduleItem& copy = plan.items[c];
+    if (copy.kind != ScheduleItem::Kind::copy || peer_reads[c]) continue;
+    WriteSite src = read_site(copy);
+    if (!src.base) continue;
+    // the kernel: the one item writing any of the copied elements but those that wait for the copy
+    // (an allgather's result forwarded from the buffer it writes counts as writing that buffer again)
+    std::vector<size_t> before;
+    for (size_t w : writers[src.base])
+      if (sites[w].overlaps(src) && !(w > c && waits_for(w, c))) before.push_back(w);
+    if (before.size() != 1) continue;
+    size_t k = before[0];
+    const ScheduleItem& kernel = plan.items[k];
+    if (kernel.kind != ScheduleItem::Kind::kernel || !kernel.device.single() || sites[k].block < 0 ||
+        !sites[k].covers(src) || prod(kernel.ast.shape()) != prod(copy.ast.shape()) ||
+        kernel.ast.dtype() != copy.ast.dtype() || sites[c].overlaps(sites[k]) || !waits_for(c, k))
+      continue;
+    // the kernel may wait for what the copy waits for: those items come before it
+    if (std::any_of(copy.deps.begin(), copy.deps.end(), [&](size_t d) { return d > k; })) continue;
+    out[k].push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 MemoryPlan::MemoryPlan(const ItemPlan& plan, const std::vector<UOp>& roots) {
   for (const ScheduleItem& item : plan.items) sites_.push_back(write_site(item.target, item.store));
   peer_reads_ = peer_read_candidates(plan, sites_, roots);
   forwarded_ = forwarded_roots(plan, sites_, roots);
+  peer_writes_ = peer_write_candidates(plan, sites_, peer_reads_);
   for (size_t i = 0; i < plan.items.size(); ++i)
     if (peer_reads_[i] && !written_.count(sites_[i].base))
       written_[sites_[i].base] = written_blocks(sites_, sites_[i].base);

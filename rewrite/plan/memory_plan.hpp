@@ -7,8 +7,8 @@
 // each of its sources in order. BUFFER is memory itself (a tensor's storage, or a scratch slot that
 // a run allocates). A copy reads a contiguous range: reshapes and 1-D constant shrinks over a realized
 // value. Write sites: the (node, block) an item's target writes. Peer reads: copies a run may elide
-// into a read of the source in place. The switches themselves (PerfOptions) are declared in
-// runtime/device/device.hpp.
+// into a read of the source in place. Peer writes: copies of a kernel's result that the kernel may
+// write itself. The switches themselves (PerfOptions) are declared in runtime/device/device.hpp.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +68,9 @@ struct WriteSite {
            (whole() || (!o.whole() && o.end <= end));
   }
 };
+// The elements copy item `copy` reads, as a site: its source range's base and block, [offset, offset +
+// the copy's element count). Base null when it cannot tell (an MSTACK).
+WriteSite read_site(const ScheduleItem& copy);
 // The site target writes (through whole aliases and one MSELECT; for a STORE's destination, `store`,
 // also through a SHRINK on top that keeps a contiguous range); base null when it cannot tell (an
 // MSTACK). Any other SHRINK is a value with memory of its own.
@@ -101,12 +104,24 @@ class MemoryPlan {
     auto it = forwarded_.find(item);
     return it == forwarded_.end() ? nullptr : it->second;
   }
+  // For a kernel item, the copy items that may become its peer outputs (runtime.peer_writes): each
+  // copies, whole, the range this kernel alone writes (its only writer, no other item overlaps it),
+  // after the kernel, with every other item the copy waits for ordered before the kernel (so the kernel
+  // may wait for them instead); not a peer-read candidate; same dtype. Ascending; empty for most items.
+  // Planning only: whether the kernel's device may write the destination's device, and whether the
+  // destination overlaps what the kernel reads, is decided by the executor.
+  const std::vector<size_t>& peer_writes(size_t item) const {
+    static const std::vector<size_t> kNone;
+    auto it = peer_writes_.find(item);
+    return it == peer_writes_.end() ? kNone : it->second;
+  }
 
  private:
   std::vector<WriteSite> sites_;
   std::vector<char> peer_reads_;
   std::unordered_map<const detail::Node*, std::vector<int64_t>> written_;
   std::unordered_map<size_t, const detail::Node*> forwarded_;
+  std::unordered_map<size_t, std::vector<size_t>> peer_writes_;
 };
 
 }  // namespace ringrt

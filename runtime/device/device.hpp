@@ -148,9 +148,9 @@ class Device {
 bool trace_timing();
 void set_trace_timing(bool on);  // for Trace
 
-// Runtime performance switches: the tunables runtime.peer_reads, runtime.kernel_split and
-// runtime.inline_small (rewrite/params.hpp; README, "Performance switches"); every one is on by
-// default and exists so that benchmarks can show what it buys.
+// Runtime performance switches: the tunables runtime.peer_reads, runtime.kernel_split,
+// runtime.inline_small and runtime.peer_writes (rewrite/params.hpp; README, "Performance switches");
+// every one is on by default and exists so that benchmarks can show what it buys.
 struct PerfOptions {
   bool peer_reads = RuntimeParams{}.peer_reads;      // RINGRT_PEER_READS: a copy read only by kernels on a
                                                      // peer-reading device is elided, the kernels read its
@@ -160,6 +160,9 @@ struct PerfOptions {
   bool inline_small = RuntimeParams{}.inline_small;  // RINGRT_INLINE_SMALL: a cpu kernel or copy of at most
                                                      // kInlineBytes that may start at once runs on the
                                                      // launching thread instead of the device's queue thread
+  bool peer_writes = RuntimeParams{}.peer_writes;    // RINGRT_PEER_WRITES: a kernel whose result is copied
+                                                     // whole to peers its device may write writes them itself
+                                                     // (Kernel::peer_outputs), the copies are elided
   bool operator==(const PerfOptions&) const = default;
 };
 // The largest kernel output or copy, in bytes, that inline_small runs on the launching thread.

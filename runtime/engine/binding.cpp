@@ -108,6 +108,7 @@ class Program::Binding {
         const std::vector<Block>& b = resolve(item.reads[r]);
         launch.bufs.push_back(sym(b.at(b.size() == 1 ? 0 : d).ptr));
       }
+      if (plan_.peer_writes && !pk.peer_copies.empty()) add_peer_outputs(pk, launch);
       plan_.launches[i].push_back(std::move(launch));
     }
   }
@@ -235,6 +236,25 @@ class Program::Binding {
     return out;
   }
 
+  // Peer writes: the launch of a single-device kernel gets its peer copies' destinations as peer
+  // outputs and those copies are elided, unless an output (its own or a destination) overlaps memory
+  // the kernel reads (an in-place allreduce's, or a peer read pointing an input there): then it runs
+  // as planned, copies and all. The cpu renderer vectorizes such a kernel on that promise.
+  void add_peer_outputs(const PreparedKernel& pk, BindingPlan::Launch& launch) {
+    std::vector<SymPtr> outs{launch.bufs[0]};
+    size_t bytes = static_cast<size_t>(pk.kernel.numel) * itemsize(pk.kernel.dtype);
+    for (size_t c : pk.peer_copies) outs.push_back(sym(target_of(c).at(0).ptr));
+    for (size_t j = 1; j < launch.bufs.size(); ++j) {
+      size_t in_bytes = static_cast<size_t>(pk.kernel.inputs[j - 1].numel) * itemsize(pk.kernel.inputs[j - 1].dtype);
+      const SymPtr& in = launch.bufs[j];
+      for (const SymPtr& o : outs)
+        if (o.tag == in.tag && o.offset < in.offset + in_bytes && in.offset < o.offset + bytes) return;
+    }
+    launch.bufs.insert(launch.bufs.end(), outs.begin() + 1, outs.end());
+    launch.peer = true;
+    for (size_t c : pk.peer_copies) plan_.elided[c] = 1;
+  }
+
   // Patches copy item i into a peer read when its destination is not an input and its device can
   // read the source's memory.
   void patch_peer_read(size_t i, const std::unordered_set<const detail::Node*>& fixed,
@@ -301,7 +321,9 @@ class Program::Binding {
 
 bool Program::BindingPlan::matches(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
                                    RunSlots& slots) const {
-  if (peer_reads != perf_options().peer_reads || outs.size() != out_blocks.size()) return false;
+  if (peer_reads != perf_options().peer_reads || peer_writes != perf_options().peer_writes ||
+      outs.size() != out_blocks.size())
+    return false;
   slots.fixed.clear();
   slots.devices.clear();
   slots.held.clear();
@@ -329,6 +351,7 @@ std::shared_ptr<const Program::BindingPlan> Program::BindingPlan::build(const Pr
   slots.devices.clear();
   slots.held.clear();
   plan->peer_reads = perf_options().peer_reads;
+  plan->peer_writes = perf_options().peer_writes;
   plan->launches.resize(p.plan_.items.size());
   plan->copies.resize(p.plan_.items.size());
   Binding binding(p, outs, inputs, *plan, slots);

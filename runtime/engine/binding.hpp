@@ -4,11 +4,12 @@
 // facts: which BUFFER ids the caller's lookup has a storage for (and on which devices), the devices
 // of the caller's output blocks, which of those blocks are the same memory (an in-place allreduce
 // writes its input; a value realized twice shares one output), the devices' can_read_peer (fixed per
-// pair of devices) and runtime.peer_reads. A BindingPlan is the binding worked out once for those
-// facts on symbolic pointers (a slot and a byte offset; the slots are the output and input blocks and
-// the run's fresh blocks): for every item whether it is a peer read, and the pointers of its launches
-// or its copy. A run gathers its slots, checks the facts against the plan's (BindingPlan::matches),
-// and only substitutes the real pointers; when a fact differs the plan is built again.
+// pair of devices), runtime.peer_reads and runtime.peer_writes. A BindingPlan is the binding worked
+// out once for those facts on symbolic pointers (a slot and a byte offset; the slots are the output and
+// input blocks and the run's fresh blocks): for every item whether it is a peer read or a peer write,
+// and the pointers of its launches or its copy. A run gathers its slots, checks the facts against the
+// plan's (BindingPlan::matches), and only substitutes the real pointers; when a fact differs the plan
+// is built again.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,10 @@ struct Program::PreparedKernel {
   codegen::Kernel kernel;
   std::vector<size_t> input_reads;  // kernel input i reads item.reads[input_reads[i]]
   std::unordered_map<Device*, std::shared_ptr<CompiledKernel>> compiled;
+  // Peer writes (runtime.peer_writes): the copy items of MemoryPlan::peer_writes whose destination
+  // the kernel's device may write, and the kernel with one peer output per copy, compiled beside it.
+  std::vector<size_t> peer_copies;
+  std::shared_ptr<CompiledKernel> peer_compiled;  // null without peer copies
 };
 
 // A pointer of a run: slot `tag` (an output or input block: its index among the run's fixed slots;
@@ -54,7 +59,8 @@ struct Program::BindingPlan {
   struct Launch {  // one device's launch of a kernel item
     Device* device;
     int32_t dnum;
-    std::vector<SymPtr> bufs;  // output first, then the kernel's inputs
+    std::vector<SymPtr> bufs;  // output first, then the kernel's inputs, then its peer outputs
+    bool peer = false;         // the kernel with peer outputs (PreparedKernel::peer_compiled)
   };
   struct Copy {  // a copy item not patched into a peer read
     Device* from = nullptr;
@@ -69,6 +75,7 @@ struct Program::BindingPlan {
 
   // the facts
   bool peer_reads = false;
+  bool peer_writes = false;
   std::vector<size_t> out_blocks;     // per root: the caller's blocks
   std::vector<int64_t> input_ids;     // the BUFFER ids looked up, in order
   std::vector<int64_t> input_blocks;  // per looked-up id: its storage's blocks, -1 without one
@@ -77,7 +84,7 @@ struct Program::BindingPlan {
 
   // the binding
   std::vector<Temp> temps;
-  std::vector<char> elided;                   // per item: a copy turned into a peer read
+  std::vector<char> elided;                   // per item: a copy turned into a peer read or a peer write
   std::vector<std::vector<Launch>> launches;  // per kernel item
   std::vector<Copy> copies;                   // per copy item
 

@@ -123,7 +123,10 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
     pk->input_reads = std::move(lowered.input_reads);
     kernels_.push_back(pk);
   }
-  // compile per device, every kernel of the program in one go
+  Cluster* c = cluster();
+  spans_ranks_ = c && ranks_of(plan_).size() > 1;
+  if (!spans_ranks_) plan_peer_writes();
+  // compile per device, every kernel of the program in one go (one with peer copies in both forms)
   std::unordered_map<Device*, std::vector<size_t>> wanted;
   for (size_t i = 0; i < plan_.items.size(); ++i)
     if (kernels_[i])
@@ -131,18 +134,40 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
         if (Device& dev = device(name); dev.remote_rank() < 0) wanted[&dev].push_back(i);  // others compile theirs
   for (auto& [dev, items] : wanted) {
     std::vector<codegen::Kernel> ks;
+    std::vector<size_t> peer;  // items whose kernel has a peer form, in ks after the plain ones
     for (size_t i : items) ks.push_back(kernels_[i]->kernel);
+    for (size_t i : items)
+      if (!kernels_[i]->peer_copies.empty()) {
+        peer.push_back(i);
+        ks.push_back(
+            codegen::with_peer_outputs(kernels_[i]->kernel, static_cast<int>(kernels_[i]->peer_copies.size())));
+      }
     auto compiled = dev->compile_all(ks);
     for (size_t j = 0; j < items.size(); ++j) kernels_[items[j]]->compiled[dev] = compiled[j];
+    for (size_t j = 0; j < peer.size(); ++j) kernels_[peer[j]]->peer_compiled = compiled[items.size() + j];
   }
   // an SPMD job: the ranks compare this hash before each run (run()): the same items, the same kernels
   // (their code: the op included), the same chunks of transfers, or the sends and receives would not match
-  if (Cluster* c = cluster(); c && ranks_of(plan_).size() > 1) {
-    spans_ranks_ = true;
+  if (spans_ranks_) {
     plan_hash_ = fnv1a(
         fmt::format("{}|runtime.mpi_chunk_bytes={}", plan_.to_string(), current_runtime_params().mpi_chunk_bytes));
     for (const auto& k : kernels_)
       if (k) plan_hash_ = fnv1a(k->kernel.code(), plan_hash_);
+  }
+}
+
+// The memory plan's peer-write candidates of each kernel item whose device may write the copies'
+// destinations (Device::can_read_peer: peer access covers writes), both devices of this process.
+void Program::plan_peer_writes() {
+  for (size_t k = 0; k < plan_.items.size(); ++k) {
+    const std::vector<size_t>& copies = memory_.peer_writes(k);
+    if (copies.empty()) continue;
+    Device& from = device(plan_.items[k].device.name());
+    if (from.remote_rank() >= 0) continue;
+    for (size_t c : copies) {
+      Device& to = device(plan_.items[c].device.name());
+      if (to.remote_rank() < 0 && from.can_read_peer(to)) kernels_[k]->peer_copies.push_back(c);
+    }
   }
 }
 
@@ -235,7 +260,8 @@ std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<
 Program::Events Program::submit(RunMemory& memory) const {
   Events events(plan_.items.size());
   for (size_t i = 0; i < plan_.items.size(); ++i) {
-    std::vector<Event> after = wait_list(i, events);
+    const auto& launches = memory.plan->launches[i];
+    std::vector<Event> after = wait_list(i, events, !launches.empty() && launches[0].peer);
     if (memory.elided(i)) {
       events[i] = std::move(after);
     } else if (plan_.items[i].kind == ScheduleItem::Kind::copy) {
@@ -249,16 +275,23 @@ Program::Events Program::submit(RunMemory& memory) const {
 
 // The events item i waits for, each once: an elided copy passes on what it waited for, so without
 // this the lists of a chain of elided copies that depend on each other (a ring's allgather) grow
-// exponentially.
-std::vector<Event> Program::wait_list(size_t i, const Events& events) const {
+// exponentially. A kernel writing its peer copies (peer_writer) also waits for what those copies
+// waited for, but itself (the memory plan put all of that before the kernel).
+std::vector<Event> Program::wait_list(size_t i, const Events& events, bool peer_writer) const {
   std::vector<Event> after;
   std::vector<const void*> seen;  // a few events: a linear scan beats a hash set
-  for (size_t d : plan_.items[i].deps)
+  auto add = [&](size_t d) {
     for (const Event& e : events[d])
       if (std::find(seen.begin(), seen.end(), e.identity()) == seen.end()) {
         seen.push_back(e.identity());
         after.push_back(e);
       }
+  };
+  for (size_t d : plan_.items[i].deps) add(d);
+  if (peer_writer)
+    for (size_t c : kernels_[i]->peer_copies)
+      for (size_t d : plan_.items[c].deps)
+        if (d != i) add(d);
   return after;
 }
 
@@ -284,7 +317,8 @@ std::vector<Event> Program::submit_kernel(size_t i, RunMemory& memory, const std
     std::vector<void*> bufs;
     bufs.reserve(l.bufs.size());
     for (const SymPtr& p : l.bufs) bufs.push_back(memory.slots.real(p));
-    out.push_back(l.device->launch(*pk.compiled.at(l.device), std::move(bufs), l.dnum, after));
+    const CompiledKernel& k = l.peer ? *pk.peer_compiled : *pk.compiled.at(l.device);
+    out.push_back(l.device->launch(k, std::move(bufs), l.dnum, after));
   }
   return out;
 }
@@ -346,7 +380,7 @@ void Program::record_trace(const Events& events, const RunMemory& memory) const 
   std::vector<TracedWork> work;
   for (size_t i = 0; i < plan_.items.size(); ++i) {
     const ScheduleItem& item = plan_.items[i];
-    if (memory.elided(i) || events[i].empty()) continue;  // a peer read, or nothing ran here
+    if (memory.elided(i) || events[i].empty()) continue;  // a peer read or write, or nothing ran here
     TraceEvent base;
     base.item = i;
     base.deps = item.deps;
@@ -365,8 +399,10 @@ void Program::record_trace(const Events& events, const RunMemory& memory) const 
       continue;
     }
     const codegen::Kernel& k = kernels_[i]->kernel;
-    base.name = k.name;
-    base.bytes = k.numel * itemsize(k.dtype);
+    const auto& launches = memory.plan->launches[i];
+    bool peer = !launches.empty() && launches[0].peer;  // it wrote its peer copies too: their bytes count
+    base.name = peer ? kernels_[i]->peer_compiled->kernel().name : k.name;
+    base.bytes = k.numel * itemsize(k.dtype) * (peer ? 1 + static_cast<int64_t>(kernels_[i]->peer_copies.size()) : 1);
     std::vector<std::string> local;  // submit_kernel's launches, in order: this rank's devices
     for (const auto& name : names_of(item.device))
       if (device(name).remote_rank() < 0) local.push_back(name);

@@ -4,9 +4,9 @@
 // for its devices, each copy item resolved to a byte range. Running it is three steps: bind (the
 // run's memory: tensor storages for inputs, the caller's blocks for the result, cached device memory
 // for intermediates and scratch slots, aliases resolved as rewrite/plan/memory_plan.hpp defines
-// them, copies patched into peer reads), submit (every item to its device's in-order queue after the
-// events of the items it waits for, so independent copies and kernels on different devices overlap)
-// and wait (a watchdog).
+// them, copies patched into peer reads, or into peer outputs of the kernel they copy), submit (every item to its
+// device's in-order queue after the events of the items it waits for, so independent copies and kernels on different
+// devices overlap) and wait (a watchdog).
 #pragma once
 
 #include <chrono>
@@ -80,8 +80,8 @@ class Program {
            const ExecOptions& options = {}) const;
   const ItemPlan& plan() const { return plan_; }
   // How many binding plans (binding.hpp) the process's programs worked out: each program once, and again
-  // whenever a run's inputs, outputs' devices or aliasing, or runtime.peer_reads differ from its last
-  // plan's. Thread-safe.
+  // whenever a run's inputs, outputs' devices or aliasing, runtime.peer_reads or runtime.peer_writes
+  // differ from its last plan's. Thread-safe.
   static size_t bindings_built();
 
  private:
@@ -99,7 +99,8 @@ class Program {
   // wait: every event by options.timeout (TimeoutError naming the item), then the run's memory is
   // freed; on an error it is freed by the last item to finish instead.
   void wait(const Events& events, RunMemory& memory, const ExecOptions& options) const;
-  std::vector<Event> wait_list(size_t i, const Events& events) const;
+  std::vector<Event> wait_list(size_t i, const Events& events, bool peer_writer) const;
+  void plan_peer_writes();  // PreparedKernel::peer_copies of every kernel (the constructor)
   std::vector<Event> submit_copy(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // none if empty
   std::vector<Event> submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // per device
   // A finished run's work for the recording Trace (runtime/api/trace.hpp): each kernel launch and copy

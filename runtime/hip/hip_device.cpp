@@ -165,9 +165,10 @@ class HipDevice final : public Device {
       throw InternalError(
           fmt::format("{}: launch of kernel {} that was not compiled for this device", name_, ck.kernel().name));
     const codegen::Kernel& k = hk->k;
-    if (bufs.size() != k.inputs.size() + 1)
-      throw InternalError(fmt::format("{}: kernel {} takes {} buffers (the output and {} inputs), got {}", name_,
-                                      k.name, k.inputs.size() + 1, k.inputs.size(), bufs.size()));
+    size_t want = k.inputs.size() + 1 + static_cast<size_t>(k.peer_outputs);
+    if (bufs.size() != want)
+      throw InternalError(fmt::format("{}: kernel {} takes {} buffers (the output, {} inputs, {} peer outputs), got {}",
+                                      name_, k.name, want, k.inputs.size(), k.peer_outputs, bufs.size()));
     if (k.numel > hip_launch::kMaxElements)
       throw DeviceError(
           fmt::format("{}: kernel {} covers {} elements; one launch covers at most {} (one thread per "

@@ -19,23 +19,26 @@
 
 namespace ringrt::test {
 
-// Runs fn for device d over [0, numel) in uneven chunks, as a runtime splitting the range would.
-inline HostBuffer run_cpu(codegen::CpuKernelFn fn, const codegen::Kernel& k, const BufferLookup& lookup, int d,
-                          std::mt19937_64& rng) {
-  HostBuffer out(k.dtype, k.shape);
-  std::fill(out.bytes.begin(), out.bytes.end(), std::byte{0xab});  // a write that never happens shows
-  std::vector<void*> bufs{out.bytes.data()};
+// Runs fn for device d over [0, numel) in uneven chunks, as a runtime splitting the range would; the
+// output, then each of the kernel's peer outputs (Kernel::peer_outputs).
+inline std::vector<HostBuffer> run_cpu(codegen::CpuKernelFn fn, const codegen::Kernel& k, const BufferLookup& lookup,
+                                       int d, std::mt19937_64& rng) {
+  std::vector<HostBuffer> outs(1 + static_cast<size_t>(k.peer_outputs), HostBuffer(k.dtype, k.shape));
+  for (HostBuffer& out : outs)
+    std::fill(out.bytes.begin(), out.bytes.end(), std::byte{0xab});  // a write that never happens shows
+  std::vector<void*> bufs{outs[0].bytes.data()};
   for (const auto& in : k.inputs) {
     const std::vector<HostBuffer>* data = lookup(in.buffer_id);
     BOOST_REQUIRE_MESSAGE(data && !data->empty(), "no data for buffer " << in.buffer_id);
     bufs.push_back(const_cast<std::byte*>((*data)[data->size() == 1 ? 0 : static_cast<size_t>(d)].bytes.data()));
   }
+  for (size_t j = 1; j < outs.size(); ++j) bufs.push_back(outs[j].bytes.data());
   for (int64_t begin = 0; begin < k.numel;) {
     int64_t end = std::min<int64_t>(k.numel, begin + 1 + static_cast<int64_t>(rng() % 97));
     fn(bufs.data(), d, begin, end);
     begin = end;
   }
-  return out;
+  return outs;
 }
 
 inline std::string bytes_hex(const HostBuffer& b, int64_t i) {
@@ -50,14 +53,16 @@ inline std::string kernel_source(const std::string& src) {
   return src.substr(std::min(src.size(), src.find("\nextern")));
 }
 
-// Lowers every ast, compiles them together, runs each for every device and checks the bytes against
-// Interpreter::evaluate. `label` names the batch (and its seeds) in failures.
+// Lowers every ast (with `peer_outputs` peer outputs: codegen::with_peer_outputs), compiles them
+// together, runs each for every device and checks the bytes of the output and of every peer output
+// against Interpreter::evaluate. `label` names the batch (and its seeds) in failures.
 inline void check_against_interpreter(const std::vector<UOp>& asts, const std::vector<BufferLookup>& lookups,
-                                      const std::vector<int>& ndevs, const std::vector<std::string>& labels) {
+                                      const std::vector<int>& ndevs, const std::vector<std::string>& labels,
+                                      int peer_outputs = 0) {
   std::vector<codegen::Kernel> kernels;
   for (size_t i = 0; i < asts.size(); ++i) {
     try {
-      kernels.push_back(codegen::lower_kernel(asts[i]));
+      kernels.push_back(codegen::with_peer_outputs(codegen::lower_kernel(asts[i]), peer_outputs));
     } catch (const std::exception& e) {
       BOOST_FAIL(labels[i] << ": lower_kernel threw " << e.what() << "\n" << print_graph(asts[i]));
     }
@@ -70,17 +75,20 @@ inline void check_against_interpreter(const std::vector<UOp>& asts, const std::v
     std::vector<HostBuffer> want = Interpreter(lookups[i]).evaluate(asts[i]);
     codegen::CpuKernelFn fn = lib->function(k.name);
     for (int d = 0; d < ndevs[i]; ++d) {
-      HostBuffer got = run_cpu(fn, k, lookups[i], d, rng);
+      std::vector<HostBuffer> outs = run_cpu(fn, k, lookups[i], d, rng);
       const HostBuffer& w = want[want.size() == 1 ? 0 : static_cast<size_t>(d)];
-      if (got.bytes == w.bytes) continue;
-      int64_t bad = 0;
-      while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
-      if (bad == got.numel()) continue;
-      BOOST_ERROR(labels[i] << ", device " << d << ": element " << bad << " of " << got.numel() << " is 0x"
-                            << bytes_hex(got, bad) << " (" << got.get(bad) << "), the interpreter says 0x"
-                            << bytes_hex(w, bad) << " (" << w.get(bad) << ")\n"
-                            << print_graph(asts[i]) << k.dump() << kernel_source(codegen::render_cpp(k)));
-      break;
+      for (size_t j = 0; j < outs.size(); ++j) {
+        const HostBuffer& got = outs[j];
+        if (got.bytes == w.bytes) continue;
+        int64_t bad = 0;
+        while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
+        if (bad == got.numel()) continue;
+        BOOST_ERROR(labels[i] << ", device " << d << (j ? fmt::format(", peer output {}", j - 1) : "") << ": element "
+                              << bad << " of " << got.numel() << " is 0x" << bytes_hex(got, bad) << " (" << got.get(bad)
+                              << "), the interpreter says 0x" << bytes_hex(w, bad) << " (" << w.get(bad) << ")\n"
+                              << print_graph(asts[i]) << k.dump() << kernel_source(codegen::render_cpp(k)));
+        break;
+      }
     }
   }
 }

@@ -36,10 +36,15 @@ struct Inputs {
     asts.push_back(ast);
     labels.push_back(label);
   }
-  void check() {
+  // Checks every kernel against the interpreter, and again with `peer_outputs` peer outputs (each
+  // must hold the output's bytes) when not 0.
+  void check(int peer_outputs = 0) {
     BufferLookup lookup = [this](int64_t id) { return &data.at(id); };
-    test::check_against_interpreter(asts, std::vector<BufferLookup>(asts.size(), lookup),
-                                    std::vector<int>(asts.size(), static_cast<int>(devs.size())), labels);
+    for (int peers : {0, peer_outputs}) {
+      test::check_against_interpreter(asts, std::vector<BufferLookup>(asts.size(), lookup),
+                                      std::vector<int>(asts.size(), static_cast<int>(devs.size())), labels, peers);
+      if (peer_outputs == 0) break;
+    }
   }
 };
 
@@ -83,7 +88,7 @@ BOOST_AUTO_TEST_CASE(reassembly_of_chunks_splits_the_loop) {
   in.add(sum, "three chunks padded and added");
   in.add(chunks[0].pad(spans({{3, 4}})) * chunks[1].pad(spans({{7, 0}})), "overlapping pads: four ranges");
   in.add(chunks[0].pad(spans({{2, 2}})).shrink(spans({{1, 8}})).flip({0}), "pad, shrink and flip");
-  in.check();
+  in.check(3);  // and with 3 peer outputs, stored in every split loop
   // the hip source keeps one masked body: every gid is its own thread
   BOOST_TEST(render_hip(lower_kernel(sum)).find("(gid < 5)") != std::string::npos);
 }
@@ -239,7 +244,7 @@ BOOST_AUTO_TEST_CASE(reductions) {
   in.add((i8.cast(DType::bool_)).r(Ops::ADD, {1}), "bool sum is any");
   UOp empty = in.buffer(HostBuffer(DType::float32, {0})).reshape({2, 0});
   in.add(empty.r(Ops::MUL, {1}), "an empty product is the identity");
-  in.check();
+  in.check(2);  // and with 2 peer outputs: float16, int8 and bool results, empty reductions
 }
 
 BOOST_AUTO_TEST_CASE(device_dependent_pads_of_computed_values) {
@@ -255,5 +260,5 @@ BOOST_AUTO_TEST_CASE(device_dependent_pads_of_computed_values) {
          "pad+shrink");
   UOp c = make_uop(Ops::CONST, DType::float32, {device_uop(DeviceSpec(in.devs), &in.g)}, 2.5, &in.g);
   in.add(x + c.reshape({1}).expand({4}), "a CONST with a DEVICE source");
-  in.check();
+  in.check(1);  // and with a peer output
 }

@@ -1,9 +1,9 @@
 // The GPU compiler (no GPU needed), for RINGRT_TEST_GPU_ARCH: hipRTC for gfx90a here, NVRTC for sm_90 in
 // nvrtc_test_hiprtc (built against ringrt_nvidia: cmake/RingrtTests.cmake). Every random kernel AST of
-// the CPU fuzz test also compiles; an unsupported target (on AMD gfx942 and gfx11xx, which abort Debian's
-// hipRTC) is a CompileError and never reaches the compiler; a bad source is a CompileError with the
-// program log; the second compile is a cache hit. Without HIP (RINGRT_HAVE_HIP undefined) the one case
-// here is skipped (a false precondition), which CTest reports as skipped.
+// the CPU fuzz test also compiles (a third of them with peer outputs); an unsupported target (on AMD
+// gfx942 and gfx11xx, which abort Debian's hipRTC) is a CompileError and never reaches the compiler; a
+// bad source is a CompileError with the program log; the second compile is a cache hit. Without HIP (RINGRT_HAVE_HIP
+// undefined) the one case here is skipped (a false precondition), which CTest reports as skipped.
 #include <fmt/format.h>
 #include <stdlib.h>
 
@@ -87,7 +87,9 @@ BOOST_DATA_TEST_CASE(random_kernels_compile, bdata::xrange(4), batch) {
   std::vector<Kernel> kernels;
   for (int i = 0; i < 60; ++i) {
     uint64_t seed = 1000 + static_cast<uint64_t>(batch * 60 + i);
-    kernels.push_back(lower_kernel(test::KernelGen(seed, g).make().ast));
+    Kernel k = lower_kernel(test::KernelGen(seed, g).make().ast);
+    kernels.push_back(i % 3 == 0 ? with_peer_outputs(std::move(k), 1 + i % 4)
+                                 : std::move(k));  // some with peer outputs
   }
   std::string src = render_hip(kernels);
   std::string code;

@@ -15,7 +15,7 @@ using nlohmann::json;
 
 BOOST_AUTO_TEST_SUITE(cli_trace)
 
-// configs/ring.yaml (ring allreduce over CPU:0..3) at 1 KiB and 4 KiB, peer reads off so every copy runs:
+// configs/ring.yaml (ring allreduce over CPU:0..3) at 1 KiB and 4 KiB, peer reads and writes off so every copy runs:
 // one traced run per row, each with the ring's 2 n (n - 1) = 24 copies of a quarter of the buffer each
 // (2 (n - 1) = 6 buffers copied in all), on the four queues CPU:0..3.
 BOOST_AUTO_TEST_CASE(trace_holds_the_last_iteration_of_each_row) {
@@ -23,7 +23,7 @@ BOOST_AUTO_TEST_CASE(trace_holds_the_last_iteration_of_each_row) {
   std::string path = (dir.path() / "ring.json").string();
   CliResult r = run_cli({"run", "configs/ring.yaml", "--set", "experiment.sizes.min=1KiB", "--set",
                          "experiment.sizes.max=4KiB", "--set", "experiment.warmup=1", "--set", "experiment.iters=2",
-                         "--set", "runtime.peer_reads=false", "--trace", path});
+                         "--set", "runtime.peer_reads=false", "--set", "runtime.peer_writes=false", "--trace", path});
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
   BOOST_TEST(table_rows(r.out).size() == 2u);
   json j = json::parse(read_file(path));

@@ -84,6 +84,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"allreduce.tuning", "RINGRT_TUNING"},
       {"debug", "DEBUG"},
       {"runtime.peer_reads", "RINGRT_PEER_READS"},
+      {"runtime.peer_writes", "RINGRT_PEER_WRITES"},
       {"runtime.kernel_split", "RINGRT_KERNEL_SPLIT"},
       {"runtime.inline_small", "RINGRT_INLINE_SMALL"},
       {"runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE"},

@@ -15,7 +15,7 @@ using namespace ringrt;
 
 namespace {
 
-// Ring allreduce forced, peer reads off (so every copy runs as a copy) for the scope.
+// Ring allreduce forced, peer reads and peer writes off (so every copy runs as a copy) for the scope.
 struct RingScope {
   PerfOptions saved = perf_options();
   ScopedSettings settings{[] {
@@ -27,6 +27,7 @@ struct RingScope {
   RingScope() {
     PerfOptions p = saved;
     p.peer_reads = false;
+    p.peer_writes = false;
     set_perf_options(p);
   }
   ~RingScope() { set_perf_options(saved); }

@@ -1,9 +1,11 @@
 // The binding plan of a Program (runtime/engine/binding.hpp): worked out once and reused while the
 // runs' facts stay the same (new input storages, new output blocks), built again when they change
-// (runtime.peer_reads), and every run reads its own inputs and writes its own outputs.
+// (runtime.peer_reads, runtime.peer_writes), and every run reads its own inputs and writes its own
+// outputs; peer writes elide the copies of a reduce's result.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include "runtime/api/trace.hpp"
 #include "runtime/engine/binding.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/internal.hpp"
@@ -71,6 +73,47 @@ BOOST_AUTO_TEST_CASE(a_changed_switch_builds_the_binding_again) {
     set_perf_options(PerfOptions{k % 2 == 1, saved.kernel_split, saved.inline_small});
     BOOST_TEST(x.sum({0}).to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
     BOOST_TEST(Program::bindings_built() == built + (k > 0 || saved.peer_reads ? 1 : 0));
+  }
+  set_perf_options(saved);
+}
+
+// Peer writes (runtime.peer_writes): the reduce kernel that owns a chunk writes it into every peer
+// whose copy of it the schedule lists from that kernel's result, and those copies do not run (the
+// trace records what ran). 4 devices: all2all's 12 allgather copies all go (each chunk's 3 copies come
+// from its reduce); the ring's 12 lose each chunk's first hop (4), the later hops copy a peer's copy.
+// Each kernel that writes peers is the "_p<peers>" form and writes (1 + peers) x its chunk. Results
+// are the host's either way; turning the switch over builds the binding again.
+BOOST_DATA_TEST_CASE(peer_writes_elide_the_copies_of_a_kernels_result, bdata::make({"all2all", "ring"}), algo) {
+  ScopedSettings scope(forced_settings(algo));
+  PerfOptions saved = perf_options();
+  const int64_t n = 4096;  // chunks of 1024 floats
+  std::vector<float> data = values(n, 7);
+  Tensor x = Tensor::from_vector(data, {4, n}).shard(cpu_devices(4), 0);
+  x.realize();
+  for (bool writes : {false, true, false}) {
+    PerfOptions o = saved;
+    o.peer_reads = true;
+    o.peer_writes = writes;
+    set_perf_options(o);
+    size_t built = Program::bindings_built();
+    Trace trace;
+    BOOST_TEST(x.sum({0}).to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
+    trace.stop();
+    BOOST_TEST(Program::bindings_built() == built + 1);  // a new program, then a changed switch
+    size_t copied = 0, peer_kernels = 0;
+    for (const TraceEvent& e : trace.events()) {
+      if (e.kind == TraceEvent::Kind::copy) {
+        ++copied;
+      } else if (size_t at = e.name.rfind("_p"); at != std::string::npos) {  // E_<hex>_p<peers>
+        int64_t peers = std::stoll(e.name.substr(at + 2));
+        BOOST_TEST(e.bytes == (1 + peers) * 1024 * 4);
+        ++peer_kernels;
+      }
+    }
+    BOOST_TEST_CONTEXT(algo << " peer writes " << writes) {
+      BOOST_TEST(copied == (!writes ? 12u : std::string(algo) == "all2all" ? 0u : 8u));
+      BOOST_TEST(peer_kernels == (writes ? 4u : 0u));
+    }
   }
   set_perf_options(saved);
 }

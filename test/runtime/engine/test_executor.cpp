@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(inline_small_items_keep_the_device_order) {
 }
 
 // The performance switches change how, never what: every algorithm gives the hand-computed sum with
-// peer reads, kernel splitting and inline small items on and off (sizes on both sides of the split
+// peer reads, kernel splitting, inline small items and peer writes on and off (sizes on both sides of the split
 // threshold and of kInlineBytes), and the inputs stay unchanged (a peer read must never write its
 // source).
 BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}), mode) {
@@ -231,11 +231,11 @@ BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}
     for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 1000);
     Tensor x = Tensor::from_vector(data, {4, n}).shard(devs, 0);
     x.realize();
-    for (int bits = 0; bits < 8; ++bits) {
-      bool peer = bits & 1, split = bits & 2, inline_small = bits & 4;
-      set_perf_options(PerfOptions{peer, split, inline_small});
+    for (int bits = 0; bits < 16; ++bits) {
+      bool peer = bits & 1, split = bits & 2, inline_small = bits & 4, writes = bits & 8;
+      set_perf_options(PerfOptions{peer, split, inline_small, writes});
       BOOST_TEST_CONTEXT("mode " << mode << " n " << n << " peer_reads " << peer << " kernel_split " << split
-                                 << " inline_small " << inline_small) {
+                                 << " inline_small " << inline_small << " peer_writes " << writes) {
         std::vector<float> got = x.sum({0}).to_vector<float>();
         BOOST_TEST_REQUIRE(got.size() == static_cast<size_t>(n));
         int64_t wrong = 0, first_wrong = -1;
