@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <unordered_map>
 
@@ -256,6 +257,22 @@ bool block_has_reduce(const std::vector<Stmt>& block) {
 }  // namespace
 
 bool Kernel::has_reduce() const { return block_has_reduce(body); }
+
+std::optional<int64_t> Kernel::gid_offset(int input) const {
+  std::optional<int64_t> offset;
+  const Expr gid = gid_var(numel);
+  std::function<bool(const std::vector<Stmt>&, bool)> same_offset = [&](const std::vector<Stmt>& block, bool looped) {
+    for (const Stmt& s : block) {
+      if (s.kind == StmtKind::Reduce && !same_offset(s.body, true)) return false;
+      if (s.kind != StmtKind::Load || s.input != input) continue;
+      std::optional<int64_t> c = (s.index - gid).as_constant();
+      if (looped || !c || (offset && *offset != *c)) return false;
+      offset = c;
+    }
+    return true;
+  };
+  return same_offset(body, false) ? offset : std::nullopt;
+}
 
 std::string Kernel::dump() const {
   std::string out = fmt::format("kernel {} {} dnum<={}\n", dtype_name(dtype), shape_str(shape), dnum_max);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ struct Kernel {
   int peer_outputs = 0;
 
   bool has_reduce() const;
+  // The constant c when every load of input `input` reads element gid + c (outside any reduce loop;
+  // masks allowed), so that output element gid aliasing that input element is read before it is
+  // written, by the same thread; nothing otherwise (or when the kernel never reads it).
+  std::optional<int64_t> gid_offset(int input) const;
   // A canonical multi-line listing of the IR (the name is left out); equal for equal structure.
   std::string dump() const;
   // What the renderers emit, as text: the output and input dtypes, the body and the result, without

@@ -238,17 +238,25 @@ class Program::Binding {
 
   // Peer writes: the launch of a single-device kernel gets its peer copies' destinations as peer
   // outputs and those copies are elided, unless an output (its own or a destination) overlaps memory
-  // the kernel reads (an in-place allreduce's, or a peer read pointing an input there): then it runs
-  // as planned, copies and all. The cpu renderer vectorizes such a kernel on that promise.
+  // the kernel reads other than element for element (output element gid is the input element that
+  // thread reads at gid: an in-place allreduce reading its chunk where it writes the sum): then it
+  // runs as planned, copies and all. The cpu renderer vectorizes such a kernel on that promise.
   void add_peer_outputs(const PreparedKernel& pk, BindingPlan::Launch& launch) {
+    const codegen::Kernel& k = pk.kernel;
     std::vector<SymPtr> outs{launch.bufs[0]};
-    size_t bytes = static_cast<size_t>(pk.kernel.numel) * itemsize(pk.kernel.dtype);
+    size_t bytes = static_cast<size_t>(k.numel) * itemsize(k.dtype);
     for (size_t c : pk.peer_copies) outs.push_back(sym(target_of(c).at(0).ptr));
-    for (size_t j = 1; j < launch.bufs.size(); ++j) {
-      size_t in_bytes = static_cast<size_t>(pk.kernel.inputs[j - 1].numel) * itemsize(pk.kernel.inputs[j - 1].dtype);
-      const SymPtr& in = launch.bufs[j];
-      for (const SymPtr& o : outs)
-        if (o.tag == in.tag && o.offset < in.offset + in_bytes && in.offset < o.offset + bytes) return;
+    for (size_t j = 0; j + 1 < launch.bufs.size(); ++j) {
+      const SymPtr& in = launch.bufs[j + 1];
+      size_t in_item = itemsize(k.inputs[j].dtype), in_bytes = static_cast<size_t>(k.inputs[j].numel) * in_item;
+      std::optional<int64_t> at = k.gid_offset(static_cast<int>(j));
+      for (const SymPtr& o : outs) {
+        if (o.tag != in.tag || o.offset >= in.offset + in_bytes || in.offset >= o.offset + bytes) continue;
+        bool same_element =
+            at && in_item == static_cast<size_t>(itemsize(k.dtype)) &&
+            static_cast<int64_t>(in.offset) + *at * static_cast<int64_t>(in_item) == static_cast<int64_t>(o.offset);
+        if (!same_element) return;
+      }
     }
     launch.bufs.insert(launch.bufs.end(), outs.begin() + 1, outs.end());
     launch.peer = true;

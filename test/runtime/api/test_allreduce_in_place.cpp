@@ -7,7 +7,7 @@
 // on axis 0 (DDP's (ndev, count) bucket), on axis 1, or replicated with different values per device.
 // Also: the schedule costs no more than the out-of-place reduce, a 200-step loop of write_shards +
 // allreduce_in_place builds its programs in the first step only, and which copies a run turns into
-// peer reads of the buckets themselves.
+// peer reads of the buckets themselves, or into peer writes.
 // clang-format off
 #include <boost/test/unit_test.hpp>
 #include <boost/test/data/monomorphic.hpp>
@@ -166,34 +166,44 @@ BOOST_DATA_TEST_CASE(schedule_costs_no_more_than_out_of_place, bdata::make({"nai
 // for every reader of the copy. ring and all2all order their overwrites so (the allgather that stores
 // chunk c into a bucket waits for chunk c's reduce), so their reduce-scatter copies nothing and the
 // only copies are the allgather's n(n-1), into ranges of the buckets; naive's reduce overwrites each
-// bucket while the peers may still be reading it, so its n(n-1) copies stay. Values against the host's.
+// bucket while the peers may still be reading it, so its n(n-1) copies stay. With peer writes on, a
+// reduce also stores its chunk into the peers' buckets where the schedule copied it from the reduce
+// (it reads each element it overwrites, element for element): all2all copies nothing, the ring keeps
+// each chunk's later hops, n(n-2). Values against the host's.
 BOOST_DATA_TEST_CASE(peer_reads_in_place_only_before_the_overwrite, bdata::make({"naive", "ring", "all2all"}), algo) {
   const int n = 4;
   ScopedSettings scope(forcing(algo, n));
   const ringrt::PerfOptions saved = ringrt::perf_options();
-  ringrt::set_perf_options({true, saved.kernel_split, saved.inline_small});
-  Shape local{1, 4099};
-  Tensor x = bucket(n, Layout::axis0, local, DType::float32);
-  std::vector<Arr> parts = write_step(x, n, local, 0);
-  size_t copies = 0, kernels = 0;
-  {
-    x.allreduce_in_place();
-    BOOST_TEST(x.algorithms() == std::vector<std::string>{algo}, boost::test_tools::per_element());
-    ringrt::Trace trace;
-    x.realize();
-    for (const ringrt::TraceEvent& e : trace.events()) {
-      copies += e.kind == ringrt::TraceEvent::Kind::copy;
-      kernels += e.kind == ringrt::TraceEvent::Kind::kernel;
+  for (bool writes : {false, true}) {
+    ringrt::set_perf_options({true, saved.kernel_split, saved.inline_small, writes});
+    Shape local{1, 4099};
+    Tensor x = bucket(n, Layout::axis0, local, DType::float32);
+    std::vector<Arr> parts = write_step(x, n, local, writes ? 1 : 0);
+    size_t copies = 0, kernels = 0;
+    {
+      x.allreduce_in_place();
+      BOOST_TEST(x.algorithms() == std::vector<std::string>{algo}, boost::test_tools::per_element());
+      ringrt::Trace trace;
+      x.realize();
+      for (const ringrt::TraceEvent& e : trace.events()) {
+        copies += e.kind == ringrt::TraceEvent::Kind::copy;
+        kernels += e.kind == ringrt::TraceEvent::Kind::kernel;
+      }
+    }
+    BOOST_TEST_CONTEXT("peer writes " << writes) {
+      size_t want_copies = !writes || algo == std::string("naive") ? n * (n - 1)
+                           : algo == std::string("ring")           ? n * (n - 2)
+                                                                   : 0;
+      BOOST_TEST(copies == want_copies);
+      // the reduces alone (all2all: one per device; ring: n-1 steps per chunk): the allgather stores
+      // into the buckets, so nothing copies the result back
+      if (algo != std::string("naive"))
+        BOOST_TEST(kernels == static_cast<size_t>(algo == std::string("ring") ? n * (n - 1) : n));
+      Arr want = fold(parts, Op::sum);
+      for (const Tensor& shard : x.shards()) expect_equal(read(shard), want);
     }
   }
   ringrt::set_perf_options(saved);
-  BOOST_TEST(copies == static_cast<size_t>(n * (n - 1)));
-  // the reduces alone (all2all: one per device; ring: n-1 steps per chunk): the allgather stores into
-  // the buckets, so nothing copies the result back
-  if (algo != std::string("naive"))
-    BOOST_TEST(kernels == static_cast<size_t>(algo == std::string("ring") ? n * (n - 1) : n));
-  Arr want = fold(parts, Op::sum);
-  for (const Tensor& shard : x.shards()) expect_equal(read(shard), want);
 }
 
 // DDP's loop: every step writes fresh gradients into the persistent bucket and allreduces it in place.
