@@ -300,6 +300,20 @@ Kernel with_peer_outputs(Kernel k, int n) {
   return k;
 }
 
+std::optional<std::pair<int64_t, int64_t>> Kernel::read_bounds(int input) const {
+  std::optional<std::pair<int64_t, int64_t>> out;
+  std::function<void(const std::vector<Stmt>&)> visit = [&](const std::vector<Stmt>& block) {
+    for (const Stmt& s : block) {
+      if (s.kind == StmtKind::Reduce) visit(s.body);
+      if (s.kind != StmtKind::Load || s.input != input) continue;
+      std::pair<int64_t, int64_t> b{s.index.min(), s.index.max()};
+      out = out ? std::pair{std::min(out->first, b.first), std::max(out->second, b.second)} : b;
+    }
+  };
+  visit(body);
+  return out;
+}
+
 Kernel lower_kernel(const UOp& ast, std::string name) { return Lowerer(ast).run(std::move(name)); }
 
 }  // namespace ringrt::codegen

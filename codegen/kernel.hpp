@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/symbolic.hpp"
@@ -70,6 +71,9 @@ struct Kernel {
   // masks allowed), so that output element gid aliasing that input element is read before it is
   // written, by the same thread; nothing otherwise (or when the kernel never reads it).
   std::optional<int64_t> gid_offset(int input) const;
+  // The elements of input `input` its loads may read, [first, last] (bounds of the index expressions
+  // over every variable's range: masked-off reads included), or nothing when the kernel never reads it.
+  std::optional<std::pair<int64_t, int64_t>> read_bounds(int input) const;
   // A canonical multi-line listing of the IR (the name is left out); equal for equal structure.
   std::string dump() const;
   // What the renderers emit, as text: the output and input dtypes, the body and the result, without

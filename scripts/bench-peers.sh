@@ -98,6 +98,7 @@ while read -r lever env; do
   done
 done <<'LEVERS'
 peer-reads RINGRT_PEER_READS=0
+peer-writes RINGRT_PEER_WRITES=0
 kernel-split RINGRT_KERNEL_SPLIT=0
 in-place RINGRT_ALLREDUCE_IN_PLACE=0
 inline-small RINGRT_INLINE_SMALL=0

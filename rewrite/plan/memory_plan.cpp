@@ -303,6 +303,20 @@ std::vector<int64_t> written_blocks(const std::vector<WriteSite>& sites, const d
   return out;
 }
 
+// The items item i waits for, directly or not (1 at their index).
+std::vector<char> predecessors_of(const ItemPlan& plan, size_t i) {
+  std::vector<char> before(plan.items.size(), 0);
+  std::vector<size_t> stack(plan.items[i].deps.begin(), plan.items[i].deps.end());
+  while (!stack.empty()) {
+    size_t d = stack.back();
+    stack.pop_back();
+    if (before[d]) continue;
+    before[d] = 1;
+    stack.insert(stack.end(), plan.items[d].deps.begin(), plan.items[d].deps.end());
+  }
+  return before;
+}
+
 // The scratch buffer whose stores a kernel item copies into a root, when the root may be that buffer's
 // memory (MemoryPlan::forwarded): the item copies the AFTER over the buffer (through reshapes) into the
 // root, same devices, dtype and size, and every other writer of the buffer is one the item waits for
@@ -330,16 +344,8 @@ std::unordered_map<size_t, const detail::Node*> forwarded_roots(const ItemPlan& 
         prod(buffer.shape()) != prod(root.shape()))
       continue;
     auto w = writers.find(buffer.node());
-    if (w == writers.end()) continue;                // nothing writes it
-    std::vector<char> before(plan.items.size(), 0);  // the items i waits for, directly or not
-    std::vector<size_t> stack(item.deps.begin(), item.deps.end());
-    while (!stack.empty()) {
-      size_t d = stack.back();
-      stack.pop_back();
-      if (before[d]) continue;
-      before[d] = 1;
-      stack.insert(stack.end(), plan.items[d].deps.begin(), plan.items[d].deps.end());
-    }
+    if (w == writers.end()) continue;  // nothing writes it
+    std::vector<char> before = predecessors_of(plan, i);
     if (std::all_of(w->second.begin(), w->second.end(), [&](size_t x) { return x == i || before[x] != 0; })) {
       taken.insert(buffer.node());
       out[i] = buffer.node();
@@ -348,47 +354,83 @@ std::unordered_map<size_t, const detail::Node*> forwarded_roots(const ItemPlan& 
   return out;
 }
 
-// MemoryPlan::peer_writes for every kernel item: its copies that qualify (see there).
-std::unordered_map<size_t, std::vector<size_t>> peer_write_candidates(const ItemPlan& plan,
-                                                                      const std::vector<WriteSite>& sites,
-                                                                      const std::vector<char>& peer_reads) {
-  std::unordered_map<size_t, std::vector<size_t>> out;
-  std::unordered_map<const detail::Node*, std::vector<size_t>> writers;  // by base
-  for (size_t i = 0; i < sites.size(); ++i) writers[sites[i].base].push_back(i);
-  auto waits_for = [&](size_t item, size_t d) {
-    return std::find(plan.items[item].deps.begin(), plan.items[item].deps.end(), d) != plan.items[item].deps.end();
-  };
-  for (size_t c = 0; c < plan.items.size(); ++c) {
-    const ScheduleItem& copy = plan.items[c];
-    if (copy.kind != ScheduleItem::Kind::copy || peer_reads[c]) continue;
-    WriteSite src = read_site(copy);
-    if (!src.base) continue;
-    // the kernel: the one item writing any of the copied elements but those that wait for the copy
-    // (an allgather's result forwarded from the buffer it writes counts as writing that buffer again)
-    std::vector<size_t> before;
-    for (size_t w : writers[src.base])
-      if (sites[w].overlaps(src) && !(w > c && waits_for(w, c))) before.push_back(w);
-    if (before.size() != 1) continue;
-    size_t k = before[0];
-    const ScheduleItem& kernel = plan.items[k];
-    if (kernel.kind != ScheduleItem::Kind::kernel || !kernel.device.single() || sites[k].block < 0 ||
-        !sites[k].covers(src) || prod(kernel.ast.shape()) != prod(copy.ast.shape()) ||
-        kernel.ast.dtype() != copy.ast.dtype() || sites[c].overlaps(sites[k]) || !waits_for(c, k))
+// The items that read each base, with the elements they read (a copy: its range; a kernel: the
+// blocks of each value it reads); base null: an MSTACK read, which may read anything.
+std::unordered_map<const detail::Node*, std::vector<std::pair<size_t, WriteSite>>> readers_by_base(
+    const ItemPlan& plan, const MemoryPlan::KernelReads& kernel_reads) {
+  std::unordered_map<const detail::Node*, std::vector<std::pair<size_t, WriteSite>>> out;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const ScheduleItem& item = plan.items[i];
+    if (item.kind == ScheduleItem::Kind::copy) {
+      WriteSite r = read_site(item);
+      out[r.base].emplace_back(i, r);
       continue;
-    // the kernel may wait for what the copy waits for: those items come before it
-    if (std::any_of(copy.deps.begin(), copy.deps.end(), [&](size_t d) { return d > k; })) continue;
-    out[k].push_back(c);
+    }
+    for (size_t k = 0; k < item.reads.size(); ++k) {
+      WriteSite r = write_site(item.reads[k]);
+      if (auto bounds = kernel_reads(i, k); bounds && r.base) {
+        r.end = r.begin + bounds->second + 1;
+        r.begin += bounds->first;
+      }
+      out[r.base].emplace_back(i, r);
+    }
   }
   return out;
 }
 
 }  // namespace
 
+void MemoryPlan::plan_peer_writes(const ItemPlan& plan, const KernelReads& kernel_reads) {
+  const std::vector<WriteSite>& sites = sites_;
+  std::unordered_map<size_t, std::vector<size_t>>& out = peer_writes_;
+  out.clear();
+  std::unordered_map<const detail::Node*, std::vector<size_t>> writers;  // by base
+  for (size_t i = 0; i < sites.size(); ++i) writers[sites[i].base].push_back(i);
+  auto readers = readers_by_base(plan, kernel_reads);
+  std::unordered_map<size_t, std::vector<char>> before;  // predecessors_of, per item asked
+  auto waits_for = [&](size_t item, size_t d, bool directly) {
+    const std::vector<size_t>& deps = plan.items[item].deps;
+    if (directly) return std::find(deps.begin(), deps.end(), d) != deps.end();
+    auto it = before.find(item);
+    if (it == before.end()) it = before.emplace(item, predecessors_of(plan, item)).first;
+    return it->second[d] != 0;
+  };
+  for (size_t c = 0; c < plan.items.size(); ++c) {
+    const ScheduleItem& copy = plan.items[c];
+    if (copy.kind != ScheduleItem::Kind::copy || peer_reads_[c]) continue;
+    WriteSite src = read_site(copy);
+    if (!src.base) continue;
+    // the kernel: the one item writing any of the copied elements but those that wait for the copy
+    // (an allgather's result forwarded from the buffer it writes counts as writing that buffer again)
+    std::vector<size_t> writing;
+    for (size_t w : writers[src.base])
+      if (sites[w].overlaps(src) && !(w > c && waits_for(w, c, true))) writing.push_back(w);
+    if (writing.size() != 1) continue;
+    size_t k = writing[0];
+    const ScheduleItem& kernel = plan.items[k];
+    if (kernel.kind != ScheduleItem::Kind::kernel || !kernel.device.single() || sites[k].block < 0 ||
+        !sites[k].covers(src) || prod(kernel.ast.shape()) != prod(copy.ast.shape()) ||
+        kernel.ast.dtype() != copy.ast.dtype() || !sites[c].base || sites[c].overlaps(sites[k]) ||
+        !waits_for(c, k, true))
+      continue;
+    // the kernel may wait for what the copy waits for: those items come before it
+    if (std::any_of(copy.deps.begin(), copy.deps.end(), [&](size_t d) { return d > k; })) continue;
+    // Written at the kernel's time, not the copy's: every other reader of the destination's elements
+    // runs before the kernel or after the copy by the plan's order, never by a queue's alone.
+    bool ordered = true;
+    for (const detail::Node* base : {sites[c].base, static_cast<const detail::Node*>(nullptr)})
+      for (const auto& [r, read] : readers[base])
+        if (r != k && r != c && (!read.base || read.overlaps(sites[c])) && !waits_for(k, r, false) &&
+            !waits_for(r, c, false))
+          ordered = false;
+    if (ordered) out[k].push_back(c);
+  }
+}
+
 MemoryPlan::MemoryPlan(const ItemPlan& plan, const std::vector<UOp>& roots) {
   for (const ScheduleItem& item : plan.items) sites_.push_back(write_site(item.target, item.store));
   peer_reads_ = peer_read_candidates(plan, sites_, roots);
   forwarded_ = forwarded_roots(plan, sites_, roots);
-  peer_writes_ = peer_write_candidates(plan, sites_, peer_reads_);
   for (size_t i = 0; i < plan.items.size(); ++i)
     if (peer_reads_[i] && !written_.count(sites_[i].base))
       written_[sites_[i].base] = written_blocks(sites_, sites_[i].base);

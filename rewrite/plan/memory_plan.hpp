@@ -104,10 +104,18 @@ class MemoryPlan {
     auto it = forwarded_.find(item);
     return it == forwarded_.end() ? nullptr : it->second;
   }
+  // The elements of kernel item `item`'s read `read` (item.reads[read]) that it reads, [first, last],
+  // or nothing for all of them.
+  using KernelReads = std::function<std::optional<std::pair<int64_t, int64_t>>(size_t item, size_t read)>;
+  // Works out peer_writes (below); until then there are none. kernel_reads narrows what each kernel
+  // reads (the executor's lowered kernels know), so a kernel reading another chunk of the same block
+  // is no reader of a copy's destination.
+  void plan_peer_writes(const ItemPlan& plan, const KernelReads& kernel_reads);
   // For a kernel item, the copy items that may become its peer outputs (runtime.peer_writes): each
-  // copies, whole, the range this kernel alone writes (its only writer, no other item overlaps it),
-  // after the kernel, with every other item the copy waits for ordered before the kernel (so the kernel
-  // may wait for them instead); not a peer-read candidate; same dtype. Ascending; empty for most items.
+  // copies, whole, the range this kernel alone writes (its only writer but items that wait for the
+  // copy), after the kernel, with every other item the copy waits for ordered before the kernel (so the
+  // kernel may wait for them instead) and every other reader of the copy's destination ordered before
+  // the kernel or after the copy; not a peer-read candidate; same dtype. Ascending; empty for most.
   // Planning only: whether the kernel's device may write the destination's device, and whether the
   // destination overlaps what the kernel reads, is decided by the executor.
   const std::vector<size_t>& peer_writes(size_t item) const {

@@ -125,7 +125,7 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
   }
   Cluster* c = cluster();
   spans_ranks_ = c && ranks_of(plan_).size() > 1;
-  if (!spans_ranks_) plan_peer_writes();
+  if (!spans_ranks_) choose_peer_writes();
   // compile per device, every kernel of the program in one go (one with peer copies in both forms)
   std::unordered_map<Device*, std::vector<size_t>> wanted;
   for (size_t i = 0; i < plan_.items.size(); ++i)
@@ -156,9 +156,21 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
   }
 }
 
-// The memory plan's peer-write candidates of each kernel item whose device may write the copies'
-// destinations (Device::can_read_peer: peer access covers writes), both devices of this process.
-void Program::plan_peer_writes() {
+// The memory plan's peer-write candidates (planned with what each lowered kernel reads) of each kernel
+// item whose device may write the copies' destinations (Device::can_read_peer: peer access covers
+// writes), both devices of this process.
+void Program::choose_peer_writes() {
+  memory_.plan_peer_writes(plan_, [this](size_t item, size_t read) {
+    std::optional<std::pair<int64_t, int64_t>> out;  // the union over the kernel inputs that are this read
+    const PreparedKernel& pk = *kernels_.at(item);
+    for (size_t j = 0; j < pk.input_reads.size(); ++j) {
+      if (pk.input_reads[j] != read) continue;
+      auto b = pk.kernel.read_bounds(static_cast<int>(j));
+      if (!b) continue;
+      out = out ? std::pair{std::min(out->first, b->first), std::max(out->second, b->second)} : *b;
+    }
+    return out;
+  });
   for (size_t k = 0; k < plan_.items.size(); ++k) {
     const std::vector<size_t>& copies = memory_.peer_writes(k);
     if (copies.empty()) continue;

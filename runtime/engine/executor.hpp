@@ -100,7 +100,7 @@ class Program {
   // freed; on an error it is freed by the last item to finish instead.
   void wait(const Events& events, RunMemory& memory, const ExecOptions& options) const;
   std::vector<Event> wait_list(size_t i, const Events& events, bool peer_writer) const;
-  void plan_peer_writes();  // PreparedKernel::peer_copies of every kernel (the constructor)
+  void choose_peer_writes();  // PreparedKernel::peer_copies of every kernel (the constructor)
   std::vector<Event> submit_copy(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // none if empty
   std::vector<Event> submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // per device
   // A finished run's work for the recording Trace (runtime/api/trace.hpp): each kernel launch and copy

@@ -65,9 +65,12 @@ BOOST_AUTO_TEST_CASE(contiguous_and_shard_reads_render_plainly) {
   BOOST_TEST(render_cpp(shard).find("in0[gid + 400*dnum];") != std::string::npos);
   // Kernel::gid_offset: element gid + c of an input, read at gid only (what peer outputs may alias)
   BOOST_TEST(lower_kernel(b.reshape({4, 400}) + b.reshape({4, 400}).const_like(1.0)).gid_offset(0).value_or(-1) == 0);
-  BOOST_TEST(!shard.gid_offset(0));                                               // gid + 400*dnum: not one offset
-  BOOST_TEST(!shard.gid_offset(1));                                               // no such input
-  BOOST_TEST(!lower_kernel(b.reshape({4, 400}).r(Ops::ADD, {1})).gid_offset(0));  // read in a reduce loop
+  BOOST_TEST(!shard.gid_offset(0));  // gid + 400*dnum: not one offset
+  BOOST_TEST(!shard.gid_offset(1));  // no such input
+  Kernel reduce = lower_kernel(b.reshape({4, 400}).r(Ops::ADD, {1}));
+  BOOST_TEST(!reduce.gid_offset(0));                                            // read in a reduce loop
+  BOOST_TEST((reduce.read_bounds(0) == std::pair<int64_t, int64_t>{0, 1599}));  // every element, in the loop
+  BOOST_TEST((shard.read_bounds(0) == std::pair<int64_t, int64_t>{0, 1599}));   // gid + 400*dnum, dnum <= 3
   BOOST_TEST(render_hip(shard).find("in0[gid + 400*dnum];") != std::string::npos);
   BOOST_TEST(shard.dump().find("load float32") == shard.dump().rfind("load float32"));  // x*x loads once
   BOOST_TEST(shard.dnum_max == 3);
@@ -91,6 +94,12 @@ BOOST_AUTO_TEST_CASE(reassembly_of_chunks_splits_the_loop) {
   BOOST_TEST(src.find("in2[gid - 10];") != std::string::npos, src);
   BOOST_TEST(src.find("? in") == std::string::npos, src);          // no masked read is left
   BOOST_TEST(lower_kernel(sum).gid_offset(2).value_or(0) == -10);  // read under a mask: still element gid - 10
+  // Kernel::read_bounds: the index bounds, masked-off reads included (gid - 10 over gid in [0, 15))
+  auto bounds = lower_kernel(sum).read_bounds(2);
+  BOOST_TEST_REQUIRE(bounds.has_value());
+  BOOST_TEST(bounds->first == -10);
+  BOOST_TEST(bounds->second == 4);
+  BOOST_TEST(!lower_kernel(sum).read_bounds(3).has_value());     // no such input
   BOOST_TEST(!lower_kernel(chunks[0].flip({1})).gid_offset(0));  // in0[4 - gid]
   in.add(sum, "three chunks padded and added");
   in.add(chunks[0].pad(spans({{3, 4}})) * chunks[1].pad(spans({{7, 0}})), "overlapping pads: four ranges");
