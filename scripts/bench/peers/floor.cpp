@@ -7,13 +7,17 @@
 // several times DRAM's, so a floor taken from DRAM bandwidth there would be a bound no program could
 // be held to (issue 19: "the floor at each size taken from the bandwidth measured at that footprint").
 //
-// B(F): memcpy (src and dst of F/2 bytes each) and STREAM-style add (c[i] = a[i] + b[i], three arrays of
-// F/3 bytes), with 1 and 2 threads (each thread its contiguous share), counting every byte read and
-// written (memcpy: 2 bytes per byte copied; add: 3 per element byte, as STREAM counts). Each timing
-// repeats the pass over the same buffers enough times to move >= 256 MiB (so a cache-sized working set
-// stays warm and the thread start-up is amortized); best of REPS timings on pre-faulted buffers.
-// B(F) is the largest of the four. The DRAM figures (BYTES_PER_BUFFER per array) are printed too, with
-// the old bound 2*N*S / DRAM peak as system "floor-dram", for comparison.
+// B(F): memcpy (src and dst of F/2 bytes each), STREAM-style add (c[i] = a[i] + b[i], three arrays of
+// F/3 bytes) and a reduce's own pattern, sum4 (four arrays of F/4 bytes; element i of each becomes the
+// sum of the four: an in-place allreduce's chunk with its peer writes, four read and four write
+// streams), with 1 and 2 threads (each thread its contiguous share), counting every byte read and
+// written (memcpy: 2 bytes per byte copied; add: 3 per element byte, as STREAM counts; sum4: 8). Each
+// timing repeats the pass over the same buffers enough times to move >= 256 MiB (so a cache-sized
+// working set stays warm and the thread start-up is amortized); best of REPS timings on pre-faulted
+// buffers. B(F) is the largest of the six: on the AMD EPYC VM of 2026-12-03 sum4 moved 43 GB/s at DRAM
+// sizes where memcpy and add reached 24-35, so a floor from those two alone was one the allreduce beat. The DRAM
+// figures (BYTES_PER_BUFFER per array) are printed too, with the old bound 2*N*S / DRAM peak as system "floor-dram",
+// for comparison.
 //
 // Usage: floor BYTES_PER_BUFFER REPS NDEV... -- SIZE...   (sizes in bytes per device)
 // Output (CSV, stdout): "bw,<kernel>,<threads>,<GB/s>" (DRAM, BYTES_PER_BUFFER per array);
@@ -61,8 +65,8 @@ double timed(size_t n, int threads, int passes, F fn) {
 }
 
 struct Bandwidth {
-  double copy[2], add[2];  // GB/s with 1 and 2 threads
-  double peak() const { return std::max({copy[0], copy[1], add[0], add[1]}); }
+  double copy[2], add[2], sum4[2];  // GB/s with 1 and 2 threads
+  double peak() const { return std::max({copy[0], copy[1], add[0], add[1], sum4[0], sum4[1]}); }
 };
 
 // memcpy and add bandwidth on a working set of `footprint` bytes (see the top of the file).
@@ -97,6 +101,24 @@ Bandwidth measure(size_t footprint, int reps) {
   volatile float sink = c[na / 2];
   (void)sink;
   std::free(a), std::free(b), std::free(c);
+  bw.sum4[0] = bw.sum4[1] = 0;
+  size_t ns = std::max<size_t>(footprint / 4 / sizeof(float), 16);
+  float* s4[4] = {buffer(ns), buffer(ns), buffer(ns), buffer(ns)};
+  for (int threads : {1, 2}) {
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r)
+      best = std::min(best, timed(ns, threads, passes, [&](size_t lo, size_t hi) {
+                        float *p0 = s4[0], *p1 = s4[1], *p2 = s4[2], *p3 = s4[3];
+#pragma GCC ivdep
+                        for (size_t i = lo; i < hi; ++i) {
+                          float v = p0[i] + p1[i] + p2[i] + p3[i];
+                          p0[i] = v, p1[i] = v, p2[i] = v, p3[i] = v;
+                        }
+                      }));
+    bw.sum4[threads - 1] = 8.0 * ns * sizeof(float) / best / 1e9;
+  }
+  sink = s4[0][ns / 2];
+  for (float* p : s4) std::free(p);
   return bw;
 }
 
@@ -126,7 +148,9 @@ int main(int argc, char** argv) {
   }
   // DRAM: three arrays of BYTES_PER_BUFFER for add, two for memcpy (the footprint of the old floor)
   Bandwidth dram = measure(3 * dram_bytes, reps);
-  for (int t : {1, 2}) std::printf("bw,memcpy,%d,%.3f\nbw,add,%d,%.3f\n", t, dram.copy[t - 1], t, dram.add[t - 1]);
+  for (int t : {1, 2})
+    std::printf("bw,memcpy,%d,%.3f\nbw,add,%d,%.3f\nbw,sum4,%d,%.3f\n", t, dram.copy[t - 1], t, dram.add[t - 1], t,
+                dram.sum4[t - 1]);
   std::map<size_t, Bandwidth> at;  // footprint -> bandwidth
   for (long nd : ndevs)
     for (long s : sizes) {
@@ -134,8 +158,8 @@ int main(int argc, char** argv) {
       if (at.count(footprint)) continue;
       Bandwidth bw = at[footprint] = measure(footprint, reps);
       for (int t : {1, 2})
-        std::printf("bwat,%zu,memcpy,%d,%.3f\nbwat,%zu,add,%d,%.3f\n", footprint, t, bw.copy[t - 1], footprint, t,
-                    bw.add[t - 1]);
+        std::printf("bwat,%zu,memcpy,%d,%.3f\nbwat,%zu,add,%d,%.3f\nbwat,%zu,sum4,%d,%.3f\n", footprint, t,
+                    bw.copy[t - 1], footprint, t, bw.add[t - 1], footprint, t, bw.sum4[t - 1]);
     }
   for (long nd : ndevs)
     for (long s : sizes) {
