@@ -14,8 +14,9 @@
 // it was enqueued and when the work before it on its queue ended, the end when its completion was seen:
 // runtime/hip/hip_device.hpp "Timing"); a transfer between ranks (MPI), from when it could start to
 // when it was done. What a run records is handed over when the run has finished: a run that fails or
-// times out records nothing. A copy the executor turned into a peer read (runtime.peer_reads) runs
-// no work and is not recorded, nor is a copy of 0 bytes.
+// times out records nothing. A copy the executor turned into a peer read (runtime.peer_reads) or a
+// peer write (runtime.peer_writes: the kernel that wrote it is named <kernel>_p<peers>) runs no work
+// and is not recorded, nor is a copy of 0 bytes.
 // Cost. Without a recording Trace, one relaxed atomic load per run and per piece of device work.
 #pragma once
 
@@ -37,7 +38,7 @@ struct TraceEvent {
   std::string queue;         // the device queue it ran on: "CPU:1"; a copy: the destination's; MPI: "<dev> mpi"
   std::string name;          // a kernel's name (KernelItem::name); "copy" for a copy
   std::string src, dst;      // a copy's devices; empty for a kernel
-  int64_t bytes = 0;         // a kernel: its output on this device; a copy: the bytes copied
+  int64_t bytes = 0;         // a kernel: its output here, x (1 + peers) with peer writes; a copy: bytes copied
   int64_t start_ns = 0;      // since the Trace started (std::chrono::steady_clock)
   int64_t end_ns = 0;        // >= start_ns
 };
