@@ -120,8 +120,9 @@ class Device {
     }
     return true;
   }
-  // True when kernels on this device may read `peer`'s memory in place (the executor then reads a
-  // copy's source directly instead of copying it; see perf_options().peer_reads). Default: false.
+  // True when kernels on this device may read and write `peer`'s memory in place (the executor then
+  // reads a copy's source directly instead of copying it, perf_options().peer_reads, and lets a kernel
+  // write its result's copies into peers itself, perf_options().peer_writes). Default: false.
   // cpu: every cpu device (one address space); hip: a HIP device on the same GPU or on one with peer access.
   virtual bool can_read_peer(const Device& peer) const {
     (void)peer;
