@@ -224,6 +224,14 @@ set_tests_properties(install_consumer PROPERTIES LABELS integration TIMEOUT 600 
 add_test(NAME soak_short COMMAND ringrt_soak --steps 2000 --report-every 1000 --warmup 500 --devices 4 --count 64)
 set(soak_env "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" RINGRT_KERNEL_OPT=1 ${RINGRT_TEST_ENVIRONMENT})
 set_tests_properties(soak_short PROPERTIES LABELS integration ENVIRONMENT "${soak_env}")
+# soak_stops_on_sigterm: a soak of far more steps than it gets, sent SIGTERM once it reports, ends after
+# the step under way with a line saying so and exit status 143.
+add_test(NAME soak_stops_on_sigterm COMMAND bash -c "\"$1\" --steps 100000000 --report-every 100 --devices 2 \
+--count 64 --loops ddp > \"$2\" 2>&1 & p=$!; for i in $(seq 300); do grep -q '^ddp' \"$2\" && break; sleep 0.1; done; \
+kill -TERM $p; wait $p; rc=$?; cat \"$2\"; test $rc -eq 143"
+  bash $<TARGET_FILE:ringrt_soak> "${PROJECT_BINARY_DIR}/soak_sigterm.log")
+set_tests_properties(soak_stops_on_sigterm PROPERTIES LABELS integration ENVIRONMENT "${soak_env}" TIMEOUT 120
+  PASS_REGULAR_EXPRESSION "ddp: interrupted by SIGTERM after [0-9]+ steps.*soak: stopped by SIGTERM")
 
 # lint_file_sizes: no source or header of ringrt over 600 lines (cmake/CheckFileSizes.cmake).
 add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=600

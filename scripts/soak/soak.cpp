@@ -17,7 +17,8 @@
 // against host arithmetic (every 1000th step and the last); the counts flat after warm-up (programs
 // built at most 2 per loop, graph nodes, storages and tensors no higher at the end than after
 // warm-up); with --max-rss-growth-mib M, resident memory after warm-up grows at most M MiB. Times are
-// printed, never checked. Exit status 2 for bad arguments.
+// printed, never checked. Exit status 2 for bad arguments. SIGINT or SIGTERM stops the soak after the
+// step under way, with a line saying so, and exit status 128 + the signal (130, 143).
 //
 // Usage: ringrt_soak [--steps N] [--report-every K] [--warmup W] [--devices D] [--count C]
 //                    [--buckets B] [--max-rss-growth-mib M] [--loops fresh,ddp,fsdp]
@@ -25,6 +26,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -179,6 +181,11 @@ void report(const Loop& loop, int64_t step, double seconds, int64_t steps_in_blo
 }
 
 // Runs one loop; returns the failures.
+// SIGINT or SIGTERM (its number; 0: none): the soak stops after the step under way, says where, and
+// exits 128 + the signal, as the `ringrt` program does.
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
 int soak(const Loop& loop, const Options& o) {
   int failures = 0;
   std::optional<EngineStats> warm;
@@ -186,6 +193,11 @@ int soak(const Loop& loop, const Options& o) {
   auto block_start = Clock::now();
   int64_t block_first = 0;
   for (int64_t s = 0; s < o.steps; ++s) {
+    if (g_stop_signal != 0) {
+      std::printf("%s: interrupted by %s after %lld steps\n", loop.name.c_str(),
+                  g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(s));
+      return failures;
+    }
     bool check = s % 1000 == 0 || s + 1 == o.steps;
     if (!loop.step(static_cast<uint64_t>(s), check)) {
       std::printf("FAIL %s: wrong values at step %lld\n", loop.name.c_str(), static_cast<long long>(s));
@@ -296,6 +308,10 @@ int main(int argc, char** argv) {
   // one line at a time even into a file or pipe: a soak is watched through its log, and a run stopped
   // by a timeout keeps every line it printed
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  struct sigaction stop {};
+  stop.sa_handler = on_stop_signal;
+  sigemptyset(&stop.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &stop, nullptr);
   std::vector<std::string> devs = cpu_devices(static_cast<int>(o.devices));
   std::printf("# ringrt soak: %lld steps per loop, %lld cpu devices, %lld float32 per device, warm-up %lld steps\n",
               static_cast<long long>(o.steps), static_cast<long long>(o.devices), static_cast<long long>(o.count),
@@ -307,11 +323,17 @@ int main(int argc, char** argv) {
                   : name == "ddp" ? ddp_loop(devs, o.count, o.buckets)
                                   : fsdp_loop(devs, o.count, o.buckets);
       failures += soak(loop, o);
+      if (g_stop_signal != 0) break;
     }
-    overhead(devs, o.count);
+    if (g_stop_signal == 0) overhead(devs, o.count);
   } catch (const Error& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
+  }
+  if (g_stop_signal != 0) {  // what ran was checked; the flat checks need the whole run
+    std::printf("soak: stopped by %s (%s so far)\n", g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
+                failures == 0 ? "no failure" : "FAILED");
+    return 128 + g_stop_signal;
   }
   std::printf("%s\n", failures == 0 ? "soak: ok" : "soak: FAILED");
   return failures == 0 ? 0 : 1;

@@ -13,9 +13,11 @@
 // Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>");
 // exit status 1 when any result is wrong, 2 on bad arguments.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <ringrt/ringrt.hpp>
 #include <sstream>
 #include <string>
@@ -35,6 +37,15 @@ AllreduceSettings settings_for(const std::string& algo) {
   return s;
 }
 
+// argv[i] as an integer in [lo, hi], or nothing (not a whole number, out of range).
+std::optional<int64_t> integer_arg(const char* text, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
 double seconds_of(const Tensor& x, int iters) {
   auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) {
@@ -52,14 +63,41 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string system = argv[1];
-  int ndev = std::atoi(argv[2]), warmup = std::atoi(argv[3]), blocks = std::atoi(argv[4]);
+  auto bad = [](const std::string& what) {
+    std::fprintf(stderr, "ringrt_peers: %s\nusage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...\n",
+                 what.c_str());
+    return 2;
+  };
+  std::optional<int64_t> ndev_arg = integer_arg(argv[2], 1, 1024), warmup_arg = integer_arg(argv[3], 0, 1 << 20),
+                         blocks_arg = integer_arg(argv[4], 1, 1 << 20);
+  if (!ndev_arg) return bad(std::string("NDEV must be a device count from 1 to 1024, got '") + argv[2] + "'");
+  if (!warmup_arg) return bad(std::string("WARMUP must be a count >= 0, got '") + argv[3] + "'");
+  if (!blocks_arg) return bad(std::string("BLOCKS must be a count >= 1, got '") + argv[4] + "'");
+  int ndev = static_cast<int>(*ndev_arg), warmup = static_cast<int>(*warmup_arg),
+      blocks = static_cast<int>(*blocks_arg);
   std::vector<std::string> algos;
   std::stringstream list(argv[5]);
-  for (std::string a; std::getline(list, a, ',');) algos.push_back(a);
-  auto devs = cpu_devices(ndev);
-  int status = 0;
+  for (std::string a; std::getline(list, a, ',');) {
+    if (a != "naive" && a != "ring" && a != "all2all" && a != "auto")
+      return bad("ALGOS is a comma list of naive, ring, all2all, auto; got '" + a + "'");
+    algos.push_back(a);
+  }
+  std::vector<int64_t> sizes;
   for (int a = 6; a < argc; ++a) {
-    int64_t bytes = std::atoll(argv[a]), count = bytes / 4;
+    std::optional<int64_t> bytes = integer_arg(argv[a], 4, int64_t{1} << 40);
+    if (!bytes || *bytes % 4 != 0)
+      return bad(std::string("SIZE must be bytes per device, a multiple of 4 (float32), got '") + argv[a] + "'");
+    sizes.push_back(*bytes);
+  }
+  std::vector<std::string> devs;
+  try {
+    devs = cpu_devices(ndev);
+  } catch (const std::exception& e) {
+    return bad(e.what());
+  }
+  int status = 0;
+  for (int64_t bytes : sizes) {
+    int64_t count = bytes / 4;
     std::vector<float> data(static_cast<size_t>(ndev * count));
     for (int64_t d = 0; d < ndev; ++d)
       for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(d * count + i)] = static_cast<float>((i + d) % 7);
