@@ -2,7 +2,8 @@
 """Draw a ringrt trace (Chrome trace-event JSON) as a PNG timeline: one lane per device queue, kernels
 and copies in two colours, time in microseconds.
 
-    build/release/ringrt run configs/ring.yaml --set experiment.sizes.max=1MiB --trace ring.json
+    build/release/ringrt run configs/ring.yaml --set experiment.sizes.max=1MiB --set runtime.peer_reads=false \
+        --set runtime.peer_writes=false --trace ring.json   # both off: every copy of the ring runs and shows
     scripts/trace_plot.py -o ring.png ring.json            # the last run in the file (the largest row)
     scripts/trace_plot.py --run 2 -o ring2.png ring.json   # another one
     scripts/trace_plot.py --all -o all.png ring.json       # every run, on one time axis
