@@ -386,7 +386,7 @@ void MemoryPlan::plan_peer_writes(const ItemPlan& plan, const KernelReads& kerne
   out.clear();
   std::unordered_map<const detail::Node*, std::vector<size_t>> writers;  // by base
   for (size_t i = 0; i < sites.size(); ++i) writers[sites[i].base].push_back(i);
-  auto readers = readers_by_base(plan, kernel_reads);
+  std::optional<std::unordered_map<const detail::Node*, std::vector<std::pair<size_t, WriteSite>>>> readers;
   std::unordered_map<size_t, std::vector<char>> before;  // predecessors_of, per item asked
   auto waits_for = [&](size_t item, size_t d, bool directly) {
     const std::vector<size_t>& deps = plan.items[item].deps;
@@ -417,9 +417,10 @@ void MemoryPlan::plan_peer_writes(const ItemPlan& plan, const KernelReads& kerne
     if (std::any_of(copy.deps.begin(), copy.deps.end(), [&](size_t d) { return d > k; })) continue;
     // Written at the kernel's time, not the copy's: every other reader of the destination's elements
     // runs before the kernel or after the copy by the plan's order, never by a queue's alone.
+    if (!readers) readers = readers_by_base(plan, kernel_reads);  // once, and only for a plan with candidates
     bool ordered = true;
     for (const detail::Node* base : {sites[c].base, static_cast<const detail::Node*>(nullptr)})
-      for (const auto& [r, read] : readers[base])
+      for (const auto& [r, read] : (*readers)[base])
         if (r != k && r != c && (!read.base || read.overlaps(sites[c])) && !waits_for(k, r, false) &&
             !waits_for(r, c, false))
           ordered = false;
