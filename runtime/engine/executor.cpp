@@ -216,6 +216,11 @@ class Program::RunMemory {
   }
 
   bool elided(size_t i) const { return plan->elided[i] != 0; }
+  // Whether kernel item i's launch writes its peer copies too (runtime.peer_writes, binding.cpp).
+  bool peer_writer(size_t i) const {
+    const auto& launches = plan->launches[i];
+    return !launches.empty() && launches[0].peer;
+  }
   uint64_t run = 0;  // this process's count of runs across ranks, this one's (1, 2, ...); 0: one rank
   std::shared_ptr<const BindingPlan> plan;
   RunSlots slots;
@@ -272,8 +277,7 @@ std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<
 Program::Events Program::submit(RunMemory& memory) const {
   Events events(plan_.items.size());
   for (size_t i = 0; i < plan_.items.size(); ++i) {
-    const auto& launches = memory.plan->launches[i];
-    std::vector<Event> after = wait_list(i, events, !launches.empty() && launches[0].peer);
+    std::vector<Event> after = wait_list(i, events, memory.peer_writer(i));
     if (memory.elided(i)) {
       events[i] = std::move(after);
     } else if (plan_.items[i].kind == ScheduleItem::Kind::copy) {
@@ -411,8 +415,7 @@ void Program::record_trace(const Events& events, const RunMemory& memory) const 
       continue;
     }
     const codegen::Kernel& k = kernels_[i]->kernel;
-    const auto& launches = memory.plan->launches[i];
-    bool peer = !launches.empty() && launches[0].peer;  // it wrote its peer copies too: their bytes count
+    bool peer = memory.peer_writer(i);  // it wrote its peer copies too: their bytes count
     base.name = peer ? kernels_[i]->peer_compiled->kernel().name : k.name;
     base.bytes = k.numel * itemsize(k.dtype) * (peer ? 1 + static_cast<int64_t>(kernels_[i]->peer_copies.size()) : 1);
     std::vector<std::string> local;  // submit_kernel's launches, in order: this rank's devices
