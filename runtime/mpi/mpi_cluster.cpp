@@ -148,13 +148,15 @@ struct Header {
 
 class MpiCluster final : public Cluster {
  public:
-  // Starts MPI on its own thread and waits for it up to the watchdog (at least 15 s). Throws TimeoutError when some
-  // rank does not start (MPI_Init waits for every rank), ConfigError or DeviceError from the start-up.
+  // Starts MPI on its own thread and waits for it up to runtime.mpi_start_s or the watchdog, the longer (15 s
+  // and 60 s by default). Throws TimeoutError when some rank does not start (MPI_Init waits for every rank),
+  // ConfigError or DeviceError from the start-up.
   MpiCluster() : st_(std::make_shared<MpiState>()) {
     std::thread(mpi_thread, st_).detach();  // never joined: it ends with MPI_Finalize, or with the process
-    // the watchdog, but at least kStartFloor: MPI_Init connects every rank, seconds on a large or
+    // the watchdog, but at least runtime.mpi_start_s: MPI_Init connects every rank, seconds on a large or
     // loaded job, while a watchdog tuned for one item may be shorter
-    auto timeout = std::max<std::chrono::milliseconds>(watchdog_timeout(), kStartFloor);
+    auto start = std::chrono::milliseconds(std::llround(current_runtime_params().mpi_start_s * 1000));
+    auto timeout = std::max<std::chrono::milliseconds>(watchdog_timeout(), start);
     std::unique_lock<std::mutex> lock(st_->mu);
     if (!st_->cv.wait_for(lock, timeout, [&] { return st_->started; }))
       throw TimeoutError(
@@ -238,7 +240,6 @@ class MpiCluster final : public Cluster {
 
  private:
   static constexpr std::chrono::seconds kFinalizeWait{10};
-  static constexpr std::chrono::seconds kStartFloor{15};
   static constexpr int kHeaderTag = 1;  // on coll: the headers of collectives (the collectives have their own matching)
 
   // Every rank's header: first of every collective, so that ranks at different calls (one gathers,
