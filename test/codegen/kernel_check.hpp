@@ -14,6 +14,7 @@
 #include "codegen/kernel.hpp"
 #include "codegen/render.hpp"
 #include "rewrite/interpreter.hpp"
+#include "rewrite/params.hpp"
 #include "test/codegen/random_kernel.hpp"
 #include "test/support/checks.hpp"
 
@@ -53,12 +54,22 @@ inline std::string kernel_source(const std::string& src) {
   return src.substr(std::min(src.size(), src.find("\nextern")));
 }
 
+// The default host compiler (runtime.cxx, HostCompiler::default_flags) at -O<level> instead of the
+// tunable runtime.kernel_opt.
+inline codegen::HostCompiler host_compiler_at(int level) {
+  std::vector<std::string> flags = codegen::HostCompiler::default_flags();
+  for (std::string& f : flags)
+    if (f.rfind("-O", 0) == 0) f = fmt::format("-O{}", level);
+  return codegen::HostCompiler(current_runtime_params().cxx, flags);
+}
+
 // Lowers every ast (with `peer_outputs` peer outputs: codegen::with_peer_outputs), compiles them
-// together, runs each for every device and checks the bytes of the output and of every peer output
-// against Interpreter::evaluate. `label` names the batch (and its seeds) in failures.
+// together with `cc`, runs each for every device and checks the bytes of the output and of every peer
+// output against Interpreter::evaluate. `label` names the batch (and its seeds) in failures.
 inline void check_against_interpreter(const std::vector<UOp>& asts, const std::vector<BufferLookup>& lookups,
                                       const std::vector<int>& ndevs, const std::vector<std::string>& labels,
-                                      int peer_outputs = 0) {
+                                      int peer_outputs = 0, const codegen::HostCompiler& cc = codegen::HostCompiler()) {
+  if (asts.empty()) return;
   std::vector<codegen::Kernel> kernels;
   for (size_t i = 0; i < asts.size(); ++i) {
     try {
@@ -68,7 +79,7 @@ inline void check_against_interpreter(const std::vector<UOp>& asts, const std::v
     }
   }
   std::string src = codegen::render_cpp(kernels);
-  auto lib = codegen::HostCompiler().load(src, "check_batch");
+  auto lib = cc.load(src, "check_batch");
   std::mt19937_64 rng(12345);
   for (size_t i = 0; i < asts.size(); ++i) {
     const codegen::Kernel& k = kernels[i];

@@ -9,7 +9,9 @@
 
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/item_kernel.hpp"
@@ -128,16 +130,52 @@ const MatrixKernels& all_matrix_kernels(Render render) {
   return all;
 }
 
-// Part `part` of `parts` (contiguous, sizes differing by at most 1) of a matrix's kernels; so a test can
-// split a matrix into several cases. items_seen / distinct: the whole matrix's kernel items and distinct
-// kernels.
+// [begin, end) of part `part` of `parts` of n things: contiguous, sizes differing by at most 1.
+inline std::pair<size_t, size_t> part_bounds(size_t n, size_t part, size_t parts) {
+  return {n * part / parts, n * (part + 1) / parts};
+}
+
+// Part `part` of `parts` (part_bounds) of a matrix's kernels; so a test can split a matrix into several
+// cases. items_seen / distinct: the whole matrix's kernel items and distinct kernels.
 inline std::vector<MatrixKernel> kernels_part(const MatrixKernels& all, size_t part, size_t parts,
                                               size_t* items_seen = nullptr, size_t* distinct = nullptr) {
   if (items_seen) *items_seen = all.items;
   if (distinct) *distinct = all.kernels.size();
-  size_t begin = all.kernels.size() * part / parts, end = all.kernels.size() * (part + 1) / parts;
+  auto [begin, end] = part_bounds(all.kernels.size(), part, parts);
   return {all.kernels.begin() + static_cast<std::ptrdiff_t>(begin),
           all.kernels.begin() + static_cast<std::ptrdiff_t>(end)};
+}
+
+// The form of a rendered kernel: `source` with the kernel's `name` (a hash of its ast) and every run of
+// decimal digits replaced by one placeholder, so kernels that differ only in their constants (sizes,
+// offsets, chunk bounds) share a form: the matrix's 1,064 C++ kernels have ~300 forms. Whether a
+// compiler accepts a kernel, and what its optimizer makes of the loops, depends on the form; the values
+// of the constants are checked against the interpreter by every kernel that runs.
+inline std::string kernel_form(const std::string& source, const std::string& name) {
+  std::string form;
+  form.reserve(source.size());
+  for (size_t i = 0; i < source.size();) {
+    if (!name.empty() && source.compare(i, name.size(), name) == 0) {
+      form += "@K";
+      i += name.size();
+    } else if (source[i] >= '0' && source[i] <= '9') {
+      form += '#';
+      while (i < source.size() && source[i] >= '0' && source[i] <= '9') ++i;
+    } else {
+      form += source[i++];
+    }
+  }
+  return form;
+}
+
+// For each kernel of `all`, in order, whether it is the first of its form (kernel_form of render(kernel)).
+template <class Render>
+std::vector<bool> first_of_each_form(const MatrixKernels& all, Render render) {
+  std::set<std::string> forms;
+  std::vector<bool> first;
+  for (const MatrixKernel& k : all.kernels)
+    first.push_back(forms.insert(kernel_form(render(k.kernel), k.kernel.name)).second);
+  return first;
 }
 
 // Part `part` of `parts` of all_matrix_kernels(render) (kernels_part).
