@@ -130,7 +130,10 @@ class Lowerer {
   // The value of u at `at`, lowered once per (node, index) and block.
   int emit(const UOp& u, const ViewIndex& at) {
     std::string key = fmt::format("{}|{}", reinterpret_cast<uintptr_t>(u.node()), at.valid.render());
-    for (const auto& e : at.idx) key += "|" + e.render();
+    for (const auto& e : at.idx) {
+      key += '|';
+      key += e.render();
+    }
     if (const int* hit = find(scopes_, &Scope::memo, key)) return *hit;
     // lowering recurses once per op on the path to a leaf: bound it before the stack runs out
     if (depth_ >= kMaxDepth)
