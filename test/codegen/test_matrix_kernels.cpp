@@ -114,3 +114,12 @@ BOOST_AUTO_TEST_CASE(uop_built_points_are_the_tensor_api_points) {
     }
   }
 }
+
+// A kernel's form (test::kernel_form, which the compile-only matrices deduplicate by and which picks the
+// kernels compiled at -O3 above) erases its name and its numbers, never an identifier or a type.
+BOOST_AUTO_TEST_CASE(kernel_form_erases_numbers_and_the_name_only) {
+  BOOST_TEST(test::kernel_form("void E_1a2b(int64_t n) { in1[7] = 0x7f8u + 2.5f * n; }", "E_1a2b") ==
+             "void @K(int64_t n) { in1[#] = #x7f8u + #.#f * n; }");
+  BOOST_TEST(test::kernel_form("int32_t a = 12;", "") != test::kernel_form("int64_t a = 12;", ""));
+  BOOST_TEST(test::kernel_form("x = 3; y = 250000;", "") == test::kernel_form("x = 41; y = 7;", ""));
+}

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <iterator>
 #include <map>
 #include <set>
@@ -146,21 +147,24 @@ inline std::vector<MatrixKernel> kernels_part(const MatrixKernels& all, size_t p
           all.kernels.begin() + static_cast<std::ptrdiff_t>(end)};
 }
 
-// The form of a rendered kernel: `source` with the kernel's `name` (a hash of its ast) and every run of
-// decimal digits replaced by one placeholder, so kernels that differ only in their constants (sizes,
-// offsets, chunk bounds) share a form: the matrix's 1,064 C++ kernels have ~300 forms. Whether a
-// compiler accepts a kernel, and what its optimizer makes of the loops, depends on the form; the values
-// of the constants are checked against the interpreter by every kernel that runs.
+// The form of a rendered kernel: `source` with the kernel's `name` (a hash of its ast) and every decimal
+// number (a run of digits not inside an identifier: int32_t and in1 stay) replaced by one placeholder, so
+// kernels that differ only in their constants (sizes, offsets, chunk bounds) share a form: the matrix's
+// 1,064 C++ kernels have ~300 forms. Whether a compiler accepts a kernel, and what its optimizer makes of
+// the loops, depends on the form; the values of the constants are checked against the interpreter by
+// every kernel that runs.
 inline std::string kernel_form(const std::string& source, const std::string& name) {
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  auto in_identifier = [&](char c) { return is_digit(c) || c == '_' || std::isalpha(static_cast<unsigned char>(c)); };
   std::string form;
   form.reserve(source.size());
   for (size_t i = 0; i < source.size();) {
     if (!name.empty() && source.compare(i, name.size(), name) == 0) {
       form += "@K";
       i += name.size();
-    } else if (source[i] >= '0' && source[i] <= '9') {
+    } else if (is_digit(source[i]) && (i == 0 || !in_identifier(source[i - 1]))) {
       form += '#';
-      while (i < source.size() && source[i] >= '0' && source[i] <= '9') ++i;
+      while (i < source.size() && is_digit(source[i])) ++i;
     } else {
       form += source[i++];
     }
