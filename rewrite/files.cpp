@@ -141,8 +141,19 @@ std::filesystem::path user_cache_dir() {
 }
 
 std::string private_dir_problem(const std::filesystem::path& dir) {
+  // "d/", "d/." and "d/./" name d itself, but lstat of them follows a symbolic link d: look at d
+  std::string_view named = dir.native();
+  while (named.size() > 1) {
+    if (named.ends_with("/."))
+      named.remove_suffix(2);
+    else if (named.ends_with('/'))
+      named.remove_suffix(1);
+    else
+      break;
+  }
+  const std::string folder(named.empty() ? std::string_view("/") : named);
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) return std::strerror(errno);
+  if (::lstat(folder.c_str(), &st) != 0) return std::strerror(errno);
   if (S_ISLNK(st.st_mode)) return "a symbolic link";
   if (!S_ISDIR(st.st_mode)) return "not a directory";
   if (st.st_uid != ::getuid()) return fmt::format("owned by uid {}, not {}", st.st_uid, ::getuid());

@@ -61,7 +61,8 @@ class OutputFile {
 std::filesystem::path user_cache_dir();
 
 // "" when dir is a directory (not a link) owned by this user that no one else may write, else why not
-// ("a symbolic link", "owned by uid 0, not 1000", ...): the folders ringrt reads code or data from.
+// ("a symbolic link", "owned by uid 0, not 1000", ...): the folders ringrt reads code or data from. A
+// trailing / or /. names the folder itself, so a link named so is still a link.
 std::string private_dir_problem(const std::filesystem::path& dir);
 
 // Prints "ringrt: warning: <message>" on stderr once per `once_key` per process. Thread-safe.

@@ -50,7 +50,7 @@ constexpr bool accepts(ParamParser p) {
 
 [[noreturn]] void bad_value(std::string_view where, std::string_view key, std::string_view expected,
                             std::string_view text) {
-  throw ConfigError(fmt::format("{}: key '{}': expected {}, got '{}'", where, key, expected, text));
+  throw ConfigError(fmt::format("{}: key '{}': expected {}, got {}", where, key, expected, quote_value(text)));
 }
 
 int64_t parse_integer(ParamParser p, std::string_view key, std::string_view text, std::string_view where) {
@@ -297,6 +297,18 @@ std::chrono::milliseconds watchdog_timeout() {
 }
 
 uint64_t runtime_params_generation() { return store().generation.load(std::memory_order_acquire); }
+
+std::string quote_value(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += c;
+  }
+  return out + "'";
+}
 
 std::optional<bool> parse_bool(std::string_view text) {
   std::string l(text);

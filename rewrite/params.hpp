@@ -193,6 +193,9 @@ uint64_t runtime_params_generation();
 // "true", "yes", "on", "1" -> true; "false", "no", "off", "0" -> false (any case); nothing otherwise.
 // The one boolean syntax of settings, YAML values and --set.
 std::optional<bool> parse_bool(std::string_view text);
+// `text` in single quotes for an error message, each control byte (below 0x20, and 0x7f) written as \xNN:
+// a value from a file, the environment or the command line echoed back cannot drive the terminal.
+std::string quote_value(std::string_view text);
 // A device name "KIND:index" (CPU:0, HIP:12; index at most 5 digits, no sign, no leading zero, so
 // each device has one name) split into its kind and index; nothing for any other form. The one device-name syntax of
 // settings and the device registry.

@@ -20,7 +20,7 @@ bool env_switch(const char* name, bool fallback) {
   std::string_view s(v);
   if (s == "1") return true;
   if (s == "0") return false;
-  throw ConfigError(fmt::format("environment variable {}: expected 0 or 1, got '{}'", name, s));
+  throw ConfigError(fmt::format("environment variable {}: expected 0 or 1, got {}", name, quote_value(s)));
 }
 
 void set_tunable(AllreduceSettings& s, std::string_view key, std::string_view value, std::string_view where) {

@@ -17,6 +17,7 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
+#include "rewrite/params.hpp"
 #include "rewrite/yaml_document.hpp"
 #include "ringrt_version.hpp"  // generated: RINGRT_VERSION_TEXT (cmake/RingrtVersion.cmake)
 
@@ -45,7 +46,7 @@ struct Reader {
     int64_t v = 0;
     auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < lo || v > hi)
-      fail(n, key, fmt::format("expected an integer in [{}, {}], got '{}'", lo, hi, t));
+      fail(n, key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, quote_value(t)));
     return v;
   }
   double micros(const YAML::Node& n, const std::string& key) const {
@@ -53,13 +54,13 @@ struct Reader {
     double v = 0;
     auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !(v >= 0 && v < 1e12))
-      fail(n, key, fmt::format("expected microseconds >= 0, got '{}'", t));
+      fail(n, key, fmt::format("expected microseconds >= 0, got {}", quote_value(t)));
     return v;
   }
   std::string word(const YAML::Node& n, const std::string& key, const std::vector<std::string_view>& words) const {
     std::string t = text(n, key);
     if (std::find(words.begin(), words.end(), t) == words.end())
-      fail(n, key, fmt::format("expected one of {}, got '{}'", fmt::join(words, " | "), t));
+      fail(n, key, fmt::format("expected one of {}, got {}", fmt::join(words, " | "), quote_value(t)));
     return t;
   }
   // A map of these keys, each at most once (yaml-cpp keeps the first of duplicates silently).
@@ -91,7 +92,7 @@ struct Reader {
     out.kind = text(kind, at + ".kind");
     if (out.kind.empty() || out.kind.size() > 16 ||
         !std::all_of(out.kind.begin(), out.kind.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; }))
-      fail(kind, at + ".kind", fmt::format("expected a device kind (CPU, HIP), got '{}'", out.kind));
+      fail(kind, at + ".kind", fmt::format("expected a device kind (CPU, HIP), got {}", quote_value(out.kind)));
     out.devices = integer(need(c, c["devices"], at + ".devices"), at + ".devices", 2, 1 << 20);
     const YAML::Node dt = need(c, c["dtype"], at + ".dtype");
     try {
@@ -210,7 +211,7 @@ TuningTable parse_tuning(std::string_view yaml, const std::string& name) {
   r.only_keys(root, "", {"format", "ringrt", "machine", "made", "choices"});
   const YAML::Node format = r.need(root, root["format"], "format");
   if (r.text(format, "format") != kTuningFormat)
-    r.fail(format, "format", fmt::format("expected {}, got '{}'", kTuningFormat, format.Scalar()));
+    r.fail(format, "format", fmt::format("expected {}, got {}", kTuningFormat, quote_value(format.Scalar())));
   TuningTable t;
   t.version = r.line(r.need(root, root["ringrt"], "ringrt"), "ringrt");
   t.machine = r.line(r.need(root, root["machine"], "machine"), "machine");

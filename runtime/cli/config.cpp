@@ -26,6 +26,7 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
+#include "rewrite/params.hpp"
 #include "rewrite/yaml_document.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/cli/config_ranks.hpp"
@@ -42,7 +43,7 @@ enum Level { kDefault, kYaml, kEnv, kSet };
 
 std::string describe(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "nothing";
-  if (n.IsScalar()) return fmt::format("'{}'", n.Scalar());
+  if (n.IsScalar()) return quote_value(n.Scalar());
   return n.IsSequence() ? "a list" : "a map";
 }
 

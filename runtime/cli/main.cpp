@@ -31,6 +31,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "rewrite/interrupt.hpp"
+#include "rewrite/params.hpp"
 #include "rewrite/tuning.hpp"
 #include "runtime/api/trace.hpp"
 #include "runtime/cli/config.hpp"
@@ -381,10 +382,10 @@ CLI::Validator positive_count() {
       [](std::string& text) -> std::string {
         if (text.find_first_not_of("0123456789") != std::string::npos ||
             text.find_first_not_of('0') == std::string::npos)
-          return "expected a count of elements >= 1, got '" + text + "'";
+          return "expected a count of elements >= 1, got " + quote_value(text);
         int64_t v = 0;  // CLI11 would clamp a count past int64 silently
         if (std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc() || v > kMaxElements)
-          return "count '" + text + "' is out of range: at most " + std::to_string(kMaxElements) +
+          return "count " + quote_value(text) + " is out of range: at most " + std::to_string(kMaxElements) +
                  " elements (2^48, a tensor's most)";
         return "";
       },

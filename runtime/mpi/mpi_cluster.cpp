@@ -160,8 +160,8 @@ class MpiCluster final : public Cluster {
     std::unique_lock<std::mutex> lock(st_->mu);
     if (!st_->cv.wait_for(lock, timeout, [&] { return st_->started; }))
       throw TimeoutError(
-          fmt::format("MPI did not start within {} ms: a rank of the job did not start or stopped "
-                      "(MPI_Init waits for every rank)",
+          fmt::format("MPI did not start within {} ms (runtime.mpi_start_s, or runtime.watchdog_s when longer): "
+                      "a rank of the job did not start or stopped, or MPI_Init took longer (it waits for every rank)",
                       timeout.count()));
     if (st_->error) std::rethrow_exception(st_->error);
     transfers_ = std::make_unique<mpi::Transfers>(st_->p2p.get(), st_->tag_ub);

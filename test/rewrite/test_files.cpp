@@ -70,3 +70,16 @@ BOOST_AUTO_TEST_CASE(anything_but_a_regular_file_is_refused) {
   BOOST_TEST(refusal("/dev/null").find("is not a regular file; not written") != std::string::npos);
   BOOST_TEST(refusal(d.path()).find("cannot write the file: Is a directory") != std::string::npos);
 }
+
+// The folders ringrt reads code or data from (private_dir_problem): a link to a private folder is refused
+// however it is spelled, a trailing "/" or "/." included (lstat of "link/" would follow the link).
+BOOST_AUTO_TEST_CASE(a_link_to_a_private_folder_is_refused_however_spelled) {
+  TempDir d;
+  fs::create_directory(d.path() / "real");
+  fs::permissions(d.path() / "real", fs::perms::owner_all, fs::perm_options::replace);
+  fs::create_directory_symlink(d.path() / "real", d.path() / "link");
+  BOOST_TEST(private_dir_problem(d.path() / "real") == "");
+  BOOST_TEST(private_dir_problem((d.path() / "real").string() + "/./") == "");
+  for (const char* tail : {"", "/", "/.", "/./", "//"})
+    BOOST_TEST(private_dir_problem((d.path() / "link").string() + tail) == "a symbolic link", tail);
+}

@@ -182,6 +182,11 @@ BOOST_AUTO_TEST_CASE(values_parse_with_clear_errors) {
         bad);
   BOOST_TEST(set("runtime.cache_dir", "") == "f.yaml:2:3: key 'runtime.cache_dir': expected a folder, got ''");
   BOOST_TEST(set("runtime.nope", "1") == "f.yaml:2:3: unknown setting 'runtime.nope'");
+  // a value echoed back keeps its control bytes off the terminal
+  BOOST_TEST(set("allreduce.hierarchical", "cpu\x01\x1b[31mRED\x7f") ==
+             "f.yaml:2:3: key 'allreduce.hierarchical': expected leader or reduce_scatter, got "
+             "'cpu\\x01\\x1b[31mRED\\x7f'");
+  BOOST_TEST(quote_value("tab\there, é") == "'tab\\x09here, é'");
   BOOST_TEST(error_of([&] { set_tunable(a, "runtime.peer_reads", "1", "code"); }) ==
              "code: 'runtime.peer_reads' is a process-wide setting, not an allreduce setting");
 }
