@@ -80,7 +80,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(int64_t, mpi_chunk_bytes, "runtime.mpi_chunk_bytes", "RINGRT_MPI_CHUNK_BYTES", 4 << 20, int_in(4096, 1 << 30), "bytes per message of a host-staged transfer between ranks (GPU memory): staging of one chunk overlaps the transfer of the last") \
   X(bool, mpi_stage_host, "runtime.mpi_stage_host", "RINGRT_MPI_STAGE_HOST", false, kSwitch01, "stage transfers between ranks through host buffers even from host memory (tests the GPU path on the cpu backend)") \
   X(double, watchdog_s, "runtime.watchdog_s", "RINGRT_WATCHDOG_S", 60, seconds_in(0.001, 1e7), "seconds an item of a run may take before the run fails with a TimeoutError") \
-  X(double, mpi_start_s, "runtime.mpi_start_s", "RINGRT_MPI_START_S", 15, seconds_in(0.001, 1e7), "under mpirun: seconds the ranks wait for every rank to start MPI (at least the watchdog) before a TimeoutError") \
+  X(double, mpi_start_s, "runtime.mpi_start_s", "RINGRT_MPI_START_S", 15, seconds_in(0.001, 1e7), "under mpirun: seconds the ranks wait for every rank to start MPI before a TimeoutError (the wait is the longer of this and runtime.watchdog_s)") \
   X(std::string, cache_dir, "runtime.cache_dir", "RINGRT_CACHE_DIR", "", kFolder, "compiled-kernel cache; empty: $XDG_CACHE_HOME/ringrt, else ~/.cache/ringrt (no YAML)") \
   X(std::string, cxx, "runtime.cxx", "CXX", "g++", kCommand, "host C++ compiler command for cpu kernels, may start with a launcher: ccache g++ (no YAML)")
 // clang-format on
