@@ -203,6 +203,14 @@ BOOST_AUTO_TEST_CASE(float32_bit_patterns) {
   UOp e = in.buffer(edge);
   for (DType t : {DType::float16, DType::int32, DType::int8, DType::uint8, DType::bool_})
     in.add(e.cast(t), fmt::format("float32 edge values -> {}", dtype_name(t)));
+  // every 509th float32 from 2^-26 to just past 2^-14 and its negation: float16's subnormals, their
+  // rounding (half to even by float addition in rt_f2h) and the step to its smallest normal
+  HostBuffer near(DType::int32, {2 * ((0x38900000 - 0x32800000) / 509)});
+  for (int64_t i = 0; i < near.numel() / 2; ++i) {
+    near.set_int(2 * i, 0x32800000 + 509 * i);
+    near.set_int(2 * i + 1, static_cast<int32_t>(0x80000000u | static_cast<uint32_t>(0x32800000 + 509 * i)));
+  }
+  in.add(in.buffer(near).bitcast(DType::float32).cast(DType::float16), "float32 near float16's subnormals -> float16");
   for (Ops op : {Ops::LOG2, Ops::SIN, Ops::EXP2, Ops::SQRT}) in.add(f.alu(op), fmt::format("float32 {}", op_name(op)));
   in.check();
 }
