@@ -187,7 +187,7 @@ BOOST_DATA_TEST_CASE(assign_into_whole_shards,
   std::vector<std::pair<int64_t, int64_t>> shard_ranges{{0, 1}, {ndev - 1, ndev}, {0, ndev}};
   if (ndev >= 3) shard_ranges.push_back({1, ndev - 1});
   for (size_t i = 0; i < shard_ranges.size(); ++i) {
-    auto [k, e] = shard_ranges[i];
+    const auto k = shard_ranges[i].first, e = shard_ranges[i].second;  // clang 14 cannot capture a structured binding
     Region r{{2 * k, 2 * e}, {static_cast<int64_t>(i % 2), 4}};
     Arr value = make_arr(slice(old_v, r).shape, [](int64_t f) { return 60.0 + static_cast<double>(f); });
     // a value sharded over all n devices needs the region's rows to split evenly over them

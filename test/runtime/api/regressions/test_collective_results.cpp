@@ -69,7 +69,8 @@ BOOST_DATA_TEST_CASE(c13_class_bitwise, bdata::make(variants({2, 3, 5, 8}, kAll)
                                                       {DType::bfloat16, false}};
   const std::vector<int64_t> col_counts = {128, 7, 1};
   for (size_t k = 0; k < combos.size(); ++k) {
-    auto [dt, cast] = combos[k];
+    const DType dt = combos[k].first;  // not a structured binding: clang 14 cannot capture one
+    const bool cast = combos[k].second;
     AllreduceSettings s = settings_for(var.algo, var.ndev);
     s.cast = cast;
     ScopedSettings scoped(s);

@@ -347,7 +347,9 @@ BOOST_AUTO_TEST_CASE(c08_reshape_keeps_shards) {
   X.realize();
   const std::vector<std::pair<Shape, int>> cases = {
       {{2, 3, 2, 2}, 1}, {{2, 12}, 1}, {{2, 6, 2, 1}, 1}, {{1, 2, 6, 2}, 2}};
-  for (const auto& [to, axis] : cases) {
+  for (const auto& c : cases) {  // not a structured binding: clang 14 cannot capture one
+    const Shape& to = c.first;
+    const int axis = c.second;
     guard("reshape to " + shape_text(to), [&] { expect_sharded(X.reshape(to), Arr{to, x.v}, axis, devs); });
   }
 }
