@@ -50,7 +50,8 @@ constexpr bool accepts(ParamParser p) {
 
 [[noreturn]] void bad_value(std::string_view where, std::string_view key, std::string_view expected,
                             std::string_view text) {
-  throw ConfigError(fmt::format("{}: key '{}': expected {}, got {}", where, key, expected, quote_value(text)));
+  throw ConfigError(
+      fmt::format("{}: key {}: expected {}, got {}", where, quote_value(key), expected, quote_value(text)));
 }
 
 int64_t parse_integer(ParamParser p, std::string_view key, std::string_view text, std::string_view where) {
@@ -189,7 +190,7 @@ const std::vector<Row>& rows() {
 const Row& row_of(std::string_view key, std::string_view where) {
   for (const Row& r : rows())
     if (r.info.key == key) return r;
-  throw ConfigError(fmt::format("{}: unknown setting '{}'", where, key));
+  throw ConfigError(fmt::format("{}: unknown setting {}", where, quote_value(key)));
 }
 
 // The process-wide store: the values set by code, and which of them are set.

@@ -13,7 +13,7 @@ namespace ringrt {
 
 void config_fail(const std::string& where, const std::string& key, const std::string& expected,
                  const std::string& got) {
-  throw ConfigError(fmt::format("{}: key '{}': expected {}, got {}", where, key, expected, got));
+  throw ConfigError(fmt::format("{}: key {}: expected {}, got {}", where, quote_value(key), expected, got));
 }
 
 std::vector<std::string> job_devices(const std::vector<std::string>& list, const std::vector<std::string>& where,

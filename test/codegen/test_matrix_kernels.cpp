@@ -69,7 +69,7 @@ BOOST_DATA_TEST_CASE(matrix_kernels_match_interpreter, bdata::xrange(kParts), pa
   auto render = [](const codegen::Kernel& k) { return codegen::render_cpp(k); };
   std::vector<test::MatrixKernel> ks = test::matrix_kernels_part(part, kParts, render, &items, &distinct);
   const test::MatrixKernels& all = test::all_matrix_kernels(render);
-  std::vector<bool> first_of_form = test::first_of_each_form(all, render);
+  static const std::vector<bool> first_of_form = test::first_of_each_form(all, render);  // once per process
   size_t begin = test::part_bounds(all.kernels.size(), part, kParts).first;
   BOOST_TEST_REQUIRE(ks.size() >= distinct / kParts);
   std::mt19937 rng(static_cast<uint32_t>(part));
