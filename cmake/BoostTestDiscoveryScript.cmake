@@ -1,8 +1,9 @@
 # Run by boost_test_discover_tests() after <target> is linked (cmake -P). Inputs (-D):
 # TEST_EXECUTABLE, TEST_PREFIX, TEST_LABELS and TEST_ENVIRONMENT ("|"-separated), TEST_TIMEOUT,
 # TEST_WORKING_DIRECTORY, CTEST_FILE, TEST_GROUP_DATA_CASES (a regex, may be empty), TEST_COSTS ("|"-separated
-# <test name>=<cost>, may be empty). Writes CTEST_FILE: one add_test() per Boost.Test case, or per data case
-# whose path matches TEST_GROUP_DATA_CASES; a test named in TEST_COSTS gets that COST.
+# <test name>=<cost>, may be empty), TEST_FILE_SUITES (true: the top-level suites are the files'). Writes
+# CTEST_FILE: one add_test() per Boost.Test case, or per data case whose path matches TEST_GROUP_DATA_CASES;
+# a test named in TEST_COSTS gets that COST.
 cmake_minimum_required(VERSION 3.25)   # policies for this -P script
 file(REMOVE "${CTEST_FILE}")   # never leave a stale list behind if listing fails
 execute_process(COMMAND "${TEST_EXECUTABLE}" --list_content
@@ -65,7 +66,11 @@ while(i LESS count)
   set(timeout ${TEST_TIMEOUT})
   if(next_depth GREATER depth AND TEST_GROUP_DATA_CASES)
     list(GET names ${next} next_name)
-    list(JOIN path "/" case)
+    set(below "${path}")
+    if(TEST_FILE_SUITES)
+      list(REMOVE_AT below 0)
+    endif()
+    list(JOIN below "/" case)
     if(next_name MATCHES "^_[0-9]+$" AND case MATCHES "${TEST_GROUP_DATA_CASES}")
       set(grouped TRUE)
       while(next LESS count)
@@ -82,6 +87,16 @@ while(i LESS count)
   if(grouped OR next_depth LESS_EQUAL depth)
     list(JOIN path "/" case)
     set(test "${TEST_PREFIX}${case}")
+    if(TEST_FILE_SUITES)  # <prefix><file suite>.<the rest of the path>
+      if(depth EQUAL 0)
+        message(FATAL_ERROR "${TEST_EXECUTABLE}: test case '${name}' is outside its file's suite (each test "
+          "file puts its cases in BOOST_AUTO_TEST_SUITE(<file name>), cmake/RingrtTests.cmake)")
+      endif()
+      set(below "${path}")
+      list(POP_FRONT below file_suite)
+      list(JOIN below "/" below)
+      set(test "${TEST_PREFIX}${file_suite}.${below}")
+    endif()
     string(APPEND content
       "add_test([==[${test}]==] [==[${TEST_EXECUTABLE}]==] [==[--run_test=${case}]==]"
       " --color_output=no --report_level=short)\n"

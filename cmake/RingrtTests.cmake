@@ -1,11 +1,17 @@
-# Test executables and their CTest registration (included from the top-level CMakeLists.txt).
+# Test programs and their CTest registration (included from the top-level CMakeLists.txt).
 #
-# - One executable per test/**/test_*.cpp; main() is test/support/test_main.cpp (in
+# - One program per test folder, <folder>_tests ('/' -> '_'): test/runtime/api/test_*.cpp ->
+#   runtime_api_tests. Each test file puts its cases in a suite named for the file
+#   (BOOST_AUTO_TEST_SUITE(test_views) after its #includes, BOOST_AUTO_TEST_SUITE_END() at its end),
+#   which is also the file's own C++ namespace. The sweeps (RINGRT_TEST_GROUPS, RINGRT_TEST_KERNELS_AT_O3)
+#   are programs of their own, <folder>_<file>. main() is test/support/test_main.cpp (in
 #   ringrt_test_support), and the Boost.Test headers come precompiled: a test file defines no
 #   BOOST_TEST_MODULE.
-#   test/rewrite/test_pattern.cpp -> target rewrite_test_pattern (directory '/' -> '_').
-# - One CTest test per Boost.Test case: <target>.<suite>/<case>[/_<sample>]; the data cases listed in
-#   RINGRT_TEST_GROUPS are one test each, <target>.<suite>/<case>, all samples in one process.
+# - A program's files compile as unity batches (ringrt_unity_batches, CMakeLists.txt: RINGRT_UNITY_BATCH
+#   files per translation unit); the file suites keep the files' names apart.
+# - One CTest test per Boost.Test case, named as if each file were a program: <folder>_<file>.<suite>/
+#   <case>[/_<sample>] (test/runtime/api/test_views.cpp's case c -> runtime_api_test_views.c); the data
+#   cases listed in RINGRT_TEST_GROUPS are one test each, all samples in one process.
 # - Label from the first directory under test/: integration, hiprtc, gpu, mpi name themselves;
 #   anything else is `unit`. Select with `ctest -L unit` or a test preset's filter.
 # - test/support/*.cpp is compiled once into ringrt_test_support, linked to every test.
@@ -94,25 +100,21 @@ target_precompile_headers(ringrt_test_support PRIVATE
   <fmt/ranges.h> <algorithm> <chrono> <cmath> <cstring> <filesystem> <functional> <map> <memory> <mutex> <optional>
   <random> <set> <sstream> <string> <string_view> <thread> <unordered_map> <variant> <vector>)
 
-file(GLOB_RECURSE RINGRT_TEST_SOURCES CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}/test" test/test_*.cpp)
-list(FILTER RINGRT_TEST_SOURCES EXCLUDE REGEX "^(support|consumer|mpi)/")  # mpi/: below, under mpirun
-foreach(src IN LISTS RINGRT_TEST_SOURCES)
-  get_filename_component(dir "${src}" DIRECTORY)
-  get_filename_component(stem "${src}" NAME_WE)
-  set(target "${stem}")
+
+# ringrt_add_test_program(<target> <folder> <sources...>): one test program of test/<folder>, its
+# tests named <folder>_<file>.<case> (FILE_SUITES), labelled by the folder.
+function(ringrt_add_test_program target dir)
+  string(REPLACE "/" "_" prefix "${dir}")
+  string(REGEX REPLACE "/.*" "" top "${dir}")
   set(label unit)
-  if(dir)
-    string(REPLACE "/" "_" prefix "${dir}")
-    set(target "${prefix}_${stem}")
-    string(REGEX REPLACE "/.*" "" top "${dir}")
-    if(top IN_LIST RINGRT_TEST_LABEL_DIRS)
-      set(label "${top}")
-    endif()
+  if(top IN_LIST RINGRT_TEST_LABEL_DIRS)
+    set(label "${top}")
   endif()
-  add_executable(${target} test/${src})
+  add_executable(${target} ${ARGN})
   target_link_libraries(${target} PRIVATE ringrt_test_options ringrt_test_support)
   target_precompile_headers(${target} REUSE_FROM ringrt_test_support)
   set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}")
+  ringrt_unity_batches(${target} ${ARGN})
   ringrt_warnings(${target})
   if(label STREQUAL "integration")
     # Integration tests run the `ringrt` program as a subprocess and parse its JSON output.
@@ -120,7 +122,6 @@ foreach(src IN LISTS RINGRT_TEST_SOURCES)
     target_link_libraries(${target} PRIVATE ringrt_tools nlohmann_json::nlohmann_json)
     add_dependencies(${target} ringrt_cli)
   endif()
-  # XDG_CACHE_HOME: the compile cache of test runs stays inside this build tree.
   set(groups "")
   list(FIND RINGRT_TEST_GROUPS "${target}" at)
   if(at GREATER_EQUAL 0)
@@ -131,9 +132,33 @@ foreach(src IN LISTS RINGRT_TEST_SOURCES)
   if(target IN_LIST RINGRT_TEST_KERNELS_AT_O3)
     set(kernel_opt "")
   endif()
-  boost_test_discover_tests(${target} LABELS ${label} GROUP_DATA_CASES "${groups}" COSTS ${RINGRT_TEST_COSTS}
-    WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}"
+  # XDG_CACHE_HOME: the compile cache of test runs stays inside this build tree.
+  boost_test_discover_tests(${target} FILE_SUITES TEST_PREFIX "${prefix}_" LABELS ${label}
+    GROUP_DATA_CASES "${groups}" COSTS ${RINGRT_TEST_COSTS} WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}"
     ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${kernel_opt} ${RINGRT_TEST_ENVIRONMENT})
+endfunction()
+
+file(GLOB_RECURSE RINGRT_TEST_SOURCES CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}/test" test/test_*.cpp)
+list(FILTER RINGRT_TEST_SOURCES EXCLUDE REGEX "^(support|consumer|mpi)/")  # mpi/: below, under mpirun
+set(RINGRT_TEST_FOLDERS "")
+foreach(src IN LISTS RINGRT_TEST_SOURCES)
+  get_filename_component(dir "${src}" DIRECTORY)
+  get_filename_component(stem "${src}" NAME_WE)
+  if(NOT dir)
+    message(FATAL_ERROR "test/${src}: test files live in a folder under test/ (their program is the folder's)")
+  endif()
+  string(REPLACE "/" "_" prefix "${dir}")
+  if("${prefix}_${stem}" IN_LIST RINGRT_TEST_GROUPS OR "${prefix}_${stem}" IN_LIST RINGRT_TEST_KERNELS_AT_O3)
+    ringrt_add_test_program(${prefix}_${stem} ${dir} test/${src})  # a sweep: a program of its own
+  else()
+    list(APPEND RINGRT_TEST_FOLDERS "${dir}")
+    list(APPEND RINGRT_TEST_SOURCES_${prefix} test/${src})
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES RINGRT_TEST_FOLDERS)
+foreach(dir IN LISTS RINGRT_TEST_FOLDERS)
+  string(REPLACE "/" "_" prefix "${dir}")
+  ringrt_add_test_program(${prefix}_tests ${dir} ${RINGRT_TEST_SOURCES_${prefix}})
 endforeach()
 
 # nvrtc: the GPU compiler and device tests built again against ringrt_nvidia (cmake/RingrtGpu.cmake), so
@@ -141,16 +166,21 @@ endforeach()
 # full build (with no GPU the device tests skip). Their own main (not ringrt_test_support's library,
 # which links ringrt) and no precompiled header (its HIP defines differ).
 if(TARGET ringrt_nvidia)
-  foreach(src hiprtc/test_matrix_hiprtc.cpp hiprtc/test_hiprtc.cpp gpu/test_hip_device.cpp gpu/test_hip_collectives.cpp)
-    get_filename_component(stem "${src}" NAME_WE)
-    set(target "nvrtc_${stem}")
-    add_executable(${target} test/${src} test/support/test_main.cpp)
+  # the matrix (grouped, a program of its own) and the rest, as for the amd flavor's folders
+  foreach(program IN ITEMS "nvrtc_test_matrix_hiprtc;hiprtc/test_matrix_hiprtc.cpp"
+                           "nvrtc_tests;hiprtc/test_hiprtc.cpp;gpu/test_hip_device.cpp;gpu/test_hip_collectives.cpp")
+    list(POP_FRONT program target)
+    list(TRANSFORM program PREPEND "test/")
+    add_executable(${target} ${program} test/support/test_main.cpp)
+    set_source_files_properties(test/support/test_main.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    ringrt_unity_batches(${target} ${program})
     target_link_libraries(${target} PRIVATE ringrt_nvidia ringrt_test_flags)
     ringrt_gpu_test_options(${target} PRIVATE nvidia)
     set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc")
     ringrt_warnings(${target})
-    boost_test_discover_tests(${target} LABELS nvrtc GROUP_DATA_CASES "^(matrix|collective)_kernels_compile$"
-      COSTS ${RINGRT_TEST_COSTS} WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc"
+    boost_test_discover_tests(${target} FILE_SUITES TEST_PREFIX "nvrtc_" LABELS nvrtc
+      GROUP_DATA_CASES "^(matrix|collective)_kernels_compile$" COSTS ${RINGRT_TEST_COSTS}
+      WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc"
       ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${RINGRT_TEST_ENVIRONMENT})
   endforeach()
 elseif(RINGRT_GPU_PLATFORM STREQUAL "amd")

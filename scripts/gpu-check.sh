@@ -46,7 +46,7 @@ step() {
 
 step configure "$OUT/build.log" cmake --preset "$PRESET"
 step build "$OUT/build.log" cmake --build --preset "$PRESET" -j "$JOBS" \
-  --target ringrt_cli ringrt_gpu_floor gpu_test_hip_device gpu_test_hip_collectives
+  --target ringrt_cli ringrt_gpu_floor gpu_tests
 bin="build/$PRESET"
 
 export RINGRT_HIP_LOGICAL_DEVICES="$LOGICAL"

@@ -21,6 +21,8 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/interrupt.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_compiler)
+
 using namespace ringrt;
 using namespace ringrt::codegen;
 
@@ -555,3 +557,5 @@ BOOST_AUTO_TEST_CASE(a_stop_request_kills_the_compiler_and_removes_its_folder) {
   BOOST_TEST(std::filesystem::is_empty(tmp));  // no ringrt-cc-* folder left
   std::filesystem::remove_all(dir);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

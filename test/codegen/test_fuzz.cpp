@@ -8,6 +8,8 @@
 
 #include "test/codegen/kernel_check.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_fuzz)
+
 namespace bdata = boost::unit_test::data;
 
 constexpr int kBatches = 8;
@@ -16,3 +18,5 @@ constexpr int kPerBatch = 30;
 BOOST_DATA_TEST_CASE(random_kernels_match_interpreter, bdata::xrange(kBatches), batch) {
   ringrt::test::check_random_batch(static_cast<uint64_t>(1000 + batch * kPerBatch), kPerBatch);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

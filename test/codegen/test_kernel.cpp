@@ -10,6 +10,8 @@
 #include "rewrite/errors.hpp"
 #include "test/codegen/kernel_check.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_kernel)
+
 using namespace ringrt;
 using namespace ringrt::codegen;
 
@@ -286,3 +288,5 @@ BOOST_AUTO_TEST_CASE(device_dependent_pads_of_computed_values) {
   in.add(x + c.reshape({1}).expand({4}), "a CONST with a DEVICE source");
   in.check(1);  // and with a peer output
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -15,6 +15,8 @@
 #include "test/codegen/kernel_check.hpp"
 #include "test/support/allreduce_matrix.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_matrix_kernels)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
@@ -123,3 +125,5 @@ BOOST_AUTO_TEST_CASE(kernel_form_erases_numbers_and_the_name_only) {
   BOOST_TEST(test::kernel_form("int32_t a = 12;", "") != test::kernel_form("int64_t a = 12;", ""));
   BOOST_TEST(test::kernel_form("x = 3; y = 250000;", "") == test::kernel_form("x = 41; y = 7;", ""));
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -12,6 +12,8 @@
 #include "codegen/view.hpp"
 #include "rewrite/errors.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_symbolic)
+
 namespace bdata = boost::unit_test::data;
 using ringrt::codegen::Expr;
 using ringrt::codegen::Mask;
@@ -188,3 +190,5 @@ BOOST_DATA_TEST_CASE(simplification_keeps_values, bdata::xrange(20), batch) {
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -10,6 +10,8 @@
 #include "rewrite/interpreter.hpp"
 #include "test/codegen/random_kernel.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_view)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 using namespace ringrt::codegen;
@@ -189,3 +191,5 @@ BOOST_AUTO_TEST_CASE(contiguous_and_shard_reads_render_plainly) {
   BOOST_TEST(padded.index.render() == "gid - 2");
   BOOST_TEST(padded.valid.render() == "(gid >= 2) && (gid < 402)");
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -28,6 +28,12 @@
 #include "runtime/api/tensor.hpp"
 #include "test/gpu/hip_test_support.hpp"
 #include "test/support/collectives_oracle.hpp"
+#endif
+
+BOOST_AUTO_TEST_SUITE(test_hip_collectives)
+RINGRT_SKIP_WITHOUT_HIP()
+
+#ifdef RINGRT_HAVE_HIP
 
 namespace bdata = boost::unit_test::data;
 using namespace hip_test;
@@ -89,3 +95,5 @@ BOOST_DATA_TEST_CASE(collective_on_four_logical_devices, bdata::make(kKinds), ki
 BOOST_AUTO_TEST_SUITE_END()
 
 #endif
+
+BOOST_AUTO_TEST_SUITE_END()

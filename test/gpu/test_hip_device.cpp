@@ -52,6 +52,12 @@
 #include "test/codegen/random_kernel.hpp"
 #include "test/gpu/hip_test_support.hpp"
 #include "test/support/checks.hpp"
+#endif
+
+BOOST_AUTO_TEST_SUITE(test_hip_device)
+RINGRT_SKIP_WITHOUT_HIP()
+
+#ifdef RINGRT_HAVE_HIP
 
 using namespace hip_test;
 using ringrt::test::message_has;
@@ -587,3 +593,5 @@ BOOST_AUTO_TEST_CASE(kernel_copy_kernel_across_devices) {
 BOOST_AUTO_TEST_SUITE_END()
 
 #endif
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 #include "rewrite/errors.hpp"
 #include "test/codegen/random_kernel.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_hiprtc)
+
 namespace bdata = boost::unit_test::data;
 namespace utf = boost::unit_test;
 using namespace ringrt;
@@ -155,3 +157,5 @@ BOOST_AUTO_TEST_CASE(hiprtc_compiles, *utf::precondition([](utf::test_unit_id) {
                      })) {}
 
 #endif
+
+BOOST_AUTO_TEST_SUITE_END()

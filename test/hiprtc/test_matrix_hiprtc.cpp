@@ -20,6 +20,8 @@
 #include "test/support/allreduce_matrix.hpp"
 #include "test/support/collectives_matrix.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_matrix_hiprtc)
+
 namespace bdata = boost::unit_test::data;
 namespace utf = boost::unit_test;
 using namespace ringrt;
@@ -104,3 +106,5 @@ BOOST_AUTO_TEST_CASE(matrix_kernels_compile, *utf::precondition(no_hip)) {}
 BOOST_AUTO_TEST_CASE(collective_kernels_compile, *utf::precondition(no_hip)) {}
 
 #endif
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -89,6 +90,15 @@ inline std::vector<std::vector<std::string>> table_rows(const std::string& out) 
     rows.push_back(row);
   }
   return rows;
+}
+
+// The YAML files of configs/ as "configs/<name>.yaml", sorted.
+inline std::vector<std::string> config_files() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(fs::path(RINGRT_SOURCE_DIR) / "configs"))
+    if (e.path().extension() == ".yaml") out.push_back("configs/" + e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // Small, fast overrides that keep a config's form: sizes up to 16 KiB, or three small buckets.

@@ -21,20 +21,14 @@
 #include "runtime/cli/config.hpp"
 #include "test/integration/cli_run.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_cli)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 using namespace ringrt::test;
 using nlohmann::json;
 
 namespace {
-
-std::vector<std::string> config_files() {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(fs::path(RINGRT_SOURCE_DIR) / "configs"))
-    if (e.path().extension() == ".yaml") out.push_back("configs/" + e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // ordered_json keeps the keys in the printed order.
 nlohmann::ordered_json schedule_json(const std::vector<std::string>& extra, const std::vector<std::string>& env = {}) {
@@ -595,3 +589,5 @@ BOOST_AUTO_TEST_CASE(a_size_that_does_not_fit_is_refused_before_it_starts,
   BOOST_TEST(err.find("GiB available (ulimit -v)") != std::string::npos, err);
   BOOST_TEST(table_rows(out).empty(), out);  // not even the row of 8: the sweep never started
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -10,6 +10,8 @@
 
 #include "test/integration/cli_run.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_cli_trace)
+
 using namespace ringrt::test;
 using nlohmann::json;
 
@@ -94,5 +96,7 @@ BOOST_AUTO_TEST_CASE(outputs_naming_one_file_are_refused_before_any_is_created) 
   BOOST_TEST(r.err.find("names the config file") != std::string::npos, r.err);
   BOOST_TEST(read_file(cfg) == yaml);  // the config untouched
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,8 @@
 #include "rewrite/tuning.hpp"
 #include "test/integration/cli_run.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_cli_tune)
+
 using namespace ringrt;
 using namespace ringrt::test;
 
@@ -151,5 +153,7 @@ BOOST_AUTO_TEST_CASE(a_size_given_twice_is_measured_once) {
   for (const auto& e : fs::directory_iterator(dir.path()))  // the temporary file renamed, none left
     BOOST_TEST(e.path().filename() == "t.yaml");
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,8 @@
 #include "test/integration/cli_run.hpp"
 #include "test/support/checks.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_config)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 using namespace ringrt::test;
@@ -343,3 +345,5 @@ BOOST_AUTO_TEST_CASE(every_collective_runs_checked) {
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -16,6 +16,8 @@
 #include "runtime/cli/experiment.hpp"
 #include "test/integration/cli_run.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_gpt2_workloads)
+
 using namespace ringrt;
 using namespace ringrt::test;
 
@@ -188,3 +190,5 @@ BOOST_AUTO_TEST_CASE(fsdp_config_reports_every_collective) {
   BOOST_TEST(read_file(csv).find(",4,cpu,allgather,bwd,1\n") != std::string::npos, read_file(csv));
   BOOST_TEST(run_cli(args, {"RINGRT_TEST_CORRUPT=1"}).status == 1);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

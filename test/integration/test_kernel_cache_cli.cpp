@@ -5,6 +5,8 @@
 
 #include "test/integration/cli_run.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_kernel_cache_cli)
+
 using namespace ringrt::test;
 
 namespace {
@@ -66,3 +68,5 @@ BOOST_AUTO_TEST_CASE(a_compiler_that_cannot_run_is_exit_2_naming_it) {
     BOOST_TEST(r.err.find("internal error") == std::string::npos, r.err);
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -20,6 +20,8 @@
 #include "rewrite/settings.hpp"
 #include "runtime/engine/internal.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_ranks)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
@@ -259,5 +261,7 @@ BOOST_AUTO_TEST_CASE(ranks_at_different_calls_get_an_error_on_every_rank) {
   else
     BOOST_CHECK_EXCEPTION(result.realize(), ConfigError, at_different_calls);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rewrite/interpreter.hpp"
+#include "test/rewrite/uop_fixture.hpp"  // cpus()
 
 namespace ringrt::test {
 
@@ -17,16 +18,10 @@ inline constexpr double kInf = std::numeric_limits<double>::infinity();
 using F = std::vector<double>;
 using I = std::vector<int64_t>;
 
-inline DeviceTuple cpus(int n) {
-  DeviceTuple out;
-  for (int i = 0; i < n; ++i) out.push_back("CPU:" + std::to_string(i));
-  return out;
-}
-
 inline int64_t buffer_id(const UOp& b) { return std::get<BufferArg>(b.arg()).id; }
 
 // A graph, the input data of its buffers, and an interpreter that reads them.
-struct Fixture {
+struct InterpreterFixture {
   UOpGraph g;
   std::map<int64_t, std::vector<HostBuffer>> data;
   Interpreter interp{[this](int64_t id) -> const std::vector<HostBuffer>* {

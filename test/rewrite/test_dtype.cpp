@@ -14,6 +14,8 @@
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_dtype)
+
 namespace bdata = boost::unit_test::data;
 using ringrt::DType;
 
@@ -422,5 +424,7 @@ BOOST_AUTO_TEST_CASE(every_midpoint_ties_to_even) {
   }
   BOOST_TEST(bad == 0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -13,6 +13,8 @@
 #include "rewrite/files.hpp"
 #include "test/support/temp_dir.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_files)
+
 using namespace ringrt;
 namespace fs = std::filesystem;
 
@@ -83,3 +85,5 @@ BOOST_AUTO_TEST_CASE(a_link_to_a_private_folder_is_refused_however_spelled) {
   for (const char* tail : {"", "/", "/.", "/./", "//"})
     BOOST_TEST(private_dir_problem((d.path() / "link").string() + tail) == "a symbolic link", tail);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_interpreter)
+
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
 using namespace ringrt;
@@ -105,7 +107,7 @@ const std::vector<IntRow> kInts{
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------
-BOOST_FIXTURE_TEST_SUITE(leaves, Fixture)
+BOOST_FIXTURE_TEST_SUITE(leaves, InterpreterFixture)
 
 BOOST_AUTO_TEST_CASE(const_values) {
   HostBuffer f = one(cst(2.5));
@@ -157,7 +159,7 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(alu)
 
 BOOST_DATA_TEST_CASE(float32, bdata::make(kFloat32), row) {
-  Fixture f;
+  InterpreterFixture f;
   Shape s{static_cast<int64_t>(row.a.size())};
   UOp a = f.input(DType::float32, s, row.a);
   UOp u = row.b.empty() ? a.alu(row.op) : a.alu(row.op, {f.input(DType::float32, s, row.b)});
@@ -168,7 +170,7 @@ BOOST_DATA_TEST_CASE(float32, bdata::make(kFloat32), row) {
 }
 
 BOOST_DATA_TEST_CASE(integers, bdata::make(kInts), row) {
-  Fixture f;
+  InterpreterFixture f;
   Shape s{static_cast<int64_t>(row.a.size())};
   UOp a = f.input(row.dtype, s, row.a);
   UOp u = row.b.empty() ? a.alu(row.op) : a.alu(row.op, {f.input(row.dtype, s, row.b)});
@@ -177,7 +179,7 @@ BOOST_DATA_TEST_CASE(integers, bdata::make(kInts), row) {
   CHECK_VALUES(out.to_vector<int64_t>(), row.want);
 }
 
-BOOST_FIXTURE_TEST_CASE(where, Fixture) {
+BOOST_FIXTURE_TEST_CASE(where, InterpreterFixture) {
   UOp a = input(DType::int32, {4}, I{1, 5, -2, 7}), b = input(DType::int32, {4}, I{3, 4, -2, 9});
   UOp cond = a.alu(Ops::CMPLT, {b});
   CHECK_VALUES(ints(cond), I{1, 0, 0, 1});
@@ -210,7 +212,7 @@ BOOST_AUTO_TEST_CASE(scalar_helpers) {
 BOOST_AUTO_TEST_SUITE_END()
 
 // ------------------------------------------------------------------------------------------------
-BOOST_FIXTURE_TEST_SUITE(casts, Fixture)
+BOOST_FIXTURE_TEST_SUITE(casts, InterpreterFixture)
 
 BOOST_AUTO_TEST_CASE(float_to_int_truncates_toward_zero) {
   UOp x = input(DType::float32, {6}, F{2.7, -2.7, 0.5, -0.5, 7, -0.0});
@@ -289,7 +291,7 @@ const std::vector<ReduceRow> kReduce{
 BOOST_DATA_TEST_CASE(small_matrix_float32_and_int32, bdata::make(kReduce), row) {
   for (DType dt : {DType::float32, DType::int32}) {
     BOOST_TEST_CONTEXT(dtype_name(dt)) {
-      Fixture f;
+      InterpreterFixture f;
       UOp x = f.input(dt, {2, 3}, F{1, 2, 3, 4, 5, 6});
       HostBuffer out = f.one(x.r(row.op, row.axes));
       BOOST_TEST(out.shape == row.shape);
@@ -299,7 +301,7 @@ BOOST_DATA_TEST_CASE(small_matrix_float32_and_int32, bdata::make(kReduce), row) 
   }
 }
 
-BOOST_FIXTURE_TEST_CASE(several_axes_of_three, Fixture) {
+BOOST_FIXTURE_TEST_CASE(several_axes_of_three, InterpreterFixture) {
   // x[i][j][k] = 4i + 2j + k; summing over i and k leaves j: 0+1+4+5 = 10 and 2+3+6+7 = 18
   UOp x = input(DType::int32, {2, 2, 2}, I{0, 1, 2, 3, 4, 5, 6, 7});
   HostBuffer out = one(x.r(Ops::ADD, {0, 2}));
@@ -308,7 +310,7 @@ BOOST_FIXTURE_TEST_CASE(several_axes_of_three, Fixture) {
   CHECK_VALUES(ints(x.r(Ops::MAX, {1})), I{2, 3, 6, 7});
 }
 
-BOOST_FIXTURE_TEST_CASE(identities_are_not_zero, Fixture) {
+BOOST_FIXTURE_TEST_CASE(identities_are_not_zero, InterpreterFixture) {
   CHECK_VALUES(ints(input(DType::int32, {3}, I{-5, -3, -9}).r(Ops::MAX, {0})), I{-3});
   CHECK_VALUES(ints(input(DType::int32, {2}, I{5, 3}).r(Ops::MIN, {0})), I{3});
   CHECK_VALUES(ints(input(DType::uint8, {2}, I{200, 100}).r(Ops::MIN, {0})), I{100});
@@ -320,7 +322,7 @@ BOOST_FIXTURE_TEST_CASE(identities_are_not_zero, Fixture) {
   CHECK_VALUES(ints(input(DType::int32, {3}, I{2, 3, 4}).r(Ops::MUL, {0})), I{24});
 }
 
-BOOST_FIXTURE_TEST_CASE(integer_sums_wrap, Fixture) {
+BOOST_FIXTURE_TEST_CASE(integer_sums_wrap, InterpreterFixture) {
   CHECK_VALUES(ints(input(DType::int32, {2}, I{kMax32, 1}).r(Ops::ADD, {0})), I{kMin32});
   CHECK_VALUES(ints(input(DType::uint8, {3}, I{200, 50, 10}).r(Ops::ADD, {0})), I{4});  // 260 - 256
 }
@@ -329,7 +331,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // ------------------------------------------------------------------------------------------------
 // float16 and bfloat16 round at every store, as a GPU stores them.
-BOOST_FIXTURE_TEST_SUITE(low_precision, Fixture)
+BOOST_FIXTURE_TEST_SUITE(low_precision, InterpreterFixture)
 
 BOOST_AUTO_TEST_CASE(half_2048_plus_1_stays_2048) {
   UOp x = input(DType::float16, {1}, F{2048}), one_ = cst(1, DType::float16).reshape({1});
@@ -370,5 +372,7 @@ BOOST_AUTO_TEST_CASE(bfloat16_rounds_each_store) {
   CHECK_VALUES(floats(ones.r(Ops::ADD, {0})), F{256});
   BOOST_TEST(one(x + y).dtype == DType::bfloat16);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

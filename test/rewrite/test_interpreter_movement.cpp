@@ -16,13 +16,15 @@
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_interpreter_movement)
+
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
 using namespace ringrt;
 using namespace ringrt::test;  // NOLINT: the fixture
 
 // ------------------------------------------------------------------------------------------------
-BOOST_FIXTURE_TEST_SUITE(movement, Fixture)
+BOOST_FIXTURE_TEST_SUITE(movement, InterpreterFixture)
 
 BOOST_AUTO_TEST_CASE(reshape_keeps_row_major_order) {
   UOp x = input(DType::int32, {2, 3}, I{1, 2, 3, 4, 5, 6});
@@ -101,7 +103,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // ------------------------------------------------------------------------------------------------
 // A node on a device tuple holds one value per device.
-BOOST_FIXTURE_TEST_SUITE(multi_device, Fixture)
+BOOST_FIXTURE_TEST_SUITE(multi_device, InterpreterFixture)
 
 BOOST_AUTO_TEST_CASE(a_buffer_on_a_tuple_has_one_value_per_device) {
   UOp t = tinput(DType::int32, {2}, std::vector<I>{{1, 2}, {10, 20}, {100, 200}});
@@ -255,5 +257,7 @@ BOOST_AUTO_TEST_CASE(naive_allreduce_by_hand) {
   CHECK_VALUES(v[0], I{11, 22});
   CHECK_VALUES(v[1], I{11, 22});
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

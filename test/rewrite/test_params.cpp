@@ -20,6 +20,8 @@
 #include "runtime/device/device.hpp"
 #include "runtime/engine/executor.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_params)
+
 using namespace ringrt;
 
 namespace {
@@ -299,3 +301,5 @@ BOOST_AUTO_TEST_CASE(hip_logical_devices_from_environment_file_and_dump) {
              "environment variable RINGRT_HIP_LOGICAL_DEVICES: key 'runtime.hip_logical_devices': expected an "
              "integer in [0, 1024], got '-1'");
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -8,6 +8,8 @@
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_pattern)
+
 using namespace ringrt;
 
 namespace {
@@ -347,5 +349,7 @@ BOOST_AUTO_TEST_CASE(a_declining_rule_in_the_first_table_falls_through_to_the_se
   BOOST_TEST(rw((a + b), v + c1) == w);
   BOOST_TEST(declined == 1);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -15,6 +15,8 @@
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_rewrite)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
@@ -563,5 +565,7 @@ BOOST_DATA_TEST_CASE(random_graphs, bdata::xrange(kBatches), batch) {
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

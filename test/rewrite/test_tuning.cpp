@@ -19,6 +19,8 @@
 #include "test/support/collectives_oracle.hpp"
 #include "test/support/null_device.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_tuning)
+
 using namespace ringrt;
 namespace fs = std::filesystem;
 
@@ -227,5 +229,7 @@ BOOST_AUTO_TEST_CASE(tuned_reduce_scatter_keeps_its_values) {
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

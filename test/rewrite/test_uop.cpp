@@ -17,13 +17,15 @@
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_uop)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 using ringrt::test::message_has;
 using namespace ringrt::test;  // NOLINT: the fixture
 
 // ------------------------------------------------------------------------------------------------
-BOOST_FIXTURE_TEST_SUITE(hash_consing, Fixture)
+BOOST_FIXTURE_TEST_SUITE(hash_consing, UOpFixture)
 
 BOOST_AUTO_TEST_CASE(same_structure_is_the_same_node) {
   UOp a = buf({4}), b = buf({4});
@@ -210,7 +212,7 @@ BOOST_AUTO_TEST_CASE(distinct_structures_hash_apart) {
 
 BOOST_AUTO_TEST_SUITE_END()
 // ------------------------------------------------------------------------------------------------
-BOOST_FIXTURE_TEST_SUITE(toposort, Fixture)
+BOOST_FIXTURE_TEST_SUITE(toposort, UOpFixture)
 
 BOOST_AUTO_TEST_CASE(sources_in_order_then_the_user) {
   UOp a = cst(1), b = cst(2);
@@ -286,7 +288,7 @@ BOOST_AUTO_TEST_CASE(a_chain_100000_deep) {
 BOOST_AUTO_TEST_SUITE_END()
 
 // ------------------------------------------------------------------------------------------------
-BOOST_FIXTURE_TEST_SUITE(printing, Fixture)
+BOOST_FIXTURE_TEST_SUITE(printing, UOpFixture)
 
 BOOST_AUTO_TEST_CASE(to_string_names_op_dtype_shape_device_arg) {
   UOp a = buf({4});
@@ -363,5 +365,7 @@ BOOST_AUTO_TEST_CASE(write_dot_is_the_same_for_the_same_structure) {
   BOOST_TEST(dot_of(g, {r1}) == dot_of(h, {r2}));
   BOOST_TEST(print_graph(r1) == print_graph(r2));
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -18,13 +18,15 @@
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_uop_inference)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 using ringrt::test::message_has;
 using namespace ringrt::test;  // NOLINT: the fixture
 
 // ------------------------------------------------------------------------------------------------
-BOOST_FIXTURE_TEST_SUITE(inference, Fixture)
+BOOST_FIXTURE_TEST_SUITE(inference, UOpFixture)
 
 BOOST_AUTO_TEST_CASE(sink_op) {
   UOp s = sink({buf({4}), buf({2, 2})});
@@ -280,7 +282,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // ------------------------------------------------------------------------------------------------
 // Every impossible request is a ShapeError whose message names the op and the shapes (and the axis).
-BOOST_FIXTURE_TEST_SUITE(shape_errors, Fixture)
+BOOST_FIXTURE_TEST_SUITE(shape_errors, UOpFixture)
 
 BOOST_AUTO_TEST_CASE(reshape_count_mismatch) {
   BOOST_CHECK_EXCEPTION(buf({2, 3}).reshape({4}), ShapeError, message_has({"RESHAPE", "(2, 3)", "(4,)"}));
@@ -377,7 +379,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // ------------------------------------------------------------------------------------------------
 // The shard axis of logical (MULTI) nodes (reference: tinygrad UOp.axis; shared/cases C07, C08).
-BOOST_FIXTURE_TEST_SUITE(shard_axis, Fixture)
+BOOST_FIXTURE_TEST_SUITE(shard_axis, UOpFixture)
 
 struct ReshapeCase {
   Shape to;
@@ -456,5 +458,7 @@ BOOST_AUTO_TEST_CASE(multi_bounds) {
   BOOST_CHECK_THROW(tbuf({5}, 2).multi(std::nullopt).bounds(), InternalError);
   BOOST_CHECK_THROW(buf({5}).bounds(), InternalError);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,7 +17,7 @@ inline DeviceTuple cpus(int n) {
 }
 
 // A fresh graph per test, with builders for the usual leaves.
-struct Fixture {
+struct UOpFixture {
   UOpGraph g;
   UOp buf(const Shape& shape, DType dtype = DType::float32, const std::string& device = "CPU:0") {
     return new_buffer(DeviceSpec(device), prod(shape), dtype, &g).reshape(shape);

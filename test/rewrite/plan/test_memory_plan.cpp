@@ -9,6 +9,8 @@
 #include "rewrite/plan/memory_plan.hpp"
 #include "test/rewrite/uop_fixture.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_memory_plan)
+
 using namespace ringrt;
 using namespace ringrt::test;  // NOLINT: the fixture
 
@@ -30,7 +32,7 @@ std::optional<int64_t> host_offset(const Bounds& b) {
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(contiguous_range_of_shrinks, Fixture)
+BOOST_FIXTURE_TEST_SUITE(contiguous_range_of_shrinks, UOpFixture)
 
 BOOST_AUTO_TEST_CASE(offsets_match_row_major_arithmetic) {
   const std::vector<Bounds> table{
@@ -73,5 +75,7 @@ BOOST_AUTO_TEST_CASE(nested_views_add_offsets) {
   by_device[0] = {Affine{0, 1}, Affine{1, 1}};  // block _device_num
   BOOST_TEST(!contiguous_range(x.shrink(by_device), realized).has_value());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -12,6 +12,8 @@
 #include "rewrite/plan/schedule.hpp"
 #include "test/rewrite/uop_fixture.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_range_stores)
+
 using namespace ringrt;
 using namespace ringrt::test;  // NOLINT: the fixture
 
@@ -31,7 +33,7 @@ size_t item_of(const ItemPlan& plan, const UOp& t) {
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(range_stores, Fixture)
+BOOST_FIXTURE_TEST_SUITE(range_stores, UOpFixture)
 
 BOOST_AUTO_TEST_CASE(a_store_into_a_contiguous_shrink_writes_that_range) {
   UOp b = new_buffer(DeviceSpec(cpus(2)), 12, DType::float32, &g);
@@ -84,5 +86,7 @@ BOOST_AUTO_TEST_CASE(disjoint_ranges_run_apart_overlapping_ones_in_order) {
   BOOST_TEST(got[1].to_vector<float>() == want, boost::test_tools::per_element());
   BOOST_TEST(got[0].to_vector<float>() == std::vector<float>(8, 0.0f), boost::test_tools::per_element());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -20,6 +20,8 @@
 #include "test/support/allreduce_matrix.hpp"
 #include "test/support/null_device.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_allreduce)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
@@ -469,3 +471,5 @@ BOOST_AUTO_TEST_CASE(hierarchical_rs_falls_back_on_unequal_groups) {
            "reduce_scatter, got 'ring'";
   });
 }
+
+BOOST_AUTO_TEST_SUITE_END()

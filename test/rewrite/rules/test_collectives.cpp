@@ -18,6 +18,8 @@
 #include "test/support/collectives_oracle.hpp"
 #include "test/support/null_device.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_collectives)
+
 using namespace ringrt;
 using ringrt::test::forced_settings;
 
@@ -429,3 +431,5 @@ BOOST_AUTO_TEST_CASE(hierarchical_reduce_scatter_widened) {
   BOOST_TEST(r.dtype() == DType::bfloat16);
   expect_values(r, test::host_collective("reduce_scatter", in, Ops::ADD, 0));
 }
+
+BOOST_AUTO_TEST_SUITE_END()

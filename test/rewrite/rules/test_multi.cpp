@@ -11,6 +11,8 @@
 #include "rewrite/rules/multi.hpp"
 #include "runtime/engine/internal.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_multi)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
@@ -215,3 +217,5 @@ BOOST_DATA_TEST_CASE(call_passes_through, bdata::make(kDevices), n) {
     return std::string(err.what()).find("CALL of 'k'") != std::string::npos;
   });
 }
+
+BOOST_AUTO_TEST_SUITE_END()

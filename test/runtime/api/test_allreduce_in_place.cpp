@@ -27,6 +27,8 @@
 #include "runtime/engine/internal.hpp"
 #include "test/support/host_oracle.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_allreduce_in_place)
+
 namespace bdata = boost::unit_test::data;
 
 using ringrt::AllreduceSettings;
@@ -249,3 +251,5 @@ BOOST_DATA_TEST_CASE(readers_realized_together_keep_the_old_values,
 }
 
 }  // namespace allreduce_in_place
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -23,6 +23,8 @@
 #include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_multi_values)
+
 namespace bdata = boost::unit_test::data;
 
 using ringrt::AllreduceSettings;
@@ -389,5 +391,7 @@ BOOST_AUTO_TEST_CASE(assign_into_a_lazy_full_says_what_to_do) {
   y.assign(Tensor::arange(4));
   BOOST_TEST(values(y.host()) == (std::vector<double>{0, 1, 2, 3}), boost::test_tools::per_element());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

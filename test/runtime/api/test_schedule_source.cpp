@@ -19,6 +19,8 @@
 #include "runtime/engine/internal.hpp"
 #include "test/support/temp_dir.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_schedule_source)
+
 namespace fs = std::filesystem;
 using namespace ringrt;
 
@@ -179,3 +181,5 @@ BOOST_AUTO_TEST_CASE(a_64_device_ring_plans_its_defined_items) {
   BOOST_TEST(off_ring == 0u);
   BOOST_TEST(other_length == 0u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -31,6 +31,8 @@
 #include "runtime/device/memory.hpp"
 #include "test/runtime/api/tensor_ops.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_tensor_layout_ops)
+
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
 
@@ -373,5 +375,7 @@ BOOST_AUTO_TEST_CASE(accounting_per_device) {
   }
   BOOST_CHECK_THROW(ringrt::memory_stats("CPU:9999"), ringrt::DeviceError);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

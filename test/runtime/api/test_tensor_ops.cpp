@@ -30,6 +30,8 @@
 #include "runtime/engine/internal.hpp"
 #include "test/runtime/api/tensor_ops.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_tensor_ops)
+
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
 
@@ -282,5 +284,7 @@ BOOST_DATA_TEST_CASE(bitcast_keeps_bits, bdata::make(std::vector<int>{1, 2, 3, 8
   BOOST_CHECK_THROW(f.bitcast(DType::float16), ShapeError);
   BOOST_CHECK_THROW(f.cast(DType::uint8).bitcast(DType::bool_), ShapeError);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -24,6 +24,8 @@
 #include "test/support/checks.hpp"
 #include "test/support/host_oracle.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_tensor_write)
+
 namespace bdata = boost::unit_test::data;
 
 using ringrt::DeviceError;
@@ -231,3 +233,5 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused) {
 }
 
 }  // namespace tensor_write
+
+BOOST_AUTO_TEST_SUITE_END()

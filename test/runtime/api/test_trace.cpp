@@ -11,6 +11,8 @@
 #include "runtime/api/ringrt.hpp"
 #include "runtime/device/device.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_trace)
+
 using namespace ringrt;
 
 namespace {
@@ -209,5 +211,7 @@ BOOST_AUTO_TEST_CASE(chrome_json_has_one_named_track_per_queue) {
   BOOST_TEST(copies > 0u);
   BOOST_TEST(names.size() == 3u);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE_END()

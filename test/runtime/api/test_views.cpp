@@ -31,6 +31,8 @@
 #include "test/support/checks.hpp"
 #include "test/support/host_oracle.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_views)
+
 namespace bdata = boost::unit_test::data;
 namespace tt = boost::test_tools;
 
@@ -497,3 +499,5 @@ BOOST_DATA_TEST_CASE(buffer_view_as_the_value_of_a_write_into_its_buffer, bdata:
     });
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,8 @@
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_device)
+
 using namespace ringrt;
 
 BOOST_AUTO_TEST_CASE(unknown_device_names_it_and_the_devices_that_exist) {
@@ -248,3 +250,5 @@ BOOST_AUTO_TEST_CASE(cpu_copies_split_or_not_copy_exactly_their_bytes) {
   }
   set_perf_options(before);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,8 @@
 #include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_binding)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
@@ -166,3 +168,5 @@ BOOST_AUTO_TEST_CASE(a_graph_of_many_buffers_reuses_its_program) {
   check(second);
   BOOST_TEST(Tensor::programs_built() == built);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

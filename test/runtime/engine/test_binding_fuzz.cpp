@@ -25,6 +25,8 @@
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/internal.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_binding_fuzz)
+
 using namespace ringrt;
 
 namespace binding_fuzz {
@@ -556,3 +558,5 @@ BOOST_AUTO_TEST_CASE(reused_binding_after_timeouts) {
                boost::test_tools::per_element());
 }
 }  // namespace binding_fuzz
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -17,6 +17,8 @@
 #include "runtime/engine/internal.hpp"
 #include "test/support/null_device.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_executor)
+
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
 
@@ -286,3 +288,5 @@ BOOST_DATA_TEST_CASE(the_executor_runs_what_the_schedule_lists, bdata::make({"na
   BOOST_TEST((copies == want_copies));
   BOOST_TEST((launches == want_launches));
 }
+
+BOOST_AUTO_TEST_SUITE_END()

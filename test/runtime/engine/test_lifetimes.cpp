@@ -20,6 +20,8 @@
 #include "rewrite/params.hpp"
 #include "runtime/engine/internal.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_lifetimes)
+
 using namespace ringrt;
 
 namespace {
@@ -255,9 +257,11 @@ BOOST_AUTO_TEST_CASE(kernels_of_dropped_programs_are_unloaded) {
 // disabled child case of this executable as a process of its own; exit status 0 is the pass (a crash
 // in the exit handlers is a signal).
 namespace {
-int run_child(const std::string& child) {
+int run_child(const std::string& child) {  // `child`: a case of the running case's suite
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  int raw = std::system(("'" + self + "' --run_test=" + child + " --log_level=error > /dev/null").c_str());
+  std::string path = boost::unit_test::framework::current_test_case().full_name();
+  path = path.substr(0, path.rfind('/') + 1) + child;
+  int raw = std::system(("'" + self + "' --run_test=" + path + " --log_level=error > /dev/null").c_str());
   return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + (WIFSIGNALED(raw) ? WTERMSIG(raw) : 0);
 }
 }  // namespace
@@ -297,3 +301,5 @@ BOOST_AUTO_TEST_CASE(child_exits_with_a_static_tensor_made_first, *boost::unit_t
 BOOST_AUTO_TEST_CASE(a_process_exits_cleanly_with_a_static_tensor_made_first) {
   BOOST_TEST(run_child("child_exits_with_a_static_tensor_made_first") == 0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -15,12 +15,14 @@
 
 #include "test/runtime/api/regressions/regressions.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_allreduce_cases)
+
 using namespace regr;  // NOLINT: the helpers of the regression cases
 
 // =============================================================================================
 // C01 — each reduce op keeps its own combine step
 
-namespace regr {
+namespace {  // this file's helpers
 void c01_body(const Variant& var) {
   ScopedSettings scoped(settings_for(var.algo, var.ndev));
   auto devs = ringrt::cpu_devices(var.ndev);
@@ -48,7 +50,7 @@ void c01_body(const Variant& var) {
     expect_replicated(F.max(), Arr{{}, {15}}, devs);
   });
 }
-}  // namespace regr
+}  // namespace
 
 BOOST_DATA_TEST_CASE(c01_max_combine, bdata::make(variants({2, 4}, kFlat)), var) { c01_body(var); }
 
@@ -316,3 +318,5 @@ BOOST_DATA_TEST_CASE(c04_class_non_power_of_two, bdata::make(variants({3, 5, 6, 
     });
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,8 @@
 
 #include "test/runtime/api/regressions/regressions.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_assign)
+
 using namespace regr;  // NOLINT: the helpers of the regression cases
 
 // =============================================================================================
@@ -118,7 +120,7 @@ BOOST_DATA_TEST_CASE(c11_class_layout_pairs, bdata::make({2, 4}), ndev) {
 // =============================================================================================
 // C12 — write after read
 
-namespace regr {
+namespace {  // this file's helpers
 void c12_run(bool buf_first) {
   auto devs = ringrt::cpu_devices(2);
   Tensor buf = Tensor::from_vector<float>({1, 2, 3, 4}, {4}).shard(devs, 0);
@@ -136,7 +138,7 @@ void c12_run(bool buf_first) {
   expect_values(stale, {1, 2, 3, 4});
   expect_sharded(buf, Arr{{4}, {10, 10, 10, 10}}, 0, devs);
 }
-}  // namespace regr
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(c12_write_after_read_buf_first) { c12_run(true); }
 BOOST_AUTO_TEST_CASE(c12_write_after_read_stale_first) { c12_run(false); }
@@ -365,3 +367,5 @@ BOOST_DATA_TEST_CASE(c12_class_in_place_hazards, bdata::make({1, 2, 4}) * bdata:
     check(buf, map2(old_v, old_v, [](double a, double) { return 2 * a + 1; }), along);
   });
 }
+
+BOOST_AUTO_TEST_SUITE_END()

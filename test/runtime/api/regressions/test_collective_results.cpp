@@ -14,12 +14,14 @@
 
 #include "test/runtime/api/regressions/regressions.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_collective_results)
+
 using namespace regr;  // NOLINT: the helpers of the regression cases
 
 // =============================================================================================
 // C13 — replicas agree bit for bit
 
-namespace regr {
+namespace {  // this file's helpers
 std::vector<std::vector<std::byte>> replica_bytes(const Tensor& t) {
   std::vector<std::vector<std::byte>> out;
   for (const Tensor& s : t.shards()) out.push_back(s.host().bytes);
@@ -32,7 +34,7 @@ void expect_bitwise_replicas(const Tensor& t, size_t ndev) {
   for (size_t i = 1; i < bytes.size(); ++i)
     BOOST_TEST((bytes[i] == bytes[0]), "device " << i << " differs from device 0");
 }
-}  // namespace regr
+}  // namespace
 
 BOOST_DATA_TEST_CASE(c13_replicas_bitwise, bdata::make(variants({4}, kAll)), var) {
   ScopedSettings scoped(settings_for(var.algo, 4));
@@ -113,7 +115,7 @@ BOOST_DATA_TEST_CASE(c13_class_bitwise, bdata::make(variants({2, 3, 5, 8}, kAll)
 // =============================================================================================
 // C14 — a collective never overwrites its inputs
 
-namespace regr {
+namespace {  // this file's helpers
 struct C14Setting {
   const char* name;
   int ndev;
@@ -156,7 +158,7 @@ void c14_body(const C14Setting& c, DType dt, const std::vector<Op>& ops) {
     expect_sharded(y, make_arr({c.ndev}, [&](int64_t f) { return data.v[static_cast<size_t>(f)] + total; }), 0, devs);
   });
 }
-}  // namespace regr
+}  // namespace
 
 BOOST_DATA_TEST_CASE(c14_inputs_untouched,
                      bdata::make(std::vector<C14Setting>{
@@ -191,13 +193,13 @@ BOOST_DATA_TEST_CASE(c14_class_inputs_untouched, bdata::make(variants({2, 3, 5, 
 // =============================================================================================
 // C15 — changing the algorithm between runs takes effect
 
-namespace regr {
+namespace {  // this file's helpers
 std::multiset<std::string> copy_pairs(const ringrt::Schedule& s) {
   std::multiset<std::string> out;
   for (const auto& c : s.copies()) out.insert(c.src + ">" + c.dst);
   return out;
 }
-}  // namespace regr
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(c15_ring_setting_takes_effect) {
   auto devs = ringrt::cpu_devices(4);
@@ -353,3 +355,5 @@ BOOST_AUTO_TEST_CASE(c15_realize_follows_settings) {
     }
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -14,6 +14,8 @@
 
 #include "test/runtime/api/regressions/regressions.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_layouts)
+
 using namespace regr;  // NOLINT: the helpers of the regression cases
 
 // =============================================================================================
@@ -171,7 +173,7 @@ BOOST_DATA_TEST_CASE(c09_class_layout_pairs, bdata::make(variants({2, 3, 4}, kAl
 // =============================================================================================
 // C10 — uneven shards
 
-namespace regr {
+namespace {  // this file's helpers
 struct Uneven {
   std::string name;
   Arr x;
@@ -202,7 +204,7 @@ void check_uneven(const Uneven& u) {
   for (double& v : hneg.v) v = -v - 1;
   expect_replicated(neg.shard(devs, u.axis).max(), reduce(hneg, Op::max, {}), devs);
 }
-}  // namespace regr
+}  // namespace
 
 BOOST_DATA_TEST_CASE(c10_uneven_shard,
                      bdata::make(std::vector<Uneven>{
@@ -235,3 +237,5 @@ BOOST_DATA_TEST_CASE(c10_class_uneven,
   expect_sharded(S, x, u.axis, devs);
   expect_replicated(S.sum(), reduce(x, Op::sum, {}), devs);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

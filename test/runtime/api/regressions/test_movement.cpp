@@ -15,12 +15,14 @@
 
 #include "test/runtime/api/regressions/regressions.hpp"
 
+BOOST_AUTO_TEST_SUITE(test_movement)
+
 using namespace regr;  // NOLINT: the helpers of the regression cases
 
 // =============================================================================================
 // C05 — a sharded tensor copied to one device
 
-namespace regr {
+namespace {  // this file's helpers
 // t.to(target): one device, exactly target, holding want; every copy stays within tuple + target.
 void expect_on_device(const Tensor& t, const std::string& target, const Arr& want,
                       const std::vector<std::string>& devs) {
@@ -37,7 +39,7 @@ void expect_on_device(const Tensor& t, const std::string& target, const Arr& wan
   BOOST_TEST(c.shard_axis().has_value() == false);
   expect_equal(read(c), want);
 }
-}  // namespace regr
+}  // namespace
 
 BOOST_DATA_TEST_CASE(c05_copy_sharded_to_one_device, bdata::make(variants({4}, kAll)), var) {
   create_outside_devices();
@@ -99,14 +101,14 @@ BOOST_DATA_TEST_CASE(c05_class_every_target, bdata::make(variants({2, 3, 5, 8}, 
 // =============================================================================================
 // C06 — shrink and pad around the shard axis (each with the input realized first and without)
 
-namespace regr {
+namespace {  // this file's helpers
 Tensor c06_input(bool realized, int ndev = 4) {
   Tensor X = Tensor::arange(64, DType::int32).reshape({8, 8}).shard(ringrt::cpu_devices(ndev), 0);
   if (realized) X.realize();
   return X;
 }
 auto realized_or_not() { return bdata::make({false, true}); }
-}  // namespace regr
+}  // namespace
 
 BOOST_DATA_TEST_CASE(c06a_shrink_one_shard_and_columns, realized_or_not(), realized) {
   Tensor r = c06_input(realized).shrink({{0, 2}, {2, 4}});
@@ -199,9 +201,9 @@ BOOST_DATA_TEST_CASE(c06_class_every_range, bdata::make({2, 4, 8}) * realized_or
 // =============================================================================================
 // C07 — flip and permute with a sharded axis
 
-namespace regr {
+namespace {  // this file's helpers
 Tensor c07_input() { return Tensor::arange(8, DType::int32).reshape({2, 2, 2}).shard(ringrt::cpu_devices(2), 1); }
-}  // namespace regr
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(c07a_flip_unsharded_axis) {
   Tensor r = c07_input().flip({0}) + 1;
@@ -292,7 +294,7 @@ BOOST_DATA_TEST_CASE(c07_class_permute_flip, bdata::make(variants({2, 3, 6}, kAl
 // =============================================================================================
 // C08 — reshape through the shard axis
 
-namespace regr {
+namespace {  // this file's helpers
 // The oracle: a reshape of a tensor of shape s sharded on axis a over n devices keeps every element
 // on its device exactly when some axis b of t satisfies t[b] % n == 0 and, for every flat index f,
 // device(f) == coord_b(f) / (t[b] / n). Returns that axis (it is unique for n > 1) or nullopt.
@@ -338,7 +340,7 @@ void check_reshape(const Tensor& X, const Arr& x, int axis, const std::vector<st
     }
   }
 }
-}  // namespace regr
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(c08_reshape_keeps_shards) {
   auto devs = ringrt::cpu_devices(3);
@@ -406,3 +408,5 @@ BOOST_DATA_TEST_CASE(c08_class_every_target,
   BOOST_TEST_MESSAGE(layout << ": " << targets.size() << " targets, " << valid << " keep the shards");
   BOOST_TEST(valid > 0);
 }
+
+BOOST_AUTO_TEST_SUITE_END()
