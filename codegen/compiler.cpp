@@ -307,7 +307,8 @@ std::vector<std::string> HostCompiler::default_flags() {
           "-ffp-contract=off",
           "-fno-builtin-exp2",
           "-fno-builtin-log2",
-          "-fno-builtin-sin"};
+          "-fno-builtin-sin",
+          "-pipe"};
 }
 
 namespace {
