@@ -16,47 +16,65 @@ ringrt="$1"
 configs="$2"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-failed=0
+# failures are lines in a file: the start-up and mismatch scenarios run at once, in subshells
 fail() {
-  echo "FAIL: $*"
-  failed=1
+  echo "FAIL: $*" | tee -a "$work/failures"
 }
 sweep=(run "$configs/ring.yaml" --set devices.count=1 --set experiment.sizes.max=4KiB)
 
 # 0. start-up: a rank that never starts MPI (here: not ringrt at all) is a timeout on the others (the
 #    longer of the watchdog and runtime.mpi_start_s), exit 3;
 #    ranks that differ in runtime.ranks_per_host are a ConfigError on every rank, exit 2
-timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set runtime.watchdog_s=1 --set runtime.mpi_start_s=3 : \
-  -np 1 sleep 60 >"$work/start.out" 2>&1
-rc=$?
-[[ $rc == 3 ]] || fail "a rank that never starts: exit $rc, expected 3"
-grep -q "rank 0: timeout: MPI did not start within 3000 ms" "$work/start.out" ||
-  fail "a rank that never starts: no TimeoutError (the config's runtime.mpi_start_s, naming the rank)"
-timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set runtime.ranks_per_host=2 : \
-  -np 1 "$ringrt" "${sweep[@]}" >"$work/per_host.out" 2>&1
-rc=$?
-[[ $rc == 2 ]] || fail "ranks_per_host mismatch: exit $rc, expected 2"
-[[ $(grep -c "the ranks differ in runtime.ranks_per_host" "$work/per_host.out") == 2 ]] ||
-  fail "ranks_per_host mismatch: not reported by both ranks"
+never_starts() {
+  local rc
+  timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set runtime.watchdog_s=1 --set runtime.mpi_start_s=3 : \
+    -np 1 sleep 60 >"$work/start.out" 2>&1
+  rc=$?
+  [[ $rc == 3 ]] || fail "a rank that never starts: exit $rc, expected 3"
+  grep -q "rank 0: timeout: MPI did not start within 3000 ms" "$work/start.out" ||
+    fail "a rank that never starts: no TimeoutError (the config's runtime.mpi_start_s, naming the rank)"
+}
+per_host_mismatch() {
+  local rc
+  timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set runtime.ranks_per_host=2 : \
+    -np 1 "$ringrt" "${sweep[@]}" >"$work/per_host.out" 2>&1
+  rc=$?
+  [[ $rc == 2 ]] || fail "ranks_per_host mismatch: exit $rc, expected 2"
+  [[ $(grep -c "the ranks differ in runtime.ranks_per_host" "$work/per_host.out") == 2 ]] ||
+    fail "ranks_per_host mismatch: not reported by both ranks"
+}
 
 # 1. plan mismatch
-timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set allreduce.ring=0 : \
-  -np 1 "$ringrt" "${sweep[@]}" --set allreduce.ring=2 >"$work/mismatch.out" 2>&1
-rc=$?
-[[ $rc == 2 ]] || fail "plan mismatch: exit $rc, expected 2"
-for r in 0 1; do
-  grep -q "rank $r: .*the ranks differ in the plan" "$work/mismatch.out" || fail "plan mismatch: rank $r did not say so"
-done
+plan_mismatch() {
+  local rc
+  timeout 120 mpirun -np 1 "$ringrt" "${sweep[@]}" --set allreduce.ring=0 : \
+    -np 1 "$ringrt" "${sweep[@]}" --set allreduce.ring=2 >"$work/mismatch.out" 2>&1
+  rc=$?
+  [[ $rc == 2 ]] || fail "plan mismatch: exit $rc, expected 2"
+  for r in 0 1; do
+    grep -q "rank $r: .*the ranks differ in the plan" "$work/mismatch.out" || fail "plan mismatch: rank $r did not say so"
+  done
+}
 
 # 1b. ranks that run different numbers of rows: the one that ends first meets the other's next run at
 #     its exit: a ConfigError on both, exit 2, at once (not the watchdog's minute)
-rows=(run "$configs/ring.yaml" --set devices.count=1)
-timeout 120 mpirun -np 1 "$ringrt" "${rows[@]}" --set "experiment.counts=[7,1000]" : \
-  -np 1 "$ringrt" "${rows[@]}" --set "experiment.counts=[7]" >"$work/rows.out" 2>&1
-rc=$?
-[[ $rc == 2 ]] || fail "different rows: exit $rc, expected 2"
-[[ $(grep -c "the ranks are at different calls" "$work/rows.out") == 2 ]] ||
-  fail "different rows: not reported by both ranks"
+different_rows() {
+  local rc rows
+  rows=(run "$configs/ring.yaml" --set devices.count=1)
+  timeout 120 mpirun -np 1 "$ringrt" "${rows[@]}" --set "experiment.counts=[7,1000]" : \
+    -np 1 "$ringrt" "${rows[@]}" --set "experiment.counts=[7]" >"$work/rows.out" 2>&1
+  rc=$?
+  [[ $rc == 2 ]] || fail "different rows: exit $rc, expected 2"
+  [[ $(grep -c "the ranks are at different calls" "$work/rows.out") == 2 ]] ||
+    fail "different rows: not reported by both ranks"
+}
+
+# each mostly waits (a start-up timeout, mpirun's start): they run at once
+never_starts &
+per_host_mismatch &
+plan_mismatch &
+different_rows &
+wait
 
 # Starts a long sweep over 3 ranks in the background; sets job_pid and rank_pid (rank 1's process).
 start_long_job() {
@@ -101,7 +119,7 @@ for r in 0 2; do
     "$work/killed.out" || fail "killed rank: rank $r did not report a TimeoutError"
 done
 
-if ((failed)); then
+if [[ -s "$work/failures" ]]; then
   for f in "$work"/*.out; do
     echo "---- $f"
     grep -v '^#' "$f" | tail -20
