@@ -1,4 +1,4 @@
-# boost_test_discover_tests(<target> [LABELS l...] [TEST_PREFIX p] [FILE_SUITES] [TIMEOUT s] [WORKING_DIRECTORY d]
+# boost_test_discover_tests(<target> [LABELS l...] [TEST_PREFIX p] [FILE_SUITES s...] [TIMEOUT s] [WORKING_DIRECTORY d]
 #                           [ENVIRONMENT VAR=value...] [GROUP_DATA_CASES regex] [COSTS name=cost...])
 #
 # Registers one CTest test per Boost.Test case of <target>, like gtest_discover_tests. The cases
@@ -11,10 +11,10 @@
 # `--run_test=<suite>/<case>/_<i>`, except a data case whose `<suite>/<case>` path matches the
 # GROUP_DATA_CASES regular expression: it is one test, `<suite>/<case>`, all its samples in one
 # process (for sweeps whose samples share expensive set-up, such as a matrix built once per process).
-# FILE_SUITES: the program's top-level suites are its source files' (each file's cases in a suite
-# named for the file), and a test is named `<prefix><file suite>.<suite>/<case>`, as if each file
-# were a program of its own; GROUP_DATA_CASES then matches the path below the file suite, and a case
-# outside any suite fails the listing.
+# FILE_SUITES <suites...>: the program's top-level suites are its source files' (each file's cases in a
+# suite named for the file: the list), and a test is named `<prefix><file suite>.<suite>/<case>`, as if
+# each file were a program of its own; GROUP_DATA_CASES then matches the path below the file suite. A
+# case outside any suite, or a top-level suite not in the list, fails the listing.
 # Cases disabled in the source are registered DISABLED. COSTS sets the COST of the tests it names
 # (full test names), which ctest -j starts in descending COST while it has no timings of its own.
 # A case is reported skipped when it exits 77, or when Boost.Test skips it (a false
@@ -22,7 +22,8 @@
 set(_BOOST_TEST_DISCOVERY_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/BoostTestDiscoveryScript.cmake")
 
 function(boost_test_discover_tests target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "FILE_SUITES" "TEST_PREFIX;TIMEOUT;WORKING_DIRECTORY;GROUP_DATA_CASES" "LABELS;ENVIRONMENT;COSTS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TEST_PREFIX;TIMEOUT;WORKING_DIRECTORY;GROUP_DATA_CASES"
+                        "LABELS;ENVIRONMENT;COSTS;FILE_SUITES")
   if(NOT DEFINED arg_TEST_PREFIX)
     set(arg_TEST_PREFIX "${target}.")
   endif()
@@ -40,10 +41,11 @@ function(boost_test_discover_tests target)
   string(JOIN "|" labels ${arg_LABELS})
   string(JOIN "|" environment ${arg_ENVIRONMENT})
   string(JOIN "|" costs ${arg_COSTS})
+  string(JOIN "|" file_suites ${arg_FILE_SUITES})
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND "${CMAKE_COMMAND}"
       "-DTEST_EXECUTABLE=$<TARGET_FILE:${target}>" "-DTEST_PREFIX=${arg_TEST_PREFIX}"
-      "-DTEST_FILE_SUITES=${arg_FILE_SUITES}"
+      "-DTEST_FILE_SUITES=${file_suites}"
       "-DTEST_LABELS=${labels}" "-DTEST_ENVIRONMENT=${environment}" "-DTEST_TIMEOUT=${arg_TIMEOUT}"
       "-DTEST_WORKING_DIRECTORY=${arg_WORKING_DIRECTORY}" "-DCTEST_FILE=${ctest_file}"
       "-DTEST_GROUP_DATA_CASES=${arg_GROUP_DATA_CASES}" "-DTEST_COSTS=${costs}"

@@ -2,8 +2,10 @@
 // Tensor API's host transfers and of the reference interpreter. Defined in rewrite/interpreter.cpp.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -12,6 +14,22 @@
 #include "rewrite/shape.hpp"
 
 namespace ringrt {
+
+// The dtype whose elements are stored exactly as T's (float: float32, int16_t: int16, ...), so that a
+// vector of T and a buffer of that dtype copy byte for byte; DType::void_ for any other T (bool: a
+// std::vector<bool> packs bits).
+template <class T>
+constexpr DType native_dtype() {
+  return std::is_same_v<T, float>      ? DType::float32
+         : std::is_same_v<T, double>   ? DType::float64
+         : std::is_same_v<T, int64_t>  ? DType::int64
+         : std::is_same_v<T, int32_t>  ? DType::int32
+         : std::is_same_v<T, int16_t>  ? DType::int16
+         : std::is_same_v<T, int8_t>   ? DType::int8
+         : std::is_same_v<T, uint32_t> ? DType::uint32
+         : std::is_same_v<T, uint8_t>  ? DType::uint8
+                                       : DType::void_;
+}
 
 // A dense row-major array of one dtype on the host.
 struct HostBuffer {
@@ -36,7 +54,14 @@ struct HostBuffer {
 template <class T>
 HostBuffer HostBuffer::from_vector(const std::vector<T>& data, DType dtype, Shape shape) {
   HostBuffer b(dtype, std::move(shape));
-  for (int64_t i = 0; i < b.numel() && i < static_cast<int64_t>(data.size()); ++i) {
+  const int64_t n = std::min(b.numel(), static_cast<int64_t>(data.size()));
+  if constexpr (native_dtype<T>() != DType::void_) {
+    if (native_dtype<T>() == dtype) {  // the same representation: a copy
+      std::memcpy(b.bytes.data(), data.data(), static_cast<size_t>(n) * sizeof(T));
+      return b;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
     if constexpr (std::is_integral_v<T>) {
       is_float(dtype) ? b.set(i, static_cast<double>(data[static_cast<size_t>(i)]))
                       : b.set_int(i, static_cast<int64_t>(data[static_cast<size_t>(i)]));
@@ -49,8 +74,15 @@ HostBuffer HostBuffer::from_vector(const std::vector<T>& data, DType dtype, Shap
 
 template <class T>
 std::vector<T> HostBuffer::to_vector() const {
-  std::vector<T> out(static_cast<size_t>(numel()));
-  for (int64_t i = 0; i < numel(); ++i) {
+  const int64_t n = numel();
+  std::vector<T> out(static_cast<size_t>(n));
+  if constexpr (native_dtype<T>() != DType::void_) {
+    if (native_dtype<T>() == dtype) {  // the same representation: a copy
+      std::memcpy(out.data(), bytes.data(), static_cast<size_t>(n) * sizeof(T));
+      return out;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
     if constexpr (std::is_integral_v<T>) {
       out[static_cast<size_t>(i)] = is_float(dtype) ? static_cast<T>(to_int64(get(i))) : static_cast<T>(get_int(i));
     } else {

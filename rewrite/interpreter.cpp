@@ -358,25 +358,27 @@ HostBuffer cast(const HostBuffer& in, DType to, bool bit) {
   return out;
 }
 
-// Concatenate shards along axis.
+// Concatenate shards (all of one shape) along axis. Each shard is `outer` runs of `run` contiguous bytes
+// (one per index of the axes before `axis`); the output interleaves them: run o of shard k at o * shards + k.
 HostBuffer concat(const Value& shards, int axis) {
-  const Shape& ps = shards.at(0).shape;
-  Shape s = ps;
-  s[static_cast<size_t>(axis)] *= static_cast<int64_t>(shards.size());
-  HostBuffer out(shards[0].dtype, s);
-  auto pst = strides_of(ps);
-  int64_t piece = ps[static_cast<size_t>(axis)], w = itemsize(out.dtype);
-  std::vector<int64_t> idx(s.size(), 0);
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    int64_t j = 0;
-    for (size_t a = 0; a < idx.size(); ++a) j += (static_cast<int>(a) == axis ? idx[a] % piece : idx[a]) * pst[a];
-    const HostBuffer& src = shards[static_cast<size_t>(idx[static_cast<size_t>(axis)] / piece)];
-    std::memcpy(out.bytes.data() + i * w, src.bytes.data() + j * w, static_cast<size_t>(w));
-    for (size_t a = idx.size(); a-- > 0;) {
-      if (++idx[a] < s[a]) break;
-      idx[a] = 0;
+  const HostBuffer& first = shards.at(0);
+  const auto at = static_cast<size_t>(axis);
+  for (const HostBuffer& b : shards)
+    if (b.shape != first.shape || b.dtype != first.dtype)
+      throw InternalError(
+          fmt::format("concat: shards of shapes {} and {}", shape_str(first.shape), shape_str(b.shape)));
+  Shape s = first.shape;
+  s[at] *= static_cast<int64_t>(shards.size());
+  HostBuffer out(first.dtype, s);
+  const int64_t outer = prod(Shape(first.shape.begin(), first.shape.begin() + axis));
+  const auto run =
+      static_cast<size_t>(prod(Shape(first.shape.begin() + axis, first.shape.end())) * itemsize(first.dtype));
+  std::byte* to = out.bytes.data();
+  for (int64_t o = 0; o < outer; ++o)
+    for (const HostBuffer& b : shards) {
+      if (run > 0) std::memcpy(to, b.bytes.data() + static_cast<size_t>(o) * run, run);
+      to += run;
     }
-  }
   return out;
 }
 

@@ -146,7 +146,7 @@ std::string quoted(const std::string& s) {
 
 // The tunings read so far, by setting and file: each file is read once per process, so a run keeps one
 // choice from start to end even when the file is tuned again meanwhile.
-std::mutex g_mu;
+std::mutex g_tunings_mu;
 std::map<std::string, Tuning> g_tunings;
 constexpr size_t kMaxSettings = 64;  // bounds the map: beyond, an entry is dropped (read again if asked)
 
@@ -286,7 +286,7 @@ std::string tuning_path(const std::string& setting) {
 Tuning tuning_for(const std::string& setting) {
   std::string path = tuning_path(setting);
   std::string key = setting + "\n" + path;  // another cache folder is another file
-  std::lock_guard lock(g_mu);
+  std::lock_guard lock(g_tunings_mu);
   auto it = g_tunings.find(key);
   if (it != g_tunings.end()) return it->second;
   if (g_tunings.size() >= kMaxSettings) g_tunings.erase(g_tunings.begin());

@@ -398,15 +398,7 @@ Tensor Tensor::from_vector(std::vector<T> data, Shape shape, std::string device)
                     std::is_same_v<T, int32_t> || std::is_same_v<T, int16_t> || std::is_same_v<T, int8_t> ||
                     std::is_same_v<T, uint32_t> || std::is_same_v<T, uint8_t> || std::is_same_v<T, bool>,
                 "from_vector takes float, double, int64_t, int32_t, int16_t, int8_t, uint32_t, uint8_t or bool");
-  DType dt = std::is_same_v<T, float>      ? DType::float32
-             : std::is_same_v<T, double>   ? DType::float64
-             : std::is_same_v<T, int64_t>  ? DType::int64
-             : std::is_same_v<T, int16_t>  ? DType::int16
-             : std::is_same_v<T, int8_t>   ? DType::int8
-             : std::is_same_v<T, uint32_t> ? DType::uint32
-             : std::is_same_v<T, uint8_t>  ? DType::uint8
-             : std::is_same_v<T, bool>     ? DType::bool_
-                                           : DType::int32;
+  DType dt = std::is_same_v<T, bool> ? DType::bool_ : native_dtype<T>();
   if (static_cast<int64_t>(data.size()) != ringrt::prod(shape))
     throw ShapeError("from_vector: " + std::to_string(data.size()) + " values for shape " + shape_str(shape));
   return from_host(HostBuffer::from_vector(data, dt, std::move(shape)), std::move(device));

@@ -26,7 +26,7 @@ struct Trace::State {
 };
 
 namespace {
-std::mutex g_mu;                        // guards g_trace
+std::mutex g_trace_mu;                  // guards g_trace
 std::shared_ptr<Trace::State> g_trace;  // the Trace that exists, if any
 
 int64_t ns_since(std::chrono::steady_clock::time_point origin, std::chrono::steady_clock::time_point t) {
@@ -57,7 +57,7 @@ bool natural_less(const std::string& a, const std::string& b) {
 }  // namespace
 
 void record_trace_run(std::vector<TracedWork> work) {
-  std::lock_guard<std::mutex> global(g_mu);
+  std::lock_guard<std::mutex> global(g_trace_mu);
   if (!g_trace) return;
   Trace::State& s = *g_trace;
   std::lock_guard<std::mutex> lock(s.mu);
@@ -82,14 +82,14 @@ void record_trace_run(std::vector<TracedWork> work) {
 Trace::Trace(size_t max_events) : s_(std::make_shared<State>()) {
   if (max_events == 0) throw ConfigError("a Trace keeps at least one event: max_events is 0");
   s_->max_events = max_events;
-  std::lock_guard<std::mutex> global(g_mu);
+  std::lock_guard<std::mutex> global(g_trace_mu);
   if (g_trace) throw ConfigError("a Trace exists already: one records at a time per process");
   g_trace = s_;
   set_trace_timing(true);
 }
 
 Trace::~Trace() {
-  std::lock_guard<std::mutex> global(g_mu);
+  std::lock_guard<std::mutex> global(g_trace_mu);
   set_trace_timing(false);
   g_trace.reset();
 }

@@ -107,11 +107,19 @@ std::string steps_text(const ExperimentConfig& cfg) {
 // that ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt tune, ..., 36 choices)".
 std::string choice_line(const ExperimentConfig& cfg) {
   const AllreduceSettings& s = cfg.settings;
-  if (!automatic_levels(s))
-    return fmt::format(
-        "algorithm choice: tinygrad's rule (allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}: "
-        "set, not automatic)",
-        s.ring, s.all2all, s.ring_threshold);
+  if (!automatic_levels(s)) {  // the levels as collective_algorithm reads them; no tuning file
+    std::string set = fmt::format("allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}", s.ring,
+                                  s.all2all, s.ring_threshold);
+    if (s.all2all >= 2) return "algorithm choice: all2all, forced (" + set + ")";
+    if (s.ring >= 2 && s.all2all == 0) return "algorithm choice: ring, forced (" + set + ")";
+    auto level = [&](int l) {
+      return l >= 2   ? std::string("always")
+             : l == 1 ? fmt::format("above {} elements on 3+ devices", s.ring_threshold)
+                      : std::string("never");
+    };
+    return fmt::format("algorithm choice: as set, not tuned: all2all {}, else ring {}, else naive ({})",
+                       level(s.all2all), level(s.ring), set);
+  }
   if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)
     return "algorithm choice: hierarchical over device groups, tinygrad's rule inside (the tuning file is for flat "
            "collectives)";

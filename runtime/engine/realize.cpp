@@ -29,7 +29,7 @@ using Storage = DeviceStorage;
 
 // Weak records, pruned whenever they have doubled since the last prune (and by engine_roots), so a
 // process that makes tensors forever keeps records of the live ones only.
-struct Registry {
+struct EngineRecords {
   std::mutex mu;
   std::unordered_map<int64_t, std::weak_ptr<Storage>> storages;
   std::vector<std::weak_ptr<TensorState>> live;
@@ -42,13 +42,13 @@ struct Registry {
     live_limit = 2 * live.size() + 64;
   }
 };
-Registry& registry() {
-  static Registry r;
+EngineRecords& engine_records() {
+  static EngineRecords r;
   return r;
 }
 
 void register_storage(const std::shared_ptr<Storage>& s) {
-  auto& r = registry();
+  auto& r = engine_records();
   std::lock_guard<std::mutex> lock(r.mu);
   r.storages[s->id()] = s;
   if (r.storages.size() > r.storages_limit) r.prune();
@@ -65,7 +65,7 @@ std::shared_ptr<Storage> new_storage(const UOp& buf, const std::vector<HostBuffe
 }
 
 std::shared_ptr<Storage> find_storage(int64_t id) {
-  auto& r = registry();
+  auto& r = engine_records();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.storages.find(id);
   return it == r.storages.end() ? nullptr : it->second.lock();
@@ -101,7 +101,7 @@ StatePtr make_state(UOp u, std::vector<std::shared_ptr<Storage>> storages) {
   auto s = std::make_shared<TensorState>();
   s->uop = u;
   s->storages = std::move(storages);
-  auto& r = registry();
+  auto& r = engine_records();
   std::lock_guard<std::mutex> lock(r.mu);
   r.live.push_back(s);
   if (r.live.size() > r.live_limit) r.prune();
@@ -240,7 +240,7 @@ void copy_out(const StatePtr& st) {
 template <class Pred>
 std::vector<StatePtr> live_states(const StatePtr& owner, Pred keep) {
   std::vector<StatePtr> out;
-  auto& r = registry();
+  auto& r = engine_records();
   std::lock_guard<std::mutex> lock(r.mu);
   for (auto& w : r.live)
     if (auto s = w.lock(); s && s != owner && keep(*s)) out.push_back(s);
@@ -472,7 +472,7 @@ Schedule schedule_of(const UOp& root, bool borrowed) {
 std::vector<UOp> engine_roots() {
   std::vector<UOp> roots;
   {
-    auto& r = registry();
+    auto& r = engine_records();
     std::lock_guard<std::mutex> lock(r.mu);
     r.prune();
     for (const auto& w : r.live)
@@ -501,7 +501,7 @@ std::vector<UOp> engine_roots() {
 EngineCounts engine_counts() {
   EngineCounts c;
   {
-    auto& r = registry();
+    auto& r = engine_records();
     std::lock_guard<std::mutex> lock(r.mu);
     for (const auto& [id, w] : r.storages) c.storages += w.expired() ? 0 : 1;
     for (const auto& w : r.live) c.states += w.expired() ? 0 : 1;

@@ -1,6 +1,7 @@
 // `ringrt tune` (runtime/cli/tune.cpp): the file it writes holds the fastest algorithm measured at each
 // point, `ringrt run` follows it and names it in the header, a file made elsewhere is ignored with a
 // warning, and bad requests fail before anything is measured.
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 
 #include <boost/test/unit_test.hpp>
@@ -84,6 +85,38 @@ BOOST_AUTO_TEST_CASE(a_file_from_another_machine_is_ignored) {
   BOOST_TEST(r.err.find("is ignored: made on another machine") != std::string::npos, r.err);
   BOOST_TEST(r.out.find("algorithm choice: ignored: tinygrad's rule") != std::string::npos);
   BOOST_TEST(table_rows(r.out).at(0).at(4) == "naive");
+}
+
+// Levels set by hand: the header's choice line says what they choose, and the run (4 devices, 1,000
+// elements each) chooses that: forced all2all or ring, or the levels' rule with the threshold.
+BOOST_AUTO_TEST_CASE(the_choice_line_says_what_set_levels_choose) {
+  struct Row {
+    std::vector<std::string> sets;
+    std::string line, algorithm;
+  };
+  const std::vector<Row> rows{
+      {{"allreduce.all2all=2"},
+       "algorithm choice: all2all, forced (allreduce.ring 1, allreduce.all2all 2, ",
+       "all2all"},
+      {{"allreduce.ring=2"}, "algorithm choice: ring, forced (allreduce.ring 2, allreduce.all2all 0, ", "ring"},
+      {{"allreduce.ring=0"}, "as set, not tuned: all2all never, else ring never, else naive", "naive"},
+      {{"allreduce.ring_threshold=999"}, "all2all never, else ring above 999 elements on 3+ devices, else", "ring"},
+      {{"allreduce.ring_threshold=1000"}, "all2all never, else ring above 1000 elements on 3+ devices", "naive"},
+      {{"allreduce.ring=2", "allreduce.all2all=1", "allreduce.ring_threshold=10"},
+       "all2all above 10 elements on 3+ devices, else ring always, else naive",
+       "all2all"}};
+  for (const Row& row : rows) {
+    std::vector<std::string> args{"run",   "configs/default.yaml",     "--set", "devices.count=4",
+                                  "--set", "experiment.counts=[1000]", "--set", "experiment.warmup=1",
+                                  "--set", "experiment.iters=1"};
+    for (const std::string& s : row.sets) args.insert(args.end(), {"--set", s});
+    CliResult r = run_cli(args);
+    BOOST_TEST_CONTEXT(fmt::format("{}", fmt::join(row.sets, " "))) {
+      BOOST_TEST_REQUIRE(r.status == 0, r.err);
+      BOOST_TEST(r.out.find(row.line) != std::string::npos, r.out);
+      BOOST_TEST(table_rows(r.out).at(0).at(4) == row.algorithm);
+    }
+  }
 }
 
 // Bad requests end with status 2 and a message before anything is measured or written.
