@@ -11,6 +11,7 @@
 
 #include "rewrite/dtype.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/host_buffer.hpp"
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 
@@ -423,6 +424,37 @@ BOOST_AUTO_TEST_CASE(every_midpoint_ties_to_even) {
     }
   }
   BOOST_TEST(bad == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// HostBuffer's transfers: a vector of the dtype's own element type goes in and out bit for bit (a
+// signalling NaN stays signalling, which a trip through double would quiet); another type converts.
+BOOST_AUTO_TEST_SUITE(host_buffer)
+using ringrt::HostBuffer;
+
+BOOST_AUTO_TEST_CASE(own_element_type_round_trips_bit_for_bit) {
+  const uint32_t snan = 0x7f800001u, payload = 0xffc12345u;
+  std::vector<float> in(3);
+  std::memcpy(&in[0], &snan, 4);
+  std::memcpy(&in[1], &payload, 4);
+  in[2] = -0.0f;
+  std::vector<float> out = HostBuffer::from_vector(in, DType::float32, {3}).to_vector<float>();
+  BOOST_TEST_REQUIRE(out.size() == 3u);
+  BOOST_TEST(std::memcmp(out.data(), in.data(), 12) == 0);
+  std::vector<int16_t> small{-32768, 7, 32767};
+  BOOST_TEST((HostBuffer::from_vector(small, DType::int16, {3}).to_vector<int16_t>() == small));
+}
+
+BOOST_AUTO_TEST_CASE(other_types_convert) {
+  std::vector<int64_t> big{int64_t{1} << 40, -3, 5};
+  HostBuffer b = HostBuffer::from_vector(big, DType::int32, {3});  // wraps to 32 bits
+  BOOST_TEST((b.to_vector<int64_t>() == std::vector<int64_t>{0, -3, 5}));
+  BOOST_TEST((b.to_vector<float>() == std::vector<float>{0.0f, -3.0f, 5.0f}));
+  std::vector<float> f{1.5f, -2.0f};
+  BOOST_TEST((HostBuffer::from_vector(f, DType::float64, {2}).to_vector<double>() == std::vector<double>{1.5, -2.0}));
+  BOOST_TEST(
+      (HostBuffer::from_vector(f, DType::float32, {3}).to_vector<float>() == std::vector<float>{1.5f, -2.0f, 0.0f}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
