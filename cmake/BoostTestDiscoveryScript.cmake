@@ -2,9 +2,8 @@
 # TEST_EXECUTABLE, TEST_PREFIX, TEST_LABELS and TEST_ENVIRONMENT ("|"-separated), TEST_TIMEOUT,
 # TEST_WORKING_DIRECTORY, CTEST_FILE, TEST_GROUP_DATA_CASES (a regex, may be empty), TEST_COSTS ("|"-separated
 # <test name>=<cost>, may be empty), TEST_FILE_SUITES ("|"-separated: the files' suites, the only top-level
-# ones; empty: no file suites). Writes
-# CTEST_FILE: one add_test() per Boost.Test case, or per data case whose path matches TEST_GROUP_DATA_CASES;
-# a test named in TEST_COSTS gets that COST.
+# ones; empty: no file suites). Writes CTEST_FILE: one add_test() per Boost.Test case, or per data case whose
+# path matches TEST_GROUP_DATA_CASES; a test named in TEST_COSTS gets that COST.
 cmake_minimum_required(VERSION 3.25)   # policies for this -P script
 file(REMOVE "${CTEST_FILE}")   # never leave a stale list behind if listing fails
 execute_process(COMMAND "${TEST_EXECUTABLE}" --list_content
