@@ -361,18 +361,14 @@ HostBuffer cast(const HostBuffer& in, DType to, bool bit) {
 // Concatenate shards (all of one shape) along axis. Each shard is `outer` runs of `run` contiguous bytes
 // (one per index of the axes before `axis`); the output interleaves them: run o of shard k at o * shards + k.
 HostBuffer concat(const Value& shards, int axis) {
-  const HostBuffer& first = shards.at(0);
-  const auto at = static_cast<size_t>(axis);
+  const Shape& ps = shards.at(0).shape;
   for (const HostBuffer& b : shards)
-    if (b.shape != first.shape || b.dtype != first.dtype)
-      throw InternalError(
-          fmt::format("concat: shards of shapes {} and {}", shape_str(first.shape), shape_str(b.shape)));
-  Shape s = first.shape;
-  s[at] *= static_cast<int64_t>(shards.size());
-  HostBuffer out(first.dtype, s);
-  const int64_t outer = prod(Shape(first.shape.begin(), first.shape.begin() + axis));
-  const auto run =
-      static_cast<size_t>(prod(Shape(first.shape.begin() + axis, first.shape.end())) * itemsize(first.dtype));
+    if (b.shape != ps) throw InternalError("concat: shards of shapes " + shape_str(ps) + " and " + shape_str(b.shape));
+  Shape s = ps;
+  s[static_cast<size_t>(axis)] *= static_cast<int64_t>(shards.size());
+  HostBuffer out(shards[0].dtype, s);
+  const int64_t outer = prod(Shape(ps.begin(), ps.begin() + axis));
+  const auto run = static_cast<size_t>(prod(Shape(ps.begin() + axis, ps.end())) * itemsize(out.dtype));
   std::byte* to = out.bytes.data();
   for (int64_t o = 0; o < outer; ++o)
     for (const HostBuffer& b : shards) {
