@@ -1,4 +1,4 @@
-# boost_test_discover_tests(<target> [LABELS l...] [TEST_PREFIX p] [FILE_SUITES s...] [TIMEOUT s] [WORKING_DIRECTORY d]
+# boost_test_discover_tests(<target> [LABELS l...] [TEST_PREFIX p] [FILE_SUITES file...] [TIMEOUT s] [WORKING_DIRECTORY d]
 #                           [ENVIRONMENT VAR=value...] [GROUP_DATA_CASES regex] [COSTS name=cost...])
 #
 # Registers one CTest test per Boost.Test case of <target>, like gtest_discover_tests. The cases
@@ -11,8 +11,8 @@
 # `--run_test=<suite>/<case>/_<i>`, except a data case whose `<suite>/<case>` path matches the
 # GROUP_DATA_CASES regular expression: it is one test, `<suite>/<case>`, all its samples in one
 # process (for sweeps whose samples share expensive set-up, such as a matrix built once per process).
-# FILE_SUITES <suites...>: the program's top-level suites are its source files' (each file's cases in a
-# suite named for the file: the list), and a test is named `<prefix><file suite>.<suite>/<case>`, as if
+# FILE_SUITES <source files...>: the program's top-level suites are its source files' (each file's cases in
+# a suite named for the file: test/x/test_y.cpp -> test_y), and a test is named `<prefix><file suite>.<suite>/<case>`, as if
 # each file were a program of its own; GROUP_DATA_CASES then matches the path below the file suite. A
 # case outside any suite, or a top-level suite not in the list, fails the listing.
 # Cases disabled in the source are registered DISABLED. COSTS sets the COST of the tests it names
@@ -41,7 +41,12 @@ function(boost_test_discover_tests target)
   string(JOIN "|" labels ${arg_LABELS})
   string(JOIN "|" environment ${arg_ENVIRONMENT})
   string(JOIN "|" costs ${arg_COSTS})
-  string(JOIN "|" file_suites ${arg_FILE_SUITES})
+  set(file_suites "")
+  foreach(file IN LISTS arg_FILE_SUITES)
+    get_filename_component(suite "${file}" NAME_WE)
+    list(APPEND file_suites "${suite}")
+  endforeach()
+  string(JOIN "|" file_suites ${file_suites})
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND "${CMAKE_COMMAND}"
       "-DTEST_EXECUTABLE=$<TARGET_FILE:${target}>" "-DTEST_PREFIX=${arg_TEST_PREFIX}"

@@ -132,10 +132,8 @@ function(ringrt_add_test_program target dir)
   if(target IN_LIST RINGRT_TEST_KERNELS_AT_O3)
     set(kernel_opt "")
   endif()
-  set(suites ${ARGN})
-  list(TRANSFORM suites REPLACE ".*/([^/]*)\\.cpp$" "\\1")  # test/x/test_y.cpp -> test_y
   # XDG_CACHE_HOME: the compile cache of test runs stays inside this build tree.
-  boost_test_discover_tests(${target} FILE_SUITES ${suites} TEST_PREFIX "${prefix}_" LABELS ${label}
+  boost_test_discover_tests(${target} FILE_SUITES ${ARGN} TEST_PREFIX "${prefix}_" LABELS ${label}
     GROUP_DATA_CASES "${groups}" COSTS ${RINGRT_TEST_COSTS} WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/${dir}"
     ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${kernel_opt} ${RINGRT_TEST_ENVIRONMENT})
 endfunction()
@@ -180,9 +178,7 @@ if(TARGET ringrt_nvidia)
     ringrt_gpu_test_options(${target} PRIVATE nvidia)
     set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc")
     ringrt_warnings(${target})
-    set(suites ${program})
-    list(TRANSFORM suites REPLACE ".*/([^/]*)\\.cpp$" "\\1")
-    boost_test_discover_tests(${target} FILE_SUITES ${suites} TEST_PREFIX "nvrtc_" LABELS nvrtc
+    boost_test_discover_tests(${target} FILE_SUITES ${program} TEST_PREFIX "nvrtc_" LABELS nvrtc
       GROUP_DATA_CASES "^(matrix|collective)_kernels_compile$" COSTS ${RINGRT_TEST_COSTS}
       WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/nvrtc"
       ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" ${RINGRT_TEST_ENVIRONMENT})
