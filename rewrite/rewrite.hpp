@@ -6,8 +6,9 @@
 // iterative (an explicit stack, no recursion on graph depth) and bounded per node.
 //
 // Two drivers, one result: the serial driver visits nodes in topological order; in the parallel one each
-// thread takes the next block of 256 nodes of that order and rewrites it in order, waiting for sources
-// another thread has in hand. Rewriting a node is a pure function of the node: the very same nodes.
+// thread takes the next block of 256 nodes of that order and rewrites it in order, setting aside the
+// nodes whose sources another thread has in hand until the rest of the block is done. Rewriting a node
+// is a pure function of the node: the very same nodes.
 #pragma once
 
 #include <cstddef>
@@ -23,17 +24,24 @@ struct RewriteOptions {
   RewriteDriver driver = RewriteDriver::automatic;
   int threads = 0;                       // parallel driver: 0 = TBB's default
   size_t max_rewrites_per_node = 10000;  // the bound on one node's fixpoint iteration
-  // automatic: the parallel driver from this graph size on. Measured (ringrt_bench BM_Rewrite, 2 threads
-  // on a 2-core VM shared with other jobs, load 3-4, three runs each): parallel/serial wall time 0.8-1.1x
-  // at 51k nodes, 0.86-1.17x at 102k, 1.01-1.35x at 204k; lower it on machines with idle cores.
-  size_t parallel_min_nodes = 150000;
+  // automatic: the parallel driver from this graph size on: the crossover where the rewrite makes its
+  // nodes (ringrt_bench BM_RewriteFresh, 2 threads on a 2-core VM, 2026-12-03: parallel/serial time
+  // 1.4x at 10k nodes, 1.04x at 51k, 0.85x at 102k, 0.89x at 204k). Where the nodes exist already
+  // (BM_Rewrite: hash-consing finds them) the parallel driver wins from ~2k nodes (0.56x at 10k, 0.68x
+  // at 51k, 0.65x at 102k); making nodes on TBB's threads that another thread frees is what costs,
+  // in glibc's malloc (a third of a rewrite thread's time); with TBB's allocator preloaded
+  // (libtbbmalloc_proxy) the parallel driver wins from 10k nodes there too (0.72-0.83x).
+  size_t parallel_min_nodes = 100000;
+  // rewrite_graph fills RewriteResult::map (one hash-map entry per input node, ~5% of a rewrite that
+  // changes little); graph_rewrite never asks for it.
+  bool map = true;
 };
 
 using UOpMap = std::unordered_map<UOp, UOp, UOpHash>;
 
 struct RewriteResult {
   UOp root;               // the rewritten root
-  UOpMap map;             // every node of the input graph -> its rewrite
+  UOpMap map;             // every node of the input graph -> its rewrite (empty unless options.map)
   bool converged = true;  // false when some node hit max_rewrites_per_node (its last form is kept)
   size_t rewrites = 0;    // callbacks that returned a replacement
 };

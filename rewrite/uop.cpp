@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <tbb/spin_mutex.h>
 
 #include <algorithm>
 #include <atomic>
@@ -197,7 +198,10 @@ using Vertex = BoostGraph::vertex_descriptor;
 
 struct UOpGraph::Impl {
   BoostGraph g;
-  std::mutex create;  // guards vertex creation; look-ups take only the table's shard lock
+  // Guards vertex creation (a short section: one allocation, the edges, the table entry); look-ups
+  // take only the table's shard lock. A spin lock: a std::mutex sent the parallel rewrite's threads to
+  // sleep in the kernel on every collision, and its driver ran slower than the serial one.
+  tbb::spin_mutex create;
   NodeTable table;
   std::atomic<int64_t> next_id{0}, next_buffer{0};
   std::atomic<size_t> alive{0};  // num_vertices(g), readable without the lock
@@ -215,7 +219,7 @@ size_t UOpGraph::size() const { return static_cast<size_t>(impl_->next_id.load()
 size_t UOpGraph::alive() const { return impl_->alive.load(std::memory_order_relaxed); }
 
 size_t UOpGraph::collect(const std::vector<UOp>& keep) {
-  std::lock_guard<std::mutex> lock(impl_->create);
+  tbb::spin_mutex::scoped_lock lock(impl_->create);
   NodeSet live(
       impl_->alive.load(std::memory_order_relaxed));  // mark: iteratively, deep chains cannot overflow the stack
   std::vector<const Node*> stack;
@@ -266,7 +270,7 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   infer(proto);  // throws before anything is created
   proto.hash = h;
   proto.graph = this;
-  std::lock_guard<std::mutex> lock(impl_->create);
+  tbb::spin_mutex::scoped_lock lock(impl_->create);
   if (const Node* hit = find()) return UOp(hit);
   proto.id = impl_->next_id++;
   Vertex v = boost::add_vertex(std::move(proto), impl_->g);

@@ -436,11 +436,17 @@ BOOST_AUTO_TEST_CASE(the_same_map_from_every_driver) {
   UOpMap ref = graph_rewrite_map(root, pm(), serial());
   for (const auto& d : kDrivers) {
     BOOST_TEST_CONTEXT(d.name) {
-      UOpMap m = graph_rewrite_map(root, pm(), d.options);
+      RewriteOptions without_map = d.options;
+      without_map.map = false;  // graph_rewrite_map asks for the map whatever the options say
+      UOpMap m = graph_rewrite_map(root, pm(), without_map);
       BOOST_TEST(m.size() == ref.size());
       size_t differ = 0;
       for (const auto& [from, to] : ref) differ += m.at(from) != to;
       BOOST_TEST(differ == 0u);
+      // rewrite_graph without the map: the same root, no map
+      RewriteResult r = rewrite_graph(root, pm(), without_map);
+      BOOST_TEST(r.root == ref.at(root));
+      BOOST_TEST(r.map.empty());
     }
   }
 }
