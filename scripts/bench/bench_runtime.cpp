@@ -1,6 +1,7 @@
 // Google Benchmark microbenchmarks of ringrt's planning (issue 7, part 3): lowering and scheduling
 // an 8-device allreduce, planning a ring over 8..1024 devices (BM_Schedule/devices:N), and the rewrite of large graphs
-// with the serial and the TBB-parallel driver at 1 and 2 threads (the crossover tells
+// with the serial and the TBB-parallel driver at 1 and 2 threads, over nodes that exist already
+// (BM_Rewrite) or that the rewrite makes (BM_RewriteFresh, whose crossover tells
 // RewriteOptions::parallel_min_nodes).
 //
 //   build/release/ringrt_bench --benchmark_filter=Rewrite
@@ -138,12 +139,16 @@ BENCHMARK(BM_Lower8)->ArgNames({"count", "algo"})->ArgsProduct({{1 << 20}, {0, 1
 // also counts growing the table and faulting in fresh heap, and depends on the iteration count.
 void BM_Lower8Collected(benchmark::State& state) {
   Allreduce8 a(state.range(0), state.range(1));
+  size_t made = 0;
   for (auto _ : state) {
+    size_t before = UOpGraph::global().size();
     benchmark::DoNotOptimize(lower_multi({uop_of(a.y)}, a.s));
+    made = UOpGraph::global().size() - before;
     state.PauseTiming();
     collect_garbage(true);
     state.ResumeTiming();
   }
+  state.counters["made"] = static_cast<double>(made);  // nodes each lowering makes
 }
 BENCHMARK(BM_Lower8Collected)
     ->ArgNames({"count", "algo"})
