@@ -25,12 +25,12 @@ struct RewriteOptions {
   int threads = 0;                       // parallel driver: 0 = TBB's default
   size_t max_rewrites_per_node = 10000;  // the bound on one node's fixpoint iteration
   // automatic: the parallel driver from this graph size on: the crossover where the rewrite makes its
-  // nodes (ringrt_bench BM_RewriteFresh, 2 threads on a 2-core VM, 2026-12-03: parallel/serial time
-  // 1.4x at 10k nodes, 1.04x at 51k, 0.85x at 102k, 0.89x at 204k). Where the nodes exist already
-  // (BM_Rewrite: hash-consing finds them) the parallel driver wins from ~2k nodes (0.56x at 10k, 0.68x
-  // at 51k, 0.65x at 102k); making nodes on TBB's threads that another thread frees is what costs,
-  // in glibc's malloc (a third of a rewrite thread's time); with TBB's allocator preloaded
-  // (libtbbmalloc_proxy) the parallel driver wins from 10k nodes there too (0.72-0.83x).
+  // nodes (ringrt_bench BM_RewriteFresh, 2 threads on a 2-core VM, 2026-12-03, two runs: parallel/serial
+  // time 1.14-1.41x at 10k nodes, 1.04-1.34x at 51k, 0.72-0.85x at 102k, 0.76-0.89x at 204k). Where the
+  // nodes exist already (BM_Rewrite: hash-consing finds them) it wins from ~2k nodes (0.54-0.56x at
+  // 10k, 0.62-0.96x at 51k, 0.65-0.70x at 102k); making nodes on TBB's threads that another thread
+  // frees is what costs, in glibc's malloc (a third of a rewrite thread's time); with TBB's allocator
+  // preloaded (libtbbmalloc_proxy) the parallel driver wins from 10k nodes there too (0.72-0.83x).
   size_t parallel_min_nodes = 100000;
   // rewrite_graph fills RewriteResult::map (one hash-map entry per input node, ~5% of a rewrite that
   // changes little); graph_rewrite never asks for it.
