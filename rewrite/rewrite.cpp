@@ -161,7 +161,20 @@ class Rewriter {
       results_[i] = rewrite_input(i, scratch);
       done_[i].store(1, std::memory_order_release);
     };
+    // Each worker counts itself out (release) and this thread reads the count after the join, or when
+    // an exception leaves (acquire): the join inside TBB is invisible to ThreadSanitizer (libtbb is
+    // not instrumented), which otherwise reports this thread's reads of results_ and the free of
+    // done_ as races with the workers' writes.
+    std::atomic<int> left{0};
+    struct Join {
+      std::atomic<int>& left;
+      ~Join() { (void)left.load(std::memory_order_acquire); }
+    } join{left};
     auto worker = [&]() {
+      struct Leave {
+        std::atomic<int>& left;
+        ~Leave() { left.fetch_add(1, std::memory_order_release); }
+      } leave{left};
       ScratchLease lease;  // this thread's: a worker runs on one thread from start to end
       Scratch& scratch = *lease;
       try {
