@@ -405,7 +405,7 @@ HostKernel HostCompiler::indexed_kernel(const Kernel& k, const std::string& inde
     }
     count_cache_hit();
   }
-  if (CpuKernelFn fn = lib->find(k.name)) return {lib, fn};
+  if (CpuKernelFn fn = lib->find(k.name)) return {lib, fn, lib->find(k.name + "_stream")};
   return miss("names a library without " + k.name);
 }
 
@@ -426,7 +426,7 @@ std::vector<HostKernel> HostCompiler::load_kernels(std::span<const Kernel> ks) c
   std::string batch_key = cache_key(source, identity());
   for (size_t i = 0; i < ks.size(); ++i) {
     if (out[i].fn) continue;
-    out[i] = {lib, lib->function(ks[i].name)};
+    out[i] = {lib, lib->function(ks[i].name), lib->find(ks[i].name + "_stream")};
     if (published) publish_artifact(index_keys[i], kIndexSuffix, batch_key);
   }
   return out;

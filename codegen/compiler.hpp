@@ -79,9 +79,12 @@ class HostLibrary {
   int memfd_ = -1;  // open while loaded: "/proc/self/fd/N" names the library, so N must stay unique
 };
 
-struct HostKernel {  // a compiled CPU kernel; keep `library` alive while calling `fn`
+struct HostKernel {  // a compiled CPU kernel; keep `library` alive while calling `fn` or `stream`
   std::shared_ptr<HostLibrary> library;
   CpuKernelFn fn = nullptr;
+  // NAME_stream (render.hpp): the same elements, whole output lines stored past the cache; nullptr
+  // where the host compiler has no streaming store (then fn is the only entry)
+  CpuKernelFn stream = nullptr;
 };
 
 class HostCompiler : public Compiler {

@@ -17,6 +17,11 @@ namespace ringrt::codegen {
 // bufs[0] is the output (Kernel::dtype, numel elements), bufs[1 + i] is Kernel::inputs[i]; the call
 // computes elements gid in [begin, end) (so a runtime may split [0, numel) across tasks). Plain C++
 // with no includes beyond <cstdint>; compile with -O3 -ffp-contract=off (HostCompiler's flags).
+// Where the compiler has streaming (non-temporal) stores (clang; g++ on x86), each kernel also has
+//   extern "C" void NAME_stream(void** bufs, int32_t dnum, int64_t begin, int64_t end)
+// computing the same elements with the same bits, every whole 64-byte line of the output and of the
+// peer outputs stored past the cache: for an output too large to be read again from cache, it saves
+// the read of each line a store would first make (read-for-ownership). It returns after an sfence.
 std::string render_cpp(std::span<const Kernel> kernels);
 inline std::string render_cpp(const Kernel& k) { return render_cpp(std::span<const Kernel>(&k, 1)); }
 

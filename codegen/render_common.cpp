@@ -280,13 +280,18 @@ std::string c_type(DType dtype) {
   }
 }
 
-std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range) {
+std::string render_values(const Kernel& k, const Dialect& d, int depth, const GidRange* range) {
   BodyRenderer r(d, range);
   r.block(k.body, depth);
-  std::string indent(static_cast<size_t>(2 * depth), ' ');
-  r.out += fmt::format("{}out[gid] = v{};\n", indent, k.result);
-  for (int j = 0; j < k.peer_outputs; ++j) r.out += fmt::format("{}peer{}[gid] = v{};\n", indent, j, k.result);
   return std::move(r.out);
+}
+
+std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range) {
+  std::string out = render_values(k, d, depth, range);
+  std::string indent(static_cast<size_t>(2 * depth), ' ');
+  out += fmt::format("{}out[gid] = v{};\n", indent, k.result);
+  for (int j = 0; j < k.peer_outputs; ++j) out += fmt::format("{}peer{}[gid] = v{};\n", indent, j, k.result);
+  return out;
 }
 
 namespace {

@@ -45,6 +45,8 @@ inline constexpr int64_t kLastGid = INT64_MAX;
 // resolved (Mask::on_range), so a padded read that is off over the range is not emitted and one that
 // is on over it reads unconditionally.
 std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range = nullptr);
+// render_body without the stores: the statements that leave the element's value in v<k.result>.
+std::string render_values(const Kernel& k, const Dialect& d, int depth, const GidRange* range = nullptr);
 // Loop splitting: the ranges of [0, k.numel) between the points where some mask on gid alone
 // changes (the chunks an allreduce reassembles with PAD + ADD: one range per chunk), so each range's
 // loop reads its inputs unmasked and contiguous. From 0; the last range ends at kLastGid. Empty when

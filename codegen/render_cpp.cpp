@@ -27,6 +27,109 @@ const cstyle::Dialect kCpu{"static inline",
 // of n chunks needs n; beyond it the body's code size grows for little gain.
 constexpr size_t kMaxRanges = 16;
 
+// Streaming stores (see NAME_stream in render.hpp): ringrt_stream_line(dst, src) writes the 64 bytes
+// at src to the 64-byte aligned dst past the cache, RINGRT_STREAM_FENCE() orders those writes before
+// the ones that follow (an x86 non-temporal store is weakly ordered: without sfence the event that says
+// the kernel is done could be seen before its data). clang has a portable builtin; g++ only the x86
+// ones. Where neither applies RINGRT_STREAM is undefined and no kernel has a _stream entry.
+constexpr const char* kStreamPrelude = R"(#if defined(__clang__)
+typedef long long ringrt_v2di __attribute__((vector_size(16)));
+static inline void ringrt_stream_line(void* dst, const void* src) {
+  for (int i = 0; i < 4; ++i) {
+    ringrt_v2di x;
+    __builtin_memcpy(&x, (const char*)src + 16 * i, 16);
+    __builtin_nontemporal_store(x, (ringrt_v2di*)dst + i);
+  }
+}
+#define RINGRT_STREAM 1
+#elif defined(__GNUC__) && defined(__AVX__)
+typedef float ringrt_v8sf __attribute__((vector_size(32)));
+static inline void ringrt_stream_line(void* dst, const void* src) {
+  ringrt_v8sf a, b;
+  __builtin_memcpy(&a, src, 32);
+  __builtin_memcpy(&b, (const char*)src + 32, 32);
+  __builtin_ia32_movntps256((float*)dst, a);
+  __builtin_ia32_movntps256((float*)dst + 8, b);
+}
+#define RINGRT_STREAM 1
+#elif defined(__GNUC__) && defined(__SSE2__)
+typedef long long ringrt_v2di __attribute__((vector_size(16)));
+static inline void ringrt_stream_line(void* dst, const void* src) {
+  for (int i = 0; i < 4; ++i) {
+    ringrt_v2di x;
+    __builtin_memcpy(&x, (const char*)src + 16 * i, 16);
+    __builtin_ia32_movntdq((ringrt_v2di*)dst + i, x);
+  }
+}
+#define RINGRT_STREAM 1
+#endif
+#if defined(RINGRT_STREAM) && (defined(__x86_64__) || defined(__i386__))
+#define RINGRT_STREAM_FENCE() __builtin_ia32_sfence()
+#elif defined(RINGRT_STREAM)
+#define RINGRT_STREAM_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
+)";
+
+// The pointer declarations at the top of a kernel's entry points: out, in0.., peer0.., dnum.
+std::string pointers(const Kernel& k) {
+  std::string t = cstyle::c_type(k.dtype);
+  std::string src = fmt::format("  {0}* out = ({0}*)bufs[0];\n", t);
+  auto params = cstyle::input_params(k);
+  for (size_t i = 0; i < params.size(); ++i)
+    src += fmt::format("  {} = (const {}*)bufs[{}];\n  (void)in{};\n", params[i], cstyle::c_type(k.inputs[i].dtype),
+                       i + 1, i);
+  for (int j = 0; j < k.peer_outputs; ++j)
+    src += fmt::format("  {0}* peer{1} = ({0}*)bufs[{2}];\n", t, j, k.inputs.size() + 1 + static_cast<size_t>(j));
+  return src + "  const long long dnum = dnum_arg;\n  (void)dnum;\n";
+}
+
+// [begin, end) clipped to a range of gid_ranges: C expressions of begin and end.
+std::pair<std::string, std::string> clipped(const cstyle::GidRange& r) {
+  return {r.first == 0 ? "begin" : fmt::format("begin > {0} ? begin : {0}", r.first),
+          r.last == cstyle::kLastGid ? "end" : fmt::format("end < {0} ? end : {0}", r.last + 1)};
+}
+
+// NAME_stream: [begin, end) as NAME computes it, in the same ranges (gid_ranges); within each, every
+// whole 64-byte line of the output (and of every peer output) is computed into a local line and
+// streamed, and the ragged ends go through NAME. Outputs not aligned alike all go through NAME.
+std::string stream_entry(const Kernel& k, const std::vector<cstyle::GidRange>& ranges) {
+  std::string t = cstyle::c_type(k.dtype);
+  std::string src = fmt::format(
+      "\n#ifdef RINGRT_STREAM\nextern \"C\" void {}_stream(void** bufs, int32_t dnum_arg, int64_t begin, int64_t "
+      "end) {{\n",
+      k.name);
+  src += pointers(k);
+  // gid % L == phase: the gids whose out[gid] starts a line (out is aligned to its element)
+  src += fmt::format(
+      "  enum {{ L = 64 / sizeof({0}) }};\n"
+      "  const long long phase = (long long)((64 - ((unsigned long long)out & 63)) & 63) / (long long)sizeof({0});\n",
+      t);
+  for (int j = 0; j < k.peer_outputs; ++j)
+    src += fmt::format(
+        "  if ((((unsigned long long)peer{} - (unsigned long long)out) & 63) != 0) {{\n"
+        "    {}(bufs, dnum_arg, begin, end);\n    return;\n  }}\n",
+        j, k.name);
+  std::vector<cstyle::GidRange> whole{{0, cstyle::kLastGid}};
+  for (const cstyle::GidRange& r : ranges.empty() ? whole : ranges) {
+    auto [lo, hi] = clipped(r);
+    src += fmt::format(
+        "  {{\n    const long long lo = {2}, hi = {3};\n"
+        "    long long first = lo + ((phase - lo) % L + L) % L;\n"
+        "    long long last = first < hi ? first + (hi - first) / L * L : first;\n"
+        "    if (last <= first) first = last = hi > lo ? hi : lo;\n"
+        "    if (lo < first) {0}(bufs, dnum_arg, lo, first);\n"
+        "    for (long long line = first; line < last; line += L) {{\n"
+        "      {1} tmp[L] __attribute__((aligned(64)));\n"
+        "      for (long long i = 0; i < L; ++i) {{\n        const long long gid = line + i;\n",
+        k.name, t, lo, hi);
+    src += cstyle::render_values(k, kCpu, 4, ranges.empty() ? nullptr : &r);
+    src += fmt::format("        tmp[i] = v{};\n      }}\n      ringrt_stream_line(out + line, tmp);\n", k.result);
+    for (int j = 0; j < k.peer_outputs; ++j) src += fmt::format("      ringrt_stream_line(peer{} + line, tmp);\n", j);
+    src += fmt::format("    }}\n    if (last < hi) {}(bufs, dnum_arg, last, hi);\n  }}\n", k.name);
+  }
+  return src + "  RINGRT_STREAM_FENCE();\n}\n#endif\n";
+}
+
 }  // namespace
 
 std::string render_cpp(std::span<const Kernel> kernels) {
@@ -37,19 +140,14 @@ std::string render_cpp(std::span<const Kernel> kernels) {
       "int64_t;\n"
       "extern \"C\" double exp2(double);\nextern \"C\" double log2(double);\nextern \"C\" double sin(double);\n";
   src += cstyle::prelude(kCpu);
+  src += kStreamPrelude;
   for (const Kernel* kp : cstyle::unique_kernels(kernels)) {
     const Kernel& k = *kp;
-    std::string t = cstyle::c_type(k.dtype);
-    src +=
-        fmt::format("\nextern \"C\" void {}(void** bufs, int32_t dnum_arg, int64_t begin, int64_t end) {{\n", k.name);
-    src += fmt::format("  {0}* out = ({0}*)bufs[0];\n", t);
-    auto params = cstyle::input_params(k);
-    for (size_t i = 0; i < params.size(); ++i)
-      src += fmt::format("  {} = (const {}*)bufs[{}];\n  (void)in{};\n", params[i], cstyle::c_type(k.inputs[i].dtype),
-                         i + 1, i);
-    for (int j = 0; j < k.peer_outputs; ++j)
-      src += fmt::format("  {0}* peer{1} = ({0}*)bufs[{2}];\n", t, j, k.inputs.size() + 1 + static_cast<size_t>(j));
-    src += "  const long long dnum = dnum_arg;\n  (void)dnum;\n";
+    // noinline: NAME_stream calls it for the ragged ends of its range; one copy of the loops is enough
+    std::string signature =
+        fmt::format("extern \"C\" void {}(void** bufs, int32_t dnum_arg, int64_t begin, int64_t end)", k.name);
+    src += fmt::format("\n{} __attribute__((noinline));\n{} {{\n", signature, signature);
+    src += pointers(k);
     auto ranges = cstyle::gid_ranges(k, kMaxRanges);
     // With peer outputs, g++ would need more run-time alias checks than it makes (a scalar loop): ivdep
     // asserts what the executor checks, that no output overlaps an input (binding.cpp add_peer_outputs).
@@ -61,15 +159,14 @@ std::string render_cpp(std::span<const Kernel> kernels) {
       src += "  }\n";
     }
     for (const auto& r : ranges) {
-      // [begin, end) clipped to the range; masks on gid alone are constant inside it
-      std::string lo = r.first == 0 ? "begin" : fmt::format("begin > {0} ? begin : {0}", r.first);
-      std::string hi = r.last == cstyle::kLastGid ? "end" : fmt::format("end < {0} ? end : {0}", r.last + 1);
+      auto [lo, hi] = clipped(r);  // masks on gid alone are constant inside the range
       src += ivdep;
       src += fmt::format("  for (long long gid = {}, stop = {}; gid < stop; ++gid) {{\n", lo, hi);
       src += cstyle::render_body(k, kCpu, 2, &r);
       src += "  }\n";
     }
     src += "}\n";
+    src += stream_entry(k, ranges);
   }
   return src;
 }

@@ -6,8 +6,9 @@
 # One run on this machine, float32 sum, N in {2, 4} devices (ranks), S in {256 KiB, 4 MiB, 64 MiB}
 # bytes per device:
 # - floor: the bound 2*N*S / B (every input byte read once, every output byte written once), B the best
-#   of memcpy, STREAM-style add and sum4 (a reduce's own pattern: four arrays each set to their sum)
-#   bandwidth with 1 and 2 threads measured on a working set of the
+#   of memcpy, STREAM-style add, sum4 (a reduce's own pattern: four arrays each set to their sum) and
+#   sum4s (four arrays summed into four others with streaming stores) bandwidth with 1 and 2 threads
+#   measured on a working set of the
 #   allreduce's footprint (N*S input + N*S output bytes): cache bandwidth where that fits (256 KiB, and
 #   4 MiB on 2 devices here), DRAM's at 64 MiB (see floor.cpp); floor-dram: the old bound over the DRAM
 #   peak, for comparison. OUT_DIR/bandwidth.csv: bw (DRAM) and bwat,<footprint> rows;
@@ -103,6 +104,7 @@ peer-writes RINGRT_PEER_WRITES=0
 kernel-split RINGRT_KERNEL_SPLIT=0
 in-place RINGRT_ALLREDUCE_IN_PLACE=0
 inline-small RINGRT_INLINE_SMALL=0
+stream-stores RINGRT_STREAM_BYTES=0
 LEVERS
 
 /usr/bin/python3 scripts/bench/peers/report.py "$csv" "$out/busbw.png" | tee "$out/report.txt"

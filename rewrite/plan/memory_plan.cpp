@@ -18,7 +18,7 @@ namespace ringrt {
 
 namespace {
 PerfOptions perf_options_of(const RuntimeParams& r) {
-  return {r.peer_reads, r.kernel_split, r.inline_small, r.peer_writes};
+  return {r.peer_reads, r.kernel_split, r.inline_small, r.peer_writes, r.stream_bytes};
 }
 }  // namespace
 
@@ -52,7 +52,9 @@ void set_perf_options(const PerfOptions& options) {
   r.kernel_split = options.kernel_split;
   r.inline_small = options.inline_small;
   r.peer_writes = options.peer_writes;
-  set_runtime_params(r, {"runtime.peer_reads", "runtime.kernel_split", "runtime.inline_small", "runtime.peer_writes"});
+  r.stream_bytes = options.stream_bytes;
+  set_runtime_params(r, {"runtime.peer_reads", "runtime.kernel_split", "runtime.inline_small", "runtime.peer_writes",
+                         "runtime.stream_bytes"});
   (void)perf_options();
 }
 

@@ -150,20 +150,23 @@ bool trace_timing();
 void set_trace_timing(bool on);  // for Trace
 
 // Runtime performance switches: the tunables runtime.peer_reads, runtime.kernel_split,
-// runtime.inline_small and runtime.peer_writes (rewrite/params.hpp; README, "Performance switches");
-// every one is on by default and exists so that benchmarks can show what it buys.
+// runtime.inline_small, runtime.peer_writes and runtime.stream_bytes (rewrite/params.hpp; README,
+// "Performance switches"); every one is on by default and exists so that benchmarks can show what it buys.
 struct PerfOptions {
-  bool peer_reads = RuntimeParams{}.peer_reads;      // RINGRT_PEER_READS: a copy read only by kernels on a
-                                                     // peer-reading device is elided, the kernels read its
-                                                     // source in place
-  bool kernel_split = RuntimeParams{}.kernel_split;  // RINGRT_KERNEL_SPLIT: a cpu kernel's range, and a
-                                                     // copy that runs inline, is split across TBB workers
-  bool inline_small = RuntimeParams{}.inline_small;  // RINGRT_INLINE_SMALL: a cpu kernel or copy of at most
-                                                     // kInlineBytes that may start at once runs on the
-                                                     // launching thread instead of the device's queue thread
-  bool peer_writes = RuntimeParams{}.peer_writes;    // RINGRT_PEER_WRITES: a kernel whose result is copied
-                                                     // whole to peers its device may write writes them itself
-                                                     // (Kernel::peer_outputs), the copies are elided
+  bool peer_reads = RuntimeParams{}.peer_reads;         // RINGRT_PEER_READS: a copy read only by kernels on a
+                                                        // peer-reading device is elided, the kernels read its
+                                                        // source in place
+  bool kernel_split = RuntimeParams{}.kernel_split;     // RINGRT_KERNEL_SPLIT: a cpu kernel's range, and a
+                                                        // copy that runs inline, is split across TBB workers
+  bool inline_small = RuntimeParams{}.inline_small;     // RINGRT_INLINE_SMALL: a cpu kernel or copy of at most
+                                                        // kInlineBytes that may start at once runs on the
+                                                        // launching thread instead of the device's queue thread
+  bool peer_writes = RuntimeParams{}.peer_writes;       // RINGRT_PEER_WRITES: a kernel whose result is copied
+                                                        // whole to peers its device may write writes them itself
+                                                        // (Kernel::peer_outputs), the copies are elided
+  int64_t stream_bytes = RuntimeParams{}.stream_bytes;  // RINGRT_STREAM_BYTES: a cpu kernel that writes at
+                                                        // least this many bytes (output and peer outputs)
+                                                        // streams its whole lines past the cache; 0 never
   bool operator==(const PerfOptions&) const = default;
 };
 // The largest kernel output or copy, in bytes, that inline_small runs on the launching thread.

@@ -20,10 +20,10 @@
 
 namespace ringrt::test {
 
-// Runs fn for device d over [0, numel) in uneven chunks, as a runtime splitting the range would; the
-// output, then each of the kernel's peer outputs (Kernel::peer_outputs).
+// Runs fn for device d over [0, numel) in uneven chunks of at most max_chunk elements, as a runtime
+// splitting the range would; the output, then each of the kernel's peer outputs (Kernel::peer_outputs).
 inline std::vector<HostBuffer> run_cpu(codegen::CpuKernelFn fn, const codegen::Kernel& k, const BufferLookup& lookup,
-                                       int d, std::mt19937_64& rng) {
+                                       int d, std::mt19937_64& rng, int64_t max_chunk = 97) {
   std::vector<HostBuffer> outs(1 + static_cast<size_t>(k.peer_outputs), HostBuffer(k.dtype, k.shape));
   for (HostBuffer& out : outs)
     std::fill(out.bytes.begin(), out.bytes.end(), std::byte{0xab});  // a write that never happens shows
@@ -35,7 +35,8 @@ inline std::vector<HostBuffer> run_cpu(codegen::CpuKernelFn fn, const codegen::K
   }
   for (size_t j = 1; j < outs.size(); ++j) bufs.push_back(outs[j].bytes.data());
   for (int64_t begin = 0; begin < k.numel;) {
-    int64_t end = std::min<int64_t>(k.numel, begin + 1 + static_cast<int64_t>(rng() % 97));
+    int64_t end =
+        std::min<int64_t>(k.numel, begin + 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(max_chunk)));
     fn(bufs.data(), d, begin, end);
     begin = end;
   }
@@ -65,7 +66,9 @@ inline codegen::HostCompiler host_compiler_at(int level) {
 
 // Lowers every ast (with `peer_outputs` peer outputs: codegen::with_peer_outputs), compiles them
 // together with `cc`, runs each for every device and checks the bytes of the output and of every peer
-// output against Interpreter::evaluate. `label` names the batch (and its seeds) in failures.
+// output against Interpreter::evaluate; the same for the streaming entry NAME_stream where the compiler
+// makes one (in chunks of up to 400 elements, so whole 64-byte lines occur; HostBuffer's storage puts the
+// outputs at any alignment, alike or not). `label` names the batch (and its seeds) in failures.
 inline void check_against_interpreter(const std::vector<UOp>& asts, const std::vector<BufferLookup>& lookups,
                                       const std::vector<int>& ndevs, const std::vector<std::string>& labels,
                                       int peer_outputs = 0, const codegen::HostCompiler& cc = codegen::HostCompiler()) {
@@ -84,23 +87,26 @@ inline void check_against_interpreter(const std::vector<UOp>& asts, const std::v
   for (size_t i = 0; i < asts.size(); ++i) {
     const codegen::Kernel& k = kernels[i];
     std::vector<HostBuffer> want = Interpreter(lookups[i]).evaluate(asts[i]);
-    codegen::CpuKernelFn fn = lib->function(k.name);
-    for (int d = 0; d < ndevs[i]; ++d) {
-      std::vector<HostBuffer> outs = run_cpu(fn, k, lookups[i], d, rng);
-      const HostBuffer& w = want[want.size() == 1 ? 0 : static_cast<size_t>(d)];
-      for (size_t j = 0; j < outs.size(); ++j) {
-        const HostBuffer& got = outs[j];
-        if (got.bytes == w.bytes) continue;
-        int64_t bad = 0;
-        while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
-        if (bad == got.numel()) continue;
-        BOOST_ERROR(labels[i] << ", device " << d << (j ? fmt::format(", peer output {}", j - 1) : "") << ": element "
-                              << bad << " of " << got.numel() << " is 0x" << bytes_hex(got, bad) << " (" << got.get(bad)
-                              << "), the interpreter says 0x" << bytes_hex(w, bad) << " (" << w.get(bad) << ")\n"
-                              << print_graph(asts[i]) << k.dump() << kernel_source(codegen::render_cpp(k)));
-        break;
+    std::vector<std::pair<std::string, codegen::CpuKernelFn>> entries{{k.name, lib->function(k.name)}};
+    if (codegen::CpuKernelFn stream = lib->find(k.name + "_stream")) entries.emplace_back(k.name + "_stream", stream);
+    for (int d = 0; d < ndevs[i]; ++d)
+      for (size_t e = 0; e < entries.size(); ++e) {
+        std::vector<HostBuffer> outs = run_cpu(entries[e].second, k, lookups[i], d, rng, e == 0 ? 97 : 400);
+        const HostBuffer& w = want[want.size() == 1 ? 0 : static_cast<size_t>(d)];
+        for (size_t j = 0; j < outs.size(); ++j) {
+          const HostBuffer& got = outs[j];
+          if (got.bytes == w.bytes) continue;
+          int64_t bad = 0;
+          while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
+          if (bad == got.numel()) continue;
+          BOOST_ERROR(labels[i] << ", " << entries[e].first << ", device " << d
+                                << (j ? fmt::format(", peer output {}", j - 1) : "") << ": element " << bad << " of "
+                                << got.numel() << " is 0x" << bytes_hex(got, bad) << " (" << got.get(bad)
+                                << "), the interpreter says 0x" << bytes_hex(w, bad) << " (" << w.get(bad) << ")\n"
+                                << print_graph(asts[i]) << k.dump() << kernel_source(codegen::render_cpp(k)));
+          break;
+        }
       }
-    }
   }
 }
 

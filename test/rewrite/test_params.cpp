@@ -89,6 +89,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"runtime.peer_writes", "RINGRT_PEER_WRITES"},
       {"runtime.kernel_split", "RINGRT_KERNEL_SPLIT"},
       {"runtime.inline_small", "RINGRT_INLINE_SMALL"},
+      {"runtime.stream_bytes", "RINGRT_STREAM_BYTES"},
       {"runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE"},
       {"runtime.program_cache", "RINGRT_PROGRAM_CACHE"},
       {"runtime.kernel_opt", "RINGRT_KERNEL_OPT"},

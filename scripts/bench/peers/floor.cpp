@@ -24,6 +24,10 @@
 // "bwat,<footprint bytes>,<kernel>,<threads>,<GB/s>" per footprint; then the bench-peers rows
 // "floor,bound,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (cache-aware) and
 // "floor-dram,bound,<ndev>,<bytes>,..." (DRAM peak).
+#if defined(__SSE__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -65,9 +69,32 @@ double timed(size_t n, int threads, int passes, F fn) {
 }
 
 struct Bandwidth {
-  double copy[2], add[2], sum4[2];  // GB/s with 1 and 2 threads
-  double peak() const { return std::max({copy[0], copy[1], add[0], add[1], sum4[0], sum4[1]}); }
+  double copy[2], add[2], sum4[2], sum4s[2];  // GB/s with 1 and 2 threads
+  double peak() const { return std::max({copy[0], copy[1], add[0], add[1], sum4[0], sum4[1], sum4s[0], sum4s[1]}); }
 };
+
+// Out-of-place sum4 with streaming stores: element i of out[0..3] becomes the sum of element i of
+// in[0..3], each whole 64-byte line stored past the cache (x86 _mm_stream_ps; the ragged ends plain),
+// as ringrt's out-of-place reduce with peer writes does past runtime.stream_bytes. Elsewhere plain stores.
+void sum4_streamed(float* const* in, float* const* out, size_t lo, size_t hi) {
+  size_t i = lo;
+#if defined(__SSE__)
+  auto line_start = [&](size_t at) { return (reinterpret_cast<uintptr_t>(out[0] + at) & 63) == 0; };
+  for (; i < hi && !line_start(i); ++i)
+    for (int k = 0; k < 4; ++k) out[k][i] = in[0][i] + in[1][i] + in[2][i] + in[3][i];
+  for (; i + 16 <= hi; i += 16) {  // each output's line written whole, one after another (write-combining)
+    __m128 v[4];
+    for (size_t j = 0; j < 4; ++j)
+      v[j] = _mm_add_ps(_mm_add_ps(_mm_loadu_ps(in[0] + i + 4 * j), _mm_loadu_ps(in[1] + i + 4 * j)),
+                        _mm_add_ps(_mm_loadu_ps(in[2] + i + 4 * j), _mm_loadu_ps(in[3] + i + 4 * j)));
+    for (int k = 0; k < 4; ++k)
+      for (size_t j = 0; j < 4; ++j) _mm_stream_ps(out[k] + i + 4 * j, v[j]);
+  }
+  _mm_sfence();
+#endif
+  for (; i < hi; ++i)
+    for (int k = 0; k < 4; ++k) out[k][i] = in[0][i] + in[1][i] + in[2][i] + in[3][i];
+}
 
 // memcpy and add bandwidth on a working set of `footprint` bytes (see the top of the file).
 Bandwidth measure(size_t footprint, int reps) {
@@ -119,6 +146,18 @@ Bandwidth measure(size_t footprint, int reps) {
   }
   sink = s4[0][ns / 2];
   for (float* p : s4) std::free(p);
+  // streamed: eight arrays of F/8 (four read, four written), 8 bytes moved per element of each
+  size_t n8 = std::max<size_t>(footprint / 8 / sizeof(float), 16);
+  float* in[4] = {buffer(n8), buffer(n8), buffer(n8), buffer(n8)};
+  float* out[4] = {buffer(n8), buffer(n8), buffer(n8), buffer(n8)};
+  for (int threads : {1, 2}) {
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r)
+      best = std::min(best, timed(n8, threads, passes, [&](size_t lo, size_t hi) { sum4_streamed(in, out, lo, hi); }));
+    bw.sum4s[threads - 1] = 8.0 * n8 * sizeof(float) / best / 1e9;
+  }
+  sink = out[0][n8 / 2];
+  for (int k = 0; k < 4; ++k) std::free(in[k]), std::free(out[k]);
   return bw;
 }
 
@@ -149,8 +188,8 @@ int main(int argc, char** argv) {
   // DRAM: three arrays of BYTES_PER_BUFFER for add, two for memcpy (the footprint of the old floor)
   Bandwidth dram = measure(3 * dram_bytes, reps);
   for (int t : {1, 2})
-    std::printf("bw,memcpy,%d,%.3f\nbw,add,%d,%.3f\nbw,sum4,%d,%.3f\n", t, dram.copy[t - 1], t, dram.add[t - 1], t,
-                dram.sum4[t - 1]);
+    std::printf("bw,memcpy,%d,%.3f\nbw,add,%d,%.3f\nbw,sum4,%d,%.3f\nbw,sum4s,%d,%.3f\n", t, dram.copy[t - 1], t,
+                dram.add[t - 1], t, dram.sum4[t - 1], t, dram.sum4s[t - 1]);
   std::map<size_t, Bandwidth> at;  // footprint -> bandwidth
   for (long nd : ndevs)
     for (long s : sizes) {
@@ -158,8 +197,9 @@ int main(int argc, char** argv) {
       if (at.count(footprint)) continue;
       Bandwidth bw = at[footprint] = measure(footprint, reps);
       for (int t : {1, 2})
-        std::printf("bwat,%zu,memcpy,%d,%.3f\nbwat,%zu,add,%d,%.3f\nbwat,%zu,sum4,%d,%.3f\n", footprint, t,
-                    bw.copy[t - 1], footprint, t, bw.add[t - 1], footprint, t, bw.sum4[t - 1]);
+        std::printf("bwat,%zu,memcpy,%d,%.3f\nbwat,%zu,add,%d,%.3f\nbwat,%zu,sum4,%d,%.3f\nbwat,%zu,sum4s,%d,%.3f\n",
+                    footprint, t, bw.copy[t - 1], footprint, t, bw.add[t - 1], footprint, t, bw.sum4[t - 1], footprint,
+                    t, bw.sum4s[t - 1]);
     }
   for (long nd : ndevs)
     for (long s : sizes) {

@@ -127,11 +127,12 @@ struct Fuzz {
     r.kernel_split = pick(4) != 0;
     r.allreduce_in_place = pick(2) == 1;
     r.program_cache = pick(5) == 0 ? 2 : 512;
+    r.stream_bytes = pick(2) == 0 ? 1 : RuntimeParams{}.stream_bytes;  // 1: every kernel streams its lines
     set_runtime_params(r, {"runtime.peer_reads", "runtime.inline_small", "runtime.kernel_split",
-                           "runtime.allreduce_in_place", "runtime.program_cache"});
+                           "runtime.allreduce_in_place", "runtime.program_cache", "runtime.stream_bytes"});
     log += "  switches peer=" + std::to_string(r.peer_reads) + " inline=" + std::to_string(r.inline_small) +
            " split=" + std::to_string(r.kernel_split) + " inplace=" + std::to_string(r.allreduce_in_place) +
-           " cache=" + std::to_string(r.program_cache) + "\n";
+           " cache=" + std::to_string(r.program_cache) + " stream=" + std::to_string(r.stream_bytes) + "\n";
   }
 
   void step();
@@ -453,7 +454,7 @@ BOOST_AUTO_TEST_CASE(many_runs_match_the_host) {
   BOOST_TEST_MESSAGE("bindings built " << Program::bindings_built() - built << ", programs "
                                        << Tensor::programs_built() - progs);
   set_runtime_params(saved, {"runtime.peer_reads", "runtime.inline_small", "runtime.kernel_split",
-                             "runtime.allreduce_in_place", "runtime.program_cache"});
+                             "runtime.allreduce_in_place", "runtime.program_cache", "runtime.stream_bytes"});
 }
 
 }  // namespace binding_fuzz
@@ -475,7 +476,7 @@ BOOST_AUTO_TEST_CASE(two_threads_match_the_host) {
   BOOST_TEST(f1.failures == 0, f1.first_failure);
   BOOST_TEST(f2.failures == 0, f2.first_failure);
   set_runtime_params(saved, {"runtime.peer_reads", "runtime.inline_small", "runtime.kernel_split",
-                             "runtime.allreduce_in_place", "runtime.program_cache"});
+                             "runtime.allreduce_in_place", "runtime.program_cache", "runtime.stream_bytes"});
 }
 }  // namespace binding_fuzz
 
