@@ -42,6 +42,14 @@ static inline void ringrt_stream_line(void* dst, const void* src) {
   }
 }
 #define RINGRT_STREAM 1
+#elif defined(__GNUC__) && defined(__AVX512F__)
+typedef float ringrt_v16sf __attribute__((vector_size(64)));
+static inline void ringrt_stream_line(void* dst, const void* src) {
+  ringrt_v16sf a;
+  __builtin_memcpy(&a, src, 64);
+  __builtin_ia32_movntps512((float*)dst, a);
+}
+#define RINGRT_STREAM 1
 #elif defined(__GNUC__) && defined(__AVX__)
 typedef float ringrt_v8sf __attribute__((vector_size(32)));
 static inline void ringrt_stream_line(void* dst, const void* src) {

@@ -1,6 +1,7 @@
 // codegen/render_cpp's streaming entry NAME_stream (render.hpp): for every element type width, every
 // alignment of the output, peer outputs aligned alike or not, and ranges cut anywhere, it writes the
-// values host arithmetic gives, to every output, and nothing outside [begin, end).
+// values host arithmetic gives, to every output, and nothing outside [begin, end); with each of the
+// prelude's store forms (g++ with AVX-512, AVX, SSE2 only; clang where installed).
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "codegen/compiler.hpp"
 #include "codegen/kernel.hpp"
 #include "codegen/render.hpp"
+#include "rewrite/errors.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_stream_stores)
 
@@ -35,11 +37,11 @@ struct Aligned {
 // 64-byte aligned storage; every output must hold a[i] + b[i] (T's arithmetic) and the elements around
 // [0, n) their fill.
 template <class T>
-void check_sums(DType dtype, int64_t n, std::mt19937_64& rng) {
+void check_sums(const HostCompiler& cc, DType dtype, int64_t n, std::mt19937_64& rng) {
   UOpGraph g;
   UOp a = new_buffer(DeviceSpec("CPU:0"), n, dtype, &g), b = new_buffer(DeviceSpec("CPU:0"), n, dtype, &g);
   Kernel k = with_peer_outputs(lower_kernel(a + b, "stream_sum"), 2);
-  auto lib = HostCompiler().load(render_cpp(k), k.name);
+  auto lib = cc.load(render_cpp(k), k.name);
   CpuKernelFn plain = lib->function(k.name), stream = lib->find(k.name + "_stream");
 #if defined(__x86_64__) || defined(__clang__)
   BOOST_REQUIRE_MESSAGE(stream, "the host compiler has streaming stores here, so " << k.name << "_stream must exist");
@@ -88,11 +90,40 @@ void check_sums(DType dtype, int64_t n, std::mt19937_64& rng) {
 BOOST_AUTO_TEST_CASE(streamed_lines_hold_the_sums_at_every_alignment) {
   std::mt19937_64 rng(7);
   for (int64_t n : {1, 15, 16, 17, 64, 1000, 4099}) {
-    check_sums<float>(DType::float32, n, rng);
-    check_sums<double>(DType::float64, n, rng);
-    check_sums<signed char>(DType::int8, n, rng);
-    check_sums<short>(DType::int16, n, rng);
+    HostCompiler cc;
+    check_sums<float>(cc, DType::float32, n, rng);
+    check_sums<double>(cc, DType::float64, n, rng);
+    check_sums<signed char>(cc, DType::int8, n, rng);
+    check_sums<short>(cc, DType::int16, n, rng);
   }
+}
+
+// The prelude's other store forms than this machine's default: -mno-* takes g++ down to AVX and to
+// SSE2 (on x86), and clang++ takes its portable builtin.
+BOOST_AUTO_TEST_CASE(every_store_form_holds_the_sums) {
+  std::mt19937_64 rng(8);
+  std::vector<HostCompiler> compilers;
+#if defined(__x86_64__)
+  for (const char* off : {"-mno-avx512f", "-mno-avx"}) {
+    std::vector<std::string> flags = HostCompiler::default_flags();
+    flags.push_back(off);
+    compilers.emplace_back("g++", flags);
+  }
+#endif
+  HostCompiler clang("clang++", HostCompiler::default_flags());
+  try {
+    UOpGraph g;
+    UOp b = new_buffer(DeviceSpec("CPU:0"), 4, DType::float32, &g);
+    (void)clang.load(render_cpp(lower_kernel(b + b, "probe")), "probe");
+    compilers.push_back(clang);
+  } catch (const ConfigError& e) {  // not installed: HostCompiler says it cannot run it
+    BOOST_TEST_MESSAGE("clang++ not checked: " << e.what());
+  }
+  for (const HostCompiler& cc : compilers)
+    for (int64_t n : {17, 1000}) {
+      check_sums<float>(cc, DType::float32, n, rng);
+      check_sums<signed char>(cc, DType::int8, n, rng);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
