@@ -185,7 +185,7 @@ class CpuDevice : public Device {
                  n = ck.k.numel]() mutable {
       // split the element range across TBB workers (perf_options().kernel_split); small kernels
       // run inline
-      int64_t grain = std::max<int64_t>(4096, n / 64);
+      int64_t grain = split_grain(n);
       if (!perf_options().kernel_split || n <= grain) {
         fn(bufs.data(), dnum, 0, n);
         return;
@@ -195,6 +195,15 @@ class CpuDevice : public Device {
     };
     if (std::optional<Event> now = run_inline(work, after, out_bytes <= kInlineBytes)) return *now;
     return enqueue(std::move(work), std::move(after));
+  }
+
+  // Small launches that may all start now (run_inline's conditions, on every device of the group) run
+  // together on the calling thread and the TBB workers: one parallel loop over every launch's pieces,
+  // where launch() one at a time forks and joins once per device (N = 4, 256 KiB: four kernels of
+  // 64 KiB, each a few microseconds of work). Otherwise each device's launch() in turn.
+  std::vector<Event> launch_group(std::vector<GroupLaunch> launches, const std::vector<Event>& after) override {
+    if (std::optional<std::vector<Event>> done = run_group_inline(launches, after)) return *done;
+    return Device::launch_group(std::move(launches), after);
   }
 
   // From a cpu device a memcpy; from another backend (a GPU) that device's synchronous copy_out, on
@@ -241,20 +250,33 @@ class CpuDevice : public Device {
   // the one shared done event (a Trace, which stamps each event's times, queues instead).
   template <class F>
   std::optional<Event> run_inline(F& fn, const std::vector<Event>& after, bool small) {
-    if (!small || !perf_options().inline_small || trace_timing() ||
-        !std::all_of(after.begin(), after.end(), [](const Event& a) { return a.done(); }))
-      return std::nullopt;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!queue_.empty() || busy_) return std::nullopt;
-      busy_ = true;  // later tasks queue behind this one: the device stays in order
-    }
+    if (!small || !may_run_inline(after) || !take()) return std::nullopt;
     std::exception_ptr error;
     try {
       fn();
     } catch (...) {
       error = std::current_exception();
     }
+    release();
+    return finished(error);
+  }
+
+  // Whether work that waits for `after` may run on the calling thread now, as far as the switches and
+  // the events go (the device must still be taken).
+  static bool may_run_inline(const std::vector<Event>& after) {
+    return perf_options().inline_small && !trace_timing() &&
+           std::all_of(after.begin(), after.end(), [](const Event& a) { return a.done(); });
+  }
+
+  // Takes the device for work on the calling thread when nothing is queued or running on it: later
+  // tasks queue behind that work, so the device stays in order. release() hands it back.
+  bool take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!queue_.empty() || busy_) return false;
+    busy_ = true;
+    return true;
+  }
+  void release() {
     bool more = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -262,11 +284,71 @@ class CpuDevice : public Device {
       more = !queue_.empty();
     }
     if (more) cv_.notify_one();
+  }
+
+  // The event of work that ran on the calling thread: the shared done one, or one holding its error.
+  static Event finished(const std::exception_ptr& error) {
     if (!error) return done_event();
     Event failed;
     failed.set_done(error);
     return failed;
   }
+
+  // launch_group's inline path: nothing, and nothing run, unless every launch is a small cpu kernel on
+  // a device of its own that may start now and every device could be taken.
+  static std::optional<std::vector<Event>> run_group_inline(const std::vector<GroupLaunch>& launches,
+                                                            const std::vector<Event>& after) {
+    if (!perf_options().kernel_split || !may_run_inline(after)) return std::nullopt;
+    struct Work {
+      codegen::CpuKernelFn fn;
+      const GroupLaunch* launch;
+      int64_t numel, grain;
+    };
+    std::vector<Work> work;
+    std::vector<CpuDevice*> devices;
+    for (const GroupLaunch& l : launches) {
+      auto* d = dynamic_cast<CpuDevice*>(l.device);
+      const auto& ck = static_cast<const CpuKernel&>(*l.kernel);
+      size_t out_bytes = static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(ck.k.dtype));
+      if (!d || out_bytes > kInlineBytes) return std::nullopt;
+      work.push_back(
+          {streams(ck, l.bufs, out_bytes) ? ck.host.stream : ck.host.fn, &l, ck.k.numel, split_grain(ck.k.numel)});
+      devices.push_back(d);
+    }
+    size_t taken = 0;
+    while (taken < devices.size() && devices[taken]->take()) ++taken;  // a device twice: the second fails
+    if (taken < devices.size()) {
+      for (size_t i = 0; i < taken; ++i) devices[i]->release();
+      return std::nullopt;
+    }
+    struct Piece {
+      const Work* work;
+      int64_t begin, end;
+    };
+    std::vector<Piece> pieces;
+    for (const Work& w : work)
+      for (int64_t b = 0; b < w.numel; b += w.grain) pieces.push_back({&w, b, std::min(w.numel, b + w.grain)});
+    auto run = [](const Piece& p) {
+      p.work->fn(const_cast<void**>(p.work->launch->bufs.data()), p.work->launch->dnum, p.begin, p.end);
+    };
+    std::exception_ptr error;
+    try {
+      if (pieces.size() == 1) {
+        run(pieces[0]);
+      } else {
+        tbb::parallel_for(tbb::blocked_range<size_t>(0, pieces.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
+          for (size_t i = r.begin(); i < r.end(); ++i) run(pieces[i]);
+        });
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (CpuDevice* d : devices) d->release();
+    return std::vector<Event>(launches.size(), finished(error));
+  }
+
+  // The elements of a kernel's range per piece that TBB runs (perf_options().kernel_split).
+  static int64_t split_grain(int64_t numel) { return std::max<int64_t>(4096, numel / 64); }
 
   // One event, done without an error, for every inline item of every cpu device.
   static const Event& done_event() {

@@ -74,6 +74,16 @@ class CompiledKernel {
   virtual const codegen::Kernel& kernel() const = 0;
 };
 
+class Device;
+
+// One launch of a group (Device::launch_group): `kernel` on `device` with these buffers and _device_num.
+struct GroupLaunch {
+  Device* device;
+  const CompiledKernel* kernel;
+  std::vector<void*> bufs;
+  int32_t dnum;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -102,6 +112,15 @@ class Device {
   // Queue work on this device, to start after `after` completes.
   // launch: the kernel over all its elements with _device_num = dnum.
   virtual Event launch(const CompiledKernel& k, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) = 0;
+  // launch_group: the launches of one kernel item over several devices of this backend (this one among
+  // them), each after `after`; their events, in order. By default each device's launch() in turn; the
+  // cpu backend runs small ones that may all start at once as one parallel loop (one fork and join for
+  // the item, not one per device).
+  virtual std::vector<Event> launch_group(std::vector<GroupLaunch> launches, const std::vector<Event>& after) {
+    std::vector<Event> out;
+    for (GroupLaunch& l : launches) out.push_back(l.device->launch(*l.kernel, std::move(l.bufs), l.dnum, after));
+    return out;
+  }
   // copy `bytes` from src on device `from` into dst on this device (peer access where possible).
   virtual Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) = 0;
   // Any host function, in queue order (tests; the watchdog test blocks a queue with one).

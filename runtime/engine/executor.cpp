@@ -274,19 +274,68 @@ std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<
 // ---------------------------------------------------------------------------------------------
 // submit: every item to its device's queue
 
+// Kernels that may start at once (every event they wait for done) are held back and launched together,
+// as one group (Device::launch_group: the cpu backend runs small ones as one parallel loop), when an
+// item that waits for one of them comes, or any item that queues work (so every device's queue keeps
+// the items' order), or the end: an all2all's reduces, one item per device, then run as one.
 Program::Events Program::submit(RunMemory& memory) const {
   Events events(plan_.items.size());
+  std::vector<size_t> held;
+  std::vector<char> is_held(plan_.items.size(), 0);
+  auto flush = [&] {
+    if (held.empty()) return;
+    std::vector<GroupLaunch> group;
+    for (size_t i : held) {
+      std::vector<GroupLaunch> launches = launches_of(i, memory);
+      std::move(launches.begin(), launches.end(), std::back_inserter(group));
+    }
+    std::vector<Event> done;
+    if (group.size() == 1) {
+      done.push_back(group[0].device->launch(*group[0].kernel, std::move(group[0].bufs), group[0].dnum, {}));
+    } else if (!group.empty()) {
+      done = group[0].device->launch_group(std::move(group), {});
+    }
+    size_t next = 0;
+    for (size_t i : held) {
+      size_t n = memory.plan->launches[i].size();
+      events[i].assign(done.begin() + static_cast<std::ptrdiff_t>(next),
+                       done.begin() + static_cast<std::ptrdiff_t>(next + n));
+      next += n;
+      is_held[i] = 0;
+    }
+    held.clear();
+  };
   for (size_t i = 0; i < plan_.items.size(); ++i) {
-    std::vector<Event> after = wait_list(i, events, memory.peer_writer(i));
+    bool peer_writer = memory.peer_writer(i);
+    if (!held.empty() && waits_for(i, peer_writer, is_held)) flush();
+    std::vector<Event> after = wait_list(i, events, peer_writer);
     if (memory.elided(i)) {
       events[i] = std::move(after);
-    } else if (plan_.items[i].kind == ScheduleItem::Kind::copy) {
-      events[i] = submit_copy(i, memory, after);
-    } else {
-      events[i] = submit_kernel(i, memory, after);
+      continue;
     }
+    bool kernel = plan_.items[i].kind == ScheduleItem::Kind::kernel;
+    if (kernel && std::all_of(after.begin(), after.end(), [](const Event& e) { return e.done(); })) {
+      held.push_back(i);
+      is_held[i] = 1;
+      continue;
+    }
+    flush();
+    events[i] = kernel ? submit_kernel(i, memory, after) : submit_copy(i, memory, after);
   }
+  flush();
   return events;
+}
+
+// Whether item i waits for an item marked in `marked`: one of its deps, or (a kernel writing its peer
+// copies) one of theirs; the items wait_list takes events from.
+bool Program::waits_for(size_t i, bool peer_writer, const std::vector<char>& marked) const {
+  for (size_t d : plan_.items[i].deps)
+    if (marked[d]) return true;
+  if (peer_writer)
+    for (size_t c : kernels_[i]->peer_copies)
+      for (size_t d : plan_.items[c].deps)
+        if (d != i && marked[d]) return true;
+  return false;
 }
 
 // The events item i waits for, each once: an elided copy passes on what it waited for, so without
@@ -326,16 +375,23 @@ std::vector<Event> Program::submit_copy(size_t i, RunMemory& memory, const std::
   return {to.copy_from(*c.from, src_ptr, dst, c.bytes, after)};
 }
 
-std::vector<Event> Program::submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const {
+std::vector<GroupLaunch> Program::launches_of(size_t i, RunMemory& memory) const {
   const PreparedKernel& pk = *kernels_[i];
-  std::vector<Event> out;
+  std::vector<GroupLaunch> group;
   for (const BindingPlan::Launch& l : memory.plan->launches[i]) {
     std::vector<void*> bufs;
     bufs.reserve(l.bufs.size());
     for (const SymPtr& p : l.bufs) bufs.push_back(memory.slots.real(p));
-    const CompiledKernel& k = l.peer ? *pk.peer_compiled : *pk.compiled.at(l.device);
-    out.push_back(l.device->launch(k, std::move(bufs), l.dnum, after));
+    const CompiledKernel* k = l.peer ? pk.peer_compiled.get() : pk.compiled.at(l.device).get();
+    group.push_back({l.device, k, std::move(bufs), l.dnum});
   }
+  return group;
+}
+
+std::vector<Event> Program::submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const {
+  std::vector<Event> out;
+  for (GroupLaunch& l : launches_of(i, memory))
+    out.push_back(l.device->launch(*l.kernel, std::move(l.bufs), l.dnum, after));
   return out;
 }
 

@@ -1,12 +1,14 @@
 // The device layer (runtime/device/): the registry that resolves names, events (and their backend
 // handles), the cpu backend (copies from another backend's memory, copies split across workers, its
-// memory cache) and device queues fed from several threads at once (the tsan preset runs these).
+// memory cache, a group of launches over several devices) and device queues fed from several threads at
+// once (the tsan preset runs these).
 #include <algorithm>
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <thread>
 
+#include "codegen/kernel.hpp"
 #include "rewrite/errors.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
@@ -249,6 +251,78 @@ BOOST_AUTO_TEST_CASE(cpu_copies_split_or_not_copy_exactly_their_bytes) {
     }
   }
   set_perf_options(before);
+}
+
+// Device::launch_group on cpu devices: out[i] = 2 * in[i] + dnum on each device. Run together when every
+// device is idle; with one device busy (a task blocked in its queue) that device's launch waits its
+// turn while the others run; with one device twice in the group, each launch still runs once.
+BOOST_AUTO_TEST_CASE(cpu_launch_group_keeps_each_device_in_order) {
+  std::vector<Device*> devs;
+  for (const std::string& name : cpu_devices(4)) devs.push_back(&device(name));
+  const int64_t n = 20000;  // several TBB pieces per launch (runtime.kernel_split)
+  UOpGraph g;
+  UOp in = new_buffer(DeviceSpec("CPU:0"), n, DType::float32, &g);
+  codegen::Kernel k =
+      codegen::lower_kernel(in + in + device_num(4, &g).cast(DType::float32).reshape({1}).expand({n}), "twice");
+  std::vector<std::vector<float>> host(4, std::vector<float>(n));
+  struct Buffers {
+    Device* d;
+    float *in, *out;
+  };
+  std::vector<Buffers> bufs;
+  std::vector<std::shared_ptr<CompiledKernel>> compiled;
+  for (size_t d = 0; d < 4; ++d) {
+    for (int64_t i = 0; i < n; ++i) host[d][static_cast<size_t>(i)] = static_cast<float>(i % 1000) - 7.0f * d;
+    Device* dev = devs[d];
+    auto* a = static_cast<float*>(dev->allocate(n * sizeof(float)));
+    auto* b = static_cast<float*>(dev->allocate(n * sizeof(float)));
+    dev->copy_in(a, host[d].data(), n * sizeof(float));
+    bufs.push_back({dev, a, b});
+    compiled.push_back(dev->compile(k));
+  }
+  auto check = [&](size_t d, int dnum, const std::string& what) {
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n && bad < 0; ++i)
+      if (bufs[d].out[i] != 2 * host[d][static_cast<size_t>(i)] + static_cast<float>(dnum)) bad = i;
+    BOOST_TEST(bad == -1, what << ": device " << d << ", element " << bad);
+  };
+  auto group = [&](std::vector<size_t> on) {
+    std::vector<GroupLaunch> launches;
+    for (size_t d : on) {
+      std::memset(bufs[d].out, 0, n * sizeof(float));
+      launches.push_back({bufs[d].d, compiled[d].get(), {bufs[d].out, bufs[d].in}, static_cast<int32_t>(d)});
+    }
+    return devs[on[0]]->launch_group(std::move(launches), {});
+  };
+  for (const Event& e : group({0, 1, 2, 3})) BOOST_TEST(e.wait_for(std::chrono::seconds(60)));
+  for (size_t d = 0; d < 4; ++d) check(d, static_cast<int>(d), "all idle");
+
+  std::atomic<bool> go{false};
+  Event blocker = devs[2]->submit(
+      [&] {
+        while (!go.load()) std::this_thread::yield();
+      },
+      {});
+  std::vector<Event> done = group({0, 1, 2, 3});
+  for (size_t d : {0, 1, 3}) BOOST_TEST(done[d].wait_for(std::chrono::seconds(60)));
+  BOOST_TEST(!done[2].done());  // queued behind the blocked task: nothing of it ran
+  BOOST_TEST(bufs[2].out[0] == 0.0f);
+  go = true;
+  BOOST_TEST(done[2].wait_for(std::chrono::seconds(60)));
+  BOOST_TEST(blocker.done());
+  for (size_t d = 0; d < 4; ++d) check(d, static_cast<int>(d), "CPU:2 busy");
+
+  std::vector<GroupLaunch> twice;  // CPU:0's kernel on CPU:0's and CPU:1's buffers, both on CPU:0
+  for (size_t d : {0, 1}) {
+    std::memset(bufs[d].out, 0, n * sizeof(float));
+    twice.push_back({devs[0], compiled[0].get(), {bufs[d].out, bufs[d].in}, static_cast<int32_t>(d)});
+  }
+  for (const Event& e : devs[0]->launch_group(std::move(twice), {})) BOOST_TEST(e.wait_for(std::chrono::seconds(60)));
+  for (size_t d : {0, 1}) check(d, static_cast<int>(d), "one device twice");
+  for (const Buffers& b : bufs) {
+    b.d->free(b.in, n * sizeof(float));
+    b.d->free(b.out, n * sizeof(float));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
