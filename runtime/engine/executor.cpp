@@ -283,26 +283,24 @@ Program::Events Program::submit(RunMemory& memory) const {
   std::vector<size_t> held;
   std::vector<char> is_held(plan_.items.size(), 0);
   auto flush = [&] {
-    if (held.empty()) return;
-    std::vector<GroupLaunch> group;
-    for (size_t i : held) {
-      std::vector<GroupLaunch> launches = launches_of(i, memory);
-      std::move(launches.begin(), launches.end(), std::back_inserter(group));
+    if (held.size() == 1) {
+      events[held[0]] = submit_kernel(held[0], memory, {});
+    } else if (held.size() > 1) {
+      std::vector<GroupLaunch> group;
+      for (size_t i : held) {
+        std::vector<GroupLaunch> launches = launches_of(i, memory);
+        std::move(launches.begin(), launches.end(), std::back_inserter(group));
+      }
+      std::vector<Event> done;
+      if (!group.empty()) done = group[0].device->launch_group(std::move(group), {});
+      auto next = done.begin();
+      for (size_t i : held) {  // each item's launches, in order
+        auto n = static_cast<std::ptrdiff_t>(memory.plan->launches[i].size());
+        events[i].assign(next, next + n);
+        next += n;
+      }
     }
-    std::vector<Event> done;
-    if (group.size() == 1) {
-      done.push_back(group[0].device->launch(*group[0].kernel, std::move(group[0].bufs), group[0].dnum, {}));
-    } else if (!group.empty()) {
-      done = group[0].device->launch_group(std::move(group), {});
-    }
-    size_t next = 0;
-    for (size_t i : held) {
-      size_t n = memory.plan->launches[i].size();
-      events[i].assign(done.begin() + static_cast<std::ptrdiff_t>(next),
-                       done.begin() + static_cast<std::ptrdiff_t>(next + n));
-      next += n;
-      is_held[i] = 0;
-    }
+    for (size_t i : held) is_held[i] = 0;
     held.clear();
   };
   for (size_t i = 0; i < plan_.items.size(); ++i) {
