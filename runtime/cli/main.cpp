@@ -338,7 +338,7 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
   TuningWriter writer(path);
   std::printf(
       "# ringrt tune %s: %s over 2..%zu %s devices, %s, %zu points, %d round%s of %d + %d iterations per "
-      "algorithm\n",
+      "algorithm (after the first: as many as fill 20 ms)\n",
       config.empty() ? (sets.empty() ? "(built-in defaults)" : "(built-in defaults and --set)") : cfg.file.c_str(),
       fmt::format("{}", fmt::join(options.collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
       std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters);

@@ -10,7 +10,9 @@
 // config's dtype, at each size of its sweep (experiment.sizes or experiment.counts). Each point runs
 // every algorithm forced (allreduce.ring/all2all at 2, or both 0 for naive) through run_experiment with
 // the config's warmup and iterations, in kRounds rounds that take the algorithms in turn (so a drift of
-// the machine's speed falls on all of them); an algorithm's time is its best round's mean, and the
+// the machine's speed falls on all of them); after its first round an algorithm runs as many iterations
+// as fill 20 ms (at least the config's), so a fast point's mean is not a handful of runs. An
+// algorithm's time is its best round's mean, and the
 // fastest algorithm is the choice. Every result is checked against the host reference: a wrong one
 // fails the tune. The ring and all2all lowerings have no chunking or pipelining parameter of their own
 // on one process (runtime.mpi_chunk_bytes applies only to GPU memory across ranks), so the algorithm
