@@ -84,8 +84,8 @@ void copy_bytes(void* dst, const void* src, size_t bytes) {
 // Whether a launch of ck on bufs takes its streaming entry (HostKernel::stream): when its outputs
 // together take at least perf_options().stream_bytes and none overlaps an input. Out of place, a store
 // streamed past the cache skips the read of its line a plain store first makes (a third of an
-// out-of-place reduce's memory traffic: N=4, 64 MiB, 0.76x the allreduce's time); in place the line was
-// just read into the cache, and streaming it out only costs (the GPT-2 step: 1.2x the time).
+// out-of-place reduce's memory traffic: N=4, 64 MiB, 0.70x the all2all's time); in place the line was
+// just read into the cache, and streaming it out only costs (the in-place GPT-2 step: about 1.2x).
 bool streams(const CpuKernel& ck, const std::vector<void*>& bufs, size_t out_bytes) {
   int64_t at = perf_options().stream_bytes;
   size_t outputs = 1 + static_cast<size_t>(ck.k.peer_outputs);
