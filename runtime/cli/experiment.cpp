@@ -268,7 +268,10 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
                               const FinishRow& finish_row, ExperimentResult& result) {
   check_fits(cfg, counts);  // every bucket is held at once
   std::vector<Tensor> inputs, outputs;
-  for (int64_t count : counts) inputs.push_back(make_allreduce_input(cfg, count));
+  for (int64_t count : counts) {
+    inputs.push_back(make_allreduce_input(cfg, count));
+    tick.poll();
+  }
   std::vector<double> bucket_us(counts.size(), 0.0);
   double step_us = 0;
   for (int step = 0; step < cfg.warmup + cfg.iters; ++step) {
@@ -293,6 +296,7 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
     ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
     row.bucket = static_cast<int64_t>(b);
     if (cfg.check) row.wrong = check_result(cfg, outputs[b], collective_reference(cfg, counts[b]));
+    tick.poll();
     rows.push_back(row);
     finish_row(std::move(row));
   }
@@ -316,6 +320,7 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
                           .shard(cfg.devices, 0)
                           .contiguous()
                           .realize());  // zeros made on each device, no copy
+    tick.poll();
   }
   std::vector<double> bucket_us(counts.size(), 0.0);
   double step_us = 0, write_us = 0;
@@ -350,6 +355,7 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
           reference_of(cfg.dtype, static_cast<int64_t>(ndev), counts[b], cfg.op, stored_rows(rows[b], last));
       row.wrong = check_result(cfg, buckets[b], everywhere(ref));
     }
+    tick.poll();
     rows_out.push_back(row);
     finish_row(std::move(row));
   }
@@ -479,7 +485,7 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
               if (observer.progress) observer.progress(++done, total);
               check_stop();
             },
-            observer.last_iteration};
+            observer.last_iteration, check_stop};
   auto finish_row = [&](ResultRow row) {
     if (observer.row) observer.row(row);
     result.rows.push_back(std::move(row));

@@ -86,7 +86,13 @@ StoredValue stored_rows(const std::vector<HostBuffer>& rows, int step);
 struct Tick {
   std::function<void()> after_realize;
   std::function<void(bool)> last_iteration;  // may be empty
+  std::function<void()> stop_point;          // may be empty: ends the run if a stop was asked for
   void operator()() const { after_realize(); }
+  // Between the steps of a long set-up or check (a bucket's host rows, its reference): a stop request
+  // ends the run there, not after the whole set-up (the GPT-2 buckets' rows take seconds and GBs).
+  void poll() const {
+    if (stop_point) stop_point();
+  }
   void last(bool begins) const {
     if (last_iteration) last_iteration(begins);
   }

@@ -61,7 +61,8 @@ std::string utc_now() {
 constexpr double kBlockUs = 20000;
 int block_iters(int iters, double mean_us) {
   if (!(mean_us > 0)) return iters;
-  return static_cast<int>(std::clamp(std::ceil(kBlockUs / mean_us), static_cast<double>(iters), 10000.0));
+  // never fewer than the config's iterations (up to 1,000,000), at most 10,000 added by the block
+  return std::max(iters, static_cast<int>(std::min(std::ceil(kBlockUs / mean_us), 10000.0)));
 }
 
 // One point: collective on the first k devices at count elements; every algorithm in kRounds rounds.
