@@ -112,10 +112,11 @@ class Device {
   // Queue work on this device, to start after `after` completes.
   // launch: the kernel over all its elements with _device_num = dnum.
   virtual Event launch(const CompiledKernel& k, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) = 0;
-  // launch_group: the launches of one kernel item over several devices of this backend (this one among
-  // them), each after `after`; their events, in order. By default each device's launch() in turn; the
-  // cpu backend runs small ones that may all start at once as one parallel loop (one fork and join for
-  // the item, not one per device).
+  // launch_group: launches on devices of this backend (this one among them) that do not depend on each
+  // other (the executor holds back kernel items whose events are all done and launches them together),
+  // each after `after`; their events, in order. By default each device's launch() in turn; the cpu
+  // backend runs small ones that may all start at once as one parallel loop (one fork and join for the
+  // group, not one per launch). Throws what launch() throws.
   virtual std::vector<Event> launch_group(std::vector<GroupLaunch> launches, const std::vector<Event>& after) {
     std::vector<Event> out;
     for (GroupLaunch& l : launches) out.push_back(l.device->launch(*l.kernel, std::move(l.bufs), l.dnum, after));
