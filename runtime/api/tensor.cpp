@@ -381,8 +381,11 @@ Tensor& Tensor::assign(const Tensor& value) {
   Tensor v = value.cast(dtype());
   static std::atomic<int64_t> calls{0};  // each call its own ASSIGN: X.assign(X + 1) runs every time
   check_has_memory(*v.s_, "assign");
-  s_->uop = uop().assign(v.uop(), calls++);
-  hold(*s_, v.s_->storages);
+  {  // another thread's before_write reads every live state (realize.cpp live_states) under this lock
+    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    s_->uop = uop().assign(v.uop(), calls++);
+    hold(*s_, v.s_->storages);
+  }
   return *this;
 }
 
@@ -418,6 +421,7 @@ Tensor& Tensor::assign_view(const Tensor& value) {
   Tensor merged = base.derive(mask.where(v.uop().pad(spans(ba)), base.uop()));
   hold(*merged.s_, v.s_->storages);
   base.assign(merged);
+  std::lock_guard<std::recursive_mutex> lock(realize_mutex());  // as in assign: other threads read this state
   // holding the assignment, this view is no reader of the old contents the write must wait for
   s_->uop = base.uop().shrink(spans(region));
   base.realize();
