@@ -322,11 +322,15 @@ class CpuDevice : public Device {
       moved += out_bytes * (1 + static_cast<size_t>(ck.k.peer_outputs));
       for (const codegen::KernelInput& in : ck.k.inputs)
         moved += static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(in.dtype));
-      work.push_back(
-          {streams(ck, l.bufs, out_bytes) ? ck.host.stream : ck.host.fn, &l, ck.k.numel, split_grain(ck.k.numel)});
+      work.push_back({ck.host.fn, &l, ck.k.numel, split_grain(ck.k.numel)});
       devices.push_back(d);
     }
     if (moved < kGroupBytes) return std::nullopt;
+    for (Work& w : work) {  // only a group that runs as one loop pays for streams()' overlap checks
+      const auto& ck = static_cast<const CpuKernel&>(*w.launch->kernel);
+      size_t out_bytes = static_cast<size_t>(w.numel) * static_cast<size_t>(itemsize(ck.k.dtype));
+      if (streams(ck, w.launch->bufs, out_bytes)) w.fn = ck.host.stream;
+    }
     size_t taken = 0;
     while (taken < devices.size() && devices[taken]->take()) ++taken;  // a device twice: the second fails
     if (taken < devices.size()) {

@@ -77,11 +77,13 @@ struct Bandwidth {
 // in[0..3], each whole 64-byte line stored past the cache (x86 _mm_stream_ps; the ragged ends plain),
 // as ringrt's out-of-place reduce with peer writes does past runtime.stream_bytes. Elsewhere plain stores.
 void sum4_streamed(float* const* in, float* const* out, size_t lo, size_t hi) {
+  auto plain = [&](size_t at) {
+    for (int k = 0; k < 4; ++k) out[k][at] = in[0][at] + in[1][at] + in[2][at] + in[3][at];
+  };
   size_t i = lo;
 #if defined(__SSE__)
   auto line_start = [&](size_t at) { return (reinterpret_cast<uintptr_t>(out[0] + at) & 63) == 0; };
-  for (; i < hi && !line_start(i); ++i)
-    for (int k = 0; k < 4; ++k) out[k][i] = in[0][i] + in[1][i] + in[2][i] + in[3][i];
+  for (; i < hi && !line_start(i); ++i) plain(i);
   for (; i + 16 <= hi; i += 16) {  // each output's line written whole, one after another (write-combining)
     __m128 v[4];
     for (size_t j = 0; j < 4; ++j)
@@ -92,8 +94,7 @@ void sum4_streamed(float* const* in, float* const* out, size_t lo, size_t hi) {
   }
   _mm_sfence();
 #endif
-  for (; i < hi; ++i)
-    for (int k = 0; k < 4; ++k) out[k][i] = in[0][i] + in[1][i] + in[2][i] + in[3][i];
+  for (; i < hi; ++i) plain(i);
 }
 
 // memcpy and add bandwidth on a working set of `footprint` bytes (see the top of the file).
