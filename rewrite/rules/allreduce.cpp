@@ -154,6 +154,41 @@ UOp naive_allreduce(const Allreduce& a) {
 
 }  // namespace
 
+optional<UOp> settle_mselect(const UOp& x, int64_t i) {
+  DeviceSpec device(x.device().names().at(static_cast<size_t>(i)));
+  if (optional<UOp> placed = const_on_device(x, device)) return placed;  // one device's value of constants
+  if (x.op() == Ops::MSTACK) return x.src(static_cast<size_t>(i));       // the stacked node
+  // before a movement op, whose bounds take _device_num = i
+  if (group::movement().contains(x.op()) && x.src().size() == 1) return at_device(x, settled_mselect(x.src(0), i), i);
+  return std::nullopt;
+}
+
+UOp settled_mselect(const UOp& x, int64_t i) {
+  optional<UOp> settled = settle_mselect(x, i);
+  return settled ? *settled : x.mselect(i);
+}
+
+optional<UOp> settle_copy(const UOp& x, const DeviceSpec& device, const Arg& arg) {
+  if (optional<UOp> placed = const_on_device(x, device)) return placed;  // constants made on the destination
+  bool plain = std::holds_alternative<std::monostate>(arg);
+  if (x.device().single() && device == x.device() && plain) return x;  // already there
+  if (device.tuple() && x.device().single()) {                         // BROADCAST: one copy per device, stacked
+    std::vector<UOp> out;
+    for (const auto& d : device.names()) out.push_back(settled_copy(x, DeviceSpec(d)));
+    return mstack(out);
+  }
+  if (x.device().tuple()) {  // COPY_TO_ONE: the chosen device's value (default the first), copied
+    int64_t i = std::holds_alternative<int64_t>(arg) ? std::get<int64_t>(arg) : 0;
+    return settled_copy(settled_mselect(x, i), device);
+  }
+  return std::nullopt;
+}
+
+UOp settled_copy(const UOp& x, const DeviceSpec& device, const Arg& arg) {
+  optional<UOp> settled = settle_copy(x, device, arg);
+  return settled ? *settled : x.graph().make(Ops::COPY, x.dtype(), {x, device_uop(device, &x.graph())}, arg);
+}
+
 // all2all reduce-scatter: device i pulls chunk i from every device and reduces it.
 std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
   UOp flat = a.buf.reshape({a.numel});
@@ -162,7 +197,7 @@ std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
     size_t c = static_cast<size_t>(i);
     if (a.empty(c)) continue;
     std::vector<UOp> on_i;
-    for (int64_t j = 0; j < a.ndev; ++j) on_i.push_back(a.piece(flat.mselect(j), c).copy_to_device(a.to(i)));
+    for (int64_t j = 0; j < a.ndev; ++j) on_i.push_back(settled_copy(a.piece(settled_mselect(flat, j), c), a.to(i)));
     out[c] = {fold(a.op, on_i), i};
   }
   return out;
@@ -179,8 +214,8 @@ std::vector<ReducedChunk> reduce_scatter_ring(const Allreduce& a) {
     UOp chunk = a.piece(flat, c), reduced = chunk;
     for (int64_t step = 0; step < a.ndev - 1; ++step) {
       int64_t src = (i + a.first + step) % a.ndev, dest = (i + a.first + step + 1) % a.ndev;
-      UOp cp = reduced.device().tuple() ? reduced.copy_to_device(a.to(dest), src) : reduced.copy_to_device(a.to(dest));
-      reduced = cp.alu(a.op, {chunk.copy_to_device(a.to(dest), dest)});
+      UOp cp = settled_copy(reduced, a.to(dest), reduced.device().tuple() ? Arg(src) : Arg());
+      reduced = cp.alu(a.op, {settled_copy(chunk, a.to(dest), Arg(dest))});
     }
     out[c] = {reduced, (i + a.first + a.ndev - 1) % a.ndev};
   }
@@ -460,57 +495,24 @@ std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSet
 PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceChoices choices) {
   UPat copy_src = UPat::var("x");
   return PatternMatcher({
-      // a copy of a value made of constants alone is that value made on the destination
-      {UPat(Ops::COPY).src({copy_src, UPat(Ops::DEVICE).named("device")}),
-       [](const Match& m) { return const_on_device(m["x"], m["device"].device()); }},
-      // one device's value of constants on a tuple is the same constants on that device
-      {UPat(Ops::MSELECT).named("ms").src({UPat::var("x")}),
+      // a copy of constants, to the device it is on, from one device to a tuple (BROADCAST), of one
+      // device of a tuple (COPY_TO_ONE): settle_copy
+      {UPat(Ops::COPY).named("c").src({copy_src, UPat(Ops::DEVICE)}),
        [](const Match& m) {
-         const UOp& ms = m["ms"];
-         return const_on_device(m["x"], ms.device());
+         const UOp& c = m["c"];
+         return settle_copy(m["x"], c.device(), c.arg());
        }},
+      // one device of a tuple: of constants, of an MSTACK, before movement ops: settle_mselect
+      {UPat(Ops::MSELECT).named("ms").src({UPat::var("x")}),
+       [](const Match& m) { return settle_mselect(m["x"], m["ms"].arg_int()); }},
       // hierarchical first: it declines unless the devices form several groups
       {UPat(Ops::ALLREDUCE).named("red").src({UPat::var("buf"), UPat()}),
        [settings](const Match& m) { return handle_allreduce_multirank(m["buf"], m["red"], settings); }},
       {UPat(Ops::ALLREDUCE).named("red").src({UPat::var("buf"), UPat()}),
        [settings, choices](const Match& m) { return handle_allreduce(m["buf"], m["red"], settings, choices); }},
-      // a copy to the device a value already lives on is the value
-      {UPat(Ops::COPY).named("c").src({copy_src, UPat(Ops::DEVICE)}),
-       [](const Match& m) -> optional<UOp> {
-         const UOp &c = m["c"], &x = m["x"];
-         if (x.device().single() && c.device() == x.device() && std::holds_alternative<std::monostate>(c.arg()))
-           return x;
-         return std::nullopt;
-       }},
-      // BROADCAST: a copy from one device to a tuple is one copy per device, stacked
-      {UPat(Ops::COPY).named("c").src({copy_src, UPat(Ops::DEVICE)}),
-       [](const Match& m) -> optional<UOp> {
-         const UOp &c = m["c"], &x = m["x"];
-         if (!c.device().tuple() || !x.device().single()) return std::nullopt;
-         std::vector<UOp> out;
-         for (const auto& d : c.device().names()) out.push_back(x.copy_to_device(DeviceSpec(d)));
-         return mstack(out);
-       }},
-      // COPY_TO_ONE: from a tuple to one device, copy the chosen shard (default the first)
-      {UPat(Ops::COPY).named("c").src({copy_src, UPat(Ops::DEVICE)}),
-       [](const Match& m) -> optional<UOp> {
-         const UOp &c = m["c"], &x = m["x"];
-         if (!x.device().tuple()) return std::nullopt;
-         int64_t i = std::holds_alternative<int64_t>(c.arg()) ? c.arg_int() : 0;
-         return x.mselect(i).copy_to_device(c.device());
-       }},
-      // MSELECT on MSTACK is the stacked node
-      {UPat(Ops::MSELECT).named("ms").src({UPat(Ops::MSTACK).named("mstack")}),
-       [](const Match& m) { return optional<UOp>(m["mstack"].src(static_cast<size_t>(m["ms"].arg_int()))); }},
       // move SHRINK before MSTACK
       {UPat(Ops::SHRINK).named("shrink").src({UPat(Ops::MSTACK).named("ms")}),
        [](const Match& m) { return mstack_early_shrink(m["ms"], m["shrink"]); }},
-      // move MSELECT before movement ops, fixing _device_num to the selected device
-      {UPat(Ops::MSELECT).named("ms").src({UPat(group::movement()).named("v").src({UPat::var("s")})}),
-       [](const Match& m) {
-         int64_t i = m["ms"].arg_int();
-         return optional<UOp>(at_device(m["v"], m["s"].mselect(i), i));
-       }},
   });
 }
 

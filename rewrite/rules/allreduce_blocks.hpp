@@ -39,6 +39,22 @@ struct ReducedChunk {
   int64_t start = 0;
 };
 
+// x.mselect(i) (x on a device tuple, i an index into it) in the form replace_allreduce's rules settle
+// it: constants made on device i, an MSTACK's source i, a movement op rebuilt on the settled MSELECT of
+// its source with _device_num = i; else the MSELECT. The builders below make their selections with it,
+// so a lowering never makes the chains of MSELECTs the rules would push down (half the nodes of a ring
+// over 8 devices were such steps). Reference: multi.py replace_allreduce.
+UOp settled_mselect(const UOp& x, int64_t i);
+// x.copy_to_device(device) with COPY arg `arg` (an int64 source index into x's tuple, or none) as the
+// rules settle it: constants made on device; x itself when it is already there (no index); one copy
+// per device of a destination tuple, stacked (BROADCAST); from a tuple, the settled copy of its
+// device arg (default 0) (COPY_TO_ONE); else the COPY. Throws ShapeError for an index outside x's tuple.
+UOp settled_copy(const UOp& x, const DeviceSpec& device, const Arg& arg = Arg());
+// The rules' form: what settled_mselect / settled_copy give, or nothing when that is the plain MSELECT
+// or COPY (replace_allreduce's MSELECT and COPY rules are these).
+std::optional<UOp> settle_mselect(const UOp& x, int64_t i);
+std::optional<UOp> settle_copy(const UOp& x, const DeviceSpec& device, const Arg& arg);
+
 // all2all reduce-scatter: device i pulls chunk i from every device and reduces it (one step, n-1 copies
 // into each device).
 std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <boost/container/small_vector.hpp>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -255,21 +256,42 @@ UOp at_device(const UOp& v, const UOp& src, int64_t dnum) {
   return v.replace({src}, sp);
 }
 
-std::optional<UOp> const_on_device(const UOp& x, const DeviceSpec& device) {
-  // walk x, giving up at the first node that is not a pure function of constants
-  std::vector<UOp> stack{x}, consts;
-  std::unordered_set<const detail::Node*> seen;
+namespace {
+// Whether u alone rules out a value of constants: an op that is not a pure function of its sources, a
+// logical (multi-device) node, or bounds that depend on _device_num.
+bool not_of_constants(const UOp& u) {
   static const OpSet kPure =
       group::alu() | group::movement() |
       OpSet{Ops::CONST, Ops::DEVICE, Ops::CAST, Ops::BITCAST, Ops::CONTIGUOUS, Ops::DETACH, Ops::REDUCE_AXIS};
+  if (!kPure.contains(u.op()) || u.logical()) return true;
+  if (u.op() == Ops::SHRINK || u.op() == Ops::PAD)
+    for (const auto& [a, b] : u.arg_spans())
+      if (a.k != 0 || b.k != 0) return true;
+  return false;
+}
+}  // namespace
+
+std::optional<UOp> const_on_device(const UOp& x, const DeviceSpec& device) {
+  // The rules ask this of every COPY and MSELECT, and most reach a buffer within a few nodes: a first
+  // walk of up to 32 nodes (revisits counted, nothing allocated) gives up at the first node that is no
+  // function of constants. The full walk below, with a set of seen nodes, runs only when that one
+  // found none or could not finish.
+  {
+    boost::container::small_vector<UOp, 16> stack{x};
+    for (int budget = 32; !stack.empty() && budget > 0; --budget) {
+      UOp u = stack.back();
+      stack.pop_back();
+      if (not_of_constants(u)) return std::nullopt;
+      stack.insert(stack.end(), u.src().begin(), u.src().end());
+    }
+  }
+  std::vector<UOp> stack{x}, consts;
+  std::unordered_set<const detail::Node*> seen;
   while (!stack.empty()) {
     UOp u = stack.back();
     stack.pop_back();
     if (!seen.insert(u.node()).second) continue;
-    if (!kPure.contains(u.op()) || u.logical()) return std::nullopt;
-    if (u.op() == Ops::SHRINK || u.op() == Ops::PAD)
-      for (const auto& [a, b] : u.arg_spans())
-        if (a.k != 0 || b.k != 0) return std::nullopt;  // bounds depend on _device_num
+    if (not_of_constants(u)) return std::nullopt;
     if (u.op() == Ops::CONST) consts.push_back(u);
     for (const UOp& s : u.src()) stack.push_back(s);
   }

@@ -1,6 +1,8 @@
 // The allreduce lowering across device counts, algorithms, dtypes, ops and sizes (the matrix of
 // test/support/allreduce_matrix.hpp), checked against host arithmetic and the unsharded computation,
 // plus the graph invariants of DESIGN.md.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -15,6 +17,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
+#include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
@@ -470,6 +473,69 @@ BOOST_AUTO_TEST_CASE(hierarchical_rs_falls_back_on_unequal_groups) {
            "AllreduceSettings: key 'allreduce.hierarchical': expected leader or "
            "reduce_scatter, got 'ring'";
   });
+}
+
+// The ring and all2all builders select shards and copy them in the form replace_allreduce's rules
+// settle (settled_mselect, settled_copy), so a lowering makes hardly a node the rules then replace
+// (a ring over 8 devices made 2.3x the nodes of its result before: the MSELECT and COPY chains the
+// rules pushed down). Counts only; the values are the matrix's.
+BOOST_DATA_TEST_CASE(ring_and_all2all_make_few_nodes_beyond_their_result, bdata::make({3, 8}) * bdata::make({1, 2}), n,
+                     algo) {
+  AllreduceSettings s;
+  (algo == 1 ? s.ring : s.all2all) = 2;
+  ScopedSettings scope(s);
+  // a fresh placeholder: nothing of this lowering exists in the graph yet
+  Tensor y = Tensor::placeholder({n, 1000 * n}, DType::float32, test::null_devices(n), 0).sum({0});
+  UOp root = uop_of(y);
+  size_t before = root.graph().size();
+  Lowered low = lower_multi({root}, s);
+  size_t made = root.graph().size() - before, result = root.graph().toposort(low.roots).size();
+  BOOST_TEST_MESSAGE(fmt::format("n={} algo={}: made {} nodes, the result has {}", n, algo, made, result));
+  BOOST_TEST(made <= result + result / 4);
+}
+
+// settled_mselect and settled_copy give what the rules reach from a plain MSELECT or COPY, and no rule
+// applies to what they give: over a buffer, movement ops with per-device bounds, an MSTACK, constants
+// and an MSTACK holding a constant, for every device index and destination.
+BOOST_AUTO_TEST_CASE(settled_selections_and_copies_are_the_rules_fixpoints) {
+  const int n = 3;
+  AllreduceSettings s;
+  PatternMatcher pm = replace_allreduce(s, {});
+  std::vector<std::string> names = test::null_devices(n);
+  DeviceSpec tuple(names);
+  UOp buf = new_buffer(tuple, 12, DType::float32);
+  std::vector<UOp> shards;
+  for (int i = 0; i < n; ++i)
+    shards.push_back(new_buffer(DeviceSpec(names[static_cast<size_t>(i)]), 12, DType::float32));
+  UOp one = broadcast_to(const_uop(DType::float32, 1.0, tuple), {12});
+  std::vector<UOp> mixed = shards;
+  mixed[1] = broadcast_to(const_uop(DType::float32, 2.0, DeviceSpec(names[1])), {12});
+  std::vector<UOp> tuples{buf, buf.reshape({3, 4}).shrink(spans({{1, 3}, {0, 4}})), mstack(shards), one, mstack(mixed)};
+  auto fixpoint = [&](const UOp& u) {
+    RewriteResult r = rewrite_graph(u, pm, {});
+    return r.rewrites == 0 && r.root == u;
+  };
+  for (const UOp& x : tuples)
+    for (int64_t i = 0; i < n; ++i) {
+      UOp picked = settled_mselect(x, i);
+      BOOST_TEST(fixpoint(picked));
+      BOOST_TEST((graph_rewrite(x.mselect(i), pm) == picked));
+      BOOST_TEST((picked.device() == DeviceSpec(names[static_cast<size_t>(i)])));
+      for (const std::string& d : names) {
+        UOp copied = settled_copy(x, DeviceSpec(d), Arg(i));
+        BOOST_TEST(fixpoint(copied));
+        BOOST_TEST((graph_rewrite(x.copy_to_device(DeviceSpec(d), i), pm) == copied));
+        BOOST_TEST((copied.device() == DeviceSpec(d)));
+        BOOST_TEST((copied.shape() == x.shape()));
+      }
+    }
+  // from one device: to itself nothing, to a tuple one copy per device (BROADCAST)
+  BOOST_TEST((settled_copy(shards[0], DeviceSpec(names[0])) == shards[0]));
+  UOp spread = settled_copy(shards[0], tuple);
+  BOOST_TEST((spread.op() == Ops::MSTACK));
+  BOOST_TEST((spread.src(0) == shards[0]));
+  BOOST_TEST((spread.src(1).op() == Ops::COPY));
+  BOOST_TEST(fixpoint(spread));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
