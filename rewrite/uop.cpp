@@ -20,7 +20,6 @@
 #include "rewrite/node.hpp"
 #include "rewrite/node_map.hpp"
 #include "rewrite/node_table.hpp"
-#include "rewrite/small_edges.hpp"
 
 namespace ringrt {
 
@@ -191,8 +190,8 @@ namespace {
 
 using detail::Node;
 // listS keeps vertex descriptors (and so Node addresses) stable while the graph grows; directedS
-// means adding a node touches only the new vertex; small_edgesS keeps up to 4 out-edges in the vertex.
-using BoostGraph = boost::adjacency_list<detail::small_edgesS, boost::listS, boost::directedS, Node>;
+// means adding a node touches only the new vertex.
+using BoostGraph = boost::adjacency_list<boost::vecS, boost::listS, boost::directedS, Node>;
 using Vertex = BoostGraph::vertex_descriptor;
 
 }  // namespace
@@ -277,7 +276,7 @@ UOp UOpGraph::make(Ops op, DType dtype, std::vector<UOp> src, Arg arg) {
   Vertex v = boost::add_vertex(std::move(proto), impl_->g);
   Node& node = impl_->g[v];
   node.vertex = v;
-  impl_->g.out_edge_list(v).reserve(node.src.size());  // none up to 4 sources; else one, not one per doubling
+  impl_->g.out_edge_list(v).reserve(node.src.size());  // one allocation, not one per doubling
   for (const auto& s : node.src) boost::add_edge(v, static_cast<Vertex>(s.node()->vertex), impl_->g);
   impl_->table.insert(h, &node);
   impl_->alive.fetch_add(1, std::memory_order_relaxed);
