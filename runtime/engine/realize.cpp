@@ -311,15 +311,22 @@ std::optional<UOp> snapshot_old_contents(const StatePtr& st, const UOp& root, co
 
 // st's graph with every assignment in it run once (innermost first) and replaced by its
 // destination; reads of a destination's old contents outside its assignment are snapshotted first.
+// A graph with no ASSIGN keeps none (nodes never change): the last such root of the global graph, by
+// node id (never reused), is not walked again (the same lazy value realized step after step).
 UOp settle_assigns(const StatePtr& st, const AllreduceSettings& settings) {
+  thread_local int64_t last_without_assign = -1;
   UOp root = st->uop;
+  bool global = &root.graph() == &UOpGraph::global();
+  if (global && root.id() == last_without_assign) return root;
   for (;;) {
     std::unordered_map<const detail::Node*, UOp> sub;
     std::optional<UOp> pending;
+    bool any = false;
     {
       std::lock_guard<std::mutex> lock(assign_log().mu);
       for (const UOp& u : root.graph().toposort({root})) {
         if (u.op() != Ops::ASSIGN) continue;
+        any = true;
         if (auto it = assign_log().dest.find(u.node()); it != assign_log().dest.end()) {
           sub.emplace(u.node(), it->second);
         } else if (!pending) {
@@ -327,6 +334,7 @@ UOp settle_assigns(const StatePtr& st, const AllreduceSettings& settings) {
         }
       }
     }
+    if (!any && global) last_without_assign = root.id();
     if (!sub.empty()) root = substitute(root, sub);
     if (!pending) return root;
     UOp a = *pending;

@@ -151,6 +151,34 @@ BOOST_AUTO_TEST_CASE(the_program_cache_is_bounded_and_counts_hits_misses_and_evi
   reset_runtime_params();
 }
 
+// The same lazy value realized again finds its program (from its roots' node ids, without the
+// Canonical form: program_cache.cpp's LastRoots) and counts a hit; through a cache of one program two
+// structures evict each other, and each is built again, never run from an evicted entry.
+BOOST_AUTO_TEST_CASE(the_same_roots_again_hit_and_an_evicted_program_is_built_again) {
+  RuntimeParams r = current_runtime_params();
+  r.program_cache = 1;
+  set_runtime_params(r, {"runtime.program_cache"});
+  auto devs = cpu_devices(2);
+  HostBuffer data = step_data(2, 6, 7);
+  Tensor x = Tensor::from_host(data).shard(devs, 0);
+  x.realize();
+  std::vector<float> sums = column_sums(data), twice = sums;
+  for (float& v : twice) v *= 2.0f;
+  EngineStats s0 = Tensor::engine_stats();
+  for (int i = 0; i < 3; ++i) BOOST_TEST(x.sum({0}).to_vector<float>() == sums, boost::test_tools::per_element());
+  EngineStats s1 = Tensor::engine_stats();
+  BOOST_TEST(s1.programs_built - s0.programs_built == 1u);
+  BOOST_TEST(s1.program_cache_hits - s0.program_cache_hits == 2u);
+  for (int i = 0; i < 3; ++i) {
+    BOOST_TEST(x.sum({0}).to_vector<float>() == sums, boost::test_tools::per_element());
+    BOOST_TEST((x.sum({0}) * 2.0).to_vector<float>() == twice, boost::test_tools::per_element());
+  }
+  EngineStats s2 = Tensor::engine_stats();
+  BOOST_TEST(s2.programs_built - s1.programs_built == 5u);  // the first sum still cached: a hit
+  BOOST_TEST(s2.program_cache_evictions - s1.program_cache_evictions == 5u);
+  reset_runtime_params();
+}
+
 // Collections run only while no thread is inside the Tensor API: threads building and realizing
 // while another forces collections (engine_stats) all get right values (the tsan preset runs this).
 BOOST_AUTO_TEST_CASE(threads_building_and_realizing_while_the_graph_is_collected) {
