@@ -266,6 +266,13 @@ kill -TERM $p; wait $p; rc=$?; cat \"$2\"; test $rc -eq 143"
 set_tests_properties(soak_stops_on_sigterm PROPERTIES LABELS integration ENVIRONMENT "${soak_env}" TIMEOUT 120
   PASS_REGULAR_EXPRESSION "ddp: interrupted by SIGTERM after [0-9]+ steps.*soak: stopped by SIGTERM")
 
+# peers_every_form: the benchmark program of scripts/bench-peers.sh on 2 and 3 devices, every form it
+# times (each algorithm forced, the automatic choice, in place), at a size with an odd element count
+# per chunk; it checks every result against the exact sums and exits 1 on a wrong one.
+add_test(NAME peers_every_form COMMAND bash -c "\"$1\" check 2 1 1 naive,ring,all2all,auto,in-place 4100 \
+&& \"$1\" check 3 1 1 naive,ring,all2all,auto,in-place 4100" bash $<TARGET_FILE:ringrt_peers>)
+set_tests_properties(peers_every_form PROPERTIES LABELS integration ENVIRONMENT "${soak_env}" TIMEOUT 120)
+
 # lint_file_sizes: no source or header of ringrt over 600 lines (cmake/CheckFileSizes.cmake).
 add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=600
   -P "${PROJECT_SOURCE_DIR}/cmake/CheckFileSizes.cmake")

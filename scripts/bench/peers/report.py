@@ -7,7 +7,8 @@ Rows: system, algo, ndev, bytes_per_dev, time_s, algbw_GBps, busbw_GBps (systems
 openmpi, ringrt, and ringrt-<lever>-off ablations). Prints the table (times in us), every ringrt algorithm's
 time over the floor and over Open MPI, the targets of issues 7 and 19 (ringrt's automatic choice: over Open
 MPI <= 1.0 below 1 MiB and <= 0.5 from 1 MiB; over the floor <= 3 at 256 KiB and <= 1.3 at 64 MiB for 4
-devices) with met / NOT met, and what each ablation costs; draws busbw against size per (system, algo, ndev).
+devices) with met / NOT met, the floor targets again for the in-place form (ringrt rows "in-place:<chosen>",
+Tensor::allreduce_in_place), and what each ablation costs; draws busbw against size per (system, algo, ndev).
 The floor (system floor) is cache-aware: 2*N*S bytes over the bandwidth floor.cpp measured on a working set
 of that footprint (N*S input + N*S output bytes), so at 256 KiB it is cache bandwidth, not DRAM's;
 floor-dram is the old bound over the DRAM peak, kept for comparison.
@@ -73,6 +74,18 @@ for ndev in sorted({r["ndev"] for r in rows}):
             all_met &= ok
             print(f"ndev {ndev} {size_label(size):>8}: ringrt/{name} = {ratio:6.3f} (target <= {limit}) "
                   f"{'met' if ok else 'NOT met'}")
+# the same floor targets for the automatic choice in place (Tensor::allreduce_in_place, DDP's form: the
+# input's own memory, as the floor's sum4 probe), shown beside the out-of-place figures above, which alone
+# decide the summary line
+for ndev in sorted({r["ndev"] for r in rows}):
+    for size in sorted({r["bytes"] for r in rows}):
+        inplace, floor = pick("ringrt", ndev, size, "in-place"), pick("floor", ndev, size)
+        if inplace is None or floor is None:
+            continue
+        limit = 1.3 if size >= (64 << 20) and ndev == 4 else 3.0 if size == (256 << 10) else None
+        if limit is not None:
+            print(f"ndev {ndev} {size_label(size):>8}: ringrt in-place/floor = {inplace / floor:6.3f} "
+                  f"(target <= {limit}) {'met' if inplace / floor <= limit else 'NOT met'} (in-place form)")
 # the tuned automatic choice against the best algorithm forced, at every point (issue 19: within 1.05x)
 for ndev in sorted({r["ndev"] for r in rows}):
     for size in sorted({r["bytes"] for r in rows}):

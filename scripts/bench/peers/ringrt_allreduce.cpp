@@ -5,12 +5,15 @@
 // one block of `iters` allreduces of every algorithm in turn (paired: the algorithms see the same
 // machine), each allreduce being what `ringrt run` times (build the lazy sum over axis 0, realize it);
 // each algorithm's best block's time per allreduce is reported. The last result is checked on every
-// device against the exact sum (inputs are small integers).
+// device against the exact sum (inputs are small integers). `in-place` is the automatic choice as DDP
+// runs it: Tensor::allreduce_in_place on the input itself, realized (the values grow from call to
+// call; one call on a fresh copy of the input is checked).
 //
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
-//   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, auto;
+//   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, auto, in-place;
 //   sizes in bytes per device. Iterations per block adapt to the size (a block lasts >= ~20 ms).
-// Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>");
+// Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>",
+// in-place: "in-place:<chosen>");
 // exit status 1 when any result is wrong, 2 on bad arguments.
 #include <algorithm>
 #include <cerrno>
@@ -46,9 +49,15 @@ std::optional<int64_t> integer_arg(const char* text, int64_t lo, int64_t hi) {
   return v;
 }
 
-double seconds_of(const Tensor& x, int iters) {
+// Seconds per allreduce of x (N, count) sharded on axis 0: the lazy sum over axis 0 realized into fresh
+// buffers, or (in_place) x's own shards allreduced in place.
+double seconds_of(Tensor& x, int iters, bool in_place = false) {
   auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) {
+    if (in_place) {
+      x.allreduce_in_place().realize();
+      continue;
+    }
     Tensor y = x.sum({0});
     y.realize();
   }
@@ -78,8 +87,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> algos;
   std::stringstream list(argv[5]);
   for (std::string a; std::getline(list, a, ',');) {
-    if (a != "naive" && a != "ring" && a != "all2all" && a != "auto")
-      return bad("ALGOS is a comma list of naive, ring, all2all, auto; got '" + a + "'");
+    if (a != "naive" && a != "ring" && a != "all2all" && a != "auto" && a != "in-place")
+      return bad("ALGOS is a comma list of naive, ring, all2all, auto, in-place; got '" + a + "'");
     algos.push_back(a);
   }
   std::vector<int64_t> sizes;
@@ -103,27 +112,33 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(d * count + i)] = static_cast<float>((i + d) % 7);
     Tensor x = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);
     x.realize();
+    Tensor grads = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);  // in-place's: its values grow
+    grads.realize();
+    auto timed = [&](size_t k, int n) {
+      return algos[k] == "in-place" ? seconds_of(grads, n, true) : seconds_of(x, n);
+    };
     // every algorithm warmed and calibrated, then timed in turns: block b runs each algorithm once, starting
     // from a different one each block, so a drift of the machine's speed falls on all of them alike
     std::vector<int> iters(algos.size());
     std::vector<double> best(algos.size(), 1e30);
     for (size_t k = 0; k < algos.size(); ++k) {
       ScopedSettings scope(settings_for(algos[k]));
-      seconds_of(x, std::max(warmup, 1));  // builds and compiles the program
-      double one = seconds_of(x, 3);       // calibration, warm
+      timed(k, std::max(warmup, 1));  // builds and compiles the program
+      double one = timed(k, 3);       // calibration, warm
       iters[k] = static_cast<int>(std::clamp(0.02 / std::max(one, 1e-7), 1.0, 2000.0));
     }
     for (int b = 0; b < blocks; ++b)
       for (size_t j = 0; j < algos.size(); ++j) {
         size_t k = (j + static_cast<size_t>(b)) % algos.size();
         ScopedSettings scope(settings_for(algos[k]));
-        best[k] = std::min(best[k], seconds_of(x, iters[k]));
+        best[k] = std::min(best[k], timed(k, iters[k]));
       }
     for (size_t k = 0; k < algos.size(); ++k) {
       const std::string& algo = algos[k];
       ScopedSettings scope(settings_for(algo));
       Tensor y = x.sum({0});
-      std::string name = algo == "auto" ? "auto:" + y.schedule().algorithms.at(0) : algo;
+      if (algo == "in-place") y = Tensor::from_vector(data, {ndev, count}).shard(devs, 0).allreduce_in_place();
+      std::string name = algo == "auto" || algo == "in-place" ? algo + ":" + y.schedule().algorithms.at(0) : algo;
       y.realize();
       int64_t wrong = 0;
       for (const Tensor& shard : y.shards()) {
