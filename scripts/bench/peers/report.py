@@ -88,7 +88,8 @@ for ndev in sorted({r["ndev"] for r in rows}):
                   f"(target <= {limit}) {'met' if inplace / floor <= limit else 'NOT met'} (in-place form)")
 # the tuned automatic choice against the best algorithm forced, at every point (issue 19: within 1.05x).
 # When the choice is that algorithm, the two rows time one algorithm twice (programs of their own, timed in
-# turns) and their ratio is this run's spread, not the choice's cost: met, with the spread shown.
+# turns) and their ratio is this run's spread, not the choice's cost: met, with the spread shown, up to
+# 1.25x (the widest spread seen on the shared VM was 1.17x); beyond, the automatic row itself is slow.
 for ndev in sorted({r["ndev"] for r in rows}):
     for size in sorted({r["bytes"] for r in rows}):
         auto_rows = [r for r in rows if r["system"] == "ringrt" and r["ndev"] == ndev and r["bytes"] == size
@@ -100,11 +101,12 @@ for ndev in sorted({r["ndev"] for r in rows}):
         auto, chosen = auto_rows[0]["t"], auto_rows[0]["algo"].partition(":")[2]
         best = min(forced, key=lambda r: r["t"])
         same = chosen == best["algo"]
-        ok = same or auto / best["t"] <= 1.05
+        limit = 1.25 if same else 1.05
+        ok = auto / best["t"] <= limit
         all_met &= ok
         why = " (the best algorithm chosen; the ratio is the spread of timing it twice)" if same else ""
         print(f"ndev {ndev} {size_label(size):>8}: ringrt auto/best forced ({best['algo']}) = {auto / best['t']:6.3f} "
-              f"(target <= 1.05) {'met' if ok else 'NOT met'}{why}")
+              f"(target <= {limit}) {'met' if ok else 'NOT met'}{why}")
 # the GPT-2 DDP step against the floor of its bytes: 2 N B / DRAM bandwidth, scaled from floor-dram's row
 for r in rows:
     if r["system"] == "ringrt" and r["algo"].startswith("gpt2-ddp-step"):

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <optional>
 #include <ringrt/ringrt.hpp>
 #include <sstream>
@@ -64,6 +65,66 @@ double seconds_of(Tensor& x, int iters, bool in_place = false) {
   return std::chrono::duration<double>(Clock::now() - t0).count() / iters;
 }
 
+// Times every algorithm of `algos` on ndev devices at `bytes` per device and prints its CSV rows (see the
+// top); returns 1 when a result is wrong, else 0. Throws what ringrt throws (std::bad_alloc included).
+int run_size(const std::string& system, const std::vector<std::string>& devs, int warmup, int blocks,
+             const std::vector<std::string>& algos, int64_t bytes) {
+  int ndev = static_cast<int>(devs.size()), status = 0;
+  int64_t count = bytes / 4;
+  std::vector<float> data(static_cast<size_t>(ndev * count));
+  for (int64_t d = 0; d < ndev; ++d)
+    for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(d * count + i)] = static_cast<float>((i + d) % 7);
+  Tensor x = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);
+  x.realize();
+  Tensor grads = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);  // in-place's: its values grow
+  grads.realize();
+  auto timed = [&](size_t k, int n) { return algos[k] == "in-place" ? seconds_of(grads, n, true) : seconds_of(x, n); };
+  // every algorithm warmed and calibrated, then timed in turns: block b runs each algorithm once, starting
+  // from a different one each block, so a drift of the machine's speed falls on all of them alike
+  std::vector<int> iters(algos.size());
+  std::vector<double> best(algos.size(), 1e30);
+  for (size_t k = 0; k < algos.size(); ++k) {
+    ScopedSettings scope(settings_for(algos[k]));
+    timed(k, std::max(warmup, 1));  // builds and compiles the program
+    double one = timed(k, 3);       // calibration, warm
+    iters[k] = static_cast<int>(std::clamp(0.02 / std::max(one, 1e-7), 1.0, 2000.0));
+  }
+  for (int b = 0; b < blocks; ++b)
+    for (size_t j = 0; j < algos.size(); ++j) {
+      size_t k = (j + static_cast<size_t>(b)) % algos.size();
+      ScopedSettings scope(settings_for(algos[k]));
+      best[k] = std::min(best[k], timed(k, iters[k]));
+    }
+  for (size_t k = 0; k < algos.size(); ++k) {
+    const std::string& algo = algos[k];
+    ScopedSettings scope(settings_for(algo));
+    Tensor y = x.sum({0});
+    if (algo == "in-place") y = Tensor::from_vector(data, {ndev, count}).shard(devs, 0).allreduce_in_place();
+    std::vector<std::string> chosen = y.schedule().algorithms;  // none on one device: nothing to reduce
+    std::string name = algo == "auto" || algo == "in-place" ? algo + ":" + (chosen.empty() ? "none" : chosen[0]) : algo;
+    y.realize();
+    int64_t wrong = 0;
+    for (const Tensor& shard : y.shards()) {
+      std::vector<float> got = shard.to_vector<float>();
+      for (int64_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int64_t d = 0; d < ndev; ++d) want += static_cast<float>((i + d) % 7);
+        wrong += got.at(static_cast<size_t>(i)) != want;
+      }
+    }
+    if (wrong) {
+      std::fprintf(stderr, "ringrt_peers: %s %d devices %lld bytes: %lld wrong elements\n", algo.c_str(), ndev,
+                   static_cast<long long>(bytes), static_cast<long long>(wrong));
+      status = 1;
+    }
+    double algbw = static_cast<double>(bytes) / best[k] / 1e9;
+    std::printf("%s,%s,%d,%lld,%.9f,%.3f,%.3f\n", system.c_str(), name.c_str(), ndev, static_cast<long long>(bytes),
+                best[k], algbw, algbw * 2.0 * (ndev - 1) / ndev);
+    std::fflush(stdout);
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +152,7 @@ int main(int argc, char** argv) {
       return bad("ALGOS is a comma list of naive, ring, all2all, auto, in-place; got '" + a + "'");
     algos.push_back(a);
   }
+  if (algos.empty()) return bad("ALGOS names no algorithm");
   std::vector<int64_t> sizes;
   for (int a = 6; a < argc; ++a) {
     std::optional<int64_t> bytes = integer_arg(argv[a], 4, int64_t{1} << 40);
@@ -106,58 +168,10 @@ int main(int argc, char** argv) {
   }
   int status = 0;
   for (int64_t bytes : sizes) {
-    int64_t count = bytes / 4;
-    std::vector<float> data(static_cast<size_t>(ndev * count));
-    for (int64_t d = 0; d < ndev; ++d)
-      for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(d * count + i)] = static_cast<float>((i + d) % 7);
-    Tensor x = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);
-    x.realize();
-    Tensor grads = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);  // in-place's: its values grow
-    grads.realize();
-    auto timed = [&](size_t k, int n) {
-      return algos[k] == "in-place" ? seconds_of(grads, n, true) : seconds_of(x, n);
-    };
-    // every algorithm warmed and calibrated, then timed in turns: block b runs each algorithm once, starting
-    // from a different one each block, so a drift of the machine's speed falls on all of them alike
-    std::vector<int> iters(algos.size());
-    std::vector<double> best(algos.size(), 1e30);
-    for (size_t k = 0; k < algos.size(); ++k) {
-      ScopedSettings scope(settings_for(algos[k]));
-      timed(k, std::max(warmup, 1));  // builds and compiles the program
-      double one = timed(k, 3);       // calibration, warm
-      iters[k] = static_cast<int>(std::clamp(0.02 / std::max(one, 1e-7), 1.0, 2000.0));
-    }
-    for (int b = 0; b < blocks; ++b)
-      for (size_t j = 0; j < algos.size(); ++j) {
-        size_t k = (j + static_cast<size_t>(b)) % algos.size();
-        ScopedSettings scope(settings_for(algos[k]));
-        best[k] = std::min(best[k], timed(k, iters[k]));
-      }
-    for (size_t k = 0; k < algos.size(); ++k) {
-      const std::string& algo = algos[k];
-      ScopedSettings scope(settings_for(algo));
-      Tensor y = x.sum({0});
-      if (algo == "in-place") y = Tensor::from_vector(data, {ndev, count}).shard(devs, 0).allreduce_in_place();
-      std::string name = algo == "auto" || algo == "in-place" ? algo + ":" + y.schedule().algorithms.at(0) : algo;
-      y.realize();
-      int64_t wrong = 0;
-      for (const Tensor& shard : y.shards()) {
-        std::vector<float> got = shard.to_vector<float>();
-        for (int64_t i = 0; i < count; ++i) {
-          float want = 0;
-          for (int64_t d = 0; d < ndev; ++d) want += static_cast<float>((i + d) % 7);
-          wrong += got.at(static_cast<size_t>(i)) != want;
-        }
-      }
-      if (wrong) {
-        std::fprintf(stderr, "ringrt_peers: %s %d devices %lld bytes: %lld wrong elements\n", algo.c_str(), ndev,
-                     static_cast<long long>(bytes), static_cast<long long>(wrong));
-        status = 1;
-      }
-      double algbw = static_cast<double>(bytes) / best[k] / 1e9;
-      std::printf("%s,%s,%d,%lld,%.9f,%.3f,%.3f\n", system.c_str(), name.c_str(), ndev, static_cast<long long>(bytes),
-                  best[k], algbw, algbw * 2.0 * (ndev - 1) / ndev);
-      std::fflush(stdout);
+    try {
+      status = std::max(status, run_size(system, devs, warmup, blocks, algos, bytes));
+    } catch (const std::bad_alloc&) {
+      return bad("out of memory for " + std::to_string(ndev) + " devices x " + std::to_string(bytes) + " bytes");
     }
   }
   return status;

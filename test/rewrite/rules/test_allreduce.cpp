@@ -529,6 +529,12 @@ BOOST_AUTO_TEST_CASE(settled_selections_and_copies_are_the_rules_fixpoints) {
         BOOST_TEST((copied.shape() == x.shape()));
       }
     }
+  // a chunk of an MSTACK (the hierarchical reduce-scatter's): that device's own range, read in place
+  // (the rules, settling the SHRINK first, would make it contiguous on every device)
+  UOp chunk = mstack(shards).shrink(spans({{4, 8}}));
+  UOp moved = settled_copy(chunk, DeviceSpec(names[2]), Arg(int64_t{1}));
+  BOOST_TEST((moved == shards[1].shrink(spans({{4, 8}})).copy_to_device(DeviceSpec(names[2]))));
+  BOOST_TEST(fixpoint(moved));
   // from one device: to itself nothing, to a tuple one copy per device (BROADCAST)
   BOOST_TEST((settled_copy(shards[0], DeviceSpec(names[0])) == shards[0]));
   UOp spread = settled_copy(shards[0], tuple);

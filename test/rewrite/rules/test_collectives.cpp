@@ -384,6 +384,20 @@ BOOST_AUTO_TEST_CASE(hierarchical_bytes_inside_and_across_groups) {
     }
 }
 
+// The hierarchical ring reduce-scatter reads each device's chunk of its group's buffers in place: no
+// kernel makes a device's own range contiguous first (settled_copy, rewrite/rules/allreduce_blocks.hpp).
+// 2 groups of 2: 13 kernels (21 when the rules' SHRINK-into-MSTACK made each range contiguous, as `ringrt
+// schedule configs/hierarchical.yaml --count 7 --set experiment.collective=reduce_scatter --set
+// allreduce.ring=2` showed before).
+BOOST_AUTO_TEST_CASE(hierarchical_ring_reduce_scatter_reads_its_chunks_in_place) {
+  ScopedSettings scope(grouped(2, 2, false, "ring"));
+  Tensor x = Tensor::placeholder({4 * 4 * 5}, DType::float32, cpu_devices(4), 0);
+  Schedule sched = x.reduce_scatter().schedule();
+  BOOST_TEST(sched.algorithms == std::vector<std::string>{"hierarchical"});
+  BOOST_TEST_MESSAGE("kernels " << sched.kernels() << ", copies " << sched.copies().size());
+  BOOST_TEST(sched.kernels() == 13);
+}
+
 // Groups of unequal size (3 + 1) and groups that leave a device out: reduce_scatter and allgather are
 // the hierarchical allreduce (as before), with the right values, and DEBUG=2 says why.
 BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
