@@ -10,8 +10,9 @@
 #   sum4s (four arrays summed into four others with streaming stores) bandwidth with 1 and 2 threads
 #   measured on a working set of the
 #   allreduce's footprint (N*S input + N*S output bytes): cache bandwidth where that fits (256 KiB, and
-#   4 MiB on 2 devices here), DRAM's at 64 MiB (see floor.cpp); floor-dram: the old bound over the DRAM
-#   peak, for comparison. OUT_DIR/bandwidth.csv: bw (DRAM) and bwat,<footprint> rows;
+#   4 MiB on 2 devices here), DRAM's at 64 MiB (see floor.cpp); floor-in-place: the same bytes over the
+#   bandwidth at the in-place footprint (N*S), the bound of the in-place rows; floor-dram: the old bound
+#   over the DRAM peak, for comparison. OUT_DIR/bandwidth.csv: bw (DRAM) and bwat,<footprint> rows;
 # - openmpi: MPI_Allreduce, N ranks on this host (--oversubscribe; MALLOC_MMAP_MAX_=0 so that glibc
 #   does not mmap fresh pages for Open MPI's temporary buffers on every call, and
 #   MALLOC_TRIM_THRESHOLD_ large, without which the heap is trimmed on every free instead and the same
@@ -51,7 +52,7 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores of $(lscpu | sed -n '
 echo "# floor" >&2
 "$build/ringrt_floor" $((128 << 20)) 5 "${ndevs[@]}" -- "${sizes[@]}" >"$out/floor.txt"
 grep '^bw' "$out/floor.txt" | tee "$out/bandwidth.csv"
-grep -E '^floor(-dram)?,' "$out/floor.txt" >>"$csv"
+grep -E '^floor(-dram|-in-place)?,' "$out/floor.txt" >>"$csv"
 
 for n in "${ndevs[@]}"; do
   echo "# openmpi, $n ranks" >&2

@@ -22,8 +22,9 @@
 // Usage: floor BYTES_PER_BUFFER REPS NDEV... -- SIZE...   (sizes in bytes per device)
 // Output (CSV, stdout): "bw,<kernel>,<threads>,<GB/s>" (DRAM, BYTES_PER_BUFFER per array);
 // "bwat,<footprint bytes>,<kernel>,<threads>,<GB/s>" per footprint; then the bench-peers rows
-// "floor,bound,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (cache-aware) and
-// "floor-dram,bound,<ndev>,<bytes>,..." (DRAM peak).
+// "floor,bound,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (cache-aware), "floor-in-place,bound,..." (the
+// same bytes over the bandwidth at the in-place footprint, N*S: the bound of an allreduce into its input)
+// and "floor-dram,bound,<ndev>,<bytes>,..." (DRAM peak).
 #if defined(__SSE__)
 #include <immintrin.h>
 #endif
@@ -192,22 +193,25 @@ int main(int argc, char** argv) {
     std::printf("bw,memcpy,%d,%.3f\nbw,add,%d,%.3f\nbw,sum4,%d,%.3f\nbw,sum4s,%d,%.3f\n", t, dram.copy[t - 1], t,
                 dram.add[t - 1], t, dram.sum4[t - 1], t, dram.sum4s[t - 1]);
   std::map<size_t, Bandwidth> at;  // footprint -> bandwidth
-  for (long nd : ndevs)
-    for (long s : sizes) {
-      size_t footprint = 2 * static_cast<size_t>(nd) * static_cast<size_t>(s);
-      if (at.count(footprint)) continue;
+  auto bandwidth_at = [&](size_t footprint) -> const Bandwidth& {
+    if (!at.count(footprint)) {
       Bandwidth bw = at[footprint] = measure(footprint, reps);
       for (int t : {1, 2})
         std::printf("bwat,%zu,memcpy,%d,%.3f\nbwat,%zu,add,%d,%.3f\nbwat,%zu,sum4,%d,%.3f\nbwat,%zu,sum4s,%d,%.3f\n",
                     footprint, t, bw.copy[t - 1], footprint, t, bw.add[t - 1], footprint, t, bw.sum4[t - 1], footprint,
                     t, bw.sum4s[t - 1]);
     }
-  for (long nd : ndevs)
-    for (long s : sizes) {
-      // cache-aware: never below the DRAM peak (a large footprint measured noisily low must not loosen the bound)
-      double peak = std::max(at[2 * static_cast<size_t>(nd) * static_cast<size_t>(s)].peak(), dram.peak());
-      print_floor("floor", nd, s, peak);
-    }
+    return at[footprint];
+  };
+  // cache-aware: never below the DRAM peak (a large footprint measured noisily low must not loosen the
+  // bound). floor: out of place, N*S input + N*S output bytes; floor-in-place: the result in the input's
+  // own memory (Tensor::allreduce_in_place), N*S bytes, which fits a cache the other may not.
+  for (const char* form : {"floor", "floor-in-place"})
+    for (long nd : ndevs)
+      for (long s : sizes) {
+        size_t footprint = (std::string(form) == "floor" ? 2 : 1) * static_cast<size_t>(nd) * static_cast<size_t>(s);
+        print_floor(form, nd, s, std::max(bandwidth_at(footprint).peak(), dram.peak()));
+      }
   for (long nd : ndevs)
     for (long s : sizes) print_floor("floor-dram", nd, s, dram.peak());
   return 0;
