@@ -496,6 +496,16 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--rounds", rounds, "rounds of every algorithm per point (the best counts)")
       ->check(CLI::Range(1, 100));
 
+  // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead
+  if (argc > 1 && argv[1][0] != '-') {
+    try {
+      app.get_subcommand(argv[1]);
+    } catch (const CLI::OptionNotFound&) {
+      std::fprintf(stderr, "ringrt: unknown subcommand '%s': run, schedule, config or tune (--help says more)\n",
+                   argv[1]);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
