@@ -120,10 +120,10 @@ std::string choice_line(const ExperimentConfig& cfg) {
     return fmt::format("algorithm choice: as set, not tuned: all2all {}, else ring {}, else naive ({})",
                        level(s.all2all), level(s.ring), set);
   }
-  if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)
-    return "algorithm choice: hierarchical over device groups, tinygrad's rule inside (the tuning file is for flat "
-           "collectives)";
   Tuning t = tuning_for(s.tuning);
+  if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)  // a tuning file, if any, is for flat ones
+    return std::string("algorithm choice: hierarchical over device groups, tinygrad's rule inside") +
+           (t.table ? " (the tuning file is for flat collectives)" : "");
   if (!t.table || cfg.devices.empty()) return "algorithm choice: " + t.origin;
   // the device set: a file tuned for other devices (kind, count) or another dtype has no choice here
   CollectiveSize c =

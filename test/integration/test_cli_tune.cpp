@@ -87,6 +87,25 @@ BOOST_AUTO_TEST_CASE(a_file_from_another_machine_is_ignored) {
   BOOST_TEST(table_rows(r.out).at(0).at(4) == "naive");
 }
 
+// Device groups make the allreduce hierarchical: the choice line says so, and mentions the tuning file
+// only when there is one (a file of this machine's; `off`: none).
+BOOST_AUTO_TEST_CASE(the_choice_line_of_groups_names_a_tuning_file_only_when_there_is_one) {
+  TempDir dir;
+  TuningTable t{ringrt_version(), machine_identity(), "now", {}};
+  t.choices.push_back({"allreduce", "CPU", 4, DType::float32, 4096, 0, 0, "ring", {{"ring", 1.0}, {"naive", 2.0}}});
+  set_bands(t.choices);
+  std::string file = dir.write("here.yaml", tuning_yaml(t));
+  const std::string line = "algorithm choice: hierarchical over device groups, tinygrad's rule inside";
+  for (const std::string& tuning : {std::string("off"), file}) {
+    CliResult r = run_cli({"config", "configs/hierarchical.yaml", "--dump", "--set", "allreduce.tuning=" + tuning});
+    BOOST_TEST_CONTEXT(tuning) {
+      BOOST_TEST_REQUIRE(r.status == 0, r.err);
+      std::string tail = tuning == "off" ? "\n" : " (the tuning file is for flat collectives)\n";
+      BOOST_TEST(r.out.find(line + tail) != std::string::npos, r.out);
+    }
+  }
+}
+
 // Levels set by hand: the header's choice line says what they choose, and the run (4 devices, 1,000
 // elements each) chooses that: forced all2all or ring, or the levels' rule with the threshold.
 BOOST_AUTO_TEST_CASE(the_choice_line_says_what_set_levels_choose) {
