@@ -81,6 +81,11 @@ void copy_bytes(void* dst, const void* src, size_t bytes) {
   if (bytes != 0) std::memcpy(dst, src, bytes);
 }
 
+// The bytes of one output of a launch of ck (its result; each peer output is as large).
+size_t output_bytes(const CpuKernel& ck) {
+  return static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(ck.k.dtype));
+}
+
 // Whether a launch of ck on bufs takes its streaming entry (HostKernel::stream): when its outputs
 // together take at least perf_options().stream_bytes and none overlaps an input. Out of place, a store
 // streamed past the cache skips the read of its line a plain store first makes (a third of an
@@ -179,7 +184,7 @@ class CpuDevice : public Device {
 
   Event launch(const CompiledKernel& k, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) override {
     const auto& ck = static_cast<const CpuKernel&>(k);
-    size_t out_bytes = static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(ck.k.dtype));
+    size_t out_bytes = output_bytes(ck);
     bool stream = streams(ck, bufs, out_bytes);
     auto work = [fn = stream ? ck.host.stream : ck.host.fn, lib = ck.host.library, bufs = std::move(bufs), dnum,
                  n = ck.k.numel]() mutable {
@@ -310,6 +315,7 @@ class CpuDevice : public Device {
       codegen::CpuKernelFn fn;
       const GroupLaunch* launch;
       int64_t numel, grain;
+      size_t out_bytes;
     };
     std::vector<Work> work;
     std::vector<CpuDevice*> devices;
@@ -317,19 +323,18 @@ class CpuDevice : public Device {
     for (const GroupLaunch& l : launches) {
       auto* d = dynamic_cast<CpuDevice*>(l.device);
       const auto& ck = static_cast<const CpuKernel&>(*l.kernel);
-      size_t out_bytes = static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(ck.k.dtype));
+      size_t out_bytes = output_bytes(ck);
       if (!d || out_bytes > kInlineBytes) return std::nullopt;
       moved += out_bytes * (1 + static_cast<size_t>(ck.k.peer_outputs));
       for (const codegen::KernelInput& in : ck.k.inputs)
         moved += static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(in.dtype));
-      work.push_back({ck.host.fn, &l, ck.k.numel, split_grain(ck.k.numel)});
+      work.push_back({ck.host.fn, &l, ck.k.numel, split_grain(ck.k.numel), out_bytes});
       devices.push_back(d);
     }
     if (moved < kGroupBytes) return std::nullopt;
     for (Work& w : work) {  // only a group that runs as one loop pays for streams()' overlap checks
       const auto& ck = static_cast<const CpuKernel&>(*w.launch->kernel);
-      size_t out_bytes = static_cast<size_t>(w.numel) * static_cast<size_t>(itemsize(ck.k.dtype));
-      if (streams(ck, w.launch->bufs, out_bytes)) w.fn = ck.host.stream;
+      if (streams(ck, w.launch->bufs, w.out_bytes)) w.fn = ck.host.stream;
     }
     size_t taken = 0;
     while (taken < devices.size() && devices[taken]->take()) ++taken;  // a device twice: the second fails

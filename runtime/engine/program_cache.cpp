@@ -120,13 +120,14 @@ ProgramRef program_for(const std::vector<UOp>& roots, const AllreduceSettings& s
     }
   }
   Canonical key(roots);
+  std::vector<int64_t> buffers = key.buffers();
   {
     std::lock_guard<std::mutex> lock(cache.mu);
     if (auto e = cache.find(key, settings); e != cache.lru.end()) {
       cache.lru.splice(cache.lru.begin(), cache.lru, e);  // iterators stay valid
       ++cache.hits;
-      remember(e, key.buffers());
-      return ProgramRef(e->built, key.buffers());
+      remember(e, buffers);
+      return ProgramRef(e->built, std::move(buffers));
     }
   }
   auto built = std::make_shared<ProgramRef::Built>();
@@ -134,7 +135,6 @@ ProgramRef program_for(const std::vector<UOp>& roots, const AllreduceSettings& s
   std::vector<UOp> own_roots = key.instantiate(*built->graph);
   built->lowered = lower_multi(own_roots, settings);
   built->program = std::make_unique<Program>(plan_schedule(built->lowered.roots), built->lowered.roots);
-  std::vector<int64_t> buffers = key.buffers();
   std::lock_guard<std::mutex> lock(cache.mu);
   ++cache.misses;
   cache.insert({std::move(key), settings, built}, capacity());

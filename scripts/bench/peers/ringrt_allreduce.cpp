@@ -74,9 +74,9 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
   std::vector<float> data(static_cast<size_t>(ndev * count));
   for (int64_t d = 0; d < ndev; ++d)
     for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(d * count + i)] = static_cast<float>((i + d) % 7);
-  Tensor x = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);
+  auto input = [&] { return Tensor::from_vector(data, {ndev, count}).shard(devs, 0); };
+  Tensor x = input(), grads = input();  // grads: in-place's, whose values grow
   x.realize();
-  Tensor grads = Tensor::from_vector(data, {ndev, count}).shard(devs, 0);  // in-place's: its values grow
   grads.realize();
   auto timed = [&](size_t k, int n) { return algos[k] == "in-place" ? seconds_of(grads, n, true) : seconds_of(x, n); };
   // every algorithm warmed and calibrated, then timed in turns: block b runs each algorithm once, starting
@@ -99,7 +99,7 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
     const std::string& algo = algos[k];
     ScopedSettings scope(settings_for(algo));
     Tensor y = x.sum({0});
-    if (algo == "in-place") y = Tensor::from_vector(data, {ndev, count}).shard(devs, 0).allreduce_in_place();
+    if (algo == "in-place") y = input().allreduce_in_place();
     std::vector<std::string> chosen = y.schedule().algorithms;  // none on one device: nothing to reduce
     std::string name = algo == "auto" || algo == "in-place" ? algo + ":" + (chosen.empty() ? "none" : chosen[0]) : algo;
     y.realize();
