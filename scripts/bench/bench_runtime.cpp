@@ -9,6 +9,10 @@
 // Rewrite graphs: W independent chains of depth 50 over distinct buffers, each step `(v + c) * 1`
 // (the `* 1` is simplified away, so half the nodes change), summed pairwise into one root: about
 // 100 * W nodes. Counters: nodes (graph size), rewrites (replacements made).
+//
+// BM_Realize: the whole path of one repeated allreduce, x.sum({0}).realize() on N cpu devices (lazy graph,
+// program cache, buffers, launches, waits, freeing the result): at 1 KiB per device it is the host's
+// cost per collective, the latency a small gradient bucket pays.
 #include <benchmark/benchmark.h>
 
 #include <optional>
@@ -192,5 +196,27 @@ void BM_Schedule(benchmark::State& state) {
   state.counters["copies"] = static_cast<double>(copies);
 }
 BENCHMARK(BM_Schedule)->ArgNames({"devices"})->RangeMultiplier(2)->Range(8, 1024)->Unit(benchmark::kMillisecond);
+
+// args: devices, bytes per device (float32), algo (0 naive, 1 ring, 2 all2all)
+void BM_Realize(benchmark::State& state) {
+  int n = static_cast<int>(state.range(0));
+  AllreduceSettings s = current_settings();
+  s.ring = state.range(2) == 1 ? 2 : 0;
+  s.all2all = state.range(2) == 2 ? 2 : 0;
+  ScopedSettings scope(s);
+  int64_t count = state.range(1) / 4;
+  Tensor x = Tensor::from_vector(std::vector<float>(static_cast<size_t>(n * count), 1.0f), {n, count})
+                 .shard(cpu_devices(n), 0);
+  x.realize();
+  for (auto _ : state) {
+    Tensor y = x.sum({0});
+    y.realize();
+  }
+  state.SetBytesProcessed(state.iterations() * state.range(1));  // algbw
+}
+BENCHMARK(BM_Realize)
+    ->ArgNames({"devices", "bytes", "algo"})
+    ->ArgsProduct({{2, 4}, {1 << 10, 256 << 10}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
