@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/container/small_vector.hpp>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -311,30 +312,29 @@ class CpuDevice : public Device {
   static std::optional<std::vector<Event>> run_group_inline(const std::vector<GroupLaunch>& launches,
                                                             const std::vector<Event>& after) {
     if (!perf_options().kernel_split || !may_run_inline(after)) return std::nullopt;
+    size_t moved = 0;  // bytes read and written by the whole group; nothing allocated before the checks
+    for (const GroupLaunch& l : launches) {
+      const auto& ck = static_cast<const CpuKernel&>(*l.kernel);
+      size_t out_bytes = output_bytes(ck);
+      if (!dynamic_cast<CpuDevice*>(l.device) || out_bytes > kInlineBytes) return std::nullopt;
+      moved += out_bytes * (1 + static_cast<size_t>(ck.k.peer_outputs));
+      for (const codegen::KernelInput& in : ck.k.inputs)
+        moved += static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(in.dtype));
+    }
+    if (moved < kGroupBytes) return std::nullopt;
     struct Work {
       codegen::CpuKernelFn fn;
       const GroupLaunch* launch;
       int64_t numel, grain;
-      size_t out_bytes;
     };
-    std::vector<Work> work;
-    std::vector<CpuDevice*> devices;
-    size_t moved = 0;  // bytes read and written by the whole group
+    boost::container::small_vector<Work, 8> work;
+    boost::container::small_vector<CpuDevice*, 8> devices;
     for (const GroupLaunch& l : launches) {
-      auto* d = dynamic_cast<CpuDevice*>(l.device);
       const auto& ck = static_cast<const CpuKernel&>(*l.kernel);
-      size_t out_bytes = output_bytes(ck);
-      if (!d || out_bytes > kInlineBytes) return std::nullopt;
-      moved += out_bytes * (1 + static_cast<size_t>(ck.k.peer_outputs));
-      for (const codegen::KernelInput& in : ck.k.inputs)
-        moved += static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(in.dtype));
-      work.push_back({ck.host.fn, &l, ck.k.numel, split_grain(ck.k.numel), out_bytes});
-      devices.push_back(d);
-    }
-    if (moved < kGroupBytes) return std::nullopt;
-    for (Work& w : work) {  // only a group that runs as one loop pays for streams()' overlap checks
-      const auto& ck = static_cast<const CpuKernel&>(*w.launch->kernel);
-      if (streams(ck, w.launch->bufs, w.out_bytes)) w.fn = ck.host.stream;
+      // only a group that runs as one loop pays for streams()' overlap checks
+      work.push_back({streams(ck, l.bufs, output_bytes(ck)) ? ck.host.stream : ck.host.fn, &l, ck.k.numel,
+                      split_grain(ck.k.numel)});
+      devices.push_back(static_cast<CpuDevice*>(l.device));
     }
     size_t taken = 0;
     while (taken < devices.size() && devices[taken]->take()) ++taken;  // a device twice: the second fails
@@ -346,7 +346,7 @@ class CpuDevice : public Device {
       const Work* work;
       int64_t begin, end;
     };
-    std::vector<Piece> pieces;
+    boost::container::small_vector<Piece, 64> pieces;
     for (const Work& w : work)
       for (int64_t b = 0; b < w.numel; b += w.grain) pieces.push_back({&w, b, std::min(w.numel, b + w.grain)});
     auto run = [](const Piece& p) {

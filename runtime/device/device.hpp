@@ -35,6 +35,8 @@ class Event {
 
   Event();
   bool done() const;
+  // Done without an error: waiting for it is nothing (a wait list may leave it out). Never blocks.
+  bool succeeded() const;
   // Blocks until done or the timeout passes; false on timeout. Rethrows the work's exception.
   bool wait_for(std::chrono::milliseconds timeout) const;
   void set_done(std::exception_ptr error = nullptr) const;  // for backends

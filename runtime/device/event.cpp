@@ -10,8 +10,8 @@ namespace ringrt {
 struct Event::State {
   mutable std::mutex mu;
   mutable std::condition_variable cv;
-  bool done = false;
-  std::exception_ptr error;
+  std::atomic<bool> done{false};  // written under mu (after error), read without it (done(), succeeded())
+  std::exception_ptr error;       // set before done, never after
   std::shared_ptr<const Native> native;
   std::optional<Times> times;
   std::vector<std::function<void()>> on_done;  // run by set_done
@@ -23,14 +23,13 @@ namespace {
 void run_noexcept(const std::function<void()>& fn) noexcept { fn(); }  // a throw ends the process
 }  // namespace
 
-bool Event::done() const {
-  std::lock_guard<std::mutex> lock(s_->mu);
-  return s_->done;
-}
+bool Event::done() const { return s_->done.load(std::memory_order_acquire); }
+
+bool Event::succeeded() const { return s_->done.load(std::memory_order_acquire) && !s_->error; }
 
 bool Event::wait_for(std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(s_->mu);  // done already: no clock read (the condition's wait_for reads one)
-  if (!s_->done && !s_->cv.wait_for(lock, timeout, [&] { return s_->done; })) return false;
+  if (!s_->done.load() && !s_->cv.wait_for(lock, timeout, [&] { return s_->done.load(); })) return false;
   if (s_->error) std::rethrow_exception(s_->error);
   return true;
 }
@@ -39,8 +38,8 @@ void Event::set_done(std::exception_ptr error) const {
   std::vector<std::function<void()>> callbacks;
   {
     std::lock_guard<std::mutex> lock(s_->mu);
-    s_->done = true;
     s_->error = error;
+    s_->done.store(true, std::memory_order_release);
     callbacks.swap(s_->on_done);
   }
   s_->cv.notify_all();

@@ -109,6 +109,7 @@ class Program::Binding {
         launch.bufs.push_back(sym(b.at(b.size() == 1 ? 0 : d).ptr));
       }
       if (plan_.peer_writes && !pk.peer_copies.empty()) add_peer_outputs(pk, launch);
+      launch.kernel = launch.peer ? pk.peer_compiled.get() : pk.compiled.at(launch.device).get();
       plan_.launches[i].push_back(std::move(launch));
     }
   }
@@ -366,7 +367,49 @@ std::shared_ptr<const Program::BindingPlan> Program::BindingPlan::build(const Pr
   if (plan->peer_reads) binding.patch_peer_reads();
   for (size_t i = 0; i < p.plan_.items.size(); ++i) binding.plan_item(i);
   plan->devices = slots.devices;
+  plan->drop_unused_temps();
   return plan;
+}
+
+// A fresh block is planned when a value is first resolved; a peer read then points the copy's
+// destination at its source, and a peer write or an elided item may leave a block nothing reads or
+// writes (an all2all over n devices with peer reads: n(n-1) such blocks). A run allocates only the
+// blocks its launches and copies use: the others are dropped and the used ones numbered again.
+void Program::BindingPlan::drop_unused_temps() {
+  size_t slots = 0;
+  for (const Temp& t : temps) slots += t.devices.size();
+  std::vector<char> used(slots, 0);
+  auto mark = [&](const SymPtr& p) {
+    if (p.tag >= SymPtr::kTempTag) used.at(p.tag - SymPtr::kTempTag) = 1;
+  };
+  for (const auto& item : launches)
+    for (const Launch& l : item)
+      for (const SymPtr& p : l.bufs) mark(p);
+  for (size_t i = 0; i < copies.size(); ++i)
+    if (!elided[i] && copies[i].from) mark(copies[i].src), mark(copies[i].dst);
+  std::vector<uint32_t> renumbered(slots);
+  std::vector<Temp> kept;
+  size_t old_slot = 0, new_slot = 0;
+  for (const Temp& t : temps) {
+    Temp k{{}, t.bytes};
+    for (Device* d : t.devices) {
+      if (used[old_slot]) {
+        k.devices.push_back(d);
+        renumbered[old_slot] = static_cast<uint32_t>(new_slot++);
+      }
+      ++old_slot;
+    }
+    if (!k.devices.empty()) kept.push_back(std::move(k));
+  }
+  temps = std::move(kept);
+  auto renumber = [&](SymPtr& p) {
+    if (p.tag >= SymPtr::kTempTag) p.tag = SymPtr::kTempTag + renumbered[p.tag - SymPtr::kTempTag];
+  };
+  for (auto& item : launches)
+    for (Launch& l : item)
+      for (SymPtr& p : l.bufs) renumber(p);
+  for (size_t i = 0; i < copies.size(); ++i)
+    if (!elided[i] && copies[i].from) renumber(copies[i].src), renumber(copies[i].dst);
 }
 
 }  // namespace ringrt

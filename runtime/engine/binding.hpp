@@ -45,11 +45,10 @@ struct RunSlots {
   std::vector<void*> fixed;      // outputs' blocks (root by root), then the looked-up inputs' blocks
   std::vector<Device*> devices;  // per fixed slot
   std::vector<std::shared_ptr<DeviceStorage>> held;  // the inputs' storages, held for the run
-  std::vector<std::vector<Block>> temps;             // fresh blocks, per BindingPlan::temps entry
-  std::vector<void*> temp_ptrs;                      // the temps' blocks, flattened
+  std::vector<Block> temps;  // fresh blocks: BindingPlan::temps' entries, device by device (tag order)
 
   void* real(const SymPtr& p) const {
-    void* base = p.tag < SymPtr::kTempTag ? fixed[p.tag] : temp_ptrs[p.tag - SymPtr::kTempTag];
+    void* base = p.tag < SymPtr::kTempTag ? fixed[p.tag] : temps[p.tag - SymPtr::kTempTag].ptr;
     return p.offset == 0 ? base : static_cast<char*>(base) + p.offset;
   }
 };
@@ -59,8 +58,9 @@ struct Program::BindingPlan {
   struct Launch {  // one device's launch of a kernel item
     Device* device;
     int32_t dnum;
-    std::vector<SymPtr> bufs;  // output first, then the kernel's inputs, then its peer outputs
-    bool peer = false;         // the kernel with peer outputs (PreparedKernel::peer_compiled)
+    std::vector<SymPtr> bufs;                // output first, then the kernel's inputs, then its peer outputs
+    bool peer = false;                       // the kernel with peer outputs (PreparedKernel::peer_compiled)
+    const CompiledKernel* kernel = nullptr;  // what runs: compiled for the device, or peer_compiled
   };
   struct Copy {  // a copy item not patched into a peer read
     Device* from = nullptr;
@@ -95,6 +95,8 @@ struct Program::BindingPlan {
   // `slots` with the run's fixed slots. Throws InternalError past 2^22 slots or a 1 TiB offset.
   static std::shared_ptr<const BindingPlan> build(const Program& p, const std::vector<std::vector<Block>>& outs,
                                                   const StorageLookup& inputs, RunSlots& slots);
+  // Drops the fresh blocks no launch or copy uses (binding.cpp) and renumbers the others' tags.
+  void drop_unused_temps();
 };
 
 // Per fixed slot, the first slot of the same address (the classes of equal pointers).

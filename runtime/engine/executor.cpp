@@ -189,12 +189,11 @@ void Program::choose_peer_writes() {
 namespace {
 // The memory of a run that ended early while items may still use it; freed with the last reference.
 struct Leftovers {
-  std::vector<std::vector<Block>> temps;
+  std::vector<Block> temps;
   std::vector<std::shared_ptr<DeviceStorage>> held;
   std::vector<std::shared_ptr<const void>> outputs;
   ~Leftovers() {
-    for (const auto& t : temps)
-      for (const Block& b : t) b.device->free(b.ptr, b.bytes);
+    for (const Block& b : temps) b.device->free(b.ptr, b.bytes);
   }
 };
 }  // namespace
@@ -205,13 +204,15 @@ struct Leftovers {
 class Program::RunMemory {
  public:
   RunMemory(std::shared_ptr<const BindingPlan> plan, RunSlots slots) : plan(std::move(plan)), slots(std::move(slots)) {
-    for (const auto& t : this->plan->temps) {
-      std::vector<Block> blocks;
-      for (Device* dev : t.devices) {
-        blocks.push_back({dev, dev->allocate(t.bytes), t.bytes});
-        this->slots.temp_ptrs.push_back(blocks.back().ptr);
-      }
-      this->slots.temps.push_back(std::move(blocks));
+    size_t n = 0;
+    for (const auto& t : this->plan->temps) n += t.devices.size();
+    this->slots.temps.reserve(n);
+    try {
+      for (const auto& t : this->plan->temps)
+        for (Device* dev : t.devices) this->slots.temps.push_back({dev, dev->allocate(t.bytes), t.bytes});
+    } catch (...) {  // out of device memory: what was allocated goes back
+      release();
+      throw;
     }
   }
 
@@ -227,8 +228,7 @@ class Program::RunMemory {
 
   // Every item finished: frees the run's fresh blocks.
   void release() {
-    for (const auto& t : slots.temps)
-      for (const Block& b : t) b.device->free(b.ptr, b.bytes);
+    for (const Block& b : slots.temps) b.device->free(b.ptr, b.bytes);
     slots.temps.clear();
   }
 
@@ -287,10 +287,7 @@ Program::Events Program::submit(RunMemory& memory) const {
       events[held[0]] = submit_kernel(held[0], memory, {});
     } else if (held.size() > 1) {
       std::vector<GroupLaunch> group;
-      for (size_t i : held) {
-        std::vector<GroupLaunch> launches = launches_of(i, memory);
-        std::move(launches.begin(), launches.end(), std::back_inserter(group));
-      }
+      for (size_t i : held) add_launches(i, memory, group);
       std::vector<Event> done;
       if (!group.empty()) done = group[0].device->launch_group(std::move(group), {});
       auto next = done.begin();
@@ -336,19 +333,19 @@ bool Program::waits_for(size_t i, bool peer_writer, const std::vector<char>& mar
   return false;
 }
 
-// The events item i waits for, each once: an elided copy passes on what it waited for, so without
-// this the lists of a chain of elided copies that depend on each other (a ring's allgather) grow
-// exponentially. A kernel writing its peer copies (peer_writer) also waits for what those copies
-// waited for, but itself (the memory plan put all of that before the kernel).
+// The events item i waits for, each once, but those done without an error (waiting for them is
+// nothing; work run inline on the launching thread leaves only such events, so most lists are empty):
+// an elided copy passes on what it waited for, so without the dedup the lists of a chain of elided copies
+// that depend on each other (a ring's allgather) grow exponentially. A kernel writing its peer copies
+// (peer_writer) also waits for what those copies waited for, but itself (the memory plan put all of that
+// before the kernel).
 std::vector<Event> Program::wait_list(size_t i, const Events& events, bool peer_writer) const {
-  std::vector<Event> after;
-  std::vector<const void*> seen;  // a few events: a linear scan beats a hash set
+  std::vector<Event> after;  // a few events: a linear scan beats a hash set
   auto add = [&](size_t d) {
     for (const Event& e : events[d])
-      if (std::find(seen.begin(), seen.end(), e.identity()) == seen.end()) {
-        seen.push_back(e.identity());
+      if (!e.succeeded() &&
+          std::none_of(after.begin(), after.end(), [&](const Event& a) { return a.identity() == e.identity(); }))
         after.push_back(e);
-      }
   };
   for (size_t d : plan_.items[i].deps) add(d);
   if (peer_writer)
@@ -373,23 +370,23 @@ std::vector<Event> Program::submit_copy(size_t i, RunMemory& memory, const std::
   return {to.copy_from(*c.from, src_ptr, dst, c.bytes, after)};
 }
 
-std::vector<GroupLaunch> Program::launches_of(size_t i, RunMemory& memory) const {
-  const PreparedKernel& pk = *kernels_[i];
-  std::vector<GroupLaunch> group;
-  for (const BindingPlan::Launch& l : memory.plan->launches[i]) {
+void Program::add_launches(size_t i, RunMemory& memory, std::vector<GroupLaunch>& group) const {
+  const std::vector<BindingPlan::Launch>& launches = memory.plan->launches[i];
+  group.reserve(group.size() + launches.size());
+  for (const BindingPlan::Launch& l : launches) {
     std::vector<void*> bufs;
     bufs.reserve(l.bufs.size());
     for (const SymPtr& p : l.bufs) bufs.push_back(memory.slots.real(p));
-    const CompiledKernel* k = l.peer ? pk.peer_compiled.get() : pk.compiled.at(l.device).get();
-    group.push_back({l.device, k, std::move(bufs), l.dnum});
+    group.push_back({l.device, l.kernel, std::move(bufs), l.dnum});
   }
-  return group;
 }
 
 std::vector<Event> Program::submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const {
+  std::vector<GroupLaunch> launches;
+  add_launches(i, memory, launches);
   std::vector<Event> out;
-  for (GroupLaunch& l : launches_of(i, memory))
-    out.push_back(l.device->launch(*l.kernel, std::move(l.bufs), l.dnum, after));
+  out.reserve(launches.size());
+  for (GroupLaunch& l : launches) out.push_back(l.device->launch(*l.kernel, std::move(l.bufs), l.dnum, after));
   return out;
 }
 
@@ -400,9 +397,10 @@ void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& o
   auto deadline = std::chrono::steady_clock::now() + options.timeout;
   for (size_t i = 0; i < events.size(); ++i) {
     for (const Event& e : events[i]) {
+      if (e.succeeded()) continue;  // most are done by now (inline work): no lock, no clock read
       bool done = false;
       try {
-        done = e.wait_for(std::chrono::milliseconds(0));  // most are done by now: no clock read
+        done = e.wait_for(std::chrono::milliseconds(0));  // done (with its error) or not: no clock read
         if (!done) {
           auto left =
               std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());

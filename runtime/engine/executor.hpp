@@ -103,7 +103,7 @@ class Program {
   void choose_peer_writes();  // PreparedKernel::peer_copies of every kernel (the constructor)
   std::vector<Event> submit_copy(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // none if empty
   std::vector<Event> submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // per device
-  std::vector<GroupLaunch> launches_of(size_t i, RunMemory& memory) const;  // kernel item i's, one per device
+  void add_launches(size_t i, RunMemory& memory, std::vector<GroupLaunch>& group) const;  // kernel item i's, per device
   bool waits_for(size_t i, bool peer_writer, const std::vector<char>& marked) const;
   // A finished run's work for the recording Trace (runtime/api/trace.hpp): each kernel launch and copy
   // that ran here, with the times its backend stamped.

@@ -62,8 +62,10 @@ BOOST_AUTO_TEST_CASE(events_complete_carry_errors_and_native_handles) {
   BOOST_REQUIRE(got);
   BOOST_TEST(got->value == 7);
   Event copy = e;  // copies share one state
+  BOOST_TEST(!copy.succeeded());
   e.set_done();
   BOOST_TEST(copy.done());
+  BOOST_TEST(copy.succeeded());  // done without an error: a wait list may leave it out
   BOOST_TEST(copy.wait_for(std::chrono::milliseconds(0)));
 
   Event failed;
@@ -71,6 +73,8 @@ BOOST_AUTO_TEST_CASE(events_complete_carry_errors_and_native_handles) {
   BOOST_TEST(failed.wait_ready(std::chrono::hours(1)));  // done counts as ready; does not throw
   t.join();
   BOOST_CHECK_THROW(failed.wait_for(std::chrono::milliseconds(0)), DeviceError);
+  BOOST_TEST(failed.done());
+  BOOST_TEST(!failed.succeeded());  // its error must reach whoever waits for it
   BOOST_TEST(!failed.native());
   // cpu work carries no native handle
   Event work = device("CPU:0").submit([] {}, {});
