@@ -293,8 +293,25 @@ void reset_runtime_params() {
   ++s.generation;
 }
 
+// Read per run, so it must be cheap: set in code, or neither there nor in the environment (the default),
+// it needs no RuntimeParams; only a value in the environment is parsed (and checked) each time.
 std::chrono::milliseconds watchdog_timeout() {
-  return std::chrono::milliseconds(std::llround(read_runtime_params("runtime.watchdog_s").watchdog_s * 1000));
+  static const size_t row = [] {
+    const std::vector<Row>& table = rows();
+    for (size_t i = 0; i < table.size(); ++i)
+      if (table[i].info.key == "runtime.watchdog_s") return i;
+    throw InternalError("no runtime.watchdog_s tunable");
+  }();
+  static const std::string env(rows()[row].info.env);
+  static const double by_default = RuntimeParams{}.watchdog_s;
+  auto ms = [](double seconds) { return std::chrono::milliseconds(std::llround(seconds * 1000)); };
+  ProcessStore& s = store();
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.is_set[row]) return ms(s.values.watchdog_s);
+  }
+  if (std::getenv(env.c_str()) == nullptr) return ms(by_default);
+  return ms(read_runtime_params("runtime.watchdog_s").watchdog_s);
 }
 
 uint64_t runtime_params_generation() { return store().generation.load(std::memory_order_acquire); }
