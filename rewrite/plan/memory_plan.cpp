@@ -23,27 +23,32 @@ PerfOptions perf_options_of(const RuntimeParams& r) {
 }  // namespace
 
 // Read at the first call and again only after the runtime tunables change (set_runtime_params,
-// runtime_params_generation), so device threads pay one atomic load per call. The struct is
-// written only when a value changes, so set_perf_options is for benchmarks and tests that call it
-// before running anything.
-const PerfOptions& perf_options() {
+// runtime_params_generation), so device threads pay a few atomic loads per call. Each switch is an atomic
+// of its own: a change made on one thread while others run (set_runtime_params is thread-safe) is seen
+// switch by switch at their next call, never a torn value (a reader may see one switch changed and the
+// next not yet, for the moment the change takes).
+PerfOptions perf_options() {
+  struct Live {
+    std::atomic<bool> peer_reads{false}, kernel_split{false}, inline_small{false}, peer_writes{false};
+    std::atomic<int64_t> stream_bytes{0};
+  };
   static std::atomic<uint64_t> seen{UINT64_MAX};
   static std::mutex mutex;
-  // never freed: device threads read it until the process ends
-  static PerfOptions* options = [] {
-    uint64_t generation = runtime_params_generation();  // before the read: a later change reads again
-    auto* o = new PerfOptions(perf_options_of(current_runtime_params()));
-    seen.store(generation, std::memory_order_release);
-    return o;
-  }();
-  uint64_t generation = runtime_params_generation();
+  static Live live;  // trivially destructible: device threads may read it until the process ends
+  uint64_t generation = runtime_params_generation();  // before the read: a later change reads again
   if (seen.load(std::memory_order_acquire) != generation) {
     std::lock_guard lock(mutex);
-    PerfOptions now = perf_options_of(current_runtime_params());
-    if (!(now == *options)) *options = now;
+    PerfOptions now = perf_options_of(current_runtime_params());  // throws ConfigError for a bad variable
+    live.peer_reads.store(now.peer_reads, std::memory_order_relaxed);
+    live.kernel_split.store(now.kernel_split, std::memory_order_relaxed);
+    live.inline_small.store(now.inline_small, std::memory_order_relaxed);
+    live.peer_writes.store(now.peer_writes, std::memory_order_relaxed);
+    live.stream_bytes.store(now.stream_bytes, std::memory_order_relaxed);
     seen.store(generation, std::memory_order_release);
   }
-  return *options;
+  return {live.peer_reads.load(std::memory_order_relaxed), live.kernel_split.load(std::memory_order_relaxed),
+          live.inline_small.load(std::memory_order_relaxed), live.peer_writes.load(std::memory_order_relaxed),
+          live.stream_bytes.load(std::memory_order_relaxed)};
 }
 
 void set_perf_options(const PerfOptions& options) {

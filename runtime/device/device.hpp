@@ -194,8 +194,9 @@ struct PerfOptions {
 // The largest kernel output or copy, in bytes, that inline_small runs on the launching thread.
 inline constexpr size_t kInlineBytes = size_t{1} << 20;
 // The switches in force: set_perf_options's or set_runtime_params's values, else the environment's
-// (read once), else the defaults. Throws ConfigError for a malformed environment value.
-const PerfOptions& perf_options();
+// (read once), else the defaults. Throws ConfigError for a malformed environment value. Thread-safe: a
+// change made while other threads run is seen, switch by switch, at their next call (rewrite/plan/memory_plan.cpp).
+PerfOptions perf_options();
 void set_perf_options(const PerfOptions& options);  // for benchmarks and tests (set_runtime_params)
 
 // ---- the registry: resolves device names; backends register with it (it includes none of them).

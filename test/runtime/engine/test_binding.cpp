@@ -2,8 +2,10 @@
 // runs' facts stay the same (new input storages, new output blocks), built again when they change
 // (runtime.peer_reads, runtime.peer_writes), and every run reads its own inputs and writes its own
 // outputs; peer writes elide the copies of a reduce's result.
+#include <atomic>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
+#include <thread>
 
 #include "runtime/api/trace.hpp"
 #include "runtime/engine/binding.hpp"
@@ -154,6 +156,43 @@ BOOST_DATA_TEST_CASE(a_run_allocates_only_the_scratch_its_items_use, bdata::make
     BOOST_TEST(y.to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
   }
   set_perf_options(saved);
+}
+
+// The switches may change while other threads run (set_runtime_params is thread-safe): two threads
+// allreduce over and over while this one turns the switches over; every result is the host's, and each
+// run's binding is built for the switches it read (ThreadSanitizer, the tsan preset, checks the reads).
+BOOST_AUTO_TEST_CASE(switches_changed_while_other_threads_run_keep_results_right) {
+  ScopedSettings scope(forced_settings("all2all"));
+  PerfOptions saved = perf_options();
+  const int64_t n = 1000;
+  std::vector<float> data = values(n, 5);
+  std::vector<float> want = host_sum(data, n);
+  Tensor x = Tensor::from_vector(data, {4, n}).shard(cpu_devices(4), 0);
+  x.realize();
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0}, runs{0};
+  auto work = [&] {
+    while (!stop.load()) {
+      if (x.sum({0}).to_vector<float>() != want) ++wrong;
+      ++runs;
+    }
+  };
+  std::thread a(work), b(work);
+  for (int k = 0; k < 64; ++k) {
+    PerfOptions o = saved;
+    o.peer_reads = k % 2 == 0;
+    o.peer_writes = k % 3 != 0;
+    o.inline_small = k % 5 != 0;
+    o.kernel_split = k % 7 != 0;
+    set_perf_options(o);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  stop = true;
+  a.join();
+  b.join();
+  set_perf_options(saved);
+  BOOST_TEST(runs.load() > 0);
+  BOOST_TEST(wrong.load() == 0);
 }
 
 // The classes of equal addresses a binding depends on: each slot names the first slot of its address,
