@@ -380,7 +380,10 @@ struct Loader {
     }
     if (!device_list.empty()) {
       int64_t n = static_cast<int64_t>(device_list.size());
-      std::string expected = cpu ? fmt::format("a device CPU:i with 0 <= i < {} (the number of devices)", n)
+      std::string expected = cpu ? fmt::format(
+                                       "a device CPU:i with 0 <= i < {} (a list of {} cpu devices names CPU:0 .. "
+                                       "CPU:{}, in any order: they are virtual)",
+                                       n, n, n - 1)
                                  : fmt::format("a device HIP:i with 0 <= i < {} (the GPUs present)", available);
       for (size_t i = 0; i < device_list.size(); ++i) {
         const std::string& d = device_list[i];

@@ -465,7 +465,9 @@ int main(int argc, char** argv) {
   sched->add_option("--count", count, "elements per device")->required()->check(positive_count());
   sched->add_flag("--json", as_json, "print the documented JSON object");
   sched->add_option("--dot", dot, "write the lowered graph as Graphviz DOT")->check(non_empty);
-  CLI::Option* emit = sched->add_option("--emit-source", emit_dir, "write the kernel sources to DIR")->check(non_empty);
+  CLI::Option* emit = sched->add_option("--emit-source", emit_dir, "write the kernel sources to DIR")
+                          ->type_name("DIR")
+                          ->check(non_empty);
   sched->add_option("--target", target, "the kind of source to emit: hip (hipRTC), nvidia (NVRTC), cpu (g++)")
       ->check(CLI::IsMember({"hip", "nvidia", "cpu"}))
       ->needs(emit);

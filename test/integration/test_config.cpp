@@ -71,7 +71,8 @@ const BadConfig kBad[] = {
     {"zero_devices", "devices:\n  count: 0\n", "",
      ":2:10: key 'devices.count': expected an integer in [1, 1024], got '0'"},
     {"unknown_device", "devices:\n  count: [CPU:0, CPU:1, GPU:2, CPU:3]\n", "",
-     ":2:25: key 'devices.count': expected a device CPU:i with 0 <= i < 4 (the number of devices), got 'GPU:2'"},
+     ":2:25: key 'devices.count': expected a device CPU:i with 0 <= i < 4 (a list of 4 cpu devices names CPU:0 .. "
+     "CPU:3, in any order: they are virtual), got 'GPU:2'"},
     {"device_out_of_range", "devices:\n  count: [CPU:0, CPU:4]\n", "",
      ":2:18: key 'devices.count': expected a device CPU:i"},
     {"device_twice", "devices:\n  count: [CPU:0, CPU:0]\n", "",
