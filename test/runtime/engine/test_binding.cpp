@@ -35,6 +35,13 @@ std::vector<float> host_sum(const std::vector<float>& v, int64_t n) {
   return out;
 }
 
+// values (4, n) sharded on axis 0 over CPU:0..3, realized.
+Tensor sharded(const std::vector<float>& v, int64_t n) {
+  Tensor x = Tensor::from_vector(v, {4, n}).shard(cpu_devices(4), 0);
+  x.realize();
+  return x;
+}
+
 }  // namespace
 
 // Three tensors of the same shape run one program; after the first run no binding is worked out
@@ -69,8 +76,7 @@ BOOST_AUTO_TEST_CASE(a_changed_switch_builds_the_binding_again) {
   PerfOptions saved = perf_options();
   const int64_t n = 2000;
   std::vector<float> data = values(n, 3);
-  Tensor x = Tensor::from_vector(data, {4, n}).shard(cpu_devices(4), 0);
-  x.realize();
+  Tensor x = sharded(data, n);
   BOOST_TEST(x.sum({0}).to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
   for (int k = 0; k < 4; ++k) {
     size_t built = Program::bindings_built();
@@ -92,8 +98,7 @@ BOOST_DATA_TEST_CASE(peer_writes_elide_the_copies_of_a_kernels_result, bdata::ma
   PerfOptions saved = perf_options();
   const int64_t n = 4096;  // chunks of 1024 floats
   std::vector<float> data = values(n, 7);
-  Tensor x = Tensor::from_vector(data, {4, n}).shard(cpu_devices(4), 0);
-  x.realize();
+  Tensor x = sharded(data, n);
   for (bool writes : {false, true, false}) {
     PerfOptions o = saved;
     o.peer_reads = true;
@@ -131,8 +136,7 @@ BOOST_DATA_TEST_CASE(a_run_allocates_only_the_scratch_its_items_use, bdata::make
   PerfOptions saved = perf_options();
   const int64_t n = 4096;
   std::vector<float> data = values(n, 11);
-  Tensor x = Tensor::from_vector(data, {4, n}).shard(cpu_devices(4), 0);
-  x.realize();
+  Tensor x = sharded(data, n);
   for (bool reads : {true, false}) {
     PerfOptions o = saved;
     o.peer_reads = reads;
@@ -167,8 +171,7 @@ BOOST_AUTO_TEST_CASE(switches_changed_while_other_threads_run_keep_results_right
   const int64_t n = 1000;
   std::vector<float> data = values(n, 5);
   std::vector<float> want = host_sum(data, n);
-  Tensor x = Tensor::from_vector(data, {4, n}).shard(cpu_devices(4), 0);
-  x.realize();
+  Tensor x = sharded(data, n);
   std::atomic<bool> stop{false};
   std::atomic<int> wrong{0}, runs{0};
   auto work = [&] {
