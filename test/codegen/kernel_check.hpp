@@ -68,10 +68,12 @@ inline codegen::HostCompiler host_compiler_at(int level) {
 // together with `cc`, runs each for every device and checks the bytes of the output and of every peer
 // output against Interpreter::evaluate; the same for the streaming entry NAME_stream where the compiler
 // makes one (in chunks of up to 400 elements, so whole 64-byte lines occur; HostBuffer's storage puts the
-// outputs at any alignment, alike or not). `label` names the batch (and its seeds) in failures.
+// outputs at any alignment, alike or not). `label` names the batch (and its seeds) in failures. A NaN
+// matches any NaN, unless `strict_nans`: then every bit (a signaling NaN must come out quieted).
 inline void check_against_interpreter(const std::vector<UOp>& asts, const std::vector<BufferLookup>& lookups,
                                       const std::vector<int>& ndevs, const std::vector<std::string>& labels,
-                                      int peer_outputs = 0, const codegen::HostCompiler& cc = codegen::HostCompiler()) {
+                                      int peer_outputs = 0, const codegen::HostCompiler& cc = codegen::HostCompiler(),
+                                      bool strict_nans = false) {
   if (asts.empty()) return;
   std::vector<codegen::Kernel> kernels;
   for (size_t i = 0; i < asts.size(); ++i) {
@@ -97,7 +99,12 @@ inline void check_against_interpreter(const std::vector<UOp>& asts, const std::v
           const HostBuffer& got = outs[j];
           if (got.bytes == w.bytes) continue;
           int64_t bad = 0;
-          while (bad < got.numel() && ringrt::test::same_element(got, w, bad)) ++bad;
+          auto same = [&](int64_t at) {
+            auto size = static_cast<size_t>(itemsize(got.dtype)), off = static_cast<size_t>(at) * size;
+            return strict_nans ? std::memcmp(got.bytes.data() + off, w.bytes.data() + off, size) == 0
+                               : ringrt::test::same_element(got, w, at);
+          };
+          while (bad < got.numel() && same(bad)) ++bad;
           if (bad == got.numel()) continue;
           BOOST_ERROR(labels[i] << ", " << entries[e].first << ", device " << d
                                 << (j ? fmt::format(", peer output {}", j - 1) : "") << ": element " << bad << " of "

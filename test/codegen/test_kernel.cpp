@@ -2,6 +2,7 @@
 // errors) and golden semantics tables compiled and compared bit for bit with the interpreter: every
 // float16 and bfloat16 bit pattern through casts and ops, random float32 bit patterns, integer edge
 // cases (x/0, INT_MIN/-1, wrap), reductions, and _device_num-dependent pads of computed values.
+#include <bit>
 #include <boost/test/unit_test.hpp>
 #include <climits>
 
@@ -39,12 +40,13 @@ struct Inputs {
     labels.push_back(label);
   }
   // Checks every kernel against the interpreter, and again with `peer_outputs` peer outputs (each
-  // must hold the output's bytes) when not 0.
-  void check(int peer_outputs = 0) {
+  // must hold the output's bytes) when not 0; `strict_nans`: NaNs bit for bit too.
+  void check(int peer_outputs = 0, bool strict_nans = false) {
     BufferLookup lookup = [this](int64_t id) { return &data.at(id); };
     for (int peers : {0, peer_outputs}) {
       test::check_against_interpreter(asts, std::vector<BufferLookup>(asts.size(), lookup),
-                                      std::vector<int>(asts.size(), static_cast<int>(devs.size())), labels, peers);
+                                      std::vector<int>(asts.size(), static_cast<int>(devs.size())), labels, peers,
+                                      codegen::HostCompiler(), strict_nans);
       if (peer_outputs == 0) break;
     }
   }
@@ -215,6 +217,42 @@ BOOST_AUTO_TEST_CASE(float32_bit_patterns) {
   in.add(in.buffer(near).bitcast(DType::float32).cast(DType::float16), "float32 near float16's subnormals -> float16");
   for (Ops op : {Ops::LOG2, Ops::SIN, Ops::EXP2, Ops::SQRT}) in.add(f.alu(op), fmt::format("float32 {}", op_name(op)));
   in.check();
+}
+
+// Signaling NaNs through the ops that pass an operand on (WHERE, MAX, MIN, NEG): quieted where the value
+// is stored, bitcast or compared, left to the ADD or MUL that is its only use otherwise (render_common.cpp
+// quiet_free, the naive allreduce's selects). Bit for bit the interpreter's where one operand at most is a
+// NaN; where two NaNs meet in an ADD or MUL, which payload wins is no contract (the compiler may swap the
+// operands), and any NaN matches.
+BOOST_AUTO_TEST_CASE(signaling_nans_through_ops_that_pass_an_operand_on) {
+  HostBuffer x(DType::int32, {4096}), y(DType::int32, {4096}), z(DType::float32, {4096});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    uint32_t payload = 1 + static_cast<uint32_t>(i * 7919) % 0x3fffffu;  // quiet bit clear: signaling
+    uint32_t patterns[4] = {0x7f800000u | payload, 0xff800000u | payload, 0x7fc00000u | payload,
+                            std::bit_cast<uint32_t>(static_cast<float>(i % 97) - 48.0f)};
+    x.set_int(i, static_cast<int32_t>(patterns[i % 4]));
+    y.set_int(i, static_cast<int32_t>(patterns[(i / 4 + i) % 4]));
+    z.set(i, static_cast<double>(i % 13) - 6.5);
+  }
+  for (bool strict : {true, false}) {
+    Inputs in;
+    UOp a = in.buffer(x).bitcast(DType::float32), b = in.buffer(y).bitcast(DType::float32), c = in.buffer(z);
+    UOp sel = a.alu(Ops::CMPLT, {b}).where(a, b), mx = a.alu(Ops::MAX, {b}), ng = a.alu(Ops::NEG);
+    if (strict) {
+      in.add(sel + c, "where, then add");
+      in.add(mx * c + c, "max, then mul and add");
+      in.add(ng * c, "neg, then mul");
+      in.add(sel, "where, stored");
+      in.add(sel.bitcast(DType::int32), "where, bitcast");
+      in.add(sel.alu(Ops::CMPNE, {sel}).where(c, sel + c), "where, compared and added");
+      in.add(sel.reshape({64, 64}).r(Ops::MAX, {1}), "where, max-reduced");
+    } else {  // two NaNs may meet
+      in.add(sel + b, "where, then added to a NaN");
+      in.add(mx * a + ng, "max and neg, then mul and add");
+      in.add((sel + a).reshape({64, 64}).r(Ops::ADD, {1}), "where, then added, summed");
+    }
+    in.check(0, strict);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(integer_edge_cases) {
