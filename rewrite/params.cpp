@@ -296,12 +296,7 @@ void reset_runtime_params() {
 // Read per run, so it must be cheap: set in code, or neither there nor in the environment (the default),
 // it needs no RuntimeParams; only a value in the environment is parsed (and checked) each time.
 std::chrono::milliseconds watchdog_timeout() {
-  static const size_t row = [] {
-    const std::vector<Row>& table = rows();
-    for (size_t i = 0; i < table.size(); ++i)
-      if (table[i].info.key == "runtime.watchdog_s") return i;
-    throw InternalError("no runtime.watchdog_s tunable");
-  }();
+  static const auto row = static_cast<size_t>(&row_of("runtime.watchdog_s", "watchdog_timeout") - rows().data());
   static const std::string env(rows()[row].info.env);
   static const double by_default = RuntimeParams{}.watchdog_s;
   auto ms = [](double seconds) { return std::chrono::milliseconds(std::llround(seconds * 1000)); };

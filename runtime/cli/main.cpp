@@ -498,13 +498,16 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--rounds", rounds, "rounds of every algorithm per point (the best counts)")
       ->check(CLI::Range(1, 100));
 
-  // CLI11 answers an unknown subcommand with "A subcommand is required": name it instead
+  // CLI11 answers an unknown subcommand with "A subcommand is required": name it, and the ones there are
   if (argc > 1 && argv[1][0] != '-') {
     try {
       app.get_subcommand(argv[1]);
     } catch (const CLI::OptionNotFound&) {
-      std::fprintf(stderr, "ringrt: unknown subcommand '%s': run, schedule, config or tune (--help says more)\n",
-                   argv[1]);
+      std::vector<std::string> names;
+      for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+      std::string known = fmt::format("{}", fmt::join(names, ", "));
+      if (size_t last = known.rfind(", "); last != std::string::npos) known.replace(last, 2, " or ");
+      std::fprintf(stderr, "ringrt: unknown subcommand '%s': %s (--help says more)\n", argv[1], known.c_str());
       return 2;
     }
   }
