@@ -27,12 +27,12 @@
 # result fails the script). Writes OUT_DIR/peers.csv (system, algo, ndev, bytes_per_dev, time_s,
 # algbw_GBps, busbw_GBps), OUT_DIR/busbw.png, and prints the table and the targets.
 # Environment: BUILD_DIR (default build/release, configured with the release preset when it is),
-# BLOCKS (default 5), SIZES (bytes, default "262144 4194304 67108864"), NDEVS (default "2 4").
+# BLOCKS (default 15), SIZES (bytes, default "262144 4194304 67108864"), NDEVS (default "2 4").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build/release}"
 out="${1:-$build/bench-peers}"
-blocks="${BLOCKS:-5}"
+blocks="${BLOCKS:-15}"
 sizes=(${SIZES:-262144 4194304 67108864})
 ndevs=(${NDEVS:-2 4})
 mkdir -p "$out"
