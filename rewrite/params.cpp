@@ -15,10 +15,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <variant>
 
 #include "rewrite/errors.hpp"
+
+extern char** environ;  // POSIX: the process environment (setenv, putenv and unsetenv change it)
 
 namespace ringrt {
 namespace {
@@ -251,13 +255,14 @@ RuntimeParams read_runtime_params(std::string_view only) {
   AllreduceSettings unused;
   ProcessStore& s = store();
   const std::vector<Row>& table = rows();
+  const std::vector<const char*>& env = detail::env_values();  // indexed like rows(): tunables() is their info
   std::lock_guard lock(s.mutex);
   for (size_t i = 0; i < table.size(); ++i) {
     const Row& r = table[i];
     if (!r.info.runtime || (!only.empty() && r.info.key != only)) continue;
     if (s.is_set[i]) {
       r.copy(out, s.values);
-    } else if (const char* v = detail::env_value(r.info)) {
+    } else if (const char* v = env[i]) {
       r.set({unused, out},
             parse(r.info.parser, r.info.key, v, ParamSource::env, fmt::format("environment variable {}", r.info.env)));
     }
@@ -361,11 +366,51 @@ std::optional<RankedDeviceName> split_rank(std::string_view name) {
   return RankedDeviceName{rank, name.substr(slash + 1)};
 }
 
-const char* detail::env_value(const Tunable& t) {
-  const char* v = std::getenv(std::string(t.env).c_str());
-  bool text =
-      t.parser.kind == ParamKind::command || t.parser.kind == ParamKind::folder || t.parser.kind == ParamKind::file;
-  return v == nullptr || (text && *v == '\0') ? nullptr : v;
+namespace {
+// The tunables' variables as found in one scan of the environment, kept per thread while `environ`
+// holds the same entries: getenv scans every variable per call, and current_settings() reads every
+// allreduce tunable per realize (with 40 variables set, a third of a small allreduce's host time).
+// setenv, putenv and unsetenv change an entry pointer or `environ` itself (glibc's setenv never frees a
+// "NAME=value" string it made, so an unchanged pointer is unchanged text), so comparing the pointers
+// catches every change made through them; writing into a string after putenv() is not seen.
+struct EnvScan {
+  std::vector<const char*> entries;  // environ's entries at the scan
+  std::vector<const char*> values;   // per tunable (index in tunables()): its value, or null
+};
+
+bool environment_changed(const std::vector<const char*>& seen) {
+  size_t i = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e, ++i)
+    if (i >= seen.size() || seen[i] != *e) return true;
+  return i != seen.size();
+}
+
+void scan_environment(EnvScan& scan) {
+  static const std::unordered_map<std::string_view, size_t> index = [] {
+    std::unordered_map<std::string_view, size_t> out;
+    for (size_t i = 0; i < tunables().size(); ++i) out.emplace(tunables()[i].env, i);
+    return out;
+  }();
+  scan.entries.clear();
+  scan.values.assign(tunables().size(), nullptr);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    scan.entries.push_back(*e);
+    std::string_view entry(*e);
+    size_t eq = entry.find('=');
+    auto it = eq == std::string_view::npos ? index.end() : index.find(entry.substr(0, eq));
+    if (it == index.end() || scan.values[it->second] != nullptr) continue;  // getenv's rule: the first wins
+    const Tunable& t = tunables()[it->second];
+    bool text =
+        t.parser.kind == ParamKind::command || t.parser.kind == ParamKind::folder || t.parser.kind == ParamKind::file;
+    if (!(text && eq + 1 == entry.size())) scan.values[it->second] = *e + eq + 1;  // an empty path is unset
+  }
+}
+}  // namespace
+
+const std::vector<const char*>& detail::env_values() {
+  thread_local EnvScan scan;
+  if (scan.values.empty() || environment_changed(scan.entries)) scan_environment(scan);
+  return scan.values;
 }
 
 }  // namespace ringrt

@@ -211,13 +211,16 @@ struct RankedDeviceName {
 std::optional<RankedDeviceName> split_rank(std::string_view name);
 
 namespace detail {
-const char* env_value(const Tunable& t);  // the variable's value, or null when unset (see for_each_env_param)
-}
+// Per tunable (index in tunables()), its variable's value, or null when unset (also when empty, for a
+// path or command); the reference is valid on this thread until its next call.
+const std::vector<const char*>& env_values();
+}  // namespace detail
 
 template <class Fn>
 void for_each_env_param(Fn&& fn) {
-  for (const Tunable& t : tunables())
-    if (const char* v = detail::env_value(t)) fn(t, std::string_view(v));
+  const std::vector<const char*>& env = detail::env_values();
+  for (size_t i = 0; i < env.size(); ++i)
+    if (env[i] != nullptr) fn(tunables()[i], std::string_view(env[i]));
 }
 
 }  // namespace ringrt

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "codegen/compile_cache.hpp"
 #include "rewrite/errors.hpp"
@@ -216,6 +217,33 @@ BOOST_AUTO_TEST_CASE(process_values_code_over_environment_over_default) {
   BOOST_TEST(watchdog_timeout().count() == 7000);  // a bad environment value no longer matters
   BOOST_TEST(error_of([&] { set_runtime_params(r, {"allreduce.ring"}); }) ==
              "set_runtime_params: 'allreduce.ring' is not a runtime tunable");
+}
+
+// The variables are read in one scan and kept while the environment is unchanged (detail::env_value):
+// every change made through setenv, unsetenv or putenv is seen by the next read, on every thread, also
+// a value set back to one it had before (glibc's setenv then reuses its old "NAME=value" string).
+BOOST_AUTO_TEST_CASE(environment_changes_are_seen_at_once) {
+  ScopedEnv ring("RING", nullptr), threshold("RING_ALLREDUCE_THRESHOLD", nullptr);
+  const AllreduceSettings defaults;
+  BOOST_TEST(current_settings().ring == defaults.ring);
+  setenv("RING", "2", 1);
+  BOOST_TEST(current_settings().ring == 2);
+  setenv("RING", "1", 1);  // an existing variable overwritten
+  BOOST_TEST(current_settings().ring == 1);
+  setenv("RING", "2", 1);  // back to an earlier value
+  BOOST_TEST(current_settings().ring == 2);
+  std::string entry = "RING_ALLREDUCE_THRESHOLD=12345";  // a caller's own string, added with putenv
+  putenv(entry.data());
+  BOOST_TEST(current_settings().ring_threshold == 12345);
+  int seen_on_thread = -1;
+  std::thread([&] { seen_on_thread = current_settings().ring; }).join();
+  BOOST_TEST(seen_on_thread == 2);
+  unsetenv("RING_ALLREDUCE_THRESHOLD");  // before `entry` goes: the environment holds its pointer
+  unsetenv("RING");
+  BOOST_TEST(current_settings().ring == defaults.ring);
+  BOOST_TEST(current_settings().ring_threshold == defaults.ring_threshold);
+  setenv("RING", "3", 1);  // a bad value still fails with the variable's name
+  BOOST_TEST(error_of([] { current_settings(); }).find("RING") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(hot_paths_follow_set_runtime_params) {
