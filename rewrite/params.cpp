@@ -8,13 +8,18 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 #include <mutex>
+#include <span>
+#include <stdexcept>
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
@@ -177,18 +182,21 @@ RINGRT_PARAMS(RINGRT_TYPE_CHECK)
       [](ConstParamRefs p) { return show(p.runtime.field); },               \
       [](RuntimeParams& to, const RuntimeParams& from) { to.field = from.field; }},
 
-// The table, built once; each row's default_value is its field's default as shown.
+// The table, built once; each row's default_value is its field's default as shown. Never freed, like
+// every table here: an atexit handler registered before it was built (MPI's finalize, a device drain)
+// runs after the statics built later are destroyed, and may still read the settings.
 const std::vector<Row>& rows() {
-  static const std::vector<Row> table = [] {
-    std::vector<Row> t{RINGRT_ALLREDUCE_PARAMS(RINGRT_ALLREDUCE_ROW) RINGRT_RUNTIME_PARAMS(RINGRT_RUNTIME_ROW)};
-    static std::vector<std::string> defaults;  // the storage default_value views
+  static const std::vector<Row>* table = [] {
+    auto* t =
+        new std::vector<Row>{RINGRT_ALLREDUCE_PARAMS(RINGRT_ALLREDUCE_ROW) RINGRT_RUNTIME_PARAMS(RINGRT_RUNTIME_ROW)};
+    static auto* defaults = new std::vector<std::string>();  // the storage default_value views
     const AllreduceSettings a;
     const RuntimeParams r;
-    defaults.reserve(t.size());
-    for (Row& row : t) row.info.default_value = defaults.emplace_back(row.show({a, r}));
+    defaults->reserve(t->size());
+    for (Row& row : *t) row.info.default_value = defaults->emplace_back(row.show({a, r}));
     return t;
   }();
-  return table;
+  return *table;
 }
 
 const Row& row_of(std::string_view key, std::string_view where) {
@@ -216,12 +224,12 @@ ProcessStore& store() {
 }  // namespace
 
 const std::vector<Tunable>& tunables() {
-  static const std::vector<Tunable> t = [] {
-    std::vector<Tunable> out;
-    for (const Row& r : rows()) out.push_back(r.info);
+  static const std::vector<Tunable>* t = [] {  // never freed, like rows()
+    auto* out = new std::vector<Tunable>();
+    for (const Row& r : rows()) out->push_back(r.info);
     return out;
   }();
-  return t;
+  return *t;
 }
 
 const Tunable* find_tunable(std::string_view key) {
@@ -255,7 +263,7 @@ RuntimeParams read_runtime_params(std::string_view only) {
   AllreduceSettings unused;
   ProcessStore& s = store();
   const std::vector<Row>& table = rows();
-  const std::vector<const char*>& env = detail::env_values();  // indexed like rows(): tunables() is their info
+  std::span<const char* const> env = detail::env_values();  // indexed like rows(): tunables() is their info
   std::lock_guard lock(s.mutex);
   for (size_t i = 0; i < table.size(); ++i) {
     const Row& r = table[i];
@@ -302,7 +310,7 @@ void reset_runtime_params() {
 // it needs no RuntimeParams; only a value in the environment is parsed (and checked) each time.
 std::chrono::milliseconds watchdog_timeout() {
   static const auto row = static_cast<size_t>(&row_of("runtime.watchdog_s", "watchdog_timeout") - rows().data());
-  static const std::string env(rows()[row].info.env);
+  static const std::string& env = *new std::string(rows()[row].info.env);  // never freed, like rows()
   static const double by_default = RuntimeParams{}.watchdog_s;
   auto ms = [](double seconds) { return std::chrono::milliseconds(std::llround(seconds * 1000)); };
   ProcessStore& s = store();
@@ -367,49 +375,77 @@ std::optional<RankedDeviceName> split_rank(std::string_view name) {
 }
 
 namespace {
-// The tunables' variables as found in one scan of the environment, kept per thread while `environ`
-// holds the same entries: getenv scans every variable per call, and current_settings() reads every
-// allreduce tunable per realize (with 40 variables set, a third of a small allreduce's host time).
-// setenv, putenv and unsetenv change an entry pointer or `environ` itself (glibc's setenv never frees a
-// "NAME=value" string it made, so an unchanged pointer is unchanged text), so comparing the pointers
-// catches every change made through them; writing into a string after putenv() is not seen.
-struct EnvScan {
-  std::vector<const char*> entries;  // environ's entries at the scan
-  std::vector<const char*> values;   // per tunable (index in tunables()): its value, or null
-};
+constexpr size_t kTunableCount = std::initializer_list<std::string_view>{RINGRT_PARAMS(RINGRT_PARAM_ENV)}.size();
 
-bool environment_changed(const std::vector<const char*>& seen) {
-  size_t i = 0;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e, ++i)
-    if (i >= seen.size() || seen[i] != *e) return true;
-  return i != seen.size();
+// The tunables' variables as found in one scan of the environment, kept per thread while the
+// environment's text is the same: getenv scans every variable per call, and current_settings() reads
+// every allreduce tunable per realize (with 40 variables set, a third of a small allreduce's host time).
+// The scan copies the entries, the values point into the copy, and the next call compares the entries
+// with it (strcmp, about 0.1 us for 40 variables): every change is seen, whether made through setenv,
+// putenv or unsetenv, by writing into a putenv'd string, or by freeing one whose address comes back
+// holding another variable. An environment larger than the copy is scanned at every call. Trivially
+// destructible, like the other per-process state here: a thread may read it until the process ends
+// (atexit handlers run after thread_local destructors).
+constexpr size_t kCopyEntries = 256;
+constexpr size_t kCopyBytes = 8192;
+
+struct EnvScan {
+  bool complete = false;                            // the copy holds every entry of the last scan
+  uint32_t count = 0;                               // entries copied
+  std::array<uint32_t, kCopyEntries + 1> start{};   // entry k's text is text[start[k], start[k + 1])
+  std::array<char, kCopyBytes> text{};              // the entries, each with its NUL
+  std::array<const char*, kTunableCount> values{};  // per tunable (index in tunables()), or null
+};
+static_assert(std::is_trivially_destructible_v<EnvScan>);
+
+bool environment_unchanged(const EnvScan& scan) {
+  if (!scan.complete) return false;
+  uint32_t k = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e, ++k)
+    if (k == scan.count || std::strcmp(*e, scan.text.data() + scan.start[k]) != 0) return false;
+  return k == scan.count;
 }
 
 void scan_environment(EnvScan& scan) {
-  static const std::unordered_map<std::string_view, size_t> index = [] {
-    std::unordered_map<std::string_view, size_t> out;
-    for (size_t i = 0; i < tunables().size(); ++i) out.emplace(tunables()[i].env, i);
+  static const auto* index = [] {  // never freed, like store()
+    auto* out = new std::unordered_map<std::string_view, size_t>();
+    for (size_t i = 0; i < tunables().size(); ++i) out->emplace(tunables()[i].env, i);
     return out;
   }();
-  scan.entries.clear();
-  scan.values.assign(tunables().size(), nullptr);
+  scan.values.fill(nullptr);
+  scan.complete = true;
+  scan.count = 0;
+  size_t used = 0;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    scan.entries.push_back(*e);
-    std::string_view entry(*e);
+    const char* at = *e;  // the copy where it fits, else the environment's own string
+    size_t size = std::strlen(at) + 1;
+    if (scan.complete && scan.count < kCopyEntries && used + size <= kCopyBytes) {
+      std::memcpy(scan.text.data() + used, at, size);
+      at = scan.text.data() + used;
+      scan.start[scan.count++] = static_cast<uint32_t>(used);
+      used += size;
+      scan.start[scan.count] = static_cast<uint32_t>(used);
+    } else {
+      scan.complete = false;
+    }
+    std::string_view entry(at, size - 1);
     size_t eq = entry.find('=');
-    auto it = eq == std::string_view::npos ? index.end() : index.find(entry.substr(0, eq));
-    if (it == index.end() || scan.values[it->second] != nullptr) continue;  // getenv's rule: the first wins
+    auto it = eq == std::string_view::npos ? index->end() : index->find(entry.substr(0, eq));
+    if (it == index->end() || scan.values[it->second] != nullptr) continue;  // getenv's rule: the first wins
     const Tunable& t = tunables()[it->second];
     bool text =
         t.parser.kind == ParamKind::command || t.parser.kind == ParamKind::folder || t.parser.kind == ParamKind::file;
-    if (!(text && eq + 1 == entry.size())) scan.values[it->second] = *e + eq + 1;  // an empty path is unset
+    if (!(text && eq + 1 == entry.size())) scan.values[it->second] = at + eq + 1;  // an empty path is unset
   }
 }
 }  // namespace
 
-const std::vector<const char*>& detail::env_values() {
+std::span<const char* const> detail::env_values() {
   thread_local EnvScan scan;
-  if (scan.values.empty() || environment_changed(scan.entries)) scan_environment(scan);
+  if (!environment_unchanged(scan)) {
+    if (tunables().size() != kTunableCount) throw std::logic_error("env_values: the tunables are not the X-lists'");
+    scan_environment(scan);
+  }
   return scan.values;
 }
 

@@ -23,6 +23,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -212,13 +213,13 @@ std::optional<RankedDeviceName> split_rank(std::string_view name);
 
 namespace detail {
 // Per tunable (index in tunables()), its variable's value, or null when unset (also when empty, for a
-// path or command); the reference is valid on this thread until its next call.
-const std::vector<const char*>& env_values();
+// path or command); valid on this thread until its next call.
+std::span<const char* const> env_values();
 }  // namespace detail
 
 template <class Fn>
 void for_each_env_param(Fn&& fn) {
-  const std::vector<const char*>& env = detail::env_values();
+  std::span<const char* const> env = detail::env_values();
   for (size_t i = 0; i < env.size(); ++i)
     if (env[i] != nullptr) fn(tunables()[i], std::string_view(env[i]));
 }

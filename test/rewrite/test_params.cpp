@@ -219,9 +219,10 @@ BOOST_AUTO_TEST_CASE(process_values_code_over_environment_over_default) {
              "set_runtime_params: 'allreduce.ring' is not a runtime tunable");
 }
 
-// The variables are read in one scan and kept while the environment is unchanged (detail::env_value):
+// The variables are read in one scan and kept while the environment is unchanged (detail::env_values):
 // every change made through setenv, unsetenv or putenv is seen by the next read, on every thread, also
-// a value set back to one it had before (glibc's setenv then reuses its old "NAME=value" string).
+// a value set back to one it had before (glibc's setenv then reuses its old "NAME=value" string), a
+// putenv'd string written in place, and one reused at the same address for another variable.
 BOOST_AUTO_TEST_CASE(environment_changes_are_seen_at_once) {
   ScopedEnv ring("RING", nullptr), threshold("RING_ALLREDUCE_THRESHOLD", nullptr);
   const AllreduceSettings defaults;
@@ -244,6 +245,27 @@ BOOST_AUTO_TEST_CASE(environment_changes_are_seen_at_once) {
   BOOST_TEST(current_settings().ring_threshold == defaults.ring_threshold);
   setenv("RING", "3", 1);  // a bad value still fails with the variable's name
   BOOST_TEST(error_of([] { current_settings(); }).find("RING") != std::string::npos);
+  unsetenv("RING");
+  std::string own = "RING=2";  // a putenv'd string written in place, then reused for another variable
+  putenv(own.data());
+  BOOST_TEST(current_settings().ring == 2);
+  own[5] = '1';
+  BOOST_TEST(current_settings().ring == 1);
+  unsetenv("RING");
+  own.replace(0, own.size(), "XRIN=2");  // same address, same slot in environ: only the text differs
+  putenv(own.data());
+  BOOST_TEST(current_settings().ring == defaults.ring);
+  unsetenv("XRIN");
+  {
+    ScopedEnv big("RINGRT_TEST_BIG", std::string(20000, 'x').c_str());  // more than the kept copy holds
+    BOOST_TEST(current_settings().ring == defaults.ring);
+    setenv("RING", "2", 1);
+    BOOST_TEST(current_settings().ring == 2);
+    setenv("RING", "1", 1);
+    BOOST_TEST(current_settings().ring == 1);
+    unsetenv("RING");
+    BOOST_TEST(current_settings().ring == defaults.ring);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(hot_paths_follow_set_runtime_params) {
