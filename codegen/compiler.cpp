@@ -124,6 +124,13 @@ std::string run_command(const std::vector<std::string>& argv, const std::filesys
   return fmt::format("wait status {}", status);
 }
 
+// The bytes the process environment takes in an exec: each "NAME=value" with its NUL, and its pointer.
+size_t environment_bytes() {
+  size_t bytes = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) bytes += std::strlen(*e) + 1 + sizeof(char*);
+  return bytes;
+}
+
 void write_file(const std::filesystem::path& p, const std::string& text, const std::string& name) {
   std::ofstream out(p, std::ios::binary);
   out << text;
@@ -346,6 +353,11 @@ void HostCompiler::run_compiler(const std::vector<std::string>& argv, const std:
   std::string failure = run_command(argv, cwd, log, &start_error);
   if (!failure.empty() && interrupt_signal())
     throw Interrupted(fmt::format("{}: host compile stopped ({})", name, failure));
+  if (start_error == E2BIG)  // the compiler is fine: the command line with the environment is over ARG_MAX
+    throw CompileError(
+        fmt::format("{}: host compile cannot start: {} (the process environment, {} bytes, and the "
+                    "{} arguments exceed the system's limit; unset large variables)",
+                    name, std::strerror(start_error), environment_bytes(), argv.size()));
   if (start_error != 0 || argv.empty())
     throw ConfigError(
         fmt::format("the host C++ compiler '{}' (runtime.cxx, $CXX) cannot be run: {}; set CXX "

@@ -262,6 +262,14 @@ BOOST_AUTO_TEST_CASE(failures_name_the_exit_status_or_the_signal) {
   BOOST_TEST(exit_1.find("exit status 1") != std::string::npos, exit_1);
   BOOST_TEST(killed.find("killed by signal 9") != std::string::npos, killed);
   BOOST_TEST(absent.find("cannot be run") != std::string::npos, absent);
+  std::string too_big;
+  {
+    ScopedEnv huge("RINGRT_TEST_HUGE", std::string(256 * 1024, 'x'));  // over Linux's 128 KiB a string
+    too_big = message("g++");
+  }
+  BOOST_TEST(too_big.find("Argument list too long") != std::string::npos, too_big);
+  BOOST_TEST(too_big.find("the process environment") != std::string::npos, too_big);  // not blamed on CXX
+  BOOST_TEST(too_big.find("CXX") == std::string::npos, too_big);
   std::filesystem::remove_all(dir);
 }
 
