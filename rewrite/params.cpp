@@ -377,76 +377,112 @@ std::optional<RankedDeviceName> split_rank(std::string_view name) {
 namespace {
 constexpr size_t kTunableCount = std::initializer_list<std::string_view>{RINGRT_PARAMS(RINGRT_PARAM_ENV)}.size();
 
-// The tunables' variables as found in one scan of the environment, kept per thread while the
-// environment's text is the same: getenv scans every variable per call, and current_settings() reads
-// every allreduce tunable per realize (with 40 variables set, a third of a small allreduce's host time).
-// The scan copies the entries, the values point into the copy, and the next call compares the entries
-// with it (strcmp, about 0.1 us for 40 variables): every change is seen, whether made through setenv,
-// putenv or unsetenv, by writing into a putenv'd string, or by freeing one whose address comes back
-// holding another variable. An environment larger than the copy is scanned at every call. Trivially
-// destructible, like the other per-process state here: a thread may read it until the process ends
-// (atexit handlers run after thread_local destructors).
-constexpr size_t kCopyEntries = 256;
-constexpr size_t kCopyBytes = 8192;
-
-struct EnvScan {
-  bool complete = false;                            // the copy holds every entry of the last scan
-  uint32_t count = 0;                               // entries copied
-  std::array<uint32_t, kCopyEntries + 1> start{};   // entry k's text is text[start[k], start[k + 1])
-  std::array<char, kCopyBytes> text{};              // the entries, each with its NUL
-  std::array<const char*, kTunableCount> values{};  // per tunable (index in tunables()), or null
-};
-static_assert(std::is_trivially_destructible_v<EnvScan>);
-
-bool environment_unchanged(const EnvScan& scan) {
-  if (!scan.complete) return false;
-  uint32_t k = 0;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e, ++k)
-    if (k == scan.count || std::strcmp(*e, scan.text.data() + scan.start[k]) != 0) return false;
-  return k == scan.count;
-}
-
-void scan_environment(EnvScan& scan) {
-  static const auto* index = [] {  // never freed, like store()
+// Per tunable (index in tunables()), its value among `entries` ("NAME=value", n of them), or null, as
+// getenv finds it: the first entry of a name wins, and there an empty path or command counts as unset.
+void find_values(const char* const* entries, size_t n, std::array<const char*, kTunableCount>& values) {
+  static const auto* index = [] {  // never freed, like rows()
     auto* out = new std::unordered_map<std::string_view, size_t>();
     for (size_t i = 0; i < tunables().size(); ++i) out->emplace(tunables()[i].env, i);
     return out;
   }();
-  scan.values.fill(nullptr);
-  scan.complete = true;
-  scan.count = 0;
-  size_t used = 0;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const char* at = *e;  // the copy where it fits, else the environment's own string
-    size_t size = std::strlen(at) + 1;
-    if (scan.complete && scan.count < kCopyEntries && used + size <= kCopyBytes) {
-      std::memcpy(scan.text.data() + used, at, size);
-      at = scan.text.data() + used;
-      scan.start[scan.count++] = static_cast<uint32_t>(used);
-      used += size;
-      scan.start[scan.count] = static_cast<uint32_t>(used);
-    } else {
-      scan.complete = false;
-    }
-    std::string_view entry(at, size - 1);
+  if (tunables().size() != kTunableCount) throw std::logic_error("env_values: the tunables are not the X-lists'");
+  std::array<bool, kTunableCount> found{};
+  values.fill(nullptr);
+  for (size_t k = 0; k < n; ++k) {
+    std::string_view entry(entries[k]);
     size_t eq = entry.find('=');
     auto it = eq == std::string_view::npos ? index->end() : index->find(entry.substr(0, eq));
-    if (it == index->end() || scan.values[it->second] != nullptr) continue;  // getenv's rule: the first wins
+    if (it == index->end() || found[it->second]) continue;
+    found[it->second] = true;
     const Tunable& t = tunables()[it->second];
     bool text =
         t.parser.kind == ParamKind::command || t.parser.kind == ParamKind::folder || t.parser.kind == ParamKind::file;
-    if (!(text && eq + 1 == entry.size())) scan.values[it->second] = at + eq + 1;  // an empty path is unset
+    if (!(text && eq + 1 == entry.size())) values[it->second] = entries[k] + eq + 1;
   }
 }
+
+size_t environment_size() {
+  size_t n = 0;
+  while (environ != nullptr && environ[n] != nullptr) ++n;
+  return n;
+}
+
+// The tunables' variables as found in one scan of the environment, kept per thread while the
+// environment's text is the same: getenv scans every variable per call, and current_settings() reads
+// every allreduce tunable per realize (with 40 variables set, a third of a small allreduce's host time).
+// A scan copies the entries and points the values into the copy; each later read compares `environ`'s
+// entries with the copy (strcmp: 0.1 us for 40 variables, 1-2 us for 300, fewer than the getenv calls
+// it replaces), so every change is seen: one made through setenv, putenv or unsetenv, a write into a
+// putenv'd string, a freed one whose address comes back holding another variable. An environment over
+// kMaxCopyBytes is scanned at every read instead of copied.
+constexpr size_t kMaxCopyBytes = size_t{1} << 20;
+
+struct EnvCopy {
+  bool kept = false;                 // the copy holds the environment of the last scan
+  std::vector<uint32_t> start;       // entry k's text begins at text[start[k]]
+  std::vector<char> text;            // the entries, each with its NUL
+  std::vector<const char*> entries;  // into text
+  std::array<const char*, kTunableCount> values{};
+};
+
+bool environment_unchanged(const EnvCopy& copy) {
+  if (!copy.kept) return false;
+  size_t k = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e, ++k)
+    if (k == copy.entries.size() || std::strcmp(*e, copy.entries[k]) != 0) return false;
+  return k == copy.entries.size();
+}
+
+void copy_environment(EnvCopy& copy) {
+  size_t n = environment_size(), bytes = 0;
+  copy.start.clear();
+  for (size_t k = 0; k < n && bytes <= kMaxCopyBytes; ++k) {
+    copy.start.push_back(static_cast<uint32_t>(bytes));
+    bytes += std::strlen(environ[k]) + 1;
+  }
+  copy.kept = bytes <= kMaxCopyBytes;
+  if (!copy.kept) {  // too large to keep: the values point into the environment itself
+    copy.entries.clear();
+    find_values(environ, n, copy.values);
+    return;
+  }
+  copy.text.resize(bytes);
+  copy.entries.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    char* at = copy.text.data() + copy.start[k];
+    std::memcpy(at, environ[k], (k + 1 < n ? copy.start[k + 1] : bytes) - copy.start[k]);
+    copy.entries[k] = at;
+  }
+  find_values(copy.entries.data(), n, copy.values);
+}
+
+// This thread's copy, made at its first read and freed when the thread ends. The pointers are
+// trivially destructible: the main thread's atexit handlers (MPI's finalize reads the watchdog setting)
+// run after its thread_local destructors, and then read the environment directly.
+thread_local EnvCopy* this_thread_copy = nullptr;
+thread_local bool this_thread_ending = false;
+struct FreeCopyAtThreadExit {
+  ~FreeCopyAtThreadExit() {
+    delete this_thread_copy;
+    this_thread_copy = nullptr;
+    this_thread_ending = true;
+  }
+};
+thread_local FreeCopyAtThreadExit free_copy_at_thread_exit;
+thread_local std::array<const char*, kTunableCount> values_after_thread_exit{};
 }  // namespace
 
 std::span<const char* const> detail::env_values() {
-  thread_local EnvScan scan;
-  if (!environment_unchanged(scan)) {
-    if (tunables().size() != kTunableCount) throw std::logic_error("env_values: the tunables are not the X-lists'");
-    scan_environment(scan);
+  if (this_thread_ending) {
+    find_values(environ, environment_size(), values_after_thread_exit);
+    return values_after_thread_exit;
   }
-  return scan.values;
+  if (this_thread_copy == nullptr) {
+    (void)&free_copy_at_thread_exit;  // constructs it on this thread: its destructor frees the copy
+    this_thread_copy = new EnvCopy();
+  }
+  if (!environment_unchanged(*this_thread_copy)) copy_environment(*this_thread_copy);
+  return this_thread_copy->values;
 }
 
 }  // namespace ringrt

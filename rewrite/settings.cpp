@@ -10,7 +10,10 @@
 namespace ringrt {
 namespace {
 
-thread_local std::vector<AllreduceSettings> scoped;
+// The innermost ScopedSettings of this thread; each links to the one before it. A plain pointer, not a
+// container, so that it outlives the thread's thread_local destructors: the main thread's atexit
+// handlers run after them and may read the settings (exit() called inside a scope keeps it in force).
+thread_local ScopedSettings* innermost_scope = nullptr;
 
 }  // namespace
 
@@ -52,7 +55,7 @@ std::string dump_settings(const AllreduceSettings& s) {
 }
 
 AllreduceSettings current_settings() {
-  if (!scoped.empty()) return scoped.back();
+  if (innermost_scope != nullptr) return innermost_scope->settings();
   AllreduceSettings s;
   apply_env(s);
   return s;
@@ -72,13 +75,17 @@ void validate(const AllreduceSettings& s) {
   for (const auto& [d, g] : s.groups) set_tunable(probe, "allreduce.reduce_leaders", d, "AllreduceSettings::groups");
 }
 
-ScopedSettings::ScopedSettings(AllreduceSettings s) {
-  validate(s);
-  scoped.push_back(std::move(s));
-  stack_ = &scoped;
+ScopedSettings::ScopedSettings(AllreduceSettings s) : settings_(std::move(s)) {
+  validate(settings_);
+  outer_ = innermost_scope;
+  innermost_ = &innermost_scope;
+  innermost_scope = this;
 }
-ScopedSettings::~ScopedSettings() {
-  if (!stack_->empty()) stack_->pop_back();  // the creating thread's stack, wherever it is destroyed
+
+ScopedSettings::~ScopedSettings() {  // unlinks itself from the creating thread's chain, in any order
+  ScopedSettings** link = innermost_;
+  while (*link != nullptr && *link != this) link = &(*link)->outer_;
+  if (*link == this) *link = outer_;
 }
 
 }  // namespace ringrt

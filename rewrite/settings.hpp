@@ -42,9 +42,12 @@ class ScopedSettings {
   ~ScopedSettings();
   ScopedSettings(const ScopedSettings&) = delete;
   ScopedSettings& operator=(const ScopedSettings&) = delete;
+  const AllreduceSettings& settings() const { return settings_; }
 
  private:
-  std::vector<AllreduceSettings>* stack_;
+  AllreduceSettings settings_;
+  ScopedSettings* outer_;       // the one in force before this, or null
+  ScopedSettings** innermost_;  // the creating thread's innermost ScopedSettings
 };
 
 }  // namespace ringrt

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -256,8 +257,19 @@ BOOST_AUTO_TEST_CASE(environment_changes_are_seen_at_once) {
   putenv(own.data());
   BOOST_TEST(current_settings().ring == defaults.ring);
   unsetenv("XRIN");
+  {  // a caller's own array, names repeated: getenv's rule, the first wins, even as an empty (unset) path
+    char cxx_empty[] = "CXX=", ring_2[] = "RING=2", cxx_clang[] = "CXX=clang++", ring_0[] = "RING=0", no_eq[] = "RING";
+    char* own_environ[] = {no_eq, cxx_empty, ring_2, cxx_clang, ring_0, nullptr};
+    char** saved = environ;
+    environ = own_environ;
+    int ring_seen = current_settings().ring;
+    std::string cxx_seen = current_runtime_params().cxx;
+    environ = saved;
+    BOOST_TEST(ring_seen == 2);
+    BOOST_TEST(cxx_seen == RuntimeParams{}.cxx);
+  }
   {
-    ScopedEnv big("RINGRT_TEST_BIG", std::string(20000, 'x').c_str());  // more than the kept copy holds
+    ScopedEnv big("RINGRT_TEST_BIG", std::string(1100000, 'x').c_str());  // over the 1 MiB kept per thread
     BOOST_TEST(current_settings().ring == defaults.ring);
     setenv("RING", "2", 1);
     BOOST_TEST(current_settings().ring == 2);
@@ -266,6 +278,40 @@ BOOST_AUTO_TEST_CASE(environment_changes_are_seen_at_once) {
     unsetenv("RING");
     BOOST_TEST(current_settings().ring == defaults.ring);
   }
+}
+
+// ScopedSettings nest per thread, and unwind in any order of destruction.
+BOOST_AUTO_TEST_CASE(scoped_settings_nest_per_thread_and_unwind_in_any_order) {
+  ScopedEnv ring("RING", "1");
+  auto with_ring = [](int r) {
+    AllreduceSettings s;
+    s.ring = r;
+    return s;
+  };
+  {
+    ScopedSettings outer(with_ring(2));
+    BOOST_TEST(current_settings().ring == 2);
+    {
+      ScopedSettings inner(with_ring(0));
+      BOOST_TEST(current_settings().ring == 0);
+      int on_thread = -1;
+      std::thread([&] { on_thread = current_settings().ring; }).join();
+      BOOST_TEST(on_thread == 1);  // another thread: the environment
+    }
+    BOOST_TEST(current_settings().ring == 2);
+  }
+  BOOST_TEST(current_settings().ring == 1);
+  auto first = std::make_unique<ScopedSettings>(with_ring(2));
+  auto second = std::make_unique<ScopedSettings>(with_ring(0));
+  first.reset();  // the outer one first: the inner one stays in force
+  BOOST_TEST(current_settings().ring == 0);
+  auto third = std::make_unique<ScopedSettings>(with_ring(2));
+  second.reset();  // from the middle
+  BOOST_TEST(current_settings().ring == 2);
+  third.reset();
+  BOOST_TEST(current_settings().ring == 1);
+  BOOST_CHECK_THROW(ScopedSettings(with_ring(5)), ConfigError);  // validated; nothing installed
+  BOOST_TEST(current_settings().ring == 1);
 }
 
 BOOST_AUTO_TEST_CASE(hot_paths_follow_set_runtime_params) {
