@@ -469,20 +469,30 @@ std::vector<Tensor> Tensor::shards() const {
 
 std::vector<std::pair<std::string, Tensor>> Tensor::local_shards() const { return device_values(/*local_only=*/true); }
 
+std::vector<std::pair<std::string, HostBuffer>> Tensor::local_host_shards() const {
+  return host_values(/*local_only=*/true);
+}
+
 // Realizes, then reads each device's value (another rank's, when skipped, read as zeros and dropped).
-std::vector<std::pair<std::string, Tensor>> Tensor::device_values(bool local_only) const {
+std::vector<std::pair<std::string, HostBuffer>> Tensor::host_values(bool local_only) const {
   Tensor t = *this;
   t.realize();
   GraphUse use;
   UOp local = t.uop().op() == Ops::MULTI ? t.uop().src(0) : t.uop();
   std::vector<HostBuffer> v = interpret_buffers(local, /*remote_as_zeros=*/local_only);
   std::vector<std::string> devs = devices();
-  std::vector<std::pair<std::string, Tensor>> out;
+  std::vector<std::pair<std::string, HostBuffer>> out;
   for (size_t i = 0; i < v.size(); ++i) {
     if (local_only && !is_local_device(devs.at(i))) continue;
     v[i].shape = local.shape();
-    out.emplace_back(devs.at(i), from_host(v[i], devs.at(i)));
+    out.emplace_back(devs.at(i), std::move(v[i]));
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Tensor::device_values(bool local_only) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (auto& [dev, value] : host_values(local_only)) out.emplace_back(dev, from_host(value, dev));
   return out;
 }
 

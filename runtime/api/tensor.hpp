@@ -267,6 +267,9 @@ class Tensor {
   // as (device name, value on that device); every shard in one process. shards() and host() read other
   // ranks' devices and so throw DeviceError for a tensor that spans ranks.
   std::vector<std::pair<std::string, Tensor>> local_shards() const;
+  // local_shards() read to the host: (device name, its shard in the local shape), read once from the
+  // device (local_shards() puts each shard on its device again, and its host() reads it back).
+  std::vector<std::pair<std::string, HostBuffer>> local_host_shards() const;
   Schedule schedule() const;  // what realize() would run (nothing for a view of a buffer)
   // The algorithm of each allreduce realize() would run, in order (naive|ring|all2all|hierarchical|
   // hierarchical_rs), as
@@ -376,6 +379,7 @@ class Tensor {
   const UOp& uop() const;
   // shards() and local_shards(): (device, value there) of every device, or of this rank's only.
   std::vector<std::pair<std::string, Tensor>> device_values(bool local_only) const;
+  std::vector<std::pair<std::string, HostBuffer>> host_values(bool local_only) const;
   Tensor derive(UOp u) const;
   Tensor& assign_view(const Tensor& value);
   // u, keeping alive the storages of this and of every tensor in also.

@@ -20,11 +20,21 @@
 
 #include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
+#include "rewrite/interrupt.hpp"
 #include "runtime/cli/experiment_check.hpp"
 #include "runtime/cli/memory_budget.hpp"
 
 namespace ringrt {
 namespace {
+// The host's loops over a row's elements (its input, its reference, its check: seconds at 64 MiB on 4
+// devices) poll for a stop every kPollElements and end with Interrupted (run_experiment: stopped), so a
+// SIGINT or SIGTERM stops a run within milliseconds, as between allreduces.
+constexpr int64_t kPollElements = int64_t{1} << 16;
+void stop_if_interrupted(int64_t i, const char* what) {
+  if (i % kPollElements == 0 && interrupt_signal() != 0)
+    throw Interrupted(fmt::format("{} stopped by signal {}", what, interrupt_signal()));
+}
+
 // Small integers keep every partial result exact in the type: integers and 16-bit floats.
 bool small_integer_data(DType dt) { return !is_float(dt) || itemsize(dt) == 2; }
 
@@ -84,6 +94,7 @@ int64_t count_wrong(const Reference& ref, const HostBuffer& got) {
   if (got.numel() != n || got.dtype != ref.exact.dtype) return n;
   bool is_int = !is_float(got.dtype);
   for (int64_t i = 0; i < n; ++i) {
+    stop_if_interrupted(i, "checking a result");
     bool ok;
     if (is_int) {
       ok = got.get_int(i) == ref.exact.get_int(i);
@@ -121,7 +132,10 @@ double input_value(DType dt, Ops op, int64_t d, int64_t i) {
 // Device d's input data: a (1, count) row of input_value, rounded or wrapped into the dtype.
 HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d) {
   HostBuffer row(cfg.dtype, {1, count});
-  for (int64_t i = 0; i < count; ++i) row.set(i, input_value(cfg.dtype, cfg.op, d, i));
+  for (int64_t i = 0; i < count; ++i) {
+    stop_if_interrupted(i, "making the input");
+    row.set(i, input_value(cfg.dtype, cfg.op, d, i));
+  }
   return row;
 }
 
@@ -136,6 +150,7 @@ Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const Stor
   if (!exact) r.tolerance.resize(static_cast<size_t>(count));
   if (!is_int) r.value.resize(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
+    stop_if_interrupted(i, "computing the reference");
     if (is_int) {
       int64_t acc = static_cast<int64_t>(value(0, i));
       for (int64_t d = 1; d < ndev; ++d) {
@@ -181,14 +196,14 @@ ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count) {
 }
 
 int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref) {
-  std::vector<std::pair<std::string, Tensor>> shards = result.local_shards();
+  std::vector<std::pair<std::string, HostBuffer>> shards = result.local_host_shards();
   std::vector<std::string> devs = result.devices();
   auto index = [&](const std::string& name) {
     return static_cast<size_t>(std::find(cfg.devices.begin(), cfg.devices.end(), name) - cfg.devices.begin());
   };
   int64_t wrong = 0;
   for (size_t d = 0; d < shards.size(); ++d) {
-    HostBuffer got = shards[d].second.host();
+    HostBuffer& got = shards[d].second;
     if (shards[d].first == devs.back() && corrupt_for_tests() && got.numel() > 0)
       is_float(got.dtype) ? got.set(0, got.get(0) + 1) : got.set_int(0, got.get_int(0) + 1);
     wrong += count_wrong(ref(index(shards[d].first)), got);
@@ -504,7 +519,7 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
     check_stop();  // a stop asked for during the last row's check still stops the run (rows all kept)
   } catch (const Stop&) {
     result.stopped = true;
-  } catch (const Interrupted&) {  // a compile killed on a stop request
+  } catch (const Interrupted&) {  // a compile killed, or a row's host loop left, on a stop request
     result.stopped = true;
   }
   return result;

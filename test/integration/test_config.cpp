@@ -4,11 +4,14 @@
 // Reference: DESIGN.md "The ringrt program and YAML", runtime/cli/config.hpp.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
+#include <csignal>
 #include <cstdlib>
 #include <map>
 
 #include "rewrite/errors.hpp"
+#include "rewrite/interrupt.hpp"
 #include "runtime/cli/config.hpp"
+#include "runtime/cli/experiment_check.hpp"
 #include "runtime/cli/report.hpp"
 #include "runtime/engine/internal.hpp"
 #include "test/integration/cli_run.hpp"
@@ -345,6 +348,29 @@ BOOST_AUTO_TEST_CASE(every_collective_runs_checked) {
       unsetenv("RINGRT_TEST_CORRUPT");
     }
   }
+}
+
+// A stop request (rewrite/interrupt.hpp: the `ringrt` program's SIGINT and SIGTERM) ends the host's
+// loops over a row's elements, its input, its reference and its check, at once: at 64 MiB on 4 devices
+// they are seconds between two polls of observer.stop. A run stops with the rows finished before.
+BOOST_AUTO_TEST_CASE(a_stop_request_ends_the_host_loops_of_a_row) {
+  ExperimentConfig c =
+      parse_config("devices: {count: 2}\nexperiment: {counts: [8, 262144], warmup: 0, iters: 1}\n", "y.yaml");
+  request_interrupt(SIGTERM);
+  BOOST_CHECK_THROW(input_row(c, 1 << 20, 0), Interrupted);
+  BOOST_CHECK_THROW(reference_of(DType::float32, 2, 1 << 20, Ops::ADD, [](int64_t, int64_t) { return 1.0; }),
+                    Interrupted);
+  ExperimentResult stopped = run_experiment(c);  // no observer.stop: the request alone stops it
+  clear_interrupt();
+  BOOST_TEST(stopped.stopped);
+  BOOST_TEST(stopped.rows.empty());
+  HostBuffer row = input_row(c, 1 << 17, 1);  // no request: to the end
+  BOOST_TEST(row.get((1 << 17) - 1) ==
+             static_cast<double>(static_cast<float>(input_value(DType::float32, Ops::ADD, 1, (1 << 17) - 1))));
+  ExperimentResult whole = run_experiment(c);
+  BOOST_TEST(!whole.stopped);
+  BOOST_TEST_REQUIRE(whole.rows.size() == 2u);
+  BOOST_TEST(whole.rows[1].wrong == 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
