@@ -74,6 +74,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(bool, kernel_split, "runtime.kernel_split", "RINGRT_KERNEL_SPLIT", true, kSwitch01, "a cpu kernel's range, and a copy that runs inline, is split across TBB workers") \
   X(bool, inline_small, "runtime.inline_small", "RINGRT_INLINE_SMALL", true, kSwitch01, "a cpu kernel or copy of at most 1 MiB that may start at once runs on the launching thread") \
   X(int64_t, stream_bytes, "runtime.stream_bytes", "RINGRT_STREAM_BYTES", int64_t{8} << 20, int_in(0, INT64_MAX), "a cpu kernel that writes at least this many bytes (output and peer outputs), none of them over an input, stores its whole 64-byte lines past the cache (non-temporal stores); 0 never") \
+  X(bool, huge_pages, "runtime.huge_pages", "RINGRT_HUGE_PAGES", true, kSwitch01, "cpu device buffers of 2 MiB and more ask the kernel for transparent huge pages (madvise): 512 times fewer page faults when first touched") \
   X(bool, allreduce_in_place, "runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE", true, kSwitch01, "an allreduce reads a buffer in place, not a contiguous copy of it") \
   X(int64_t, program_cache, "runtime.program_cache", "RINGRT_PROGRAM_CACHE", 512, int_in(1, 1 << 20), "compiled programs kept (least recently used dropped beyond); one per graph structure and settings") \
   X(int, kernel_opt, "runtime.kernel_opt", "RINGRT_KERNEL_OPT", 3, int_in(0, 3), "optimization level (-O) of cpu kernels: 3 runs fastest, 1 compiles about twice as fast (the tests use 1)") \

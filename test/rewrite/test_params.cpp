@@ -92,6 +92,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"runtime.kernel_split", "RINGRT_KERNEL_SPLIT"},
       {"runtime.inline_small", "RINGRT_INLINE_SMALL"},
       {"runtime.stream_bytes", "RINGRT_STREAM_BYTES"},
+      {"runtime.huge_pages", "RINGRT_HUGE_PAGES"},
       {"runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE"},
       {"runtime.program_cache", "RINGRT_PROGRAM_CACHE"},
       {"runtime.kernel_opt", "RINGRT_KERNEL_OPT"},

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/test/unit_test.hpp>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
 #include "codegen/kernel.hpp"
 #include "rewrite/errors.hpp"
+#include "rewrite/params.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 
@@ -172,6 +174,27 @@ BOOST_AUTO_TEST_CASE(cpu_memory_is_reused) {
   void* b = d.allocate(1000);
   BOOST_TEST(a == b);  // the cached block comes back
   d.free(b, 1000);
+}
+
+// runtime.huge_pages: a buffer of 2 MiB or more starts on a 2 MiB page (a transparent huge page where
+// the kernel grants them); zeroed, and reused from the cache like any other. Off, only 64-byte aligned.
+BOOST_AUTO_TEST_CASE(cpu_buffers_from_2_mib_start_on_huge_pages) {
+  Device& d = device("CPU:1");
+  constexpr size_t kBytes = (size_t{3} << 20) + 100;
+  auto* a = static_cast<unsigned char*>(d.allocate(kBytes));
+  BOOST_TEST(reinterpret_cast<uintptr_t>(a) % (size_t{2} << 20) == 0u);
+  BOOST_TEST((a[0] == 0 && a[kBytes - 1] == 0));
+  std::memset(a, 7, kBytes);
+  d.free(a, kBytes);
+  BOOST_TEST(d.allocate(kBytes) == a);
+  d.free(a, kBytes);
+  RuntimeParams off = current_runtime_params();
+  off.huge_pages = false;
+  set_runtime_params(off, {"runtime.huge_pages"});
+  void* b = d.allocate(kBytes + 64);  // another size: a fresh block
+  BOOST_TEST(reinterpret_cast<uintptr_t>(b) % 64 == 0u);
+  d.free(b, kBytes + 64);
+  reset_runtime_params();
 }
 
 // Device queues from several threads at once: each thread passes its own data around the four cpu
