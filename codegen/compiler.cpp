@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,7 +49,38 @@ std::vector<std::string> split_command(const std::string& cmd) {
   return words;
 }
 
-// Runs argv[0] (looked up on $PATH) with argv, without a shell, in `cwd` (unless empty), stdin from
+// The system's default search path (confstr _CS_PATH: "/bin:/usr/bin" on glibc).
+std::string default_path() {
+  std::string path(::confstr(_CS_PATH, nullptr, 0), '\0');
+  if (!path.empty()) ::confstr(_CS_PATH, path.data(), path.size());
+  path.resize(std::strlen(path.c_str()));
+  return path;
+}
+
+// The program a command's first word names: the word itself when it holds a '/', else the first
+// executable regular file of that name in $PATH's folders, or in the system's default path (confstr
+// _CS_PATH) when PATH is unset; "" when there is none. Run by its full path, g++ finds its own parts
+// (cc1plus) from it: run as plain "g++" with PATH unset (`env -i`), it failed to. With PATH unset the
+// command also gets PATH=default_path() in its environment, as a shell gives it (collect2 looks for ld
+// on PATH).
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* env_path = std::getenv("PATH");
+  std::string path = env_path ? env_path : default_path();
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = std::min(path.find(':', start), path.size());
+    std::string dir = path.substr(start, end - start);
+    start = end + 1;
+    if (dir.empty()) continue;  // execvp's "current folder": never where ringrt looks for a compiler
+    std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return "";
+}
+
+// Runs argv[0] (looked up on $PATH: resolve_program) with argv, without a shell, in `cwd` (unless empty), stdin from
 // /dev/null; appends its stdout and stderr (at most kMaxLog bytes) to `log`. Returns "" when it ran and
 // exited 0, else what went wrong: "exit status 1", "killed by signal 11 (Segmentation fault)", "cannot
 // run: No such file or directory" (then *start_error, if given, is the errno). Counts a compiler run.
@@ -63,8 +95,13 @@ std::string run_command(const std::vector<std::string>& argv, const std::filesys
   if (argv.empty()) return "cannot run: the command is empty";
   if (int sig = interrupt_signal()) return fmt::format("interrupted by signal {}", sig);
   count_compiler_run();
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  std::string program = resolve_program(argv[0]);
+  if (program.empty()) {
+    if (start_error) *start_error = ENOENT;
+    return fmt::format("cannot run: {}", std::strerror(ENOENT));
+  }
+  std::vector<char*> args{program.data()};
+  for (size_t i = 1; i < argv.size(); ++i) args.push_back(const_cast<char*>(argv[i].c_str()));
   args.push_back(nullptr);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return fmt::format("cannot run: pipe: {}", std::strerror(errno));
@@ -79,7 +116,15 @@ std::string run_command(const std::vector<std::string>& argv, const std::filesys
   ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // a group of its own (pgid = pid): killable whole
   ::posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = -1;
-  int err = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  std::vector<char*> env;  // environ, with PATH=default_path() where PATH is unset
+  std::string default_path_entry;
+  if (std::getenv("PATH") == nullptr) {
+    default_path_entry = "PATH=" + default_path();
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.push_back(*e);
+    env.push_back(default_path_entry.data());
+    env.push_back(nullptr);
+  }
+  int err = ::posix_spawn(&pid, program.c_str(), &actions, &attr, args.data(), env.empty() ? environ : env.data());
   ::posix_spawnattr_destroy(&attr);
   ::posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);

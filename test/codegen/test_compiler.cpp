@@ -273,6 +273,26 @@ BOOST_AUTO_TEST_CASE(failures_name_the_exit_status_or_the_signal) {
   std::filesystem::remove_all(dir);
 }
 
+// A compiler named without a folder is found on $PATH, or on the system's default path where PATH is
+// unset (`env -i`), and run by its full path: g++ finds cc1plus from it.
+BOOST_AUTO_TEST_CASE(the_compiler_is_found_without_path) {
+  std::filesystem::path dir = fresh_dir();
+  ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::unsetenv("PATH");
+  std::string error;
+  try {
+    check_doubling(
+        HostCompiler("g++", HostCompiler::default_flags()).load(doubling_source(5), "no_path")->function("doubling"),
+        5);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  ::setenv("PATH", path.c_str(), 1);
+  BOOST_TEST(error.empty(), error);
+  std::filesystem::remove_all(dir);
+}
+
 BOOST_AUTO_TEST_CASE(a_launcher_runs_the_compiler) {
   if (std::system("ccache --version > /dev/null 2>&1") != 0) return;  // optional: only where installed
   std::filesystem::path dir = fresh_dir();
