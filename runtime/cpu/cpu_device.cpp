@@ -162,12 +162,13 @@ class CpuDevice : public Device {
     // From 2 MiB, transparent huge pages where the kernel allows them on request (THP "madvise", the
     // default; runtime.huge_pages): 512 times fewer page faults, and first touching 64 MiB took 0.18 s
     // on 4 KiB pages on a VM of CI's kind against 0.004 s. The advice is only that: refused, the pages
-    // stay 4 KiB. The buffer is reserved to a whole huge page; its bytes are counted as asked.
+    // stay 4 KiB. Only the whole huge pages are advised: the tail stays 4 KiB pages, so the memory
+    // used is the bytes asked (rounded to 64), as counted, not up to 2 MiB more per buffer.
     bool huge = rounded >= kHugePage && current_runtime_params().huge_pages;
     size_t reserved = huge ? (rounded + kHugePage - 1) / kHugePage * kHugePage : rounded;
     void* p = std::aligned_alloc(huge ? kHugePage : 64, reserved);
     if (!p) throw DeviceError(fmt::format("{}: out of memory allocating {} bytes", name_, bytes));
-    if (huge) ::madvise(p, reserved, MADV_HUGEPAGE);
+    if (huge) ::madvise(p, rounded / kHugePage * kHugePage, MADV_HUGEPAGE);
     std::memset(p, 0, rounded);  // pre-fault: first touch of fresh pages is slow, pay it once here
     memory_.allocated(bytes, 0);
     return p;
