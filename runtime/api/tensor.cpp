@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -471,6 +472,50 @@ std::vector<std::pair<std::string, Tensor>> Tensor::local_shards() const { retur
 
 std::vector<std::pair<std::string, HostBuffer>> Tensor::local_host_shards() const {
   return host_values(/*local_only=*/true);
+}
+
+void Tensor::read_local_shards(int64_t chunk_elements, const ShardChunkFn& fn) const {
+  if (chunk_elements < 1)
+    throw ShapeError(fmt::format("read_local_shards: chunk_elements {} (at least 1 element)", chunk_elements));
+  Tensor t = *this;
+  t.realize();
+  std::vector<std::string> devs = devices();
+  std::shared_ptr<DeviceStorage> storage;  // the realized buffer whose blocks are the shards, if it is one
+  {
+    GraphUse use;
+    UOp local = t.uop().op() == Ops::MULTI ? t.uop().src(0) : t.uop();
+    if (is_buffer_view(t.uop())) storage = find_storage(buffer_id_of(local));
+    bool shards_are_blocks = storage && storage->numel() == ringrt::prod(local.shape()) &&
+                             storage->blocks().size() == devs.size() && storage->dtype() == local.dtype();
+    for (size_t d = 0; shards_are_blocks && d < devs.size(); ++d)
+      shards_are_blocks = storage->blocks()[d].device->name() == devs[d];
+    if (!shards_are_blocks) storage = nullptr;
+  }
+  if (!storage) {  // evaluated whole, then handed out in chunks
+    std::vector<std::pair<std::string, HostBuffer>> whole = host_values(/*local_only=*/true);
+    int64_t n = 0, size = itemsize(dtype());
+    for (const auto& shard : whole) n = std::max(n, shard.second.numel());
+    HostBuffer chunk;
+    for (int64_t first = 0; first < n; first += chunk_elements) {
+      for (auto& [dev, value] : whole) {
+        chunk = HostBuffer(value.dtype, {std::min(chunk_elements, value.numel() - first)});
+        if (chunk.numel() <= 0) continue;
+        std::memcpy(chunk.bytes.data(), value.bytes.data() + first * size, chunk.bytes.size());
+        fn(dev, first, chunk);
+      }
+    }
+    return;
+  }
+  int64_t n = storage->numel();
+  HostBuffer chunk(storage->dtype(), {std::min(chunk_elements, n)});
+  for (int64_t first = 0; first < n; first += chunk_elements) {
+    if (n - first < chunk.numel()) chunk = HostBuffer(storage->dtype(), {n - first});
+    for (size_t d = 0; d < devs.size(); ++d) {
+      if (!is_local_device(devs[d])) continue;
+      storage->read(d, first, chunk);
+      fn(devs[d], first, chunk);
+    }
+  }
 }
 
 // Realizes, then reads each device's value (another rank's, when skipped, read as zeros and dropped).

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -270,6 +271,17 @@ class Tensor {
   // local_shards() read to the host: (device name, its shard in the local shape), read once from the
   // device (local_shards() puts each shard on its device again, and its host() reads it back).
   std::vector<std::pair<std::string, HostBuffer>> local_host_shards() const;
+  // local_host_shards() chunk by chunk, for values too large to hold twice: for first = 0,
+  // chunk_elements, 2 * chunk_elements, ... (element offsets into a shard's flat, row-major local
+  // shape), calls fn(device, first, chunk) for each of this rank's devices in the tensor's device
+  // order, chunk holding that shard's elements [first, first + chunk.numel()), chunk_elements of them
+  // (the last chunk fewer; no call for a shard without elements). Realizes first. A realized buffer is
+  // read straight from device memory a chunk at a time, so the host holds one chunk; any other value
+  // (a view, a lazy result) is evaluated whole by the interpreter first, as local_host_shards() does.
+  // chunk is reused once fn returns. Throws ShapeError for chunk_elements < 1, DeviceError for a
+  // placeholder, and what realize() and fn throw (reading stops there).
+  using ShardChunkFn = std::function<void(const std::string& device, int64_t first, const HostBuffer& chunk)>;
+  void read_local_shards(int64_t chunk_elements, const ShardChunkFn& fn) const;
   Schedule schedule() const;  // what realize() would run (nothing for a view of a buffer)
   // The algorithm of each allreduce realize() would run, in order (naive|ring|all2all|hierarchical|
   // hierarchical_rs), as

@@ -73,22 +73,28 @@ StoredValue stored_input(const ExperimentConfig& cfg) {
   };
 }
 
-// The expected result on device j of collective over count elements per device, device d's local
-// element i being v(d, i) (see collective_reference).
-Reference device_reference(const ExperimentConfig& cfg, const std::string& k, int64_t count, int64_t j,
-                           const StoredValue& v) {
+// Elements [first, first + len) of the expected result on device j of collective over count elements
+// per device, device d's local element i being v(d, i) (see collective_reference).
+Reference device_reference(const ExperimentConfig& cfg, const std::string& k, int64_t count, int64_t j, int64_t first,
+                           int64_t len, const StoredValue& v) {
   int64_t n = static_cast<int64_t>(cfg.devices.size()), c = count / n, root = cfg.root;
+  DType dt = cfg.dtype;
   if (k == "reduce_scatter")
-    return reference_of(cfg.dtype, n, c, cfg.op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });
+    return reference_of(dt, n, first, len, cfg.op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });
   if (k == "allgather")
-    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(e / c, e % c); });
+    return reference_of(dt, 1, first, len, cfg.op, [&](int64_t, int64_t e) { return v(e / c, e % c); });
   if (k == "alltoall")
-    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(e / c, j * c + e % c); });
-  if (k == "broadcast")
-    return reference_of(cfg.dtype, 1, count, cfg.op, [&](int64_t, int64_t e) { return v(root, e); });
-  return reference_of(cfg.dtype, n, count, cfg.op, v);  // allreduce, reduce
+    return reference_of(dt, 1, first, len, cfg.op, [&](int64_t, int64_t e) { return v(e / c, j * c + e % c); });
+  if (k == "broadcast") return reference_of(dt, 1, first, len, cfg.op, [&](int64_t, int64_t e) { return v(root, e); });
+  return reference_of(dt, n, first, len, cfg.op, v);  // allreduce, reduce
 }
 
+// The elements of each device's result: reduce_scatter's chunk, else count.
+int64_t result_numel(const ExperimentConfig& cfg, const std::string& k, int64_t count) {
+  return k == "reduce_scatter" ? count / static_cast<int64_t>(cfg.devices.size()) : count;
+}
+
+// #wrong of got against ref, element by element (both the same range of a result).
 int64_t count_wrong(const Reference& ref, const HostBuffer& got) {
   int64_t wrong = 0, n = ref.exact.numel();
   if (got.numel() != n || got.dtype != ref.exact.dtype) return n;
@@ -139,18 +145,20 @@ HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d) {
   return row;
 }
 
-Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const StoredValue& value) {
-  Reference r{HostBuffer(dt, {count}), {}, {}};
+Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops op, const StoredValue& value) {
   bool is_int = !is_float(dt);
   // Rounding-free cases: integers (wrapping is exact), max/min, and small integers in 16-bit floats
   // while every partial result fits the significand (2^11 for float16, 2^8 for bfloat16).
   int64_t exact_limit = dt == DType::float16 ? 2048 : 256;
   bool exact = is_int || op == Ops::MAX || op == Ops::MIN ||
                (small_integer_data(dt) && (op == Ops::MUL || 4 * ndev <= exact_limit));
+  stop_if_interrupted(0, "computing the reference");  // before the arrays are made
+  Reference r{HostBuffer(dt, {count}), {}, {}};
   if (!exact) r.tolerance.resize(static_cast<size_t>(count));
   if (!is_int) r.value.resize(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    stop_if_interrupted(i, "computing the reference");
+  for (int64_t k = 0; k < count; ++k) {
+    stop_if_interrupted(k, "computing the reference");
+    int64_t i = first + k;
     if (is_int) {
       int64_t acc = static_cast<int64_t>(value(0, i));
       for (int64_t d = 1; d < ndev; ++d) {
@@ -160,7 +168,7 @@ Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const Stor
               : op == Ops::MUL ? static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v))
                                : static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
       }
-      r.exact.set_int(i, acc);
+      r.exact.set_int(k, acc);
       continue;
     }
     double acc = value(0, i), mag = std::abs(acc);
@@ -169,53 +177,73 @@ Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const Stor
       acc = combine(op, acc, v);
       mag = op == Ops::MUL ? mag * std::abs(v) : mag + std::abs(v);
     }
-    r.value[static_cast<size_t>(i)] = acc;
-    r.exact.set(i, acc);
-    if (!exact) r.tolerance[static_cast<size_t>(i)] = static_cast<double>(ndev) * epsilon(dt) * mag;
+    r.value[static_cast<size_t>(k)] = acc;
+    r.exact.set(k, acc);
+    if (!exact) r.tolerance[static_cast<size_t>(k)] = static_cast<double>(ndev) * epsilon(dt) * mag;
   }
   return r;
 }
 
 ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string& collective, int64_t count,
                                   StoredValue value) {
-  auto made = std::make_shared<std::map<size_t, Reference>>();
-  // one reference for every device where every device gets the same value
+  // every device gets the same value: one range made serves them all
   bool same =
       collective == "allreduce" || collective == "reduce" || collective == "allgather" || collective == "broadcast";
-  return [&cfg, collective, count, value = std::move(value), made, same](size_t d) -> const Reference& {
-    size_t key = same ? 0 : d;
-    auto it = made->find(key);
-    if (it == made->end())
-      it = made->emplace(key, device_reference(cfg, collective, count, static_cast<int64_t>(d), value)).first;
-    return it->second;
+  struct Last {
+    size_t device = 0;
+    int64_t first = -1, count = -1;
+    Reference ref;
   };
+  auto last = std::make_shared<Last>();
+  ReferenceFor out;
+  out.numel = result_numel(cfg, collective, count);
+  out.range = [&cfg, collective, count, value = std::move(value), last, same](size_t d, int64_t first,
+                                                                              int64_t len) -> const Reference& {
+    if (last->first != first || last->count != len || (!same && last->device != d)) {
+      last->first = -1;  // not valid while it is remade (device_reference may throw Interrupted)
+      last->ref = device_reference(cfg, collective, count, static_cast<int64_t>(d), first, len, value);
+      last->device = d;
+      last->first = first;
+      last->count = len;
+    }
+    return last->ref;
+  };
+  return out;
 }
 
 ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count) {
   return collective_reference(cfg, cfg.collective, count, stored_input(cfg));
 }
 
-int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref) {
-  std::vector<std::pair<std::string, HostBuffer>> shards = result.local_host_shards();
+int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref, int64_t chunk) {
   std::vector<std::string> devs = result.devices();
   auto index = [&](const std::string& name) {
     return static_cast<size_t>(std::find(cfg.devices.begin(), cfg.devices.end(), name) - cfg.devices.begin());
   };
-  int64_t wrong = 0;
-  for (size_t d = 0; d < shards.size(); ++d) {
-    HostBuffer& got = shards[d].second;
-    if (shards[d].first == devs.back() && corrupt_for_tests() && got.numel() > 0)
+  struct Seen {
+    int64_t elements = 0, wrong = 0;
+  };
+  std::map<std::string, Seen> seen;  // per local device with a result
+  bool corrupt = corrupt_for_tests();
+  result.read_local_shards(chunk, [&](const std::string& dev, int64_t first, const HostBuffer& chunk) {
+    Seen& s = seen[dev];
+    s.elements += chunk.numel();
+    if (first + chunk.numel() > ref.numel) return;  // a result larger than expected: all wrong, below
+    const Reference& want = ref.range(index(dev), first, chunk.numel());
+    if (corrupt && first == 0 && dev == devs.back()) {  // test-only: see run_experiment's comment
+      HostBuffer got = chunk;
       is_float(got.dtype) ? got.set(0, got.get(0) + 1) : got.set_int(0, got.get_int(0) + 1);
-    wrong += count_wrong(ref(index(shards[d].first)), got);
-  }
+      s.wrong += count_wrong(want, got);
+    } else {
+      s.wrong += count_wrong(want, chunk);
+    }
+  });
+  int64_t wrong = 0;
+  for (const auto& [dev, s] : seen) wrong += s.elements == ref.numel ? s.wrong : ref.numel;
   auto local = std::count_if(devs.begin(), devs.end(), [](const std::string& d) { return is_local_device(d); });
-  if (static_cast<int64_t>(shards.size()) != local)  // a device without a result
-    wrong += ref(index(devs.front())).exact.numel();
+  if (ref.numel > 0 && static_cast<int64_t>(seen.size()) != local)  // a device without a result
+    wrong += ref.numel;
   return sum_over_ranks(wrong);
-}
-
-ReferenceFor everywhere(const Reference& ref) {
-  return [&ref](size_t) -> const Reference& { return ref; };
 }
 
 double busbw_factor(const std::string& collective, size_t ndev) {
@@ -366,9 +394,8 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
     ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, buckets[b]), bucket_us[b]);
     row.bucket = static_cast<int64_t>(b);
     if (cfg.check) {  // the reference from the host rows the last step wrote, never from the devices
-      Reference ref =
-          reference_of(cfg.dtype, static_cast<int64_t>(ndev), counts[b], cfg.op, stored_rows(rows[b], last));
-      row.wrong = check_result(cfg, buckets[b], everywhere(ref));
+      row.wrong =
+          check_result(cfg, buckets[b], collective_reference(cfg, "allreduce", counts[b], stored_rows(rows[b], last)));
     }
     tick.poll();
     rows_out.push_back(row);

@@ -23,7 +23,8 @@ double input_value(DType dt, Ops op, int64_t d, int64_t i);
 // Device d's input data: a (1, count) row of input_value, rounded or wrapped into cfg.dtype.
 HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d);
 
-// The expected result of one collective on one device and how far each element may be from it.
+// The expected values of a range of one collective's result on one device, and how far each element
+// may be from them.
 struct Reference {
   HostBuffer exact;               // the reference rounded (or wrapped) into the dtype
   std::vector<double> value;      // floats: in double, before rounding
@@ -33,28 +34,41 @@ struct Reference {
 // Device d's element i as it is stored in the dtype (rounded or wrapped), read back as double.
 using StoredValue = std::function<double(int64_t d, int64_t i)>;
 
-// The reduction with op over ndev devices of count elements each, from their stored values: exact for
-// integers (wrapping like the devices), max/min and small-integer 16-bit data; otherwise within
-// ndev * epsilon * sum|x_d| (prod: of |prod x_d|).
-Reference reference_of(DType dt, int64_t ndev, int64_t count, Ops op, const StoredValue& value);
+// Elements [first, first + count) of the reduction with op over ndev devices, from their stored values
+// (element k of the result is element first + k of the reduction): exact for integers (wrapping like
+// the devices), max/min and small-integer 16-bit data; otherwise within ndev * epsilon * sum|x_d|
+// (prod: of |prod x_d|). Polls for a stop (rewrite/interrupt.hpp) every 65536 elements: Interrupted.
+Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops op, const StoredValue& value);
 
-// The expected result on a device, by its index in cfg.devices.
-using ReferenceFor = std::function<const Reference&(size_t device)>;
+// The expected result of a collective on each device, made a range at a time so that the host never
+// holds a whole one (a 64 MiB float32 result's reference is 320 MiB): range(device, first, count) is
+// elements [first, first + count) of the result on the device of that index in cfg.devices. The last
+// range made is kept, and handed out again when the same range is asked for on a device whose result
+// is the same (allreduce, reduce, allgather, broadcast), so a check that reads every device's range
+// before the next (Tensor::read_local_shards) makes each range once.
+struct ReferenceFor {
+  int64_t numel = 0;  // elements of the result on each device
+  std::function<const Reference&(size_t device, int64_t first, int64_t count)> range;
+};
 // The expected result of `collective` on count elements per device (rccl-tests' count: see
-// collective_count) whose inputs are value(d, i) (device d's local element i), made once per device
-// that asks; once for all where every device gets the same value (allreduce, reduce, allgather,
-// broadcast). c = count / ndev: reduce_scatter's chunk, allgather's shard, alltoall's slot.
+// collective_count) whose inputs are value(d, i) (device d's local element i). c = count / ndev:
+// reduce_scatter's chunk, allgather's shard, alltoall's slot.
 ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string& collective, int64_t count,
                                   StoredValue value);
 // The same over make_collective_input's data (cfg.collective, input_value).
 ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count);
-// One reference for every device.
-ReferenceFor everywhere(const Reference& ref);
+
+// Elements a result is read and checked in at a time (check_result): the host holds one range of the
+// result per device and its reference, about 20 bytes an element for float32.
+constexpr int64_t kCheckChunk = int64_t{1} << 20;
 
 // #wrong of one realized result over every device's local value, each against ref of its index in
-// cfg.devices. Under mpirun each rank checks its own devices and the counts are summed over the ranks
-// (collective: every rank calls it for every row).
-int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref);
+// cfg.devices, read and compared `chunk` elements at a time (Tensor::read_local_shards), polling for a
+// stop as it goes (Interrupted); a device whose result has another number of elements than ref.numel, or
+// none, counts ref.numel. Under mpirun each rank checks its own devices and the counts are summed over
+// the ranks (collective: every rank calls it for every row).
+int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref,
+                     int64_t chunk = kCheckChunk);
 
 // rccl-tests' busbw / algbw (nccl-tests doc/PERFORMANCE.md): allreduce 2(n-1)/n; reduce_scatter,
 // allgather, alltoall (n-1)/n; broadcast and reduce 1.

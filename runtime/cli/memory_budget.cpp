@@ -9,6 +9,7 @@
 
 #include "rewrite/errors.hpp"
 #include "runtime/cli/experiment.hpp"
+#include "runtime/cli/experiment_check.hpp"
 
 namespace ringrt {
 namespace {
@@ -74,7 +75,8 @@ MemoryNeed estimate_need(const ExperimentConfig& cfg, const std::vector<int64_t>
   int64_t ndev = static_cast<int64_t>(cfg.devices.size()), size = itemsize(cfg.dtype);
   int64_t local = local_count(cfg);
   // the check's reference per element: the exact value in the dtype, and for floats the value and the
-  // tolerance in double (experiment.cpp's Reference), plus one device's result gathered
+  // tolerance in double (experiment.cpp's Reference), plus the device's range read; kCheckChunk
+  // elements at a time (check_result)
   int64_t check_per_element = 2 * size + (is_float(cfg.dtype) ? 16 : 0);
   int64_t staging = 0, check = 0;
   for (int64_t count : counts) {
@@ -83,7 +85,7 @@ MemoryNeed estimate_need(const ExperimentConfig& cfg, const std::vector<int64_t>
     for (const CopyItem& c : s.copy_items) need.device += is_local_device(c.dst) ? c.bytes : 0;
     for (const KernelItem& k : s.kernel_items) need.device += local_devices_of(k.device) * k.numel * size;
     staging = std::max(staging, ndev * count * size);
-    check = std::max(check, cfg.check ? count * check_per_element : 0);
+    check = std::max(check, cfg.check ? std::min(count, kCheckChunk) * check_per_element : 0);
   }
   need.host = std::max(staging, check);
   // What the sum above leaves out, measured: at 64 MiB x 4 devices float32 (ulimit -v sweeps) the peak

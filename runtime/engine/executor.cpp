@@ -58,6 +58,20 @@ std::vector<HostBuffer> DeviceStorage::to_host(bool remote_as_zeros) const {
   return out;
 }
 
+void DeviceStorage::read(size_t b, int64_t first, HostBuffer& out) const {
+  if (b >= blocks_.size() || first < 0 || out.numel() > numel_ - first || out.dtype != dtype_)
+    throw InternalError(
+        fmt::format("DeviceStorage::read: elements [{}, {}) of block {} of buffer {} ({} blocks "
+                    "of {} {})",
+                    first, first + out.numel(), b, id_, blocks_.size(), numel_, dtype_name(dtype_)));
+  const Block& block = blocks_[b];
+  if (block.device->remote_rank() >= 0)
+    throw DeviceError(fmt::format("buffer {}: device {} is on rank {}, not this one", id_, block.device->name(),
+                                  block.device->remote_rank()));
+  block.device->copy_out(out.bytes.data(), static_cast<const char*>(block.ptr) + first * itemsize(dtype_),
+                         out.bytes.size());
+}
+
 void DeviceStorage::from_host(const std::vector<HostBuffer>& data) {
   for (size_t d = 0; d < blocks_.size(); ++d) {
     const HostBuffer& h = data.at(data.size() == 1 ? 0 : d);

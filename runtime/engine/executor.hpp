@@ -46,6 +46,10 @@ class DeviceStorage {
   // One flat HostBuffer per device. A block of another rank's device is a DeviceError, or zeros with
   // remote_as_zeros (for reading this rank's shards of a tensor that spans ranks).
   std::vector<HostBuffer> to_host(bool remote_as_zeros = false) const;
+  // Elements [first, first + out.numel()) of block b (this process's device) into out, whose dtype is
+  // this storage's. Throws InternalError for a range or dtype that does not fit, DeviceError for
+  // another rank's block.
+  void read(size_t b, int64_t first, HostBuffer& out) const;
   void from_host(const std::vector<HostBuffer>& data);  // one per device (or one for all)
 
  private:

@@ -350,6 +350,42 @@ BOOST_AUTO_TEST_CASE(every_collective_runs_checked) {
   }
 }
 
+// check_result reads a result and makes its reference a range at a time: whatever the range, it counts
+// exactly the elements that differ from the right result, computed here element by element from both
+// results' values (int32: exact). The wrong result is the same collective reducing with max instead of
+// sum; a result of another length counts every element of every device.
+BOOST_AUTO_TEST_CASE(check_result_counts_the_same_in_any_range) {
+  for (std::string collective : {"allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"}) {
+    BOOST_TEST_CONTEXT(collective) {
+      ExperimentConfig c = parse_config("devices: {count: 3}\nexperiment: {counts: [37], dtype: int32}\n", "y.yaml",
+                                        {"experiment.collective=" + collective, "experiment.root=1"});
+      ExperimentConfig as_max = c;
+      as_max.op = Ops::MAX;
+      int64_t count = collective_count(c, 37);
+      Tensor x = make_collective_input(c, count);
+      Tensor right = run_collective(c, x).realize(), wrong = run_collective(as_max, x).realize();
+      auto right_values = right.local_host_shards(), wrong_values = wrong.local_host_shards();
+      BOOST_TEST_REQUIRE(right_values.size() == wrong_values.size());
+      int64_t differ = 0;
+      for (size_t d = 0; d < right_values.size(); ++d)
+        for (int64_t i = 0; i < right_values[d].second.numel(); ++i)
+          differ += right_values[d].second.get_int(i) != wrong_values[d].second.get_int(i) ? 1 : 0;
+      bool reduces = collective_reduces(collective);
+      BOOST_TEST((differ > 0) == reduces);  // gathers and copies do not reduce: max changes nothing
+      for (int64_t chunk : {int64_t{1}, int64_t{4}, int64_t{5}, kCheckChunk}) {
+        BOOST_TEST_CONTEXT("chunk " << chunk) {
+          BOOST_TEST(check_result(c, right, collective_reference(c, count), chunk) == 0);
+          BOOST_TEST(check_result(c, wrong, collective_reference(c, count), chunk) == differ);
+        }
+      }
+      Tensor longer = run_collective(c, make_collective_input(c, 2 * count)).realize();
+      ReferenceFor ref = collective_reference(c, count);
+      BOOST_TEST(check_result(c, longer, ref, 4) == ref.numel * static_cast<int64_t>(right_values.size()));
+      BOOST_CHECK_THROW(right.read_local_shards(0, [](const std::string&, int64_t, const HostBuffer&) {}), ShapeError);
+    }
+  }
+}
+
 // A stop request (rewrite/interrupt.hpp: the `ringrt` program's SIGINT and SIGTERM) ends the host's
 // loops over a row's elements, its input, its reference and its check, at once: at 64 MiB on 4 devices
 // they are seconds between two polls of observer.stop. A run stops with the rows finished before.
@@ -358,7 +394,7 @@ BOOST_AUTO_TEST_CASE(a_stop_request_ends_the_host_loops_of_a_row) {
       parse_config("devices: {count: 2}\nexperiment: {counts: [8, 262144], warmup: 0, iters: 1}\n", "y.yaml");
   request_interrupt(SIGTERM);
   BOOST_CHECK_THROW(input_row(c, 1 << 20, 0), Interrupted);
-  BOOST_CHECK_THROW(reference_of(DType::float32, 2, 1 << 20, Ops::ADD, [](int64_t, int64_t) { return 1.0; }),
+  BOOST_CHECK_THROW(reference_of(DType::float32, 2, 0, 1 << 20, Ops::ADD, [](int64_t, int64_t) { return 1.0; }),
                     Interrupted);
   ExperimentResult stopped = run_experiment(c);  // no observer.stop: the request alone stops it
   clear_interrupt();

@@ -10,6 +10,7 @@
 #include <boost/test/data/test_case.hpp>
 // clang-format on
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -64,16 +65,46 @@ std::vector<double> shard_of(const std::vector<double>& all, const Shape& shape,
   return out;
 }
 
-// Every device's value of t (realized, and as the interpreter computes it) against the host's.
+// Each device's value as Tensor::read_local_shards hands it out in chunks of chunk elements, put
+// together again; the calls must come in order (every device's chunk at an offset before the next
+// offset, devices in the tensor's order) and be chunk elements long but the last.
+std::vector<std::vector<double>> read_in_chunks(const Tensor& t, int64_t chunk) {
+  std::vector<std::string> devs = t.devices();
+  std::vector<std::vector<double>> out(devs.size());
+  int64_t last_first = 0;
+  size_t last_device = 0;
+  t.read_local_shards(chunk, [&](const std::string& dev, int64_t first, const HostBuffer& part) {
+    size_t d = static_cast<size_t>(std::find(devs.begin(), devs.end(), dev) - devs.begin());
+    BOOST_TEST_REQUIRE(d < devs.size());
+    BOOST_TEST(first == static_cast<int64_t>(out[d].size()));  // no gap, no repeat
+    BOOST_TEST((first > last_first || (first == last_first && d >= last_device)));
+    BOOST_TEST(part.numel() >= 1);
+    BOOST_TEST(part.numel() <= chunk);
+    last_first = first;
+    last_device = d;
+    for (double v : values(part)) out[d].push_back(v);
+  });
+  return out;
+}
+
+// Every device's value of t (realized, and as the interpreter computes it) against the host's; the
+// realized values read whole (shards, local_host_shards) and in chunks (read_local_shards).
 void expect_devices(const Tensor& t, const std::vector<std::vector<double>>& want) {
   std::vector<HostBuffer> oracle = t.interpret_shards();
   std::vector<Tensor> shards = t.shards();
+  auto host_shards = t.local_host_shards();
   BOOST_TEST_REQUIRE(shards.size() == want.size());
   BOOST_TEST_REQUIRE(oracle.size() == want.size());
+  BOOST_TEST_REQUIRE(host_shards.size() == want.size());
+  std::vector<std::vector<std::vector<double>>> chunked;
+  for (int64_t chunk : {int64_t{1}, int64_t{3}, int64_t{1} << 20}) chunked.push_back(read_in_chunks(t, chunk));
   for (size_t d = 0; d < want.size(); ++d) {
     BOOST_TEST_CONTEXT("device " << d) {
       BOOST_TEST(values(shards[d].host()) == want[d], boost::test_tools::per_element());
       BOOST_TEST(values(oracle[d]) == want[d], boost::test_tools::per_element());
+      BOOST_TEST(host_shards[d].first == t.devices()[d]);
+      BOOST_TEST(values(host_shards[d].second) == want[d], boost::test_tools::per_element());
+      for (const auto& c : chunked) BOOST_TEST(c[d] == want[d], boost::test_tools::per_element());
     }
   }
 }
