@@ -105,15 +105,17 @@ OutputFile::~OutputFile() {
 
 void OutputFile::write(const std::string& text) {
   if (fd_ < 0) fail(path_, "written twice (internal)");
-  Fd f{fd_};  // closed on every path out
+  rewrite(text);  // on an error the destructor closes the file
+  int fd = fd_;
   fd_ = -1;
-  if (::ftruncate(f.fd, 0) != 0) fail(path_, fmt::format("cannot truncate the file: {}", std::strerror(errno)));
-  if (int err = write_bytes(f.fd, text)) fail(path_, fmt::format("writing the file failed: {}", std::strerror(err)));
-  if (::close(f.fd) != 0) {
-    f.fd = -1;
-    fail(path_, fmt::format("writing the file failed: {}", std::strerror(errno)));
-  }
-  f.fd = -1;
+  if (::close(fd) != 0) fail(path_, fmt::format("writing the file failed: {}", std::strerror(errno)));
+}
+
+void OutputFile::rewrite(const std::string& text) {
+  if (fd_ < 0) fail(path_, "written after its last write (internal)");
+  if (::ftruncate(fd_, 0) != 0) fail(path_, fmt::format("cannot truncate the file: {}", std::strerror(errno)));
+  if (::lseek(fd_, 0, SEEK_SET) != 0) fail(path_, fmt::format("cannot seek in the file: {}", std::strerror(errno)));
+  if (int err = write_bytes(fd_, text)) fail(path_, fmt::format("writing the file failed: {}", std::strerror(err)));
 }
 
 int write_bytes(int fd, std::string_view bytes) {

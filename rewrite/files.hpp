@@ -47,6 +47,10 @@ class OutputFile {
   // Truncates the file and writes text to it, then closes it (once). Throws IOError naming the path and
   // the system's reason (ENOSPC, EIO, ...).
   void write(const std::string& text);
+  // Truncates the file and writes text to it from the start, keeping it open for the next rewrite() and
+  // the final write(): a file kept up to date as a run goes, so that a process killed part way leaves
+  // its latest text (a kill during this call itself may leave it cut short). Throws IOError as write().
+  void rewrite(const std::string& text);
   const std::string& path() const { return path_; }
 
  private:

@@ -249,12 +249,21 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
     write_all({[&] { csv_file ? write_csv(*csv_file, cfg, r) : void(); },
                [&] { json_file ? write_json(*json_file, cfg, r) : void(); }, [&] { trace_out.write(); }});
   };
-  ExperimentResult finished;  // the rows so far: written to --csv/--json if the run fails part way
+  // The rows so far, in --csv/--json from the start (none) and each row before it is printed: a run
+  // killed part way (a second signal, another rank's MPI_Abort, the OOM killer) leaves at least the rows
+  // it printed, never the previous run's; one that fails part way writes them again below.
+  ExperimentResult finished;
+  auto write_finished = [&] {
+    if (csv_file) csv_file->rewrite(csv_text(cfg, finished));
+    if (json_file) json_file->rewrite(json_text(cfg, finished));
+  };
+  write_finished();
   observer.row = [&](const ResultRow& row) {
+    finished.rows.push_back(row);
+    write_finished();
     bar.clear();
     std::fputs(format_row(row).c_str(), stdout);
     std::fflush(stdout);
-    finished.rows.push_back(row);
   };
   observer.stop = [] { return interrupt_signal() != 0; };
   ExperimentResult result;

@@ -221,7 +221,7 @@ std::string format_footer(const ExperimentResult& result) {
   return out;
 }
 
-void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result) {
+std::string csv_text(const ExperimentConfig& cfg, const ExperimentResult& result) {
   std::ostringstream out;
   out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend,collective,phase,bucket\n";
   for (const ResultRow& r : result.rows)
@@ -229,10 +229,10 @@ void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentRe
                        r.algo, r.time_us, r.algbw, r.busbw, r.wrong < 0 ? "" : std::to_string(r.wrong),
                        cfg.devices.size(), cfg.backend, r.collective, r.phase,
                        r.bucket < 0 ? "" : std::to_string(r.bucket));
-  file.write(out.str());
+  return out.str();
 }
 
-void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result) {
+std::string json_text(const ExperimentConfig& cfg, const ExperimentResult& result) {
   using Json = nlohmann::ordered_json;
   Json j;
   j["backend"] = cfg.backend;
@@ -266,9 +266,15 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
                  {"write_us", result.step->write_us ? Json(*result.step->write_us) : Json(nullptr)},
                  {"collectives", result.step->collectives}};
   j["sharding"] = cfg.sharding;  // added after the first keys: appended
-  std::ostringstream out;
-  out << j.dump(2) << "\n";
-  file.write(out.str());
+  return j.dump(2) + "\n";
+}
+
+void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result) {
+  file.write(csv_text(cfg, result));
+}
+
+void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result) {
+  file.write(json_text(cfg, result));
 }
 
 std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,

@@ -30,12 +30,15 @@ std::string format_row(const ResultRow& row);
 std::string format_footer(const ExperimentResult& result);
 
 // One CSV line per row, with a header line; columns size_bytes, count, type, redop, algo, time_us,
-// algbw_gbs, busbw_gbs, wrong (empty when not checked), ndev, backend, into a file opened before the
-// run. Throws IOError (path and reason) when the file cannot be written.
-void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result);
+// algbw_gbs, busbw_gbs, wrong (empty when not checked), ndev, backend, collective, phase, bucket.
+std::string csv_text(const ExperimentConfig& cfg, const ExperimentResult& result);
 // {"backend", "devices", "groups", "collective", "op", "dtype", "settings": [header's setting lines],
-//  "rows": [{"size", "count", "type", "redop", "algo", "time_us", "algbw", "busbw", "wrong"}...],
-//  "step": {...} or null}. Throws IOError (path and reason) when the file cannot be written.
+//  "rows": [{"size", "count", "type", "redop", "algo", "time_us", "algbw", "busbw", "wrong", "collective",
+//  "phase", "bucket"}...], "step": {...} or null, "sharding"}, indented, with a final newline.
+std::string json_text(const ExperimentConfig& cfg, const ExperimentResult& result);
+// csv_text / json_text as the file's last text, into a file opened before the run (OutputFile::write).
+// Throws IOError (path and reason) when the file cannot be written.
+void write_csv(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result);
 void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentResult& result);
 
 // Where the automatic algorithm choice of cfg comes from, one line: "algorithm choice: /path/tuning.yaml

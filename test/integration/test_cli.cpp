@@ -1,12 +1,9 @@
 // The `ringrt` program end to end, run as a subprocess: every config in configs/ runs with #wrong 0,
 // the exit statuses 0/1/2, `schedule --json` (a contract other tools parse), --dot, --emit-source,
-// --csv, --json, `config --dump`, the precedence --set > environment > YAML, and a run stopped by
-// SIGTERM. Reference: DESIGN.md "The ringrt program and YAML". Sizes are overridden small:
+// --csv, --json, `config --dump`, the precedence --set > environment > YAML (stopped and killed runs:
+// test_cli_stop.cpp). Reference: DESIGN.md "The ringrt program and YAML". Sizes are overridden small:
 // realization may run on the reference interpreter.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <spawn.h>
 
 #include <algorithm>
 #include <boost/test/data/test_case.hpp>
@@ -421,73 +418,6 @@ BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
     BOOST_TEST(r.out.find("CPU:5") != std::string::npos);
     for (const auto& row : table_rows(r.out)) BOOST_TEST(row.at(8) == "0");
   }
-}
-
-// SIGTERM once the first row is out (issue 15): the run stops at its next safe point (between two
-// allreduces, or a compile killed), says so, writes the rows finished to --csv and exits 128 + 15,
-// with no compile folder (ringrt-cc-*) left in its TMPDIR. The later counts are large, so the signal
-// comes long before the run could end.
-BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_keeps_the_rows_finished) {
-  TempDir dir;
-  fs::create_directories(dir.path() / "tmp");
-  std::string csv = (dir.path() / "out.csv").string(), err = (dir.path() / "err").string();
-  std::vector<std::string> args{RINGRT_CLI_PATH,
-                                "run",
-                                std::string(RINGRT_SOURCE_DIR) + "/configs/default.yaml",
-                                "--set",
-                                "experiment.counts=[64, 1048576, 1048576, 1048576, 1048576, 1048576]",
-                                "--set",
-                                "experiment.iters=20",
-                                "--csv",
-                                csv};
-  std::vector<std::string> env{"TMPDIR=" + (dir.path() / "tmp").string()};
-  for (char** e = environ; *e; ++e)
-    if (std::string_view(*e).rfind("RINGRT_", 0) != 0 && std::string_view(*e).rfind("TMPDIR=", 0) != 0)
-      env.push_back(*e);
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  for (std::string& e : env) envp.push_back(e.data());
-  argv.push_back(nullptr);
-  envp.push_back(nullptr);
-  int out[2];
-  BOOST_TEST_REQUIRE(::pipe(out) == 0);
-  posix_spawn_file_actions_t actions;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  ::posix_spawn_file_actions_addclose(&actions, out[0]);
-  ::posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  BOOST_TEST_REQUIRE(::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) == 0);
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::close(out[1]);
-  std::string text;
-  char buf[4096];
-  bool signalled = false;
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) {
-    text.append(buf, static_cast<size_t>(n));
-    // twice at once, as coreutils `timeout` does (the command, then its process group): one orderly stop
-    if (!signalled && !table_rows(text).empty() && text.back() == '\n')
-      signalled = ::kill(pid, SIGTERM) == 0 && ::kill(pid, SIGTERM) == 0;
-  }
-  ::close(out[0]);
-  int raw = 0;
-  BOOST_TEST_REQUIRE(::waitpid(pid, &raw, 0) == pid);
-  BOOST_TEST_REQUIRE(signalled);
-  BOOST_TEST(WIFEXITED(raw));
-  BOOST_TEST(WEXITSTATUS(raw) == 143, read_file(err));
-  size_t rows = table_rows(text).size();
-  BOOST_TEST(rows >= 1u);
-  BOOST_TEST(rows < 6u);
-  BOOST_TEST(
-      read_file(err).find(fmt::format("ringrt: interrupted by SIGTERM after {} of 6 rows", rows)) != std::string::npos,
-      read_file(err));
-  BOOST_TEST(text.find(fmt::format("# #wrong in all: 0 stopped after {} of 6 rows\n", rows)) != std::string::npos,
-             text);
-  BOOST_TEST(text.find(" OK\n") == std::string::npos, text);  // a stopped run never says OK
-  std::string written = read_file(csv);
-  BOOST_TEST(static_cast<size_t>(std::count(written.begin(), written.end(), '\n')) == rows + 1, written);
-  BOOST_TEST(written.find("\n256,64,float32,sum,naive,") != std::string::npos, written);
-  BOOST_TEST(fs::is_empty(dir.path() / "tmp"));  // no ringrt-cc-* folder, no compiler temporaries
 }
 
 BOOST_AUTO_TEST_CASE(output_paths_are_checked_before_the_run) {
