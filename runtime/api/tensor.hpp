@@ -278,7 +278,8 @@ class Tensor {
   // (the last chunk fewer; no call for a shard without elements). Realizes first. A realized buffer is
   // read straight from device memory a chunk at a time, so the host holds one chunk; any other value
   // (a view, a lazy result) is evaluated whole by the interpreter first, as local_host_shards() does.
-  // chunk is reused once fn returns. Throws ShapeError for chunk_elements < 1, DeviceError for a
+  // chunk is reused once fn returns. The read is no snapshot: fn must not write this tensor (assign,
+  // write_shards) while it is read. Throws ShapeError for chunk_elements < 1, DeviceError for a
   // placeholder, and what realize() and fn throw (reading stops there).
   using ShardChunkFn = std::function<void(const std::string& device, int64_t first, const HostBuffer& chunk)>;
   void read_local_shards(int64_t chunk_elements, const ShardChunkFn& fn) const;

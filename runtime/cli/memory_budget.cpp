@@ -111,7 +111,8 @@ void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
                                             return n;
                                           }());
   throw ResourceError(fmt::format(
-      "out of host memory: {} x {} devices {} needs about {:.2f} GiB (device buffers {:.2f} GiB{}, host check "
+      "out of host memory: {} x {} devices {} needs about {:.2f} GiB (device buffers {:.2f} GiB{}, host input and "
+      "check "
       "{:.2f} GiB), {:.2f} GiB available ({}); refused before allocating: choose smaller {}",
       what, local_count(cfg), dtype_name(cfg.dtype), gib(need.total()), gib(need.device),
       need.device_is_host ? "" : " on the GPUs, not counted here", gib(need.host), gib(avail->bytes), avail->limit,

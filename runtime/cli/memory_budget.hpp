@@ -44,7 +44,7 @@ std::optional<MemoryAvailable> memory_available();
 MemoryNeed estimate_need(const ExperimentConfig& cfg, const std::vector<int64_t>& counts);
 
 // Throws ResourceError (exit 2) when need does not fit in memory_available(), with the numbers:
-// "count N x 4 devices float32 needs about X GiB (device buffers A GiB, host check B GiB), Y GiB
+// "count N x 4 devices float32 needs about X GiB (device buffers A GiB, host input and check B GiB), Y GiB
 // available (MemAvailable)". Does nothing when nothing can be read.
 void check_fits(const ExperimentConfig& cfg, const std::vector<int64_t>& counts);
 // The same for a need estimated before (estimate_need plans the schedule: a sweep plans each count once).
