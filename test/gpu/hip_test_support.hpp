@@ -38,6 +38,12 @@ using ringrt::UOp;
 namespace codegen = ringrt::codegen;
 
 constexpr auto kWait = 120s;  // generous: the first launch on a GPU includes hipRTC compiles
+// The device node of this platform's GPU driver: without it there is no GPU to find.
+#ifdef RINGRT_GPU_NVIDIA
+constexpr const char* kDriverNode = "/dev/nvidiactl";  // NVIDIA's control node
+#else
+constexpr const char* kDriverNode = "/dev/kfd";  // AMD's kernel fusion driver
+#endif
 
 // A precondition: at least n HIP devices (the case is skipped, not failed, without them): n GPUs, or
 // logical devices on fewer GPUs when RINGRT_HIP_LOGICAL_DEVICES is set.

@@ -74,13 +74,8 @@ BOOST_AUTO_TEST_CASE(device_names_neither_throw_nor_abort) {
   BOOST_REQUIRE_NO_THROW(names = ringrt::hip_device_names());
   for (size_t i = 0; i < names.size(); ++i) BOOST_TEST(names[i] == fmt::format("HIP:{}", i));
   BOOST_TEST(ringrt::hip_device_names() == names);  // cached, stable
-#ifdef RINGRT_GPU_NVIDIA
-  const char* driver = "/dev/nvidiactl";  // the NVIDIA driver's control node
-#else
-  const char* driver = "/dev/kfd";  // the AMD GPU driver's
-#endif
-  if (!std::filesystem::exists(driver)) {  // no GPU driver for this platform: no device
-    BOOST_TEST_MESSAGE("no " << driver << ": expecting no HIP devices");
+  if (!std::filesystem::exists(kDriverNode)) {      // no GPU driver for this platform: no device
+    BOOST_TEST_MESSAGE("no " << kDriverNode << ": expecting no HIP devices");
     BOOST_TEST(names.empty());
   }
 }
