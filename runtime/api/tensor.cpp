@@ -491,29 +491,33 @@ void Tensor::read_local_shards(int64_t chunk_elements, const ShardChunkFn& fn) c
       shards_are_blocks = storage->blocks()[d].device->name() == devs[d];
     if (!shards_are_blocks) storage = nullptr;
   }
-  if (!storage) {  // evaluated whole, then handed out in chunks
-    std::vector<std::pair<std::string, HostBuffer>> whole = host_values(/*local_only=*/true);
-    int64_t n = 0, size = itemsize(dtype());
-    for (const auto& shard : whole) n = std::max(n, shard.second.numel());
-    HostBuffer chunk;
-    for (int64_t first = 0; first < n; first += chunk_elements) {
-      for (auto& [dev, value] : whole) {
-        chunk = HostBuffer(value.dtype, {std::min(chunk_elements, value.numel() - first)});
-        if (chunk.numel() <= 0) continue;
-        std::memcpy(chunk.bytes.data(), value.bytes.data() + first * size, chunk.bytes.size());
-        fn(dev, first, chunk);
-      }
-    }
-    return;
-  }
-  int64_t n = storage->numel();
-  HostBuffer chunk(storage->dtype(), {std::min(chunk_elements, n)});
+  // Each local shard's size and how to read a range of it: from its device's block, or, for any other
+  // value, from the host copy the interpreter made of the whole.
+  std::vector<std::pair<std::string, HostBuffer>> whole;
+  if (!storage) whole = host_values(/*local_only=*/true);
+  struct Shard {
+    std::string device;
+    int64_t numel;
+    size_t block;             // storage: the device's block
+    const HostBuffer* value;  // else: its whole value
+  };
+  std::vector<Shard> local;
+  for (size_t d = 0; storage && d < devs.size(); ++d)
+    if (is_local_device(devs[d])) local.push_back({devs[d], storage->numel(), d, nullptr});
+  for (const auto& [dev, value] : whole) local.push_back({dev, value.numel(), 0, &value});
+  int64_t n = 0;
+  for (const Shard& sh : local) n = std::max(n, sh.numel);
+  HostBuffer chunk(dtype(), {0});
   for (int64_t first = 0; first < n; first += chunk_elements) {
-    if (n - first < chunk.numel()) chunk = HostBuffer(storage->dtype(), {n - first});
-    for (size_t d = 0; d < devs.size(); ++d) {
-      if (!is_local_device(devs[d])) continue;
-      storage->read(d, first, chunk);
-      fn(devs[d], first, chunk);
+    for (const Shard& sh : local) {
+      int64_t m = std::min(chunk_elements, sh.numel - first);
+      if (m <= 0) continue;
+      if (chunk.numel() != m) chunk = HostBuffer(dtype(), {m});  // the last chunk only is shorter
+      if (sh.value)
+        std::memcpy(chunk.bytes.data(), sh.value->bytes.data() + first * itemsize(dtype()), chunk.bytes.size());
+      else
+        storage->read(sh.block, first, chunk);
+      fn(sh.device, first, chunk);
     }
   }
 }
