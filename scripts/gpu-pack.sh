@@ -7,7 +7,8 @@
 #   bash devpack/run.sh "$OUT"   (the device tool, carrying devpack/)
 # run.sh runs the gpu tests and sweeps ringrt run configs/gpu.yaml on 4 logical devices (allreduce with
 # naive, ring, all2all and the default choice; the other collectives), 1 KiB to 64 MiB per device, every
-# value checked, then ringrt_gpu_floor; it writes OUT/steps.txt and OUT/gc.tgz (every log and CSV).
+# value checked, then ringrt_gpu_floor (1 KiB to 1 GiB); run it from the repository's root (it reads
+# configs/gpu.yaml); it writes OUT/steps.txt and OUT/gc.tgz (every log and CSV).
 # About a minute on an H200. Usage: scripts/gpu-pack.sh [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,9 @@ mkdir -p "$git_dir/info"
 grep -qx "/$dir/" "$git_dir/info/exclude" 2>/dev/null || echo "/$dir/" >>"$git_dir/info/exclude"
 rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/lib"
 cp build/nvidia/ringrt build/nvidia/ringrt_gpu_floor build/nvidia/test/gpu/gpu_tests "$dir/bin/"
-for f in "$dir"/bin/*; do ldd "$f"; done | awk '/=>/ {print $3}' | sort -u | while read -r lib; do
+missing=$(for f in "$dir"/bin/*; do ldd "$f"; done | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')
+[ -z "$missing" ] || { echo "gpu-pack: libraries not found here: $missing" >&2; exit 1; }
+for f in "$dir"/bin/*; do ldd "$f"; done | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case $(basename "$lib") in
     libc.so* | libm.so* | libpthread* | libdl.so* | librt.so* | ld-linux* | libcuda.so* | libcudart* | libnvrtc*) ;;
     *) cp -L "$lib" "$dir/lib/" ;;
