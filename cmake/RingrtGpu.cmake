@@ -5,6 +5,10 @@
 #   amd     the HIP runtime and hipRTC (Debian's HIP packages; the default)
 #   nvidia  the CUDA runtime and NVRTC (the CUDA toolkit: CUDAToolkit_ROOT, CUDA_HOME, or nvcc on PATH), mapped
 #           onto HIP's by runtime/hip/hip_platform.hpp and codegen/rtc_platform.hpp
+#   sim     a simulated GPU runtime on host threads under the HIP names (runtime/hip/sim/: streams, events,
+#           graphs, kernels built by the host compiler), for testing runtime/hip/ without a GPU; every build
+#           with tests adds ringrt_simgpu (ringrt_core's objects + the sim platform objects) and runs the gpu
+#           tests on it (label simgpu). Not a platform to configure a build for.
 # Those are the GPU platform sources (RINGRT_GPU_SOURCES); every other source is platform-neutral and
 # compiled once, into the object library ringrt_core. A build for one platform therefore builds the
 # other's platform sources cheaply when its toolkit is present: an amd build with the CUDA toolkit adds
@@ -39,14 +43,18 @@ else()
   set(RINGRT_GPU_FOUND_nvidia FALSE)  # no toolkit, or one without NVRTC
 endif()
 
-# The sources (relative to the repository root) that include a platform's headers.
-function(ringrt_split_gpu_sources all_var gpu_var)
+# The sources (relative to the repository root) that include a platform's headers (`gpu_var`), and the
+# simulated runtime's own (`sim_var`, runtime/hip/sim/), taken out of `all_var`.
+function(ringrt_split_gpu_sources all_var gpu_var sim_var)
+  set(sim ${${all_var}})
+  list(FILTER sim INCLUDE REGEX "^runtime/hip/sim/.*\\.cpp$")
   set(gpu ${${all_var}})
-  list(FILTER gpu INCLUDE REGEX "^(runtime/hip/.*\\.cpp|codegen/hiprtc_compiler\\.cpp)$")
+  list(FILTER gpu INCLUDE REGEX "^(runtime/hip/[^/]*\\.cpp|codegen/hiprtc_compiler\\.cpp)$")
   set(rest ${${all_var}})
-  list(REMOVE_ITEM rest ${gpu})
+  list(REMOVE_ITEM rest ${gpu} ${sim})
   set(${all_var} ${rest} PARENT_SCOPE)
   set(${gpu_var} ${gpu} PARENT_SCOPE)
+  set(${sim_var} ${sim} PARENT_SCOPE)
 endfunction()
 
 # Builds `target`'s GPU platform sources for `platform`: the platform's headers, defines and libraries.
@@ -56,6 +64,8 @@ function(ringrt_gpu_platform target platform)
   target_compile_definitions(${target} PUBLIC RINGRT_HAVE_HIP=1)
   if(platform STREQUAL "amd")
     target_link_libraries(${target} PRIVATE hip::host)
+  elseif(platform STREQUAL "sim")
+    target_compile_definitions(${target} PRIVATE RINGRT_GPU_SIM=1)
   else()
     target_compile_definitions(${target} PRIVATE RINGRT_GPU_NVIDIA=1)
     # NVRTC's library file, not the target CUDA::nvrtc: that one links the driver stub (libcuda.so), and
@@ -70,6 +80,8 @@ endfunction()
 function(ringrt_gpu_client target scope platform)
   if(platform STREQUAL "amd")
     target_link_libraries(${target} ${scope} hip::host)
+  elseif(platform STREQUAL "sim")
+    target_compile_definitions(${target} ${scope} RINGRT_GPU_SIM=1)
   else()
     target_link_libraries(${target} ${scope} CUDA::cudart_static)
     target_compile_definitions(${target} ${scope} RINGRT_GPU_NVIDIA=1)
@@ -82,6 +94,8 @@ function(ringrt_gpu_test_options target scope platform)
   ringrt_gpu_client(${target} ${scope} ${platform})
   if(platform STREQUAL "amd")
     target_compile_definitions(${target} ${scope} RINGRT_TEST_GPU_ARCH="gfx90a")
+  elseif(platform STREQUAL "sim")
+    target_compile_definitions(${target} ${scope} RINGRT_TEST_SIM=1 RINGRT_TEST_GPU_ARCH="sim")
   else()
     target_compile_definitions(${target} ${scope} RINGRT_TEST_NVIDIA=1 RINGRT_TEST_GPU_ARCH="sm_90")
   endif()

@@ -187,6 +187,24 @@ elseif(RINGRT_GPU_PLATFORM STREQUAL "amd")
   message(STATUS "ringrt: no nvrtc tests: the CUDA toolkit was not found (CUDA_HOME, or nvcc on PATH)")
 endif()
 
+# simgpu: the hip backend's tests (test/gpu/) built again against ringrt_simgpu, the simulated GPU runtime
+# (runtime/hip/sim/), with two simulated GPUs: every GPU case runs in CI, on host threads. As the nvrtc
+# tests: their own main, no precompiled header.
+set(_sim_sources test/gpu/test_hip_device.cpp test/gpu/test_hip_collectives.cpp)
+file(GLOB _sim_more CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}" test/gpu/test_sim_*.cpp)
+list(APPEND _sim_sources ${_sim_more})
+add_executable(simgpu_tests ${_sim_sources} test/support/test_main.cpp)
+set_source_files_properties(test/support/test_main.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+ringrt_unity_batches(simgpu_tests ${_sim_sources})
+target_link_libraries(simgpu_tests PRIVATE ringrt_simgpu ringrt_test_flags)
+ringrt_gpu_test_options(simgpu_tests PRIVATE sim)
+set_target_properties(simgpu_tests PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/test/simgpu")
+ringrt_warnings(simgpu_tests)
+boost_test_discover_tests(simgpu_tests FILE_SUITES ${_sim_sources} TEST_PREFIX "simgpu_" LABELS simgpu
+  COSTS ${RINGRT_TEST_COSTS} WORKING_DIRECTORY "${PROJECT_BINARY_DIR}/test/simgpu"
+  ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" RINGRT_SIM_GPUS=2 RINGRT_KERNEL_OPT=1
+  ${RINGRT_TEST_ENVIRONMENT})
+
 # mpi: ringrt across MPI ranks (issue 17). Each test is one mpirun (of the test program, of the ringrt
 # program, or the fault script's several), RUN_SERIAL where its ranks keep the cores busy. Open MPI as
 # found on these machines, through its environment: root allowed, more ranks than cores allowed, no

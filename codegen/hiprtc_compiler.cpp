@@ -21,7 +21,12 @@ namespace ringrt::codegen {
 
 namespace {
 
-#if defined(RINGRT_GPU_NVIDIA)
+#if defined(RINGRT_GPU_SIM)
+
+std::vector<std::string> supported_targets() { return {ringrt::sim::kSimArch}; }
+bool supports(std::string_view arch) { return arch == ringrt::sim::kSimArch; }
+
+#elif defined(RINGRT_GPU_NVIDIA)
 
 // The sm_XY numbers this NVRTC compiles for; empty when NVRTC cannot say.
 const std::vector<int>& nvrtc_archs() {

@@ -9,7 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#if defined(RINGRT_GPU_NVIDIA)
+#if defined(RINGRT_GPU_SIM)
+#include "runtime/hip/sim/sim_rtc.hpp"  // the simulated GPU's compiler, under hipRTC's names
+#elif defined(RINGRT_GPU_NVIDIA)
 #include <cuda.h>  // CUDA_VERSION
 #include <nvrtc.h>
 
@@ -32,7 +34,15 @@
 
 namespace ringrt::codegen::rtc {
 
-#if defined(RINGRT_GPU_NVIDIA)
+#if defined(RINGRT_GPU_SIM)
+inline constexpr std::string_view kCompiler = "simrtc";
+inline constexpr std::string_view kSuffix = ".simso";      // the code object: a shared object with a header
+inline constexpr std::string_view kSourceSuffix = ".hip";  // the program name in the log
+inline constexpr std::string_view kFeatures = "";
+inline std::string toolkit_id() { return "sim 1"; }
+inline std::string toolkit_release() { return "the simulated GPU runtime"; }
+inline std::vector<std::string> options(const std::string& arch) { return {"--offload-arch=" + arch}; }
+#elif defined(RINGRT_GPU_NVIDIA)
 inline constexpr std::string_view kCompiler = "nvrtc";
 inline constexpr std::string_view kSuffix = ".cubin";     // the code object
 inline constexpr std::string_view kSourceSuffix = ".cu";  // the program name in the log

@@ -10,6 +10,9 @@
 //     (cudaGetDriverEntryPointByVersion), looked up once at first use. <cuda.h> gives their types
 //     and constants only.
 //
+//   - sim (RINGRT_GPU_SIM defined): a simulated GPU runtime on host threads under the HIP names
+//     (runtime/hip/sim/sim_hip.hpp), so that runtime/hip/ runs and is tested without a GPU.
+//
 // Environment: on NVIDIA the CUDA runtime reads CUDA_VISIBLE_DEVICES where HIP reads
 // HIP_VISIBLE_DEVICES; runtime/hip reads neither itself. Device names are "HIP:i" on both platforms.
 // Include only where HIP is built (RINGRT_HAVE_HIP); include hip_check.hpp rather than this directly.
@@ -17,7 +20,21 @@
 
 #include <string>
 
-#ifndef RINGRT_GPU_NVIDIA
+#if defined(RINGRT_GPU_SIM)
+
+#include "runtime/hip/sim/sim_hip.hpp"
+
+namespace ringrt::hip_detail {
+
+// The compile target of a simulated GPU: "sim" (runtime/hip/sim/sim_rtc.hpp).
+inline std::string gpu_arch_name(const hipDeviceProp_t& props) { return props.gcnArchName; }
+
+// True for a device-count error that means "no GPU here" (RINGRT_SIM_GPUS=0).
+inline bool no_gpu_error(hipError_t rc) { return rc == hipErrorNoDevice || rc == hipErrorInsufficientDriver; }
+
+}  // namespace ringrt::hip_detail
+
+#elif !defined(RINGRT_GPU_NVIDIA)
 
 #include <hip/hip_runtime_api.h>
 
@@ -186,4 +203,4 @@ inline bool no_gpu_error(hipError_t rc) {
 
 }  // namespace ringrt::hip_detail
 
-#endif  // RINGRT_GPU_NVIDIA
+#endif  // RINGRT_GPU_SIM, RINGRT_GPU_NVIDIA

@@ -38,8 +38,11 @@ using ringrt::UOp;
 namespace codegen = ringrt::codegen;
 
 constexpr auto kWait = 120s;  // generous: the first launch on a GPU includes hipRTC compiles
-// The device node of this platform's GPU driver: without it there is no GPU to find.
-#ifdef RINGRT_GPU_NVIDIA
+// The device node of this platform's GPU driver: without it there is no GPU to find (none for the
+// simulated GPUs of runtime/hip/sim/, which need no driver).
+#if defined(RINGRT_GPU_SIM)
+constexpr const char* kDriverNode = nullptr;
+#elif defined(RINGRT_GPU_NVIDIA)
 constexpr const char* kDriverNode = "/dev/nvidiactl";  // NVIDIA's control node
 #else
 constexpr const char* kDriverNode = "/dev/kfd";  // AMD's kernel fusion driver
