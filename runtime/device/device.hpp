@@ -26,42 +26,61 @@ namespace ringrt {
 // Completion of submitted work. Cheap to copy; all copies share one state. Thread-safe.
 class Event {
  public:
+  // When the work ran, for a Trace (runtime/api/trace.hpp): steady_clock time points.
+  struct Times {
+    std::chrono::steady_clock::time_point start, end;
+  };
+
   // A backend's handle on the device work behind an event (the hip backend: a hipEvent_t recorded
-  // after the work), attached once the work is enqueued on the device, so that a queue of the same
-  // backend can wait for it on the device instead of on the host. Backends downcast it to their type.
+  // after the work, or the gate of host work in its queue), attached when the work is enqueued on the
+  // device, so that a queue of the same backend can wait for it on the device instead of on the host,
+  // and so that a waiter can poll the device itself instead of waiting for the backend to complete
+  // the event. Backends downcast it to their type.
   struct Native {
     virtual ~Native() = default;
+    // What the device reports of the work now: `complete` (ran without an error: done() and waits
+    // may return before the backend completes the event), `pending`, `failed` (the event will
+    // complete with an error: wait for it), or `unknown` (the device cannot say: wait for the event).
+    // Quick and thread-safe; never blocks or throws. Default: unknown.
+    enum class Poll { unknown, pending, complete, failed };
+    virtual Poll poll() const noexcept { return Poll::unknown; }
+    // When the work ran on the device, where the backend measures it itself (the hip backend's timing
+    // events, while trace_timing() is on); nullopt otherwise or while it has not run.
+    virtual std::optional<Times> times() const { return std::nullopt; }
   };
 
   Event();
+  // Done: completed by the backend, or reported complete by the device (Native::poll). Never blocks.
   bool done() const;
   // Done without an error: waiting for it is nothing (a wait list may leave it out). Never blocks.
   bool succeeded() const;
-  // Blocks until done or the timeout passes; false on timeout. Rethrows the work's exception.
+  // Blocks until done or the timeout passes; false on timeout. Rethrows the work's exception. With a
+  // native handle that can poll, spins on it briefly (50 us), then sleeps in growing slices (up to 1 ms)
+  // between polls, woken early when the backend completes the event.
   bool wait_for(std::chrono::milliseconds timeout) const;
   void set_done(std::exception_ptr error = nullptr) const;  // for backends
 
   // For backends: attaches the handle (once, before set_done or never) and wakes wait_ready.
   void set_native(std::shared_ptr<const Native> native) const;
-  // The attached handle; null for host work, for work not enqueued yet, and for the cpu backend.
+  // The attached handle; null for host work of the cpu backend, for work not enqueued yet, and for
+  // the cpu backend.
   std::shared_ptr<const Native> native() const;
   // Blocks until the event is done or has a native handle, or the timeout passes; false on timeout.
   // Never throws (wait_for(0ms) afterwards rethrows the work's error).
   bool wait_ready(std::chrono::milliseconds timeout) const;
   // Runs fn once the event is done, error or not: on the thread that completes it, or at once on this
   // thread when it is done already. fn must be quick and must not throw (it is called noexcept).
+  // (Completion by the backend: a device that reported the work complete through Native::poll runs
+  // fn only when the backend completes the event, soon after.)
   void on_done(std::function<void()> fn) const;
   // Equal for copies of one event (they share one state): for removing duplicates from wait lists.
   const void* identity() const { return s_.get(); }
 
-  // When the work ran on its device's queue, for a Trace (runtime/api/trace.hpp): steady_clock time
-  // points. Backends stamp them, while trace_timing() is on, before set_done (cpu: around the work on
+  // Backends stamp the times, while trace_timing() is on, before set_done (cpu: around the work on
   // the thread that runs it; hip: see hip_device.hpp "Timing"; MPI transfers: from ready to done).
-  struct Times {
-    std::chrono::steady_clock::time_point start, end;
-  };
   void set_times(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) const;
-  std::optional<Times> times() const;  // nullopt when the backend stamped none
+  // The stamped times, else the native handle's (Native::times), else nullopt.
+  std::optional<Times> times() const;
 
  private:
   struct State;
@@ -150,6 +169,11 @@ class Device {
     (void)peer;
     return false;
   }
+  // True when work this device queues may still run after the calls that queued it returned and the
+  // engine has nothing more to do than wait (the hip backend: GPU streams). The engine then returns from
+  // a realize once its work is enqueued and waits only where the host needs the results
+  // (runtime/engine/realize.cpp). Default: false (the cpu backend: a realize returns once its work ran).
+  virtual bool asynchronous() const { return false; }
   // The rank whose process runs this device's work when that is another process of an SPMD job (a
   // RemoteDevice, runtime/device/remote.hpp); -1 for a device of this process.
   virtual int remote_rank() const { return -1; }

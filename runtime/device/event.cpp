@@ -1,7 +1,9 @@
 // Event: completion of submitted device work (runtime/device/device.hpp).
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "runtime/device/device.hpp"
 
@@ -12,7 +14,8 @@ struct Event::State {
   mutable std::condition_variable cv;
   std::atomic<bool> done{false};  // written under mu (after error), read without it (done(), succeeded())
   std::exception_ptr error;       // set before done, never after
-  std::shared_ptr<const Native> native;
+  std::shared_ptr<const Native> native;          // set once, under mu
+  std::atomic<const Native*> polled{nullptr};    // native.get(), readable without mu (it is never reset)
   std::optional<Times> times;
   std::vector<std::function<void()>> on_done;  // run by set_done
 };
@@ -23,13 +26,52 @@ namespace {
 void run_noexcept(const std::function<void()>& fn) noexcept { fn(); }  // a throw ends the process
 }  // namespace
 
-bool Event::done() const { return s_->done.load(std::memory_order_acquire); }
+namespace {
+// The device's report on work an event stands for (Native::poll); unknown without a native handle.
+Event::Native::Poll poll(const std::atomic<const Event::Native*>& polled) {
+  const Event::Native* n = polled.load(std::memory_order_acquire);
+  return n ? n->poll() : Event::Native::Poll::unknown;
+}
+}  // namespace
 
-bool Event::succeeded() const { return s_->done.load(std::memory_order_acquire) && !s_->error; }
+bool Event::done() const {
+  return s_->done.load(std::memory_order_acquire) || poll(s_->polled) == Native::Poll::complete;
+}
+
+bool Event::succeeded() const {
+  if (s_->done.load(std::memory_order_acquire)) return !s_->error;
+  return poll(s_->polled) == Native::Poll::complete;
+}
 
 bool Event::wait_for(std::chrono::milliseconds timeout) const {
+  using Clock = std::chrono::steady_clock;
+  if (!s_->done.load(std::memory_order_acquire) && s_->polled.load(std::memory_order_acquire)) {
+    // Poll the device: spin briefly, then sleep in growing slices, woken early by set_done; stop polling
+    // when the device cannot say or reports a failure (the backend completes the event with it).
+    auto start = Clock::now(), deadline = start + timeout;
+    auto slice = std::chrono::microseconds(20);
+    for (;;) {
+      Native::Poll p = poll(s_->polled);
+      if (p == Native::Poll::complete) return true;
+      if (p != Native::Poll::pending || s_->done.load(std::memory_order_acquire)) break;
+      auto now = Clock::now();
+      if (now >= deadline) return false;
+      if (now - start < std::chrono::microseconds(50)) {
+        std::this_thread::yield();
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(s_->mu);
+      auto until = std::min<Clock::time_point>(deadline, now + slice);
+      if (s_->cv.wait_until(lock, until, [&] { return s_->done.load(); })) break;
+      slice = std::min<std::chrono::microseconds>(slice * 2, std::chrono::milliseconds(1));
+    }
+    timeout = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()) +
+              std::chrono::milliseconds(1);  // what is left (rounded up): the backend completes the event
+  }
   std::unique_lock<std::mutex> lock(s_->mu);  // done already: no clock read (the condition's wait_for reads one)
-  if (!s_->done.load() && !s_->cv.wait_for(lock, timeout, [&] { return s_->done.load(); })) return false;
+  if (!s_->done.load() && !s_->cv.wait_for(lock, std::max(timeout, std::chrono::milliseconds(0)),
+                                           [&] { return s_->done.load(); }))
+    return false;
   if (s_->error) std::rethrow_exception(s_->error);
   return true;
 }
@@ -60,7 +102,9 @@ void Event::on_done(std::function<void()> fn) const {
 void Event::set_native(std::shared_ptr<const Native> native) const {
   {
     std::lock_guard<std::mutex> lock(s_->mu);
+    if (s_->native) return;  // attached once
     s_->native = std::move(native);
+    s_->polled.store(s_->native.get(), std::memory_order_release);
   }
   s_->cv.notify_all();
 }
@@ -81,8 +125,13 @@ void Event::set_times(std::chrono::steady_clock::time_point start, std::chrono::
 }
 
 std::optional<Event::Times> Event::times() const {
-  std::lock_guard<std::mutex> lock(s_->mu);
-  return s_->times;
+  const Native* n = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    if (s_->times) return s_->times;
+    n = s_->native.get();
+  }
+  return n ? n->times() : std::nullopt;
 }
 
 namespace {

@@ -25,6 +25,7 @@
 #include "rewrite/errors.hpp"
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_memory.hpp"
+#include "runtime/hip/hip_queue.hpp"
 #include "runtime/hip/hip_support.hpp"
 
 namespace ringrt {
@@ -34,8 +35,8 @@ namespace {
 using namespace std::chrono_literals;
 using namespace hip_detail;
 
-// How long shutdown waits for the work a device has issued (its issuer thread's current task, then its
-// GPU work) before it abandons it and leaks the device instead (hip_device.hpp "Teardown"). Every
+// How long shutdown waits for the work queued on a device (the host work its completer runs, its GPU
+// work) before it abandons it and leaks the device instead (hip_device.hpp "Teardown"). Every
 // kernel and copy of ringrt takes well under a second, and the registry has drained the queues at exit
 // already (runtime/device/registry.cpp kExitDrain), so past this something is stuck (a hung kernel, a
 // host function that never returns).
@@ -45,12 +46,7 @@ class HipDevice final : public Device {
  public:
   // The logical device HIP:index on GPU `gpu` (hip_physical_gpu).
   HipDevice(int index, int gpu)
-      : index_(index),
-        gpu_(gpu),
-        name_(fmt::format("HIP:{}", index)),
-        pinned_(name_),
-        blocks_(gpu, name_, pinned_),
-        pool_(std::make_shared<EventPool>(name_)) {
+      : index_(index), gpu_(gpu), name_(fmt::format("HIP:{}", index)), pinned_(name_), blocks_(gpu, name_, pinned_) {
     gpu_user_added(gpu_);  // release() says it is gone
     try {
       DeviceGuard guard(gpu_, name_);
@@ -60,31 +56,38 @@ class HipDevice final : public Device {
       const HipTopology& t = hip_topology();  // the logical devices on this GPU share its cache cap
       int on_gpu = (static_cast<int>(t.names.size()) - gpu_ + t.gpus - 1) / std::max(t.gpus, 1);
       blocks_.set_cap(hip_launch::device_cache_cap(props.totalGlobalMem, on_gpu));
-      for (hipStream_t* s : {&compute_, &copy_, &host_})
-        RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(s, hipStreamNonBlocking));
+      RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&host_, hipStreamNonBlocking));
+      queue_ = std::make_unique<HipQueue>(gpu_, name_);
     } catch (...) {
       release();
       throw;
     }
-    issuer_ = std::thread([this] { issue_loop(); });
-    completer_ = std::thread([this] { complete_loop(); });
     // After HIP is initialized: see register_live. Keyed by the Device, as DeviceOwner unregisters it.
     register_live(static_cast<const Device*>(this), [this] { shutdown(); });
   }
 
   ~HipDevice() override { shutdown(); }  // (DeviceOwner leaks a device whose shutdown abandoned work)
 
-  // Stops the device, bounded by kShutdownWait: work queued but not issued yet fails at once (its
-  // Event completes with a DeviceError saying the device was shut down), the issuer finishes the task
-  // it is on (a wait for `after` events gives up), then the GPU work issued so far is waited for by
-  // polling its last event (hipEventQuery); then the threads are joined and everything freed. Past
-  // the deadline it logs that work was abandoned, detaches the threads still busy and frees nothing.
-  // Later work is refused with a DeviceError. True when it stopped cleanly; false when it abandoned
-  // work: the object is then still used by its threads and must never be destroyed. Idempotent (later
-  // calls return the first one's result); never throws. Called by DeviceOwner's destructor and by
-  // the exit handler (register_live). Must not be called from work submitted to this device.
+  // Stops the device, bounded by kShutdownWait (HipQueue::stop): new work is refused with a DeviceError,
+  // host work that has not started fails at once with a DeviceError saying the device was shut down
+  // (and so does the GPU work queued after it), the rest completes. Past the deadline it logs that work
+  // was abandoned and frees nothing. True when it stopped cleanly; false when it abandoned work: the
+  // object is then still used by its completer and must never be destroyed. Idempotent (later calls
+  // return the first one's result); never throws. Called by DeviceOwner's destructor and by the exit
+  // handler (register_live). Must not be called from work submitted to this device.
   bool shutdown() noexcept {
-    std::call_once(shutdown_once_, [this] { clean_ = stop(); });
+    std::call_once(shutdown_once_, [this] {
+      clean_ = !queue_ || queue_->stop(std::chrono::steady_clock::now() + kShutdownWait);
+      if (clean_) {
+        release();
+        return;
+      }
+      std::fprintf(stderr,
+                   "ringrt: %s: shutdown abandoned work still running after %lld s (GPU work that does not "
+                   "complete, or host work that does not return); the device's memory, streams and threads are "
+                   "leaked\n",
+                   name_.c_str(), static_cast<long long>(kShutdownWait.count()));
+    });
     return clean_;
   }
 
@@ -157,7 +160,7 @@ class HipDevice final : public Device {
     return kernels_.emplace(key, std::move(hk)).first->second;
   }
 
-  // ---- queued work: thread-safe, never blocks the caller
+  // ---- queued work: enqueued by the calling thread, thread-safe (hip_device.hpp "Queue")
 
   Event launch(const CompiledKernel& ck, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) override {
     const auto* hk = dynamic_cast<const HipKernel*>(&ck);
@@ -175,372 +178,106 @@ class HipDevice final : public Device {
                       "element, HIP's grid size is 32-bit)",
                       name_, k.name, k.numel, hip_launch::kMaxElements));
     auto blocks = static_cast<unsigned>(hip_launch::launch_blocks(k.numel));
-    Task t;
-    t.what = fmt::format("launch of {} ({} elements, dnum {})", k.name, k.numel, dnum);
-    t.after = std::move(after);
-    t.enqueue = [this, fn = hk->fn, module = hk->module, blocks,
-                 args = hip_launch::pack_kernel_args(bufs, dnum, k.numel)](hipStream_t stream) mutable {
-      if (blocks == 0) return Resources{};
-      size_t size = args.size();
-      void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, args.data(), HIP_LAUNCH_PARAM_BUFFER_SIZE, &size,
-                        HIP_LAUNCH_PARAM_END};
-      RINGRT_HIP_CHECK(
-          name_, hipModuleLaunchKernel(fn, blocks, 1, 1, hip_launch::kBlockSize, 1, 1, 0, stream, nullptr, config));
-      return Resources{std::move(module), {}};
-    };
-    return push(std::move(t));
+    std::vector<std::byte> args = hip_launch::pack_kernel_args(bufs, dnum, k.numel);
+    return queue_->enqueue(fmt::format("launch of {} ({} elements, dnum {})", k.name, k.numel, dnum), after,
+                           [&](hipStream_t stream) {
+                             if (blocks == 0) return Resources{};
+                             size_t size = args.size();
+                             void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, args.data(),
+                                               HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
+                             RINGRT_HIP_CHECK(name_, hipModuleLaunchKernel(hk->fn, blocks, 1, 1, hip_launch::kBlockSize,
+                                                                           1, 1, 0, stream, nullptr, config));
+                             return Resources{hk->module, nullptr};
+                           });
   }
 
-  // A copy of 0 bytes enqueues nothing but still records its event after `after` (issue_loop): its
-  // Event completes after them and carries their order to whatever waits for it.
+  // From this GPU (this device or another logical device on it): a device-to-device copy; from a GPU
+  // this one has peer access to: a peer copy; both on the GPU, ordered after `after` there. Otherwise
+  // staged through a pinned buffer: its host part (the source's copy_out, or a device-to-host copy from
+  // the other GPU) runs in queue order once `after` is done, its GPU part copies the buffer in. A copy
+  // of 0 bytes enqueues nothing but an event: its Event completes after `after` and carries their order.
   Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
-    Task t;
-    t.what = fmt::format("copy of {} bytes from {}", bytes, from.name());
-    t.after = std::move(after);
-    t.on_copy_stream = true;
+    std::string what = fmt::format("copy of {} bytes from {}", bytes, from.name());
     auto* peer = dynamic_cast<HipDevice*>(&from);
-    if (!peer) {  // another backend: its copy_out into pinned memory, once `after` is done on the host
-      t.host_wait = true;
-      t.enqueue = [this, &from, src, dst, bytes](hipStream_t stream) {
-        return Resources{nullptr, enqueue_copy_via_host(pinned_, name_, from, src, dst, bytes, stream)};
-      };
-    } else if (peer->gpu_ == gpu_) {  // this device, or another logical device on the same GPU
-      t.enqueue = [this, src, dst, bytes](hipStream_t stream) {
-        if (bytes) RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, stream));
+    if (peer && (peer->gpu_ == gpu_ || peer_access(gpu_, peer->gpu_, name_))) {
+      return queue_->enqueue(std::move(what), after, [&](hipStream_t stream) {
+        if (bytes == 0) return Resources{};
+        if (peer->gpu_ == gpu_)
+          RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, stream));
+        else
+          RINGRT_HIP_CHECK(name_, hipMemcpyPeerAsync(dst, gpu_, src, peer->gpu_, bytes, stream));
         return Resources{};
-      };
-    } else {
-      t.peer = peer->gpu_;  // staged through the host without peer access: `after` waits there
-      t.enqueue = [this, peer, src, dst, bytes](hipStream_t stream) {
-        return Resources{nullptr,
-                         enqueue_peer_copy(pinned_, {gpu_, name_}, {peer->gpu_, peer->name_}, src, dst, bytes, stream)};
-      };
+      });
     }
-    return push(std::move(t));
+    std::shared_ptr<void> buffer = bytes ? pinned_.lease(bytes, queue_->poison_flag()) : nullptr;
+    std::function<void()> host_part = [&from, peer, src, bytes, buffer] {
+      if (bytes == 0) return;
+      if (!peer) return from.copy_out(buffer.get(), src, bytes);  // another backend reads its own memory
+      DeviceGuard guard(peer->gpu_, peer->name_);
+      RINGRT_HIP_CHECK(peer->name_, hipMemcpy(buffer.get(), src, bytes, hipMemcpyDeviceToHost));
+    };
+    return queue_->enqueue_host(std::move(what), std::move(after), std::move(host_part), [&](hipStream_t stream) {
+      if (bytes) RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, buffer.get(), bytes, hipMemcpyHostToDevice, stream));
+      return Resources{nullptr, buffer};
+    });
   }
 
-  // Runs fn on this device's issuer thread, after `after` and after all earlier work on this device has
-  // completed; later work starts after fn returns. fn may call HIP (it is not a stream callback) and
-  // may block, which blocks this device's queue. Its exception completes the Event with that error.
+  // Runs fn on this device's completer thread, after `after` and after all earlier work on this device
+  // has completed; later work starts after fn returns (the stream waits for its gate). fn may call HIP
+  // and may block, which blocks this device's queue. Its exception completes the Event with that error.
   Event submit(std::function<void()> fn, std::vector<Event> after) override {
-    Task t;
-    t.what = "host function";
-    t.after = std::move(after);
-    t.host = std::move(fn);
-    return push(std::move(t));
+    return queue_->enqueue_host("host function", std::move(after), std::move(fn));
   }
 
-  // Waits for everything submitted so far (a marker through the queue), then for this device's streams
-  // (not hipDeviceSynchronize: other logical devices on the GPU need not be waited for); at most
-  // runtime.watchdog_s (rewrite/params.hpp) for the marker: past that a kernel or host function hangs,
-  // and it throws TimeoutError instead of waiting forever. Throws DeviceError when the device is shut
-  // down or poisoned. Must not be called from a function submitted to this device (it would wait for
-  // itself).
+  // Waits for everything submitted so far (a marker through the queue); at most runtime.watchdog_s
+  // (rewrite/params.hpp): past that a kernel or host function hangs, and it throws TimeoutError instead of
+  // waiting forever. Throws DeviceError when the device is shut down or poisoned. Must not be called from
+  // a function submitted to this device (it would wait for itself).
   void synchronize() override {
     double limit_s = current_runtime_params().watchdog_s;
-    if (!submit([] {}, {}).wait_for(std::chrono::milliseconds(std::llround(limit_s * 1000))))
+    if (!queue_->wait_all(std::chrono::milliseconds(std::llround(limit_s * 1000))))
       throw TimeoutError(
           fmt::format("{}: synchronize: the work submitted before it has not completed after {} s "
                       "(runtime.watchdog_s); a kernel or host function may hang",
                       name_, limit_s));
-    DeviceGuard guard(gpu_, name_);
-    RINGRT_HIP_CHECK(name_, hipStreamSynchronize(compute_));
-    RINGRT_HIP_CHECK(name_, hipStreamSynchronize(copy_));
+    if (auto error = queue_->poisoned()) throw DeviceError(hip_launch::poisoned_message(name_, "synchronize", *error));
   }
 
   // At most `timeout` for a marker through the queue (see synchronize). Work refused or failed counts
   // as drained: nothing of it runs any more.
   bool drain(std::chrono::milliseconds timeout) override {
     try {
-      return submit([] {}, {}).wait_for(timeout);
+      return queue_->wait_all(timeout);
     } catch (...) {
       return true;
     }
   }
 
+  bool asynchronous() const override { return true; }
+
  private:
-  // What a piece of GPU work keeps alive until it completes.
-  struct Resources {
-    std::shared_ptr<Module> module;  // a launch's module
-    Staged pinned;                   // a staged copy's pinned buffer
-  };
-  struct Task {
-    std::string what;  // for error messages
-    std::vector<Event> after;
-    std::function<Resources(hipStream_t)> enqueue;  // GPU work: enqueues on the given stream
-    std::function<void()> host;                     // or host work, run on the issuer
-    bool on_copy_stream = false;
-    bool host_wait = false;  // wait for `after` on the host (enqueue reads the source on the host)
-    int peer = -1;           // a copy from a device on GPU `peer`: host_wait unless this GPU has peer access
-    Event done;
-  };
-  struct Pending {                            // GPU work enqueued, for the completer
-    std::shared_ptr<const HipNative> native;  // the event recorded after it
-    Event done;
-    std::string what;
-    Resources keep;
-    std::optional<std::chrono::steady_clock::time_point> issued;  // when enqueued, while trace_timing()
-  };
-
-  Event push(Task t) {
-    Event e = t.done;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_issue_) throw DeviceError(hip_launch::shut_down_message(name_, t.what));
-      if (auto error = pool_->poison_error()) throw DeviceError(hip_launch::poisoned_message(name_, t.what, *error));
-      queue_.push_back(std::move(t));
-    }
-    cv_.notify_all();
-    return e;
-  }
-
   const codegen::HiprtcCompiler& compiler() {
     std::lock_guard<std::mutex> lock(kernels_mu_);
     if (!compiler_) compiler_.emplace(arch_);  // throws CompileError for a target hipRTC does not know
     return *compiler_;
   }
 
-  // Waits (issuer thread) until e is done; `rethrow`: rethrows e's error. Throws a DeviceError (the
-  // task, `what`, was not run) when the device is shut down first.
-  void wait_issuer(const Event& e, const std::string& what, bool rethrow) {
-    for (;;) {
-      try {
-        if (e.wait_for(100ms)) return;
-      } catch (...) {
-        if (rethrow) throw;
-        return;
-      }
-      if (stopping_) throw DeviceError(hip_launch::shut_down_message(name_, what));
-    }
-  }
-
-  // Orders the task being issued (`what`) after `e` (issuer thread): not at all when e is earlier GPU
-  // work of this device (the queue is in order); on the GPU, hipStreamWaitEvent on `stream`, when e is
-  // GPU work of another HIP device that is enqueued already and not poisoned (a poisoned device's
-  // events may never complete: the task fails instead); on the host otherwise, and always when
-  // `stream` is null. Throws e's error when e completed with one (a GPU-side failure of work waited
-  // for on the GPU surfaces in that work's own Event instead).
-  void wait_after(const Event& e, const std::string& what, hipStream_t stream) {
-    if (stream) {
-      while (!e.wait_ready(100ms))
-        if (stopping_) throw DeviceError(hip_launch::shut_down_message(name_, what));
-      if (!e.done()) {
-        if (auto hn = std::dynamic_pointer_cast<const HipNative>(e.native())) {
-          if (hn->pool == pool_) return;
-          if (auto error = hn->pool->poison_error())
-            throw DeviceError(
-                hip_launch::poisoned_message(name_, what, fmt::format("{} ({})", hn->pool->device, *error)));
-          RINGRT_HIP_CHECK(name_, hipStreamWaitEvent(stream, hn->event, 0));
-          return;
-        }
-      }
-    }
-    wait_issuer(e, what, true);
-  }
-
-  // The issuer: takes tasks in order, orders them after their `after` (wait_after), enqueues GPU work
-  // (chained across the two streams) or runs host work once everything before it has completed. A task
-  // taken once the device is poisoned fails at once.
-  void issue_loop() {
-    hipStream_t last_stream = nullptr;
-    std::shared_ptr<const HipNative> last;  // the GPU work issued last (null after host work)
-    Event last_done;
-    last_done.set_done();
-    for (;;) {
-      Task t;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_issue_ || !queue_.empty(); });
-        if (queue_.empty()) {
-          issuer_exited_ = true;
-          cv_.notify_all();
-          return;
-        }
-        t = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      try {
-        if (auto error = pool_->poison_error()) throw DeviceError(hip_launch::poisoned_message(name_, t.what, *error));
-        // Per task: host work may change this thread's current device.
-        RINGRT_HIP_CHECK(name_, hipSetDevice(gpu_));
-        hipStream_t stream = t.on_copy_stream ? copy_ : compute_;
-        bool on_host = t.host || t.host_wait || (t.peer >= 0 && !peer_access(gpu_, t.peer, name_));
-        for (const Event& e : t.after) wait_after(e, t.what, on_host ? nullptr : stream);  // an error fails it
-        if (t.host) {
-          wait_issuer(last_done, t.what, false);  // in order: after everything before it, whatever its outcome
-          auto host_start = trace_now();
-          t.host();
-          if (host_start) t.done.set_times(*host_start, std::chrono::steady_clock::now());
-          t.done.set_done();
-          last_done = t.done;
-          last.reset();  // nothing on the GPU is pending any more
-          continue;
-        }
-        if (last && last_stream != stream) RINGRT_HIP_CHECK(name_, hipStreamWaitEvent(stream, last->event, 0));
-        // The event returns to the pool only when every holder of `native` (this task's Event, a
-        // queue about to wait on it) has let go, so it is never re-recorded under a waiter.
-        auto native = std::make_shared<const HipNative>(index_, take_event(), pool_);
-        Resources keep = t.enqueue(stream);  // on failure `keep` (a pinned buffer) is dropped, not reused
-        RINGRT_HIP_CHECK(name_, hipEventRecord(native->event, stream));
-        t.done.set_native(native);
-        last_stream = stream;
-        last = native;
-        last_done = t.done;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          last_issued_ = native;
-          pending_.push_back(Pending{std::move(native), t.done, std::move(t.what), std::move(keep), trace_now()});
-        }
-        cv_.notify_all();
-      } catch (...) {
-        t.done.set_done(std::current_exception());
-      }
-    }
-  }
-
-  // The completer: waits for each enqueued piece of GPU work in order and completes its Event. The
-  // first GPU error poisons the device (EventPool::poison): the Events of work pending then fail at
-  // once with it instead of waiting for a GPU whose errors are sticky (its events may never complete).
-  void complete_loop() {
-    (void)hipSetDevice(gpu_);                          // only for tidiness: hipEventSynchronize does not need it
-    std::chrono::steady_clock::time_point last_end{};  // when the completer saw the work before complete
-    for (;;) {
-      Pending p;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_complete_ || !pending_.empty(); });
-        if (pending_.empty()) {
-          completer_exited_ = true;
-          cv_.notify_all();
-          return;
-        }
-        p = std::move(pending_.front());
-        pending_.pop_front();
-      }
-      std::optional<std::string> poisoned = pool_->poison_error();
-      hipError_t rc = poisoned ? hipSuccess : hipEventSynchronize(p.native->event);
-      p.native.reset();
-      if (p.issued && !poisoned && rc == hipSuccess) {  // a Trace records (hip_device.hpp "Timing")
-        auto end = std::chrono::steady_clock::now();
-        p.done.set_times(std::max(*p.issued, std::exchange(last_end, end)), end);
-      }
-      // A faulted GPU may still touch the staging buffer: it leaks rather than being reused.
-      if (p.keep.pinned && !poisoned && rc == hipSuccess) pinned_.give(p.keep.pinned->first, p.keep.pinned->second);
-      p.keep.module.reset();
-      if (poisoned) {
-        p.done.set_done(std::make_exception_ptr(DeviceError(hip_launch::poisoned_message(name_, p.what, *poisoned))));
-      } else if (rc == hipSuccess) {
-        p.done.set_done();
-      } else {
-        std::string msg = hip_error_message(name_, "hipEventSynchronize(event)", rc, __FILE__, __LINE__);
-        msg = fmt::format("{} (after the {})", msg, p.what);
-        pool_->poison(msg);
-        p.done.set_done(std::make_exception_ptr(DeviceError(msg)));
-      }
-    }
-  }
-
-  // shutdown's work (see there); true when it stopped cleanly.
-  bool stop() noexcept {
-    auto deadline = std::chrono::steady_clock::now() + kShutdownWait;
-    std::deque<Task> dropped;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_issue_ = true;
-      stopping_ = true;
-      dropped.swap(queue_);
-    }
-    cv_.notify_all();
-    for (Task& t : dropped)
-      t.done.set_done(std::make_exception_ptr(DeviceError(hip_launch::shut_down_message(name_, t.what))));
-    bool issued = wait_flag(issuer_exited_, deadline);
-    bool completed = issued && wait_gpu(deadline);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_complete_ = true;
-      last_issued_.reset();
-    }
-    cv_.notify_all();
-    completed = completed && wait_flag(completer_exited_, deadline);
-    issued ? issuer_.join() : issuer_.detach();
-    completed ? completer_.join() : completer_.detach();
-    if (issued && completed) {
-      release();
-      return true;
-    }
-    std::fprintf(stderr,
-                 "ringrt: %s: shutdown abandoned work still running after %lld s (%s); the device's memory, "
-                 "streams and threads are leaked\n",
-                 name_.c_str(), static_cast<long long>(kShutdownWait.count()),
-                 issued ? "GPU work that does not complete" : "a task of its queue that does not return");
-    return false;
-  }
-
-  // Waits until `flag` (issuer_exited_, completer_exited_) is set or the deadline passes.
-  bool wait_flag(const bool& flag, std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_until(lock, deadline, [&] { return flag; });
-  }
-
-  // Polls the event of the GPU work issued last (hipEventQuery) until it is no longer pending (done,
-  // or failed: a faulted GPU runs nothing more) or the deadline passes; false then. The queue's GPU
-  // work is chained across its streams, so that event comes after all of it.
-  bool wait_gpu(std::chrono::steady_clock::time_point deadline) {
-    std::shared_ptr<const HipNative> last;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      last = last_issued_;
-    }
-    if (!last) return true;
-    for (;;) {
-      hipError_t rc = hipEventQuery(last->event);
-      if (rc != hipErrorNotReady) return true;
-      (void)hipGetLastError();
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(1ms);
-    }
-  }
-
-  hipEvent_t take_event() {
-    {
-      std::lock_guard<std::mutex> lock(pool_->mu);
-      if (!pool_->free.empty()) {
-        hipEvent_t e = pool_->free.back();
-        pool_->free.pop_back();
-        return e;
-      }
-    }
-    hipEvent_t e = nullptr;
-    // Blocking sync: the completer's hipEventSynchronize sleeps until the GPU signals the event
-    // instead of spinning a core per device for as long as the work runs (the default); the wake-up
-    // costs some microseconds per piece of work, which the completer only adds to Event completion.
-    RINGRT_HIP_CHECK(name_, hipEventCreateWithFlags(&e, hipEventDisableTiming | hipEventBlockingSync));
-    return e;
-  }
-
   // Frees everything this device holds; logs errors and never throws (destructor, failed constructor).
-  // Synchronizes this device's streams only: other logical devices on the GPU keep running.
+  // The queue first (it synchronizes its stream; other logical devices on the GPU keep running).
   void release() noexcept {
     if (g_hip_gone) return;  // after the exit handler: the HIP runtime may be gone, leak instead
+    queue_.reset();
     try {
       DeviceGuard guard(gpu_, name_);
-      for (hipStream_t s : {compute_, copy_, host_})
-        if (s) RINGRT_HIP_LOG(name_, hipStreamSynchronize(s));
+      if (host_) RINGRT_HIP_LOG(name_, hipStreamSynchronize(host_));
       {
         std::lock_guard<std::mutex> lock(kernels_mu_);
         kernels_.clear();  // modules unload with their last kernel
       }
       blocks_.release();
-      {
-        std::lock_guard<std::mutex> lock(pool_->mu);  // events still held by Events: ~EventPool
-        for (hipEvent_t e : pool_->free) RINGRT_HIP_LOG(name_, hipEventDestroy(e));
-        pool_->free.clear();
-      }
       pinned_.release();
-      for (hipStream_t* s : {&compute_, &copy_, &host_}) {
-        if (*s) RINGRT_HIP_LOG(name_, hipStreamDestroy(*s));
-        *s = nullptr;
-      }
+      if (host_) RINGRT_HIP_LOG(name_, hipStreamDestroy(host_));
+      host_ = nullptr;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ringrt: %s: teardown stopped early: %s\n", name_.c_str(), e.what());
     } catch (...) {
@@ -552,29 +289,19 @@ class HipDevice final : public Device {
   const int index_;  // the logical device: its name, messages
   const int gpu_;    // the GPU ordinal: every hipSetDevice, peer-access key and module load
   const std::string name_;
-  std::string arch_;  // the compile target (gpu_arch_name), e.g. "gfx90a:sramecc+:xnack-" or "sm_90"
-  hipStream_t compute_ = nullptr, copy_ = nullptr;  // the queue's streams (kernels; copy_from)
-  hipStream_t host_ = nullptr;                      // copy_in's copies
+  std::string arch_;            // the compile target (gpu_arch_name), e.g. "gfx90a:sramecc+:xnack-" or "sm_90"
+  hipStream_t host_ = nullptr;  // copy_in's copies
 
   PinnedPool pinned_;                // staging buffers of staged copies
   BlockCache blocks_;                // device memory (releases pinned_ too when memory runs out)
-  std::shared_ptr<EventPool> pool_;  // hipEvents, shared with the handles of this device's Events
+  std::unique_ptr<HipQueue> queue_;  // the stream and everything queued on it
 
   std::mutex kernels_mu_;  // kernels_, compiler_
   std::unordered_map<std::string, std::shared_ptr<HipKernel>> kernels_;
   std::optional<codegen::HiprtcCompiler> compiler_;
 
-  std::mutex mu_;  // queue_, pending_, last_issued_, stop and exit flags
-  std::condition_variable cv_;
-  std::deque<Task> queue_;
-  std::deque<Pending> pending_;
-  std::shared_ptr<const HipNative> last_issued_;  // the GPU work issued last (shutdown polls it)
-  bool stop_issue_ = false, stop_complete_ = false;
-  bool issuer_exited_ = false, completer_exited_ = false;  // set by the threads as they return
-  std::atomic<bool> stopping_{false};                      // shutdown began: the issuer's waits give up
   std::once_flag shutdown_once_;
-  bool clean_ = true;               // shutdown's result
-  std::thread issuer_, completer_;  // started last, in the constructor body
+  bool clean_ = true;  // shutdown's result
 };
 
 }  // namespace

@@ -148,42 +148,11 @@ size_t PinnedPool::release() noexcept {
   return total;
 }
 
-// ---------------------------------------------------------------------------------------------
-// staged copies
-
-Staged enqueue_copy_via_host(PinnedPool& pinned, const std::string& name, Device& from, const void* src, void* dst,
-                             size_t bytes, hipStream_t stream) {
-  if (bytes == 0) return std::nullopt;
-  void* buffer = pinned.take(bytes);
-  try {
-    from.copy_out(buffer, src, bytes);
-    RINGRT_HIP_CHECK(name, hipMemcpyAsync(dst, buffer, bytes, hipMemcpyHostToDevice, stream));
-  } catch (...) {
-    pinned.give(bytes, buffer);
-    throw;
-  }
-  return std::make_pair(bytes, buffer);
-}
-
-Staged enqueue_peer_copy(PinnedPool& pinned, GpuName to, GpuName from, const void* src, void* dst, size_t bytes,
-                         hipStream_t stream) {
-  if (bytes == 0) return std::nullopt;
-  if (peer_access(to.gpu, from.gpu, to.name)) {
-    RINGRT_HIP_CHECK(to.name, hipMemcpyPeerAsync(dst, to.gpu, src, from.gpu, bytes, stream));
-    return std::nullopt;
-  }
-  void* buffer = pinned.take(bytes);
-  try {
-    {
-      DeviceGuard guard(from.gpu, from.name);
-      RINGRT_HIP_CHECK(from.name, hipMemcpy(buffer, src, bytes, hipMemcpyDeviceToHost));
-    }
-    RINGRT_HIP_CHECK(to.name, hipMemcpyAsync(dst, buffer, bytes, hipMemcpyHostToDevice, stream));
-  } catch (...) {
-    pinned.give(bytes, buffer);
-    throw;
-  }
-  return std::make_pair(bytes, buffer);
+std::shared_ptr<void> PinnedPool::lease(size_t bytes, std::shared_ptr<const std::atomic<bool>> poisoned) {
+  void* p = take(bytes);
+  return std::shared_ptr<void>(p, [this, bytes, poisoned = std::move(poisoned)](void* q) {
+    if (!poisoned->load()) give(bytes, q);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
 // only where HIP is built (RINGRT_HAVE_HIP).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -31,6 +33,9 @@ class PinnedPool {
   void give(size_t bytes, void* p) noexcept;
   // hipHostFree of every kept buffer; returns their total size in bytes. Logs failures, never throws.
   size_t release() noexcept;
+  // take(bytes) for queued work: the buffer goes back with the last copy of the pointer, or leaks when
+  // `device` is poisoned by then (a faulted GPU may still touch it). The pool must outlive the lease.
+  std::shared_ptr<void> lease(size_t bytes, std::shared_ptr<const std::atomic<bool>> poisoned);
 
  private:
   const std::string name_;
@@ -70,27 +75,6 @@ class BlockCache {
   size_t cached_ = 0, cap_ = 0;  // bytes kept in free_blocks_; the most kept
   MemoryCounter memory_;         // in use, peak and cached bytes
 };
-
-// ---- copies staged through pinned host memory, enqueued on the destination's stream (issuer thread)
-
-// The pinned buffer a staged copy keeps until its GPU work completes (the size asked, the buffer; it
-// goes back with PinnedPool::give); none for a copy that needed none.
-using Staged = std::optional<std::pair<size_t, void*>>;
-// A HIP device as the copies name it: its GPU ordinal and its name ("HIP:1").
-struct GpuName {
-  int gpu;
-  const std::string& name;
-};
-
-// src (`bytes` on device `from` of another backend, read with its copy_out into a pinned buffer) ->
-// dst on `stream`; `name` is the destination device's. Throws DeviceError (the buffer goes back then).
-Staged enqueue_copy_via_host(PinnedPool& pinned, const std::string& name, Device& from, const void* src, void* dst,
-                             size_t bytes, hipStream_t stream);
-// src on HIP device `from` (another GPU) -> dst on device `to`, on `stream` (`to`'s copy stream):
-// hipMemcpyPeerAsync with peer access, else through a pinned buffer (a synchronous hipMemcpy from
-// `from`'s GPU, then hipMemcpyAsync). Throws DeviceError naming the device whose call failed.
-Staged enqueue_peer_copy(PinnedPool& pinned, GpuName to, GpuName from, const void* src, void* dst, size_t bytes,
-                         hipStream_t stream);
 
 // ---- peer access: process-wide, keyed by GPU ordinal (it is context state of the HIP runtime, shared
 // by every logical device on a GPU).

@@ -1,5 +1,5 @@
 // The hip backend's building blocks (internal to runtime/hip/): the GPUs and the HIP devices on them,
-// the current-device guard, the event pool and the native event handle, loaded modules and compiled
+// the current-device guard, the event pool, loaded modules and compiled
 // kernels, the Device handed out (DeviceOwner), and the exit-time flag after which no destructor
 // calls HIP (hip_device.hpp "Teardown"). Memory and peer access are in hip_memory.hpp.
 #pragma once
@@ -58,13 +58,14 @@ class DeviceGuard {
 inline std::atomic<bool> g_hip_gone{false};
 
 // The hipEvents of one device, reused: an event returns here when the last holder of its handle
-// (HipNative) lets go, so an event is never recorded again while another queue may still wait on it.
-// Also the device's poisoned state (hip_device.hpp "Streams"), which the handles carry to the queues of
+// (HipNative, hip_queue.hpp) lets go, so an event is never recorded again while another queue may still
+// wait on it. `free` holds events without timing, `free_timing` events with it (for traces). Also the
+// device's poisoned state (hip_device.hpp "Poisoned devices"), which the handles carry to the queues of
 // other devices that would wait for this one's events on their GPU.
 struct EventPool {
   std::string device;
-  std::mutex mu;  // free, first_error
-  std::vector<hipEvent_t> free;
+  std::mutex mu;  // free, free_timing, first_error
+  std::vector<hipEvent_t> free, free_timing;
   std::atomic<bool> poisoned{false};
   std::string first_error;  // set once, with poisoned
   explicit EventPool(std::string d) : device(std::move(d)) {}
@@ -83,19 +84,8 @@ struct EventPool {
   }
   ~EventPool() {
     if (g_hip_gone) return;
-    for (hipEvent_t e : free) RINGRT_HIP_LOG(device, hipEventDestroy(e));
-  }
-};
-
-// The Event::Native of GPU work on HIP:index: the hipEvent recorded after it on its stream.
-struct HipNative final : Event::Native {
-  int index;
-  hipEvent_t event;
-  std::shared_ptr<EventPool> pool;
-  HipNative(int i, hipEvent_t e, std::shared_ptr<EventPool> p) : index(i), event(e), pool(std::move(p)) {}
-  ~HipNative() override {
-    std::lock_guard<std::mutex> lock(pool->mu);
-    pool->free.push_back(event);
+    for (auto* list : {&free, &free_timing})
+      for (hipEvent_t e : *list) RINGRT_HIP_LOG(device, hipEventDestroy(e));
   }
 };
 
@@ -157,6 +147,9 @@ class DeviceOwner final : public Device {
   }
   void synchronize() override { d_->synchronize(); }
   bool drain(std::chrono::milliseconds timeout) override { return d_->drain(timeout); }
+  bool asynchronous() const override { return d_->asynchronous(); }
+  void* allocate_staging(size_t bytes) override { return d_->allocate_staging(bytes); }
+  void free_staging(void* ptr, size_t bytes) noexcept override { d_->free_staging(ptr, bytes); }
 
  private:
   // The owned device of an owner; any other device as it is.
