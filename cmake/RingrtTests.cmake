@@ -168,7 +168,7 @@ endforeach()
 if(TARGET ringrt_nvidia)
   # the matrix (grouped, a program of its own) and the rest, as for the amd flavor's folders
   foreach(program IN ITEMS "nvrtc_test_matrix_hiprtc;hiprtc/test_matrix_hiprtc.cpp"
-                           "nvrtc_tests;hiprtc/test_hiprtc.cpp;gpu/test_hip_device.cpp;gpu/test_hip_collectives.cpp")
+                           "nvrtc_tests;hiprtc/test_hiprtc.cpp;gpu/test_hip_device.cpp;gpu/test_hip_collectives.cpp;gpu/test_hip_queue.cpp")
     list(POP_FRONT program target)
     list(TRANSFORM program PREPEND "test/")
     add_executable(${target} ${program} test/support/test_main.cpp)
@@ -190,9 +190,7 @@ endif()
 # simgpu: the hip backend's tests (test/gpu/) built again against ringrt_simgpu, the simulated GPU runtime
 # (runtime/hip/sim/), with two simulated GPUs: every GPU case runs in CI, on host threads. As the nvrtc
 # tests: their own main, no precompiled header.
-set(_sim_sources test/gpu/test_hip_device.cpp test/gpu/test_hip_collectives.cpp)
-file(GLOB _sim_more CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}" test/gpu/test_sim_*.cpp)
-list(APPEND _sim_sources ${_sim_more})
+file(GLOB _sim_sources CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}" test/gpu/test_*.cpp)
 add_executable(simgpu_tests ${_sim_sources} test/support/test_main.cpp)
 set_source_files_properties(test/support/test_main.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 ringrt_unity_batches(simgpu_tests ${_sim_sources})

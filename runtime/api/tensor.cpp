@@ -337,12 +337,26 @@ void Tensor::realize_all(const std::vector<Tensor>& tensors) {
   realize_states(todo, true);  // its GraphUse collects at the end when the graph has grown
 }
 
+const Tensor& Tensor::synchronize() const {
+  std::vector<std::shared_ptr<DeviceStorage>> storages;
+  {
+    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    storages = s_->storages;
+  }
+  for (const auto& st : storages)
+    if (st) st->wait_pending();
+  return *this;
+}
+
+void synchronize() { wait_in_flight(watchdog_timeout()); }
+
 size_t Tensor::programs_built() { return program_cache_stats().misses; }
 
 EngineStats Tensor::engine_stats() {
   collect_garbage(true);
   ProgramCacheStats p = program_cache_stats();
   EngineCounts c = engine_counts();
+  size_t in_flight = in_flight_count();
   EngineStats s;
   s.programs_built = p.misses;
   s.program_cache_hits = p.hits;
@@ -353,6 +367,7 @@ EngineStats Tensor::engine_stats() {
   s.storages = c.storages;
   s.tensors = c.states;
   s.assignments = c.assignments;
+  s.in_flight = in_flight;
   return s;
 }
 

@@ -87,6 +87,7 @@ struct EngineStats {
   size_t storages = 0;                 // device buffers alive (one per realized buffer, on 1+ devices)
   size_t tensors = 0;                  // tensor states alive (Tensor handles share them)
   size_t assignments = 0;              // records of run assignments that a live graph still holds
+  size_t in_flight = 0;                // asynchronous realizes and host writes not known complete (GPUs)
 };
 
 class Tensor {
@@ -236,9 +237,17 @@ class Tensor {
   Tensor minimum(const Tensor& o) const;
   Tensor binary(Ops op, const Tensor& o) const;  // numpy broadcasting and dtype promotion
 
-  Tensor& realize();  // runs the schedule on the devices
+  // Runs the schedule on the devices. On devices that queue asynchronously (GPUs; runtime.async) it
+  // returns once the work is enqueued: reading the tensor, writing it, writing a buffer that work still
+  // reads, and freeing memory wait for exactly the work they depend on; synchronize() waits for all.
+  // The cpu backend returns once the work ran. Throws what lowering, compiling and running throw.
+  Tensor& realize();
   // Realizes several tensors with one schedule (one compile of all their kernels).
   static void realize_all(const std::vector<Tensor>& tensors);
+  // Waits until the work that computes this tensor's realized value (and every write to its memory)
+  // has run; at most runtime.watchdog_s (TimeoutError naming the late item). Rethrows that work's
+  // error. Does not realize: for a lazy tensor it waits for nothing.
+  const Tensor& synchronize() const;
   template <class T>
   std::vector<T> to_vector() const {
     return host().to_vector<T>();
@@ -420,5 +429,10 @@ Tensor Tensor::from_vector(std::vector<T> data, Shape shape, std::string device)
     throw ShapeError("from_vector: " + std::to_string(data.size()) + " values for shape " + shape_str(shape));
   return from_host(HostBuffer::from_vector(data, dt, std::move(shape)), std::move(device));
 }
+
+// Waits until every realize and host write of this process has run on its devices (on GPUs they run
+// asynchronously: realize() returns once the work is enqueued); at most runtime.watchdog_s for each
+// (TimeoutError naming the late item). Throws the first error of that work (each error once).
+void synchronize();
 
 }  // namespace ringrt

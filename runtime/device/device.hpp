@@ -68,8 +68,9 @@ class Event {
   // Blocks until the event is done or has a native handle, or the timeout passes; false on timeout.
   // Never throws (wait_for(0ms) afterwards rethrows the work's error).
   bool wait_ready(std::chrono::milliseconds timeout) const;
-  // Runs fn once the event is done, error or not: on the thread that completes it, or at once on this
-  // thread when it is done already. fn must be quick and must not throw (it is called noexcept).
+  // Runs fn once the event is done, error or not: on the thread that completes it, after every callback
+  // registered before it, or at once on this thread when it is done and its callbacks have run. fn must
+  // be quick and must not throw (it is called noexcept).
   // (Completion by the backend: a device that reported the work complete through Native::poll runs
   // fn only when the backend completes the event, soon after.)
   void on_done(std::function<void()> fn) const;
@@ -116,6 +117,13 @@ class Device {
   virtual void free(void* ptr, size_t bytes) = 0;
   virtual void copy_in(void* dst, const void* host, size_t bytes) = 0;   // synchronous
   virtual void copy_out(void* host, const void* src, size_t bytes) = 0;  // synchronous
+  // Queue a copy of `bytes` from host memory into dst, after `after`. The host bytes are read before it
+  // returns (the caller may reuse them at once); the Event completes once they are in device memory.
+  // Thread-safe (host writes to several devices run concurrently). Default: waits for `after` on the
+  // host (rethrowing their errors; TimeoutError past runtime.watchdog_s), then copy_in; a done Event. The hip backend
+  // stages the bytes through pinned buffers, chunk by chunk, so that its DMA of one chunk overlaps the copy of the
+  // next.
+  virtual Event copy_in_async(void* dst, const void* host, size_t bytes, std::vector<Event> after);
   // What allocate and free have handed out and cached (runtime/device/memory.hpp), a thread-safe snapshot.
   // Default: all zero, for a backend that does not count.
   virtual MemoryStats memory_stats() const { return {}; }

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "rewrite/errors.hpp"
 #include "runtime/device/device.hpp"
 
 namespace ringrt {
@@ -12,12 +13,13 @@ namespace ringrt {
 struct Event::State {
   mutable std::mutex mu;
   mutable std::condition_variable cv;
-  std::atomic<bool> done{false};  // written under mu (after error), read without it (done(), succeeded())
-  std::exception_ptr error;       // set before done, never after
-  std::shared_ptr<const Native> native;          // set once, under mu
-  std::atomic<const Native*> polled{nullptr};    // native.get(), readable without mu (it is never reset)
+  std::atomic<bool> done{false};               // written under mu (after error), read without it (done(), succeeded())
+  std::exception_ptr error;                    // set before done, never after
+  std::shared_ptr<const Native> native;        // set once, under mu
+  std::atomic<const Native*> polled{nullptr};  // native.get(), readable without mu (it is never reset)
   std::optional<Times> times;
   std::vector<std::function<void()>> on_done;  // run by set_done
+  bool calling = false;  // set_done is running callbacks: on_done appends, so every callback runs in order
 };
 
 Event::Event() : s_(std::make_shared<State>()) {}
@@ -69,8 +71,8 @@ bool Event::wait_for(std::chrono::milliseconds timeout) const {
               std::chrono::milliseconds(1);  // what is left (rounded up): the backend completes the event
   }
   std::unique_lock<std::mutex> lock(s_->mu);  // done already: no clock read (the condition's wait_for reads one)
-  if (!s_->done.load() && !s_->cv.wait_for(lock, std::max(timeout, std::chrono::milliseconds(0)),
-                                           [&] { return s_->done.load(); }))
+  if (!s_->done.load() &&
+      !s_->cv.wait_for(lock, std::max(timeout, std::chrono::milliseconds(0)), [&] { return s_->done.load(); }))
     return false;
   if (s_->error) std::rethrow_exception(s_->error);
   return true;
@@ -82,16 +84,26 @@ void Event::set_done(std::exception_ptr error) const {
     std::lock_guard<std::mutex> lock(s_->mu);
     s_->error = error;
     s_->done.store(true, std::memory_order_release);
+    s_->calling = true;
     callbacks.swap(s_->on_done);
   }
   s_->cv.notify_all();
-  for (auto& fn : callbacks) run_noexcept(fn);
+  for (;;) {  // callbacks added meanwhile (on_done while calling) run after these, on this thread
+    for (auto& fn : callbacks) run_noexcept(fn);
+    callbacks.clear();
+    std::lock_guard<std::mutex> lock(s_->mu);
+    if (s_->on_done.empty()) {
+      s_->calling = false;
+      return;
+    }
+    callbacks.swap(s_->on_done);
+  }
 }
 
 void Event::on_done(std::function<void()> fn) const {
   {
     std::lock_guard<std::mutex> lock(s_->mu);
-    if (!s_->done) {
+    if (!s_->done || s_->calling) {
       s_->on_done.push_back(std::move(fn));
       return;
     }
@@ -132,6 +144,16 @@ std::optional<Event::Times> Event::times() const {
     n = s_->native.get();
   }
   return n ? n->times() : std::nullopt;
+}
+
+Event Device::copy_in_async(void* dst, const void* host, size_t bytes, std::vector<Event> after) {
+  for (const Event& e : after)
+    if (!e.wait_for(watchdog_timeout()))  // rethrows its error
+      throw TimeoutError(name() + ": a host write waited longer than runtime.watchdog_s for the work before it");
+  copy_in(dst, host, bytes);
+  Event done;
+  done.set_done();
+  return done;
 }
 
 namespace {

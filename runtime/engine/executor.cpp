@@ -31,55 +31,7 @@ std::vector<std::string> names_of(const DeviceSpec& d) {
   throw InternalError("memory for a value without a device");
 }
 
-std::vector<Block> allocate(const DeviceSpec& devices, size_t bytes) {
-  std::vector<Block> out;
-  for (const auto& name : names_of(devices)) {
-    Device& dev = device(name);
-    out.push_back({&dev, dev.allocate(bytes), bytes});
-  }
-  return out;
-}
 }  // namespace
-
-DeviceStorage::DeviceStorage(int64_t id, const DeviceSpec& devices, DType dtype, int64_t numel)
-    : id_(id), dtype_(dtype), numel_(numel), blocks_(allocate(devices, static_cast<size_t>(numel * itemsize(dtype)))) {}
-
-DeviceStorage::~DeviceStorage() {
-  for (const Block& b : blocks_) b.device->free(b.ptr, b.bytes);
-}
-
-std::vector<HostBuffer> DeviceStorage::to_host(bool remote_as_zeros) const {
-  std::vector<HostBuffer> out;
-  for (const Block& b : blocks_) {
-    HostBuffer h(dtype_, {numel_});
-    if (!remote_as_zeros || b.device->remote_rank() < 0) b.device->copy_out(h.bytes.data(), b.ptr, h.bytes.size());
-    out.push_back(std::move(h));
-  }
-  return out;
-}
-
-void DeviceStorage::read(size_t b, int64_t first, HostBuffer& out) const {
-  if (b >= blocks_.size() || first < 0 || out.numel() > numel_ - first || out.dtype != dtype_)
-    throw InternalError(
-        fmt::format("DeviceStorage::read: elements [{}, {}) of block {} of buffer {} ({} blocks "
-                    "of {} {})",
-                    first, first + out.numel(), b, id_, blocks_.size(), numel_, dtype_name(dtype_)));
-  const Block& block = blocks_[b];
-  if (block.device->remote_rank() >= 0)
-    throw DeviceError(fmt::format("buffer {}: device {} is on rank {}, not this one", id_, block.device->name(),
-                                  block.device->remote_rank()));
-  block.device->copy_out(out.bytes.data(), static_cast<const char*>(block.ptr) + first * itemsize(dtype_),
-                         out.bytes.size());
-}
-
-void DeviceStorage::from_host(const std::vector<HostBuffer>& data) {
-  for (size_t d = 0; d < blocks_.size(); ++d) {
-    const HostBuffer& h = data.at(data.size() == 1 ? 0 : d);
-    if (h.bytes.size() != blocks_[d].bytes) throw InternalError("DeviceStorage::from_host: size mismatch");
-    if (blocks_[d].device->remote_rank() >= 0) continue;  // another rank writes its own devices
-    blocks_[d].device->copy_in(blocks_[d].ptr, h.bytes.data(), h.bytes.size());
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // preparing kernels
@@ -140,6 +92,12 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
   Cluster* c = cluster();
   spans_ranks_ = c && ranks_of(plan_).size() > 1;
   if (!spans_ranks_) choose_peer_writes();
+  asynchronous_ = !spans_ranks_ && !plan_.items.empty();
+  for (const auto& item : plan_.items) {
+    std::vector<std::string> names = names_of(item.device);
+    if (item.kind == ScheduleItem::Kind::copy) names.push_back(item.ast.src(0).device().name());
+    for (const auto& name : names) asynchronous_ = asynchronous_ && device(name).asynchronous();
+  }
   // compile per device, every kernel of the program in one go (one with peer copies in both forms)
   std::unordered_map<Device*, std::vector<size_t>> wanted;
   for (size_t i = 0; i < plan_.items.size(); ++i)
@@ -205,7 +163,7 @@ namespace {
 struct Leftovers {
   std::vector<Block> temps;
   std::vector<std::shared_ptr<DeviceStorage>> held;
-  std::vector<std::shared_ptr<const void>> outputs;
+  std::vector<std::shared_ptr<DeviceStorage>> outputs;
   ~Leftovers() {
     for (const Block& b : temps) b.device->free(b.ptr, b.bytes);
   }
@@ -249,15 +207,24 @@ class Program::RunMemory {
   // Ending early (a timeout, an item's error) while items may still run: this run's memory is not
   // freed under them but by the last of them to complete (never, if one never does), on a device
   // thread; devices are never destroyed, and exit waits for these items first (drain_devices_at_exit).
-  void release_when_done(const Events& events, const std::vector<std::shared_ptr<const void>>& keep_alive) {
+  void release_when_done(const Events& events, const std::vector<std::shared_ptr<DeviceStorage>>& outputs) {
     drain_devices_at_exit();
     auto left = std::make_shared<Leftovers>();
     left->temps = std::move(slots.temps);
     slots.temps.clear();
     left->held = std::move(slots.held);
-    left->outputs = keep_alive;
+    left->outputs = outputs;
     for (const auto& evs : events)
       for (const Event& e : evs) e.on_done([left] {});
+  }
+  // An asynchronous run's: its memory goes once `work` (the run's tails) has completed.
+  void release_when_done(const PendingWork& work) {
+    drain_devices_at_exit();
+    auto left = std::make_shared<Leftovers>();
+    left->temps = std::move(slots.temps);
+    slots.temps.clear();
+    left->held = std::move(slots.held);
+    work.when_done([left]() mutable { left.reset(); });
   }
 };
 
@@ -292,7 +259,7 @@ std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<
 // as one group (Device::launch_group: the cpu backend runs small ones as one parallel loop), when an
 // item that waits for one of them comes, or any item that queues work (so every device's queue keeps
 // the items' order), or the end: an all2all's reduces, one item per device, then run as one.
-Program::Events Program::submit(RunMemory& memory) const {
+Program::Events Program::submit(RunMemory& memory, const std::vector<Event>& fences) const {
   Events events(plan_.items.size());
   std::vector<size_t> held;
   std::vector<char> is_held(plan_.items.size(), 0);
@@ -318,6 +285,9 @@ Program::Events Program::submit(RunMemory& memory) const {
     bool peer_writer = memory.peer_writer(i);
     if (!held.empty() && waits_for(i, peer_writer, is_held)) flush();
     std::vector<Event> after = wait_list(i, events, peer_writer);
+    if (plan_.items[i].deps.empty())  // a first item: after the earlier work on the run's storages
+      for (const Event& f : fences)
+        if (!f.succeeded()) after.push_back(f);
     if (memory.elided(i)) {
       events[i] = std::move(after);
       continue;
@@ -407,37 +377,106 @@ std::vector<Event> Program::submit_kernel(size_t i, RunMemory& memory, const std
 // ---------------------------------------------------------------------------------------------
 // wait: the watchdog
 
+std::vector<Event> Program::tails(const Events& events, const RunMemory& memory) const {
+  std::vector<std::pair<const Device*, Event>> last;  // a few devices: a linear scan
+  auto note = [&](const Device* d, const Event& e) {
+    for (auto& [dev, ev] : last)
+      if (dev == d) return void(ev = e);
+    last.emplace_back(d, e);
+  };
+  for (size_t i = 0; i < plan_.items.size(); ++i) {
+    if (memory.elided(i) || events[i].empty()) continue;
+    if (plan_.items[i].kind == ScheduleItem::Kind::copy) {
+      note(memory.plan->copies[i].to, events[i][0]);
+      continue;
+    }
+    const auto& launches = memory.plan->launches[i];
+    for (size_t j = 0; j < launches.size() && j < events[i].size(); ++j) note(launches[j].device, events[i][j]);
+  }
+  std::vector<Event> out;
+  for (auto& [dev, ev] : last) out.push_back(ev);
+  return out;
+}
+
+std::string Program::late_item(const Events& events, const BindingPlan& plan, uint64_t run,
+                               std::chrono::milliseconds timeout) const {
+  for (size_t i = 0; i < events.size(); ++i)
+    for (size_t j = 0; j < events[i].size(); ++j) {
+      if (events[i][j].done()) continue;
+      const ScheduleItem& item = plan_.items[i];
+      std::string where = item.device.to_string();
+      if (item.device.tuple() && !plan.elided[i] && j < plan.launches[i].size())
+        where = fmt::format("{} of {}", plan.launches[i][j].device->name(), where);
+      return fmt::format("{} on {}{} did not complete within {} ms", describe(item, i), where,
+                         cross_rank_part(item, run), timeout.count());
+    }
+  return fmt::format("a run of {} items did not complete within {} ms", plan_.items.size(), timeout.count());
+}
+
+// The host waits once per device queue (its last event: the queues are in order), then sweeps the rest,
+// done by then (polled, no wait), for their errors.
 void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& options) const {
   auto deadline = std::chrono::steady_clock::now() + options.timeout;
-  for (size_t i = 0; i < events.size(); ++i) {
-    for (const Event& e : events[i]) {
-      if (e.succeeded()) continue;  // most are done by now (inline work): no lock, no clock read
-      bool done = false;
-      try {
-        done = e.wait_for(std::chrono::milliseconds(0));  // done (with its error) or not: no clock read
-        if (!done) {
-          auto left =
-              std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-          done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
-        }
-      } catch (...) {  // the item's error
-        memory.release_when_done(events, options.keep_alive);
-        throw;
-      }
+  auto wait_one = [&](const Event& e) {
+    if (e.succeeded()) return;  // most are done by now (inline work): no lock, no clock read
+    bool done = false;
+    try {
+      done = e.wait_for(std::chrono::milliseconds(0));  // done (with its error) or not: no clock read
       if (!done) {
-        memory.release_when_done(events, options.keep_alive);
-        const ScheduleItem& item = plan_.items[i];
-        throw TimeoutError(fmt::format("{} on {}{} did not complete within {} ms", describe(item, i),
-                                       item.device.to_string(), cross_rank_part(item, memory.run),
-                                       options.timeout.count()));
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
       }
+    } catch (...) {  // the item's error
+      memory.release_when_done(events, options.outputs);
+      throw;
     }
-  }
+    if (!done) {
+      memory.release_when_done(events, options.outputs);
+      throw TimeoutError(late_item(events, *memory.plan, memory.run, options.timeout));
+    }
+  };
+  for (const Event& e : tails(events, memory)) wait_one(e);
+  for (const auto& evs : events)
+    for (const Event& e : evs) wait_one(e);
   memory.release();
 }
 
-void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
-                  const ExecOptions& options) const {
+namespace {
+// An asynchronous run in flight: its tails, and what names its late item (a function of the program,
+// kept alive by its cache entry `owner`).
+class RunWork final : public PendingWork {
+ public:
+  RunWork(std::vector<Event> tails, std::shared_ptr<const void> owner,
+          std::function<std::string(std::chrono::milliseconds)> late)
+      : PendingWork(std::move(tails), "a run"), owner_(std::move(owner)), late_(std::move(late)) {}
+
+ protected:
+  std::string late(std::chrono::milliseconds timeout) const override { return late_(timeout); }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::function<std::string(std::chrono::milliseconds)> late_;
+};
+
+// The pending work of the run's storages (inputs and outputs): each device queue's last event, once.
+std::vector<Event> fences_of(const RunSlots& slots, const std::vector<std::shared_ptr<DeviceStorage>>& outputs) {
+  std::vector<Event> out;
+  auto add = [&](const std::shared_ptr<DeviceStorage>& st) {
+    std::shared_ptr<const PendingWork> p = st ? st->pending() : nullptr;
+    if (!p) return;
+    for (const Event& e : p->tails())
+      if (!e.succeeded() &&
+          std::none_of(out.begin(), out.end(), [&](const Event& o) { return o.identity() == e.identity(); }))
+        out.push_back(e);
+  };
+  for (const auto& st : slots.held) add(st);
+  for (const auto& st : outputs) add(st);
+  return out;
+}
+}  // namespace
+
+std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Block>>& outs,
+                                                const StorageLookup& inputs, const ExecOptions& options) const {
   static std::atomic<uint64_t> multi_rank_runs{0};  // the same sequence on every rank (SPMD)
   uint64_t run = 0;
   if (spans_ranks_) {  // every rank runs the same program now, or none does
@@ -450,9 +489,23 @@ void Program::run(const std::vector<std::vector<Block>>& outs, const StorageLook
   bool traced = trace_timing();  // a Trace records: the backends stamp times; recorded once all is done
   std::unique_ptr<RunMemory> memory = bind(outs, inputs);
   memory->run = run;
-  Events events = submit(*memory);
+  Events events = submit(*memory, fences_of(memory->slots, options.outputs));
+  if (asynchronous_ && !traced && options.owner && current_runtime_params().async) {
+    // Asynchronous: the storages and the process's list hold the work in flight (pending.hpp).
+    auto work = std::make_shared<RunWork>(
+        tails(events, *memory), options.owner,
+        [this, events, run, plan = memory->plan](std::chrono::milliseconds timeout) {
+          return late_item(events, *plan, run, timeout);
+        });
+    for (const auto& st : memory->slots.held) st->set_pending(work);
+    for (const auto& st : options.outputs) st->set_pending(work);
+    memory->release_when_done(*work);
+    track_in_flight(work);
+    return work;
+  }
   wait(events, *memory, options);
   if (traced) record_trace(events, *memory);
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------

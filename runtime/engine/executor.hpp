@@ -20,6 +20,7 @@
 #include "rewrite/plan/memory_plan.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "runtime/device/device.hpp"
+#include "runtime/engine/pending.hpp"
 
 namespace ringrt {
 
@@ -31,7 +32,8 @@ struct Block {
 };
 
 // The device memory of one BUFFER (id): a block per device of its device spec, numel elements each.
-// Returned to the device's allocator cache when the last holder lets go.
+// Returned to the device's allocator cache when the last holder lets go, or, while work that uses it is
+// in flight (pending()), once that work has completed (runtime/engine/pending.hpp).
 class DeviceStorage {
  public:
   DeviceStorage(int64_t id, const DeviceSpec& devices, DType dtype, int64_t numel);  // throws DeviceError
@@ -52,11 +54,21 @@ class DeviceStorage {
   void read(size_t b, int64_t first, HostBuffer& out) const;
   void from_host(const std::vector<HostBuffer>& data);  // one per device (or one for all)
 
+  // The work in flight that last read or wrote this storage (an asynchronous run, a host write), or
+  // null once none may be. Work that uses the storage after it waits for it (pending.hpp). Thread-safe.
+  std::shared_ptr<const PendingWork> pending() const;
+  void set_pending(std::shared_ptr<const PendingWork> work);
+  // Waits on the host until the pending work has completed (at most runtime.watchdog_s: TimeoutError
+  // naming the late item; rethrows the work's error). to_host, read and from_host call it first.
+  void wait_pending() const;
+
  private:
   int64_t id_;
   DType dtype_;
   int64_t numel_;
   std::vector<Block> blocks_;
+  mutable std::mutex mu_;                               // pending_
+  mutable std::shared_ptr<const PendingWork> pending_;  // dropped by wait_pending once complete
 };
 
 // Sets the watchdog (runtime.watchdog_s; watchdog_timeout() in rewrite/params.hpp reads it) for the process.
@@ -66,10 +78,13 @@ using StorageLookup = std::function<std::shared_ptr<DeviceStorage>(int64_t buffe
 
 struct ExecOptions {
   std::chrono::milliseconds timeout = watchdog_timeout();  // an item not done by then is a TimeoutError
-  // What the caller's output blocks belong to: when run() ends early (a timeout, an item's error),
-  // these are released only after every item of the run has finished, so a late item never writes
-  // into memory handed out again.
-  std::vector<std::shared_ptr<const void>> keep_alive;
+  // The storages of the caller's output blocks: they learn of a run still in flight (set_pending), and
+  // when run() ends early (a timeout, an item's error) they are released only after every item of the
+  // run has finished, so a late item never writes into memory handed out again.
+  std::vector<std::shared_ptr<DeviceStorage>> outputs;
+  // What keeps the program alive (its cache entry): a run may return before its work completes only
+  // with one (the work in flight names its items from the program when it is late).
+  std::shared_ptr<const void> owner;
 };
 
 class Program {
@@ -80,8 +95,12 @@ class Program {
   // ASSIGN root in its destination's storage (outs[i] unused). Blocks until done; throws TimeoutError
   // naming the first item that did not finish within options.timeout (the device queue it sits on
   // stays blocked until it finishes; everything else stays usable), or the error an item raised.
-  void run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
-           const ExecOptions& options = {}) const;
+  // Asynchronous runs (every device of the program asynchronous, runtime.async on, no trace recording,
+  // one rank, options.owner set): returns once every item is enqueued, with the work in flight, which
+  // every input and output storage then holds as pending (pending.hpp); else returns null.
+  // Either way the run's first items wait for the pending work of its storages (fences).
+  std::shared_ptr<const PendingWork> run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
+                                         const ExecOptions& options = {}) const;
   const ItemPlan& plan() const { return plan_; }
   // How many binding plans (binding.hpp) the process's programs worked out: each program once, and again
   // whenever a run's inputs, outputs' devices or aliasing, runtime.peer_reads or runtime.peer_writes
@@ -98,11 +117,20 @@ class Program {
   // the binding plan it follows (peer reads patched in). Throws DeviceError when memory runs out.
   std::unique_ptr<RunMemory> bind(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs) const;
   // submit: every item to its device's in-order queue after the events of the items it waits for
-  // (an elided copy passes those on); returns at once.
-  Events submit(RunMemory& memory) const;
-  // wait: every event by options.timeout (TimeoutError naming the item), then the run's memory is
-  // freed; on an error it is freed by the last item to finish instead.
+  // (an elided copy passes those on; an item that waits for none of the run's, for `fences`); returns at once.
+  Events submit(RunMemory& memory, const std::vector<Event>& fences) const;
+  // The last event of each device queue in a submitted run (the queues are in order: once these are
+  // done, the run is).
+  std::vector<Event> tails(const Events& events, const RunMemory& memory) const;
+  // wait: every device queue's last event, then every event, by options.timeout (TimeoutError naming
+  // the first item not done), then the run's memory is freed; on an error it is freed by the last item
+  // to finish instead.
   void wait(const Events& events, RunMemory& memory, const ExecOptions& options) const;
+  // The TimeoutError message of a run bound by `plan` whose events are `events` after `timeout`: the
+  // first item not done, on the device of its launch that is not (and, across ranks, the transfer of
+  // run `run`).
+  std::string late_item(const Events& events, const BindingPlan& plan, uint64_t run,
+                        std::chrono::milliseconds timeout) const;
   std::vector<Event> wait_list(size_t i, const Events& events, bool peer_writer) const;
   void choose_peer_writes();  // PreparedKernel::peer_copies of every kernel (the constructor)
   std::vector<Event> submit_copy(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // none if empty
@@ -116,10 +144,11 @@ class Program {
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
-  bool spans_ranks_ = false;  // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
-  uint64_t plan_hash_ = 0;    // what the ranks compare before each run (spans_ranks_ only)
-  MemoryPlan memory_;         // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
-  struct BindingCache {       // the last binding plan (one: a run whose facts differ replaces it)
+  bool spans_ranks_ = false;   // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
+  bool asynchronous_ = false;  // every device of every item asynchronous (Device::asynchronous), this rank's
+  uint64_t plan_hash_ = 0;     // what the ranks compare before each run (spans_ranks_ only)
+  MemoryPlan memory_;          // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
+  struct BindingCache {        // the last binding plan (one: a run whose facts differ replaces it)
     std::mutex mu;
     std::shared_ptr<const BindingPlan> plan;
   };

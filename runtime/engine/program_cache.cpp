@@ -22,13 +22,14 @@ ProgramRef::ProgramRef(std::shared_ptr<const Built> built, std::vector<int64_t> 
 
 const Lowered& ProgramRef::lowered() const { return built_->lowered; }
 
-void ProgramRef::run(const std::vector<std::vector<Block>>& outs, const StorageLookup& storages,
-                     const ExecOptions& options) const {
+std::shared_ptr<const PendingWork> ProgramRef::run(const std::vector<std::vector<Block>>& outs,
+                                                   const StorageLookup& storages, ExecOptions options) const {
   StorageLookup params = [&](int64_t id) -> std::shared_ptr<DeviceStorage> {
     if (id < 0 || static_cast<size_t>(id) >= buffers_.size()) return nullptr;  // the program's scratch
     return storages(buffers_[static_cast<size_t>(id)]);
   };
-  built_->program->run(outs, params, options);
+  options.owner = built_;
+  return built_->program->run(outs, params, options);
 }
 
 namespace {

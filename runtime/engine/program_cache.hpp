@@ -30,9 +30,10 @@ class ProgramRef {
   // caller's (its nodes are not the caller's).
   const Lowered& lowered() const;
   // Program::run with parameter i read from storages(buffers[i]); the program's own scratch buffers
-  // are fresh memory. Throws what Program::run throws.
-  void run(const std::vector<std::vector<Block>>& outs, const StorageLookup& storages,
-           const ExecOptions& options = {}) const;
+  // are fresh memory; the entry is the run's owner (a run may stay in flight). Throws what Program::run
+  // throws.
+  std::shared_ptr<const PendingWork> run(const std::vector<std::vector<Block>>& outs, const StorageLookup& storages,
+                                         ExecOptions options = {}) const;
 
  private:
   std::shared_ptr<const Built> built_;

@@ -376,7 +376,7 @@ void run_fresh(const std::vector<StatePtr>& plain, const AllreduceSettings& sett
   std::vector<std::shared_ptr<Storage>> keep;
   for (auto& st : plain) keep.insert(keep.end(), st->storages.begin(), st->storages.end());
   ExecOptions options;
-  options.keep_alive.assign(outputs.begin(), outputs.end());
+  options.outputs.assign(outputs.begin(), outputs.end());
   program.run(outs, find_storage, options);
   for (size_t i = 0; i < plain.size(); ++i) {
     UOp view = buffers[i].reshape(low.roots[i].shape());

@@ -57,7 +57,8 @@ class HipDevice final : public Device {
       int on_gpu = (static_cast<int>(t.names.size()) - gpu_ + t.gpus - 1) / std::max(t.gpus, 1);
       blocks_.set_cap(hip_launch::device_cache_cap(props.totalGlobalMem, on_gpu));
       RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&host_, hipStreamNonBlocking));
-      queue_ = std::make_unique<HipQueue>(gpu_, name_);
+      queue_ = std::make_unique<HipQueue>(
+          gpu_, name_, [this](hipStream_t stream, void* gate, uint32_t value) { spin_wait(stream, gate, value); });
     } catch (...) {
       release();
       throw;
@@ -119,6 +120,35 @@ class HipDevice final : public Device {
     DeviceGuard guard(gpu_, name_);
     RINGRT_HIP_CHECK(name_, hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, host_));
     RINGRT_HIP_CHECK(name_, hipStreamSynchronize(host_));
+  }
+
+  // Chunks of kStagingChunk bytes, each copied into a pinned buffer on this thread and then by DMA on
+  // the stream (the DMA of one overlaps the copy of the next), at most kStagingChunks in flight per call
+  // (this thread waits for the oldest beyond): a bounded amount of pinned memory, reused through the
+  // pool. The first chunk waits for `after` on the GPU. The Event is the last chunk's (the queue is in
+  // order).
+  Event copy_in_async(void* dst, const void* host, size_t bytes, std::vector<Event> after) override {
+    constexpr size_t kStagingChunk = size_t{4} << 20, kStagingChunks = 16;
+    std::deque<Event> chunks;
+    for (size_t at = 0; at < bytes || (at == 0 && chunks.empty()); at += kStagingChunk) {
+      size_t n = std::min(kStagingChunk, bytes - at);
+      if (chunks.size() >= kStagingChunks) {
+        if (!chunks.front().wait_for(watchdog_timeout()))
+          throw TimeoutError(fmt::format("{}: a staged host write waited longer than runtime.watchdog_s", name_));
+        chunks.pop_front();
+      }
+      std::shared_ptr<void> buffer = n ? pinned_.lease(n, queue_->poison_flag()) : nullptr;
+      if (n) std::memcpy(buffer.get(), static_cast<const char*>(host) + at, n);
+      chunks.push_back(queue_->enqueue(
+          fmt::format("host write of {} bytes", n), at == 0 ? after : std::vector<Event>{}, [&](hipStream_t stream) {
+            if (n)
+              RINGRT_HIP_CHECK(
+                  name_, hipMemcpyAsync(static_cast<char*>(dst) + at, buffer.get(), n, hipMemcpyHostToDevice, stream));
+            return Resources{nullptr, buffer};
+          }));
+      if (n == 0) break;
+    }
+    return chunks.back();
   }
 
   // A device-to-host hipMemcpy returns once the bytes are in host memory; the caller has waited for
@@ -262,17 +292,55 @@ class HipDevice final : public Device {
     return *compiler_;
   }
 
+  // HipQueue's fallback for a gate without hipStreamWaitValue32: one thread of a kernel spins until the
+  // gate word (host memory, mapped) reaches `value`. Compiled on first use.
+  void spin_wait(hipStream_t stream, void* gate, uint32_t value) {
+    static constexpr const char* kSource = R"(
+extern "C" __global__ void rt_gate_wait(const volatile unsigned int* word, unsigned int value) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    while ((int)(*word - value) < 0) {
+    }
+}
+)";
+    std::shared_ptr<HipKernel> k;
+    {
+      std::lock_guard<std::mutex> lock(kernels_mu_);
+      k = gate_kernel_;
+    }
+    if (!k) {
+      std::string code = compiler().compile(kSource, "rt_gate_wait");
+      k = std::make_shared<HipKernel>();
+      k->index = index_;
+      k->module = std::make_shared<Module>(gpu_, name_);
+      RINGRT_HIP_CHECK(name_, hipModuleLoadData(&k->module->handle, code.data()));
+      RINGRT_HIP_CHECK(name_, hipModuleGetFunction(&k->fn, k->module->handle, "rt_gate_wait"));
+      std::lock_guard<std::mutex> lock(kernels_mu_);
+      gate_kernel_ = k;
+    }
+    struct Args {
+      void* word;
+      uint32_t value;
+      uint32_t pad;
+    } args{gate, value, 0};
+    size_t size = sizeof(args);
+    void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, &args, HIP_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                      HIP_LAUNCH_PARAM_END};
+    RINGRT_HIP_CHECK(name_, hipModuleLaunchKernel(k->fn, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, config));
+  }
+
   // Frees everything this device holds; logs errors and never throws (destructor, failed constructor).
-  // The queue first (it synchronizes its stream; other logical devices on the GPU keep running).
+  // The queue was stopped first (it freed its stream; other logical devices on the GPU keep running) and
+  // stays, refusing work with a DeviceError: exit handlers may still drain the device.
   void release() noexcept {
     if (g_hip_gone) return;  // after the exit handler: the HIP runtime may be gone, leak instead
-    queue_.reset();
+    if (queue_) queue_->stop(std::chrono::steady_clock::now());  // (stopped already, but after a failed constructor)
     try {
       DeviceGuard guard(gpu_, name_);
       if (host_) RINGRT_HIP_LOG(name_, hipStreamSynchronize(host_));
       {
         std::lock_guard<std::mutex> lock(kernels_mu_);
         kernels_.clear();  // modules unload with their last kernel
+        gate_kernel_.reset();
       }
       blocks_.release();
       pinned_.release();
@@ -298,6 +366,7 @@ class HipDevice final : public Device {
 
   std::mutex kernels_mu_;  // kernels_, compiler_
   std::unordered_map<std::string, std::shared_ptr<HipKernel>> kernels_;
+  std::shared_ptr<HipKernel> gate_kernel_;  // spin_wait's
   std::optional<codegen::HiprtcCompiler> compiler_;
 
   std::once_flag shutdown_once_;

@@ -6,8 +6,8 @@
 
 #include <atomic>
 #include <cstddef>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>

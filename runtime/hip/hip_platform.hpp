@@ -18,6 +18,7 @@
 // Include only where HIP is built (RINGRT_HAVE_HIP); include hip_check.hpp rather than this directly.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #if defined(RINGRT_GPU_SIM)
@@ -76,6 +77,9 @@ using hipFunction_t = CUfunction;
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
 #define hipHostMallocDefault cudaHostAllocDefault
+#define hipHostMallocMapped cudaHostAllocMapped
+#define hipHostMallocPortable cudaHostAllocPortable
+#define hipStreamWaitValueGte CU_STREAM_WAIT_VALUE_GEQ  // (int32_t)(*addr - value) >= 0, as HIP's
 #define HIP_LAUNCH_PARAM_BUFFER_POINTER CU_LAUNCH_PARAM_BUFFER_POINTER
 #define HIP_LAUNCH_PARAM_BUFFER_SIZE CU_LAUNCH_PARAM_BUFFER_SIZE
 #define HIP_LAUNCH_PARAM_END CU_LAUNCH_PARAM_END
@@ -108,12 +112,18 @@ using hipFunction_t = CUfunction;
 #define hipEventSynchronize cudaEventSynchronize
 #define hipEventQuery cudaEventQuery
 #define hipEventDestroy cudaEventDestroy
+#define hipEventElapsedTime cudaEventElapsedTime
+#define hipHostGetDevicePointer cudaHostGetDevicePointer
+#define hipLaunchHostFunc cudaLaunchHostFunc
 
 // ---- module calls: the CUDA driver API through the runtime's entry points
 #define hipModuleLoadData ::ringrt::nv::module_load_data
 #define hipModuleGetFunction ::ringrt::nv::module_get_function
 #define hipModuleLaunchKernel ::ringrt::nv::launch_kernel
 #define hipModuleUnload ::ringrt::nv::module_unload
+// ---- stream memory operations: driver calls, returned as the runtime's errors
+#define hipStreamWaitValue32 ::ringrt::nv::stream_wait_value32
+#define hipStreamWriteValue32 ::ringrt::nv::stream_write_value32
 
 namespace ringrt::nv {
 
@@ -169,6 +179,27 @@ inline CUresult launch_kernel(CUfunction function, unsigned grid_x, unsigned gri
   static const auto fn = driver_entry<decltype(&cuLaunchKernel)>("cuLaunchKernel");
   if (!fn) return kNoEntryPoint;
   return fn(function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream, params, extra);
+}
+
+// A driver result as the runtime's error: success, or cudaErrorNotSupported (the caller falls back), the
+// driver's own error logged by the caller's fallback message.
+inline cudaError_t as_runtime_error(CUresult rc) noexcept {
+  return rc == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
+}
+
+// hipStreamWaitValue32 (HIP's mask argument must be all ones: CUDA has none): the stream waits until the
+// 32-bit word at `ptr` (device-accessible: device memory, or mapped pinned host memory through its
+// device pointer) compares with `value` as `flags` says.
+inline cudaError_t stream_wait_value32(cudaStream_t stream, void* ptr, uint32_t value, unsigned flags,
+                                       uint32_t mask = 0xffffffffu) noexcept {
+  static const auto fn = driver_entry<decltype(&cuStreamWaitValue32)>("cuStreamWaitValue32");
+  if (!fn || mask != 0xffffffffu) return cudaErrorNotSupported;
+  return as_runtime_error(fn(stream, reinterpret_cast<CUdeviceptr>(ptr), value, flags));
+}
+inline cudaError_t stream_write_value32(cudaStream_t stream, void* ptr, uint32_t value, unsigned flags) noexcept {
+  static const auto fn = driver_entry<decltype(&cuStreamWriteValue32)>("cuStreamWriteValue32");
+  if (!fn) return cudaErrorNotSupported;
+  return as_runtime_error(fn(stream, reinterpret_cast<CUdeviceptr>(ptr), value, flags));
 }
 
 // cuGetErrorName / cuGetErrorString of rc; null when unknown or when the driver is unavailable.

@@ -34,6 +34,8 @@ Event::Native::Poll HipNative::poll() const noexcept {
   }
   for (const Event& d : host_deps)
     if (!d.succeeded()) return Poll::unknown;  // failed: its error is this work's (the queue says so)
+  for (const auto& p : dep_pools)
+    if (p->poisoned) return Poll::unknown;  // what it waited for may have failed: the queue says
   return Poll::complete;
 }
 
@@ -55,8 +57,8 @@ std::optional<Event::Times> HipNative::times() const {
 // ---------------------------------------------------------------------------------------------
 // construction
 
-HipQueue::HipQueue(int gpu, std::string name)
-    : gpu_(gpu), name_(std::move(name)), pool_(std::make_shared<EventPool>(name_)) {
+HipQueue::HipQueue(int gpu, std::string name, SpinWait spin_wait)
+    : gpu_(gpu), name_(std::move(name)), pool_(std::make_shared<EventPool>(name_)), spin_wait_(std::move(spin_wait)) {
   try {
     DeviceGuard guard(gpu_, name_);
     RINGRT_HIP_CHECK(name_, hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
@@ -72,9 +74,7 @@ HipQueue::HipQueue(int gpu, std::string name)
   completer_ = std::thread([this] { complete_loop(); });
 }
 
-HipQueue::~HipQueue() {
-  if (stop(std::chrono::steady_clock::now() + 3s)) release();
-}
+HipQueue::~HipQueue() { stop(std::chrono::steady_clock::now() + 3s); }
 
 // ---------------------------------------------------------------------------------------------
 // enqueueing: the submitting thread
@@ -131,24 +131,10 @@ void HipQueue::wait_gate(hipStream_t stream, void* gate, uint32_t value) {
     if (rc == hipSuccess) return;
     (void)hipGetLastError();
     wait_value_ = false;
-    std::fprintf(stderr, "ringrt: %s: hipStreamWaitValue32 failed (%s); host work is ordered by host callbacks\n",
+    std::fprintf(stderr, "ringrt: %s: hipStreamWaitValue32 failed (%s); host work is ordered by a spinning kernel\n",
                  name_.c_str(), hipGetErrorName(rc));
   }
-  // The fallback: a host callback on the stream that blocks until the gate's value is reached.
-  struct Wait {
-    uint32_t* word;
-    uint32_t value;
-  };
-  auto* w = new Wait{static_cast<uint32_t*>(gate), value};  // the word is host memory (mapped, same address)
-  RINGRT_HIP_CHECK(name_, hipLaunchHostFunc(
-                              stream,
-                              [](void* p) {
-                                std::unique_ptr<Wait> wait(static_cast<Wait*>(p));
-                                std::atomic_ref<uint32_t> word(*wait->word);
-                                while (static_cast<int32_t>(word.load(std::memory_order_acquire) - wait->value) < 0)
-                                  std::this_thread::sleep_for(20us);
-                              },
-                              w));
+  spin_wait_(stream, gate, value);
 }
 
 void HipQueue::open_gate(uint32_t value) {
@@ -184,6 +170,8 @@ Event HipQueue::enqueue(std::string what, const std::vector<Event>& after, const
     try {
       DeviceGuard guard(gpu_, name_);
       std::vector<Event> on_host;  // what only the host can wait for
+      std::vector<Event> gpu_deps;
+      std::vector<std::shared_ptr<EventPool>> dep_pools;
       for (const Event& a : after) {
         if (a.succeeded()) continue;
         if (a.done()) a.wait_for(0ms);  // rethrows its error: the work is not enqueued
@@ -192,16 +180,20 @@ Event HipQueue::enqueue(std::string what, const std::vector<Event>& after, const
           on_host.push_back(a);
         } else if (hn->pool != pool_) {  // this queue's own work is earlier in the stream
           if (auto bad = hn->pool->poison_error())
-            throw DeviceError(hip_launch::poisoned_message(name_, what, fmt::format("{} ({})", hn->pool->device, *bad)));
+            throw DeviceError(
+                hip_launch::poisoned_message(name_, what, fmt::format("{} ({})", hn->pool->device, *bad)));
           if (hn->event)
             RINGRT_HIP_CHECK(name_, hipStreamWaitEvent(stream_, hn->event, 0));
           else
             wait_gate(stream_, hn->gate, hn->gate_value);
+          gpu_deps.push_back(a);
+          dep_pools.push_back(hn->pool);
         }
       }
       std::vector<Event> host_deps;
       if (!on_host.empty()) host_deps.push_back(push_host("wait for " + what, std::move(on_host), {}));
       std::shared_ptr<HipNative> native = gpu_native(std::move(host_deps));
+      native->dep_pools = std::move(dep_pools);
       Resources keep = work(stream_);
       RINGRT_HIP_CHECK(name_, hipEventRecord(native->event, stream_));
       e.set_native(native);
@@ -210,6 +202,7 @@ Event HipQueue::enqueue(std::string what, const std::vector<Event>& after, const
       entry.what = std::move(what);
       entry.native = std::move(native);
       entry.keep = std::move(keep);
+      entry.gpu_deps = std::move(gpu_deps);
       pending_.push_back(std::move(entry));
     } catch (...) {
       error = std::current_exception();
@@ -336,13 +329,17 @@ void HipQueue::complete_gpu(std::vector<Entry>& batch, hipError_t rc) {
     if (poisoned) {
       error = std::make_exception_ptr(DeviceError(hip_launch::poisoned_message(name_, e.what, *poisoned)));
     } else {
-      for (const Event& d : e.native->host_deps)
-        if (!error && !d.succeeded()) try {
-            d.wait_for(0ms);
-          } catch (...) {
-            error = std::current_exception();
-          }
+      // The host work and other devices' work it waited for: their errors are its own (those devices'
+      // completers may not have completed their events yet: wait for them).
+      for (const std::vector<Event>* deps : {&e.native->host_deps, const_cast<const std::vector<Event>*>(&e.gpu_deps)})
+        for (const Event& d : *deps)
+          if (!error && !d.succeeded()) try {
+              d.wait_for(watchdog_timeout());
+            } catch (...) {
+              error = std::current_exception();
+            }
     }
+    e.gpu_deps.clear();
     e.keep = {};  // a staging buffer goes back to its pool, unless the GPU faulted (PinnedPool::lease)
     e.native.reset();
     e.done.set_done(error);
@@ -388,6 +385,7 @@ bool HipQueue::stop(std::chrono::steady_clock::time_point deadline) noexcept {
   lock.unlock();
   exited ? completer_.join() : completer_.detach();
   stopped_ = idle && exited;
+  if (*stopped_) release();  // the stream and events; the queue refuses work from now on
   return *stopped_;
 }
 

@@ -46,16 +46,18 @@ struct TimeBase {
 struct HipNative final : Event::Native {
   std::shared_ptr<EventPool> pool;
   hipEvent_t event = nullptr, start = nullptr;
-  std::shared_ptr<const TimeBase> base;  // with `start`
-  std::vector<Event> host_deps;          // host work this GPU work waited for: their errors are its own
+  std::shared_ptr<const TimeBase> base;               // with `start`
+  std::vector<Event> host_deps;                       // host work this GPU work waited for: their errors are its own
+  std::vector<std::shared_ptr<EventPool>> dep_pools;  // of other devices' work it waited for on the GPU
   void* gate = nullptr;
   uint32_t gate_value = 0;
   mutable std::atomic<bool> doomed{false};  // completed with the shut-down error: poll says unknown
 
   explicit HipNative(std::shared_ptr<EventPool> p) : pool(std::move(p)) {}
   ~HipNative() override;
-  // GPU work: hipEventQuery of `event` (complete only when the host work it waited for succeeded too);
-  // host work: unknown (the queue completes its Event).
+  // GPU work: hipEventQuery of `event` (complete only when the host work it waited for succeeded too,
+  // and unknown once a device whose work it waited for is poisoned); host work: unknown (the queue
+  // completes its Event).
   Poll poll() const noexcept override;
   // GPU work traced (`start` set) and complete: its times on the device's clock (TimeBase).
   std::optional<Event::Times> times() const override;
@@ -67,10 +69,14 @@ class HipQueue {
   // holds until done. Throws DeviceError when a HIP call fails.
   using GpuWork = std::function<Resources(hipStream_t stream)>;
 
+  // Enqueues on `stream` a wait until the 32-bit word at `gate` (device-accessible) reaches `value`
+  // (wrapping compare), without hipStreamWaitValue32: the fallback where that fails (a kernel that spins).
+  using SpinWait = std::function<void(hipStream_t stream, void* gate, uint32_t value)>;
+
   // The queue of device `name` on GPU `gpu`: its stream, event pool and gate word; starts the completer.
   // Throws DeviceError when a HIP call fails.
-  HipQueue(int gpu, std::string name);
-  ~HipQueue();  // stop() if not stopped; frees the stream and events when it stopped cleanly
+  HipQueue(int gpu, std::string name, SpinWait spin_wait);
+  ~HipQueue();  // stop() if not stopped
   HipQueue(const HipQueue&) = delete;
   HipQueue& operator=(const HipQueue&) = delete;
 
@@ -90,9 +96,10 @@ class HipQueue {
   // Waits at most `timeout` until everything enqueued so far has run (a marker through the queue);
   // false when some of it still runs. Throws DeviceError when shut down or poisoned.
   bool wait_all(std::chrono::milliseconds timeout);
-  // Stops the queue by `deadline`: refuses new work, fails host work that has not started (and the GPU
-  // work queued after it) with the shut-down message, lets the rest complete. True when everything
-  // completed and the completer exited; then the destructor frees the stream. Idempotent; never throws.
+  // Stops the queue by `deadline`: refuses new work (DeviceError, shut down), fails host work that has not
+  // started (and the GPU work queued after it) with the shut-down message, lets the rest complete. True
+  // when everything completed and the completer exited: then the stream and events are freed at once
+  // (else leaked: the abandoned work may still use them). Idempotent; never throws.
   bool stop(std::chrono::steady_clock::time_point deadline) noexcept;
   // The first GPU error, once the device is poisoned (hip_device.hpp "Poisoned devices").
   std::optional<std::string> poisoned() const { return pool_->poison_error(); }
@@ -105,9 +112,10 @@ class HipQueue {
     Event done;
     std::string what;
     std::shared_ptr<const HipNative> native;
-    Resources keep;                  // GPU work
-    std::vector<Event> after;        // host work: waited for on the host
-    std::function<void()> fn;        // host work (empty: a wait only)
+    Resources keep;               // GPU work
+    std::vector<Event> gpu_deps;  // GPU work: other devices' work it waited for (their errors are its own)
+    std::vector<Event> after;     // host work: waited for on the host
+    std::function<void()> fn;     // host work (empty: a wait only)
   };
 
   void check_open(const std::string& what) const;  // under mu_
@@ -129,14 +137,15 @@ class HipQueue {
   hipStream_t stream_ = nullptr;
   uint32_t* gate_host_ = nullptr;  // pinned, mapped: the host opens gates here
   void* gate_dev_ = nullptr;       // the same word as the GPU addresses it
-  bool wait_value_ = true;         // hipStreamWaitValue32 works (else a blocking host callback waits)
+  bool wait_value_ = true;         // hipStreamWaitValue32 works (else spin_wait_)
+  SpinWait spin_wait_;
   std::shared_ptr<const TimeBase> base_;
 
   mutable std::mutex mu_;  // the stream's enqueue order, pending_, gates_, the flags below
   std::condition_variable cv_;
   std::deque<Entry> pending_;
   std::vector<Entry> graveyard_;  // GPU work stop() failed early, held until the stream is idle (release)
-  uint32_t gates_ = 0;  // gate values handed out (host work pushed)
+  uint32_t gates_ = 0;            // gate values handed out (host work pushed)
   bool stopping_ = false, stop_complete_ = false, completer_exited_ = false;
   std::atomic<bool> abandon_{false};  // shutdown's deadline passed: host waits give up
   std::optional<bool> stopped_;       // stop()'s result

@@ -135,6 +135,9 @@ class DeviceOwner final : public Device {
   void reset_peak_memory() override { d_->reset_peak_memory(); }
   void copy_in(void* dst, const void* host, size_t bytes) override { d_->copy_in(dst, host, bytes); }
   void copy_out(void* host, const void* src, size_t bytes) override { d_->copy_out(host, src, bytes); }
+  Event copy_in_async(void* dst, const void* host, size_t bytes, std::vector<Event> after) override {
+    return d_->copy_in_async(dst, host, bytes, std::move(after));
+  }
   std::shared_ptr<CompiledKernel> compile(const codegen::Kernel& k) override { return d_->compile(k); }
   Event launch(const CompiledKernel& k, std::vector<void*> bufs, int32_t dnum, std::vector<Event> after) override {
     return d_->launch(k, std::move(bufs), dnum, std::move(after));

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -58,6 +60,33 @@ struct GpusAtLeast {
     r.message() << "needs " << n << " HIP device(s); there are " << have;
     return r;
   }
+};
+
+// Host work that blocks a device's queue until release() (or `limit` passes, so that a test which
+// fails to release it still ends).
+class Blocker {
+ public:
+  Blocker(Device& dev, std::chrono::seconds limit = std::chrono::seconds(20)) {
+    auto state = state_;
+    done_ = dev.submit(
+        [state, limit] {
+          state->started = true;
+          auto until = std::chrono::steady_clock::now() + limit;
+          while (!state->released && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+        },
+        {});
+  }
+  ~Blocker() { release(); }
+  void release() { state_->released = true; }
+  bool released() const { return state_->released; }
+  const Event& done() const { return done_; }
+
+ private:
+  struct State {
+    std::atomic<bool> started{false}, released{false};
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  Event done_;
 };
 
 inline void wait(const Event& e, const char* what) {

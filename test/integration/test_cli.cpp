@@ -405,7 +405,8 @@ BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
       expect_2(run_cli({"config", "configs/naive.yaml", "--dump"}, {env}), want);  // config checks what run reads
     }
   }
-  BOOST_TEST(switches == 7);  // peer reads and writes, kernel split, inline small, huge pages, in place, mpi stage host
+  BOOST_TEST(switches == 8);  // peer reads and writes, kernel split, inline small, huge pages, in place, mpi stage
+                              // host, async
   for (const char* value : {"1e-9", " 5", "0x10", "0"})
     expect_2(run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"},
                      {std::string("RINGRT_WATCHDOG_S=") + value}),

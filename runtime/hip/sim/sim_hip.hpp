@@ -19,8 +19,9 @@
 //   - Graphs: explicit nodes (kernel, 1-D copy, empty, event record), instantiated and launched into a
 //     stream as one operation that runs the nodes in an order that honours their dependencies; the
 //     executable graph's kernel and copy parameters can be set between launches.
-//   - hipStreamWaitValue32 / hipStreamWriteValue32 on host-mapped or device memory.
-//   - A fault: RINGRT_SIM_FAULT_KERNEL=NAME makes every launch of kernel NAME fault its GPU, as an
+//   - hipStreamWaitValue32 / hipStreamWriteValue32 on host-mapped or device memory
+//     (RINGRT_SIM_WAIT_VALUE=0: hipStreamWaitValue32 is not supported, as on some platforms).
+//   - A fault: RINGRT_SIM_FAULT_KERNEL=NAME (read at each launch) makes a launch of kernel NAME fault its GPU, as an
 //     illegal address would (the kernel does not run, the error is sticky: that GPU's later
 //     operations do not run and its events report hipErrorIllegalAddress), so poisoning is testable.
 // Not simulated: timing (nothing is faster or slower than the host makes it), shared memory, more

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,10 +51,55 @@ struct ihipModuleSymbol_t {
 
 namespace ringrt::sim::detail {
 
+// The simulated machine, from the environment (sim_hip.hpp), read once.
+struct Config {
+  Config();
+  int gpus;
+  size_t gpu_bytes;
+  bool peer, wait_value;
+};
+const Config& config();
+
+struct CounterCells {
+  std::atomic<uint64_t> kernels{0}, copies{0}, graph_launches{0}, event_records{0}, event_waits{0}, value_waits{0};
+  std::atomic<uint64_t> synchronizes{0}, queries{0};
+};
+CounterCells& cells();
+
+// One GPU: its memory in use, its peer access, and its sticky fault (0 while healthy).
+struct Gpu {
+  std::atomic<int> fault{0};
+  std::mutex mu;  // used, peers_enabled
+  size_t used = 0;
+  std::set<int> peers_enabled;
+};
+struct Allocation {
+  int gpu;  // -1: host memory (hipHostMalloc)
+  size_t bytes;
+};
+// The process's simulated GPUs, allocations and live streams (never destroyed: stream threads may
+// outlive static destructors).
+struct Runtime {
+  Runtime();
+  std::vector<std::unique_ptr<Gpu>> gpus;
+  std::mutex mu;  // allocations, streams
+  std::map<const void*, Allocation> allocations;
+  std::set<ihipStream_t*> streams;
+};
+Runtime& runtime();
+
 // Sets the calling thread's last error (hipGetLastError) unless rc is hipSuccess; returns rc.
 hipError_t fail(hipError_t rc);
+hipError_t take_last_error();  // hipGetLastError
 // The calling thread's current GPU (hipSetDevice).
 int current_gpu();
+void set_current_gpu(int gpu);
+bool valid_gpu(int gpu);
+hipError_t no_gpu();  // fail(): hipErrorNoDevice without GPUs, else hipErrorInvalidDevice
+// GPU `gpu`'s sticky fault: whether it has one, which (hipSuccess when none), set it once.
+bool faulted(int gpu);
+hipError_t fault_of(int gpu);
+void set_fault(int gpu, hipError_t rc);
 // Runs `op` in order on `s`; the NULL stream runs it at once, in the caller.
 void enqueue(hipStream_t s, std::function<void()> op);
 // The next record of `e`, made on a stream of `gpu`: its generation, for complete_record.

@@ -19,10 +19,9 @@
 
 #include "runtime/hip/sim/sim_internal.hpp"
 
-namespace ringrt::sim {
-namespace {
+namespace ringrt::sim::detail {
 
-using Clock = std::chrono::steady_clock;
+namespace {
 
 // An environment variable as a whole number in [lo, hi]; `fallback` when unset or malformed.
 long env_number(const char* name, long fallback, long lo, long hi) {
@@ -33,75 +32,62 @@ long env_number(const char* name, long fallback, long lo, long hi) {
   return (*end || n < lo || n > hi) ? fallback : n;
 }
 
-struct Config {
-  int gpus = static_cast<int>(env_number("RINGRT_SIM_GPUS", 1, 0, 64));
-  size_t gpu_bytes = static_cast<size_t>(env_number("RINGRT_SIM_GPU_MIB", 2048, 1, 1 << 20)) << 20;
-  bool peer = env_number("RINGRT_SIM_PEER", 1, 0, 1) == 1;
-  std::string fault_kernel = std::getenv("RINGRT_SIM_FAULT_KERNEL") ? std::getenv("RINGRT_SIM_FAULT_KERNEL") : "";
-};
+thread_local hipError_t t_last_error = hipSuccess;
+thread_local int t_device = 0;
+
+}  // namespace
+
+Config::Config()
+    : gpus(static_cast<int>(env_number("RINGRT_SIM_GPUS", 1, 0, 64))),
+      gpu_bytes(static_cast<size_t>(env_number("RINGRT_SIM_GPU_MIB", 2048, 1, 1 << 20)) << 20),
+      peer(env_number("RINGRT_SIM_PEER", 1, 0, 1) == 1),
+      wait_value(env_number("RINGRT_SIM_WAIT_VALUE", 1, 0, 1) == 1) {}
+
 const Config& config() {
   static const Config c;
   return c;
 }
 
-struct CounterCells {
-  std::atomic<uint64_t> kernels{0}, copies{0}, graph_launches{0}, event_records{0}, event_waits{0}, value_waits{0};
-  std::atomic<uint64_t> synchronizes{0}, queries{0};
-};
 CounterCells& cells() {
   static auto* c = new CounterCells;  // never destroyed: stream threads may outlive static destructors
   return *c;
 }
 
-// One GPU: its memory in use, its peer access, and its sticky fault (0 while healthy).
-struct Gpu {
-  std::atomic<int> fault{0};
-  std::mutex mu;
-  size_t used = 0;
-  std::set<int> peers_enabled;
-};
-struct Allocation {
-  int gpu;  // -1: host memory (hipHostMalloc)
-  size_t bytes;
-};
-struct Runtime {
-  std::vector<std::unique_ptr<Gpu>> gpus;
-  std::mutex mu;  // allocations, streams
-  std::map<const void*, Allocation> allocations;
-  std::set<ihipStream_t*> streams;
-  Runtime() {
-    for (int i = 0; i < config().gpus; ++i) gpus.push_back(std::make_unique<Gpu>());
-  }
-};
+Runtime::Runtime() {
+  for (int i = 0; i < config().gpus; ++i) gpus.push_back(std::make_unique<Gpu>());
+}
+
 Runtime& runtime() {
   static auto* r = new Runtime;  // never destroyed, as above
   return *r;
 }
 
-thread_local hipError_t t_last_error = hipSuccess;
-thread_local int t_device = 0;
-
-bool valid_gpu(int d) { return d >= 0 && d < config().gpus; }
-hipError_t no_gpu() { return fail(config().gpus == 0 ? hipErrorNoDevice : hipErrorInvalidDevice); }
-
-}  // namespace
-
-namespace detail {
 hipError_t fail(hipError_t rc) {
   if (rc != hipSuccess) t_last_error = rc;
   return rc;
 }
+hipError_t take_last_error() { return std::exchange(t_last_error, hipSuccess); }
 int current_gpu() { return t_device; }
+void set_current_gpu(int gpu) { t_device = gpu; }
+bool valid_gpu(int d) { return d >= 0 && d < config().gpus; }
+hipError_t no_gpu() { return fail(config().gpus == 0 ? hipErrorNoDevice : hipErrorInvalidDevice); }
+bool faulted(int gpu) { return valid_gpu(gpu) && runtime().gpus[static_cast<size_t>(gpu)]->fault.load() != 0; }
+hipError_t fault_of(int gpu) {
+  return valid_gpu(gpu) ? static_cast<hipError_t>(runtime().gpus[static_cast<size_t>(gpu)]->fault.load()) : hipSuccess;
+}
+void set_fault(int gpu, hipError_t rc) {
+  int none = 0;
+  if (valid_gpu(gpu)) runtime().gpus[static_cast<size_t>(gpu)]->fault.compare_exchange_strong(none, rc);
+}
 void count_graph_launch() { ++cells().graph_launches; }
-}  // namespace detail
 
-Counters counters() {
-  const CounterCells& c = cells();
+}  // namespace ringrt::sim::detail
+
+ringrt::sim::Counters ringrt::sim::counters() {
+  const detail::CounterCells& c = detail::cells();
   return {c.kernels.load(),     c.copies.load(),      c.graph_launches.load(), c.event_records.load(),
           c.event_waits.load(), c.value_waits.load(), c.synchronizes.load(),   c.queries.load()};
 }
-
-}  // namespace ringrt::sim
 
 using namespace ringrt::sim;
 using namespace ringrt::sim::detail;
@@ -148,12 +134,6 @@ void ringrt::sim::detail::enqueue(hipStream_t s, std::function<void()> op) {
 
 namespace {
 
-bool faulted(int gpu) { return valid_gpu(gpu) && runtime().gpus[static_cast<size_t>(gpu)]->fault.load() != 0; }
-void set_fault(int gpu, hipError_t rc) {
-  int none = 0;
-  if (valid_gpu(gpu)) runtime().gpus[static_cast<size_t>(gpu)]->fault.compare_exchange_strong(none, rc);
-}
-
 // Waits, on a stream's thread, until `ready()`: spins briefly, then sleeps in growing steps (a wait
 // for a host-written value or another stream's event).
 template <class Ready>
@@ -174,9 +154,9 @@ void wait_until(Ready ready) {
 std::function<void()> ringrt::sim::detail::complete_record(hipEvent_t e, uint64_t gen) {
   return [e, gen] {
     std::lock_guard<std::mutex> lock(e->mu);
-    if (gen > e->completed) {
+    if (gen > e->completed && !faulted(e->gpu)) {  // a faulted GPU completes nothing more
       e->completed = gen;
-      e->at = Clock::now();
+      e->at = std::chrono::steady_clock::now();
     }
     e->cv.notify_all();
   };
@@ -198,7 +178,8 @@ hipError_t hipEventDestroy(hipEvent_t event) {
   if (!event) return fail(hipErrorInvalidHandle);
   // A record still queued would complete a destroyed event: wait for it (HIP defers the release too).
   std::unique_lock<std::mutex> lock(event->mu);
-  event->cv.wait(lock, [&] { return event->completed >= event->recorded || faulted(event->gpu); });
+  while (event->completed < event->recorded && !faulted(event->gpu))
+    event->cv.wait_for(lock, std::chrono::milliseconds(1));
   lock.unlock();
   delete event;
   return hipSuccess;
@@ -206,7 +187,7 @@ hipError_t hipEventDestroy(hipEvent_t event) {
 
 hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
   if (!event) return fail(hipErrorInvalidHandle);
-  int gpu = stream ? stream->gpu : t_device;
+  int gpu = stream ? stream->gpu : current_gpu();
   uint64_t gen = next_record(event, gpu);
   ++cells().event_records;
   enqueue(stream, complete_record(event, gen));
@@ -217,8 +198,7 @@ hipError_t hipEventQuery(hipEvent_t event) {
   if (!event) return fail(hipErrorInvalidHandle);
   ++cells().queries;
   std::lock_guard<std::mutex> lock(event->mu);
-  if (faulted(event->gpu) && event->completed < event->recorded)
-    return fail(static_cast<hipError_t>(runtime().gpus[static_cast<size_t>(event->gpu)]->fault.load()));
+  if (faulted(event->gpu) && event->completed < event->recorded) return fail(fault_of(event->gpu));
   return event->completed >= event->recorded ? hipSuccess : hipErrorNotReady;
 }
 
@@ -228,12 +208,11 @@ hipError_t hipEventSynchronize(hipEvent_t event) {
   std::unique_lock<std::mutex> lock(event->mu);
   // A faulted GPU never completes its records: the wait ends with the fault (polled: the fault is not
   // signalled through the event).
-  while (event->completed < event->recorded) {
-    if (faulted(event->gpu))
-      return fail(static_cast<hipError_t>(runtime().gpus[static_cast<size_t>(event->gpu)]->fault.load()));
+  for (;;) {
+    if (faulted(event->gpu)) return fail(fault_of(event->gpu));  // sticky, as hipEventQuery
+    if (event->completed >= event->recorded) return hipSuccess;
     event->cv.wait_for(lock, std::chrono::milliseconds(1));
   }
-  return hipSuccess;
 }
 
 hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
@@ -249,9 +228,9 @@ hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
 hipError_t hipStreamCreateWithFlags(hipStream_t* stream, unsigned flags) {
   (void)flags;
   if (!stream) return fail(hipErrorInvalidValue);
-  if (!valid_gpu(t_device)) return no_gpu();
+  if (!valid_gpu(current_gpu())) return no_gpu();
   auto* s = new ihipStream_t;
-  s->gpu = t_device;
+  s->gpu = current_gpu();
   {
     std::lock_guard<std::mutex> lock(runtime().mu);
     runtime().streams.insert(s);
@@ -280,8 +259,7 @@ hipError_t hipStreamSynchronize(hipStream_t stream) {
   if (!stream) return hipSuccess;
   std::unique_lock<std::mutex> lock(stream->mu);
   stream->cv.wait(lock, [&] { return stream->finished >= stream->enqueued; });
-  if (faulted(stream->gpu))
-    return fail(static_cast<hipError_t>(runtime().gpus[static_cast<size_t>(stream->gpu)]->fault.load()));
+  if (faulted(stream->gpu)) return fail(fault_of(stream->gpu));
   return hipSuccess;
 }
 
@@ -290,14 +268,14 @@ hipError_t hipDeviceSynchronize() {
   {
     std::lock_guard<std::mutex> lock(runtime().mu);
     for (hipStream_t s : runtime().streams)
-      if (s->gpu == t_device) mine.push_back(s);
+      if (s->gpu == current_gpu()) mine.push_back(s);
   }
   for (hipStream_t s : mine) {  // (a stream destroyed meanwhile is not waited for)
     std::unique_lock<std::mutex> lock(s->mu);
     s->cv.wait(lock, [&] { return s->finished >= s->enqueued; });
   }
   ++cells().synchronizes;
-  return faulted(t_device) ? fail(hipErrorIllegalAddress) : hipSuccess;
+  return faulted(current_gpu()) ? fail(hipErrorIllegalAddress) : hipSuccess;
 }
 
 hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned flags) {
@@ -319,6 +297,7 @@ hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned fla
 hipError_t hipStreamWaitValue32(hipStream_t stream, void* ptr, uint32_t value, unsigned flags, uint32_t mask) {
   if (!ptr || reinterpret_cast<uintptr_t>(ptr) % 4 != 0 || flags > hipStreamWaitValueNor)
     return fail(hipErrorInvalidValue);
+  if (!config().wait_value) return fail(hipErrorNotSupported);
   ++cells().value_waits;
   enqueue(stream, [ptr, value, flags, mask] {
     std::atomic_ref<uint32_t> word(*static_cast<uint32_t*>(ptr));
@@ -352,138 +331,6 @@ hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void* user_data
   if (!fn) return fail(hipErrorInvalidValue);
   enqueue(stream, [fn, user_data] { fn(user_data); });
   return hipSuccess;
-}
-
-// ---------------------------------------------------------------------------------------------
-// errors and devices
-
-const char* hipGetErrorName(hipError_t error) {
-  switch (error) {
-    case hipSuccess:
-      return "hipSuccess";
-    case hipErrorInvalidValue:
-      return "hipErrorInvalidValue";
-    case hipErrorOutOfMemory:
-      return "hipErrorOutOfMemory";
-    case hipErrorNotInitialized:
-      return "hipErrorNotInitialized";
-    case hipErrorInsufficientDriver:
-      return "hipErrorInsufficientDriver";
-    case hipErrorInvalidDeviceFunction:
-      return "hipErrorInvalidDeviceFunction";
-    case hipErrorNoDevice:
-      return "hipErrorNoDevice";
-    case hipErrorInvalidDevice:
-      return "hipErrorInvalidDevice";
-    case hipErrorInvalidImage:
-      return "hipErrorInvalidImage";
-    case hipErrorInvalidHandle:
-      return "hipErrorInvalidHandle";
-    case hipErrorNotFound:
-      return "hipErrorNotFound";
-    case hipErrorNotReady:
-      return "hipErrorNotReady";
-    case hipErrorIllegalAddress:
-      return "hipErrorIllegalAddress";
-    case hipErrorPeerAccessAlreadyEnabled:
-      return "hipErrorPeerAccessAlreadyEnabled";
-    case hipErrorPeerAccessNotEnabled:
-      return "hipErrorPeerAccessNotEnabled";
-    case hipErrorNotSupported:
-      return "hipErrorNotSupported";
-    case hipErrorStreamCaptureUnsupported:
-      return "hipErrorStreamCaptureUnsupported";
-  }
-  return "hipErrorUnknown";
-}
-
-const char* hipGetErrorString(hipError_t error) {
-  switch (error) {
-    case hipSuccess:
-      return "no error";
-    case hipErrorOutOfMemory:
-      return "out of memory (simulated GPU)";
-    case hipErrorNoDevice:
-      return "no simulated GPU (RINGRT_SIM_GPUS=0)";
-    case hipErrorInvalidDevice:
-      return "invalid device ordinal";
-    case hipErrorNotReady:
-      return "device not ready";
-    case hipErrorIllegalAddress:
-      return "an illegal memory access was encountered (simulated fault)";
-    default:
-      return hipGetErrorName(error);
-  }
-}
-
-hipError_t hipGetLastError() { return std::exchange(t_last_error, hipSuccess); }
-
-hipError_t hipGetDeviceCount(int* count) {
-  if (!count) return fail(hipErrorInvalidValue);
-  *count = config().gpus;
-  return config().gpus == 0 ? fail(hipErrorNoDevice) : hipSuccess;
-}
-
-hipError_t hipGetDeviceProperties(hipDeviceProp_t* props, int device) {
-  if (!props) return fail(hipErrorInvalidValue);
-  if (!valid_gpu(device)) return no_gpu();
-  *props = hipDeviceProp_t{};
-  std::snprintf(props->name, sizeof(props->name), "ringrt simulated GPU %d", device);
-  std::snprintf(props->gcnArchName, sizeof(props->gcnArchName), "%s", kSimArch);
-  props->totalGlobalMem = config().gpu_bytes;
-  props->multiProcessorCount = 4;
-  props->major = 1;
-  return hipSuccess;
-}
-
-hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attribute, int device) {
-  if (!value) return fail(hipErrorInvalidValue);
-  if (!valid_gpu(device)) return no_gpu();
-  switch (attribute) {
-    case hipDeviceAttributeMultiprocessorCount:
-      *value = 4;
-      return hipSuccess;
-    case hipDeviceAttributeCanUseStreamWaitValue:
-      *value = 1;
-      return hipSuccess;
-  }
-  return fail(hipErrorInvalidValue);
-}
-
-hipError_t hipGetDevice(int* device) {
-  if (!device) return fail(hipErrorInvalidValue);
-  if (config().gpus == 0) return no_gpu();
-  *device = t_device;
-  return hipSuccess;
-}
-
-hipError_t hipSetDevice(int device) {
-  if (!valid_gpu(device)) return no_gpu();
-  t_device = device;
-  return hipSuccess;
-}
-
-hipError_t hipDeviceCanAccessPeer(int* can, int device, int peer) {
-  if (!can) return fail(hipErrorInvalidValue);
-  if (!valid_gpu(device) || !valid_gpu(peer)) return no_gpu();
-  *can = config().peer && device != peer;
-  return hipSuccess;
-}
-
-hipError_t hipDeviceEnablePeerAccess(int peer, unsigned flags) {
-  if (flags != 0) return fail(hipErrorInvalidValue);
-  if (!valid_gpu(peer) || peer == t_device || !valid_gpu(t_device)) return fail(hipErrorInvalidDevice);
-  if (!config().peer) return fail(hipErrorNotSupported);
-  Gpu& g = *runtime().gpus[static_cast<size_t>(t_device)];
-  std::lock_guard<std::mutex> lock(g.mu);
-  return g.peers_enabled.insert(peer).second ? hipSuccess : fail(hipErrorPeerAccessAlreadyEnabled);
-}
-
-hipError_t hipDeviceDisablePeerAccess(int peer) {
-  if (!valid_gpu(t_device)) return no_gpu();
-  Gpu& g = *runtime().gpus[static_cast<size_t>(t_device)];
-  std::lock_guard<std::mutex> lock(g.mu);
-  return g.peers_enabled.erase(peer) ? hipSuccess : fail(hipErrorPeerAccessNotEnabled);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -528,8 +375,8 @@ hipError_t release(void* ptr, bool host) {
 }  // namespace
 
 hipError_t hipMalloc(void** ptr, size_t bytes) {
-  if (!valid_gpu(t_device)) return no_gpu();
-  return allocate(ptr, bytes, t_device);
+  if (!valid_gpu(current_gpu())) return no_gpu();
+  return allocate(ptr, bytes, current_gpu());
 }
 hipError_t hipFree(void* ptr) { return release(ptr, false); }
 hipError_t hipHostMalloc(void** ptr, size_t bytes, unsigned flags) {
@@ -563,7 +410,7 @@ std::function<void()> ringrt::sim::detail::copy_op(void* dst, const void* src, s
 hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind kind, hipStream_t stream) {
   (void)kind;
   if (bytes && (!dst || !src)) return fail(hipErrorInvalidValue);
-  enqueue(stream, copy_op(dst, src, bytes, stream ? stream->gpu : t_device));
+  enqueue(stream, copy_op(dst, src, bytes, stream ? stream->gpu : current_gpu()));
   return hipSuccess;
 }
 
@@ -571,83 +418,4 @@ hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void* src, int sr
                               hipStream_t stream) {
   if (!valid_gpu(dst_device) || !valid_gpu(src_device)) return fail(hipErrorInvalidDevice);
   return hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, stream);
-}
-
-// ---------------------------------------------------------------------------------------------
-// modules and kernels
-
-struct ihipModule_t {
-  std::shared_ptr<ringrt::codegen::HostLibrary> library;
-};
-
-hipError_t hipModuleLoadData(hipModule_t* module, const void* image) {
-  if (!module || !image) return fail(hipErrorInvalidValue);
-  std::string_view so = code_object_library(image);
-  if (so.empty()) return fail(hipErrorInvalidImage);
-  try {
-    auto m = std::make_unique<ihipModule_t>();
-    m->library = std::make_shared<ringrt::codegen::HostLibrary>(so, "simulated GPU code object");
-    *module = m.release();
-    return hipSuccess;
-  } catch (...) {
-    return fail(hipErrorInvalidImage);
-  }
-}
-
-hipError_t hipModuleUnload(hipModule_t module) {
-  if (!module) return fail(hipErrorInvalidHandle);
-  delete module;  // functions looked up in it keep its library
-  return hipSuccess;
-}
-
-hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* name) {
-  if (!function || !module || !name) return fail(hipErrorInvalidValue);
-  // HostLibrary hands symbols out as cpu kernels; these have the signatures of sim_rtc.hpp
-  auto launch =
-      reinterpret_cast<LaunchFn>(reinterpret_cast<void*>(module->library->find(std::string(name) + kLaunchSuffix)));
-  auto pack = reinterpret_cast<PackFn>(reinterpret_cast<void*>(module->library->find(std::string(name) + kPackSuffix)));
-  if (!launch || !pack) return fail(hipErrorNotFound);
-  *function = new ihipModuleSymbol_t{name, module->library, launch, pack};  // lives as long as the process
-  return hipSuccess;
-}
-
-std::vector<char> ringrt::sim::detail::launch_args(hipFunction_t f, void** params, void** extra) {
-  if (extra) {
-    const char* buffer = nullptr;
-    size_t size = 0;
-    for (size_t i = 0; extra[i] != HIP_LAUNCH_PARAM_END; i += 2) {
-      if (extra[i] == HIP_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<const char*>(extra[i + 1]);
-      if (extra[i] == HIP_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(extra[i + 1]);
-    }
-    return buffer ? std::vector<char>(buffer, buffer + size) : std::vector<char>{};
-  }
-  std::vector<char> args(f->pack(params, nullptr));
-  f->pack(params, args.data());
-  return args;
-}
-
-std::function<void()> ringrt::sim::detail::kernel_op(hipFunction_t f, unsigned blocks, unsigned threads,
-                                                     std::vector<char> args, int gpu) {
-  return [f, blocks, threads, args = std::move(args), gpu] {
-    if (faulted(gpu)) return;
-    if (!config().fault_kernel.empty() && f->name == config().fault_kernel) {
-      set_fault(gpu, hipErrorIllegalAddress);
-      return;
-    }
-    f->launch(args.data(), blocks, threads);
-    ++cells().kernels;
-  };
-}
-
-hipError_t hipModuleLaunchKernel(hipFunction_t function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                                 unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
-                                 hipStream_t stream, void** params, void** extra) {
-  if (!function || (!params && !extra)) return fail(hipErrorInvalidValue);
-  if (grid_y != 1 || grid_z != 1 || block_y != 1 || block_z != 1 || shared_bytes != 0 || block_x == 0)
-    return fail(hipErrorNotSupported);
-  std::vector<char> args = launch_args(function, params, extra);
-  if (extra && args.empty()) return fail(hipErrorInvalidValue);
-  int gpu = stream ? stream->gpu : t_device;
-  enqueue(stream, kernel_op(function, grid_x, block_x, std::move(args), gpu));
-  return hipSuccess;
 }
