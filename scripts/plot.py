@@ -10,6 +10,8 @@ Each CSV row is one size (columns of runtime/cli/report.cpp write_csv: size_byte
 busbw_gbs, ..., ndev, backend, collective, phase, bucket). Rows are grouped by collective and algorithm
 (files written before the collective column count as allreduce); when one such pair appears in several
 files, the file name tells its lines apart; several rows of one size (an FSDP step's units) are averaged.
+busbw_gbs is the latency's (experiment.timing latency or both) or the pipelined time's (pipelined); rows
+without one (the collectives of pipelined bucket steps, timed only as whole steps) are left out.
 Needs Debian's python3-matplotlib (scripts/install-deps.sh), hence /usr/bin/python3 rather than
 whatever python3 comes first on PATH.
 """
@@ -31,6 +33,8 @@ def read_series(paths):
     for path in paths:
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
+                if not row["busbw_gbs"]:  # a collective of pipelined steps: timed only as its whole step
+                    continue
                 key = (row.get("collective") or "allreduce", row["algo"], pathlib.Path(path).stem)
                 series[key][int(row["size_bytes"])].append(float(row["busbw_gbs"]))
     return {key: sorted((size, sum(v) / len(v)) for size, v in points.items()) for key, points in series.items()}

@@ -348,8 +348,6 @@ const Tensor& Tensor::synchronize() const {
   return *this;
 }
 
-void synchronize() { wait_in_flight(watchdog_timeout()); }
-
 size_t Tensor::programs_built() { return program_cache_stats().misses; }
 
 EngineStats Tensor::engine_stats() {

@@ -26,6 +26,7 @@
 namespace ringrt {
 
 class UOp;            // the IR (internal: rewrite/uop.hpp)
+class Event;          // completion of device work (runtime/device/device.hpp)
 struct TensorState;   // what a Tensor handle points at (internal: runtime/engine/realize.hpp)
 struct TensorAccess;  // in-tree access to it (internal: runtime/engine/realize.hpp)
 namespace detail {
@@ -429,6 +430,28 @@ Tensor Tensor::from_vector(std::vector<T> data, Shape shape, std::string device)
     throw ShapeError("from_vector: " + std::to_string(data.size()) + " values for shape " + shape_str(shape));
   return from_host(HostBuffer::from_vector(data, dt, std::move(shape)), std::move(device));
 }
+
+// Times work queued on devices the way nccl-tests does: a marker on each device's queue at start and at
+// stop, read on the device's own clock (GPU timing events on the hip backend, the host's on the cpu
+// backend), so that iterations enqueued back to back (realize() returns at once on GPUs) are timed by
+// the devices, not by the host's waits. Not thread-safe; one clock per timed loop.
+class DeviceClock {
+ public:
+  // Start markers on the named devices (this process's; "HIP:0", "CPU:1"). Throws DeviceError for an
+  // unknown device.
+  explicit DeviceClock(const std::vector<std::string>& devices);
+  ~DeviceClock();
+  DeviceClock(const DeviceClock&) = delete;
+  DeviceClock& operator=(const DeviceClock&) = delete;
+  // End markers on the same devices; waits for them (at most runtime.watchdog_s: TimeoutError) and
+  // returns the seconds between each device's start and end markers, the largest over the devices.
+  // Throws the devices' errors. Call once.
+  double stop();
+
+ private:
+  struct Marks;  // the start markers (runtime/api/tensor.cpp)
+  std::unique_ptr<Marks> marks_;
+};
 
 // Waits until every realize and host write of this process has run on its devices (on GPUs they run
 // asynchronously: realize() returns once the work is enqueued); at most runtime.watchdog_s for each

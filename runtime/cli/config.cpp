@@ -221,6 +221,9 @@ struct Loader {
     };
     leaves["experiment.iters"] = [this](auto& n, auto& k) { cfg.iters = static_cast<int>(integer(n, k, 1, 1000000)); };
     leaves["experiment.check"] = [this](auto& n, auto& k) { cfg.check = boolean(n, k); };
+    leaves["experiment.timing"] = [this](auto& n, auto& k) {
+      cfg.timing = choice(n, k, {"latency", "pipelined", "both"});
+    };
     leaves["experiment.in_place"] = [this](auto& n, auto& k) { cfg.in_place = boolean(n, k); };
     leaves["experiment.sharding"] = [this](auto& n, auto& k) {
       cfg.sharding = choice(n, k, {"no_shard", "shard_grad_op", "full_shard"});

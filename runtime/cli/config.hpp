@@ -22,6 +22,12 @@
 //                                            only), or with experiment.sharding the FSDP units
 //   experiment.warmup, experiment.iters      untimed and timed iterations (steps with buckets)
 //   experiment.check: true | false           compare every result with a host reference
+//   experiment.timing: latency | pipelined | both
+//                                            how the timed iterations are timed (experiment.hpp): each
+//                                            call waited for and timed on the host (latency, the
+//                                            default), or enqueued back to back with one wait at the
+//                                            end and timed on the devices' clocks (pipelined, as
+//                                            nccl-tests), or both, side by side in one row
 //   experiment.in_place: true | false        with buckets: persistent buckets written from the host
 //                                            and allreduced in place each step (default), or the
 //                                            out-of-place reduce of fixed inputs (false)
@@ -76,6 +82,11 @@ struct ExperimentConfig {
   std::vector<int64_t> counts;  // SweepForm::counts or ::buckets: elements per device
   int warmup = 2, iters = 10;   // with buckets: steps
   bool check = true;
+  std::string timing = "latency";  // latency | pipelined | both (experiment.timing)
+  // Not a YAML key (`ringrt tune` on GPUs sets it): a pipelined sweep row times this many blocks of
+  // `iters` calls, each block its own device clock, and its pipelined time is the median of the
+  // blocks' means. Bucket steps ignore it.
+  int timed_blocks = 1;
   bool in_place = true;  // SweepForm::buckets: write_shards + allreduce_in_place per bucket and step
   // SweepForm::buckets: no_shard (DDP: allreduce per bucket) | shard_grad_op | full_shard (FSDP units)
   std::string sharding = "no_shard";

@@ -1,11 +1,12 @@
 // The experiment runner. Design: plan apart from execution and checking. For every count the input is
-// built and realized first (its copies to the devices are not timed); each timed iteration builds the
-// lazy allreduce and realizes it, timed with steady_clock around realize(); the last iteration's
+// built and realized first (its copies to the devices are not timed); each iteration builds the lazy
+// collective and realizes it, timed in the modes of experiment.timing (experiment_timing.cpp: latency
+// waits for each call, pipelined enqueues them back to back under a DeviceClock); the last iteration's
 // result is checked on every device against a reference the host computes in double (int64 for
 // integers, wrapped to the type's width like the devices do). Gradient buckets (experiment.buckets)
 // run steps: by default (experiment.in_place) persistent buckets take fresh host data each step
-// (write_shards, timed apart) and are allreduced in place; out of place, fixed inputs are reduced into
-// new tensors. Sharded buckets (experiment.sharding) are FSDP's steps: experiment_fsdp.cpp.
+// (write_shards, waited for and timed apart) and are allreduced in place; out of place, fixed inputs are
+// reduced into new tensors. Sharded buckets (experiment.sharding) are FSDP's steps: experiment_fsdp.cpp.
 #include "runtime/cli/experiment.hpp"
 
 #include <fmt/format.h>
@@ -255,8 +256,15 @@ double busbw_factor(const std::string& collective, size_t ndev) {
   return (collective == "allreduce" ? 2.0 : 1.0) * (n - 1) / n;
 }
 
+namespace {
+// The time us of a call (step) moving bytes per device, bus_bytes weighted by the busbw factors.
+Timed timed_of(double us, double bytes, double bus_bytes) {
+  return {us, us > 0 ? bytes / us / 1e3 : 0.0, us > 0 ? bus_bytes / us / 1e3 : 0.0};
+}
+}  // namespace
+
 ResultRow make_row(const ExperimentConfig& cfg, const std::string& collective, int64_t count, const Tensor& lazy,
-                   double total_us) {
+                   const RowTimes& times) {
   ResultRow row;
   row.collective = collective;
   row.count = count;
@@ -265,14 +273,18 @@ ResultRow make_row(const ExperimentConfig& cfg, const std::string& collective, i
   row.redop = collective_reduces(collective) ? cfg.op_name : "none";  // as rccl-tests prints it
   std::vector<std::string> algos = lazy.algorithms();                 // no planning
   row.algo = algos.empty() ? "-" : fmt::format("{}", fmt::join(algos, "+"));
-  row.time_us = total_us / cfg.iters;
-  row.algbw = row.time_us > 0 ? static_cast<double>(row.bytes) / row.time_us / 1e3 : 0.0;
-  row.busbw = row.algbw * busbw_factor(collective, cfg.devices.size());
+  double bytes = static_cast<double>(row.bytes), bus_bytes = bytes * busbw_factor(collective, cfg.devices.size());
+  std::optional<double> us = times.latency_us ? times.latency_us : times.pipelined_us;
+  Timed main = timed_of(us.value_or(0.0), bytes, bus_bytes);
+  row.time_us = main.time_us, row.algbw = main.algbw, row.busbw = main.busbw;
+  row.timing = cfg.timing;
+  row.timed = us.has_value();
+  if (times.pipelined_us) row.pipelined = timed_of(*times.pipelined_us, bytes, bus_bytes);
   return row;
 }
 
 StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRow>& rows, int64_t buckets,
-                         double step_us) {
+                         const RowTimes& step) {
   StepSummary summary;
   double bus_bytes = 0;  // each row's bytes weighted by its collective's busbw factor
   for (const ResultRow& r : rows) {
@@ -281,9 +293,11 @@ StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRo
   }
   summary.buckets = buckets;
   summary.collectives = static_cast<int64_t>(rows.size());
-  summary.time_us = step_us / cfg.iters;
-  summary.algbw = summary.time_us > 0 ? static_cast<double>(summary.bytes) / summary.time_us / 1e3 : 0.0;
-  summary.busbw = summary.time_us > 0 ? bus_bytes / summary.time_us / 1e3 : 0.0;
+  double bytes = static_cast<double>(summary.bytes);
+  Timed main = timed_of(step.latency_us ? *step.latency_us : step.pipelined_us.value_or(0.0), bytes, bus_bytes);
+  summary.time_us = main.time_us, summary.algbw = main.algbw, summary.busbw = main.busbw;
+  summary.timing = cfg.timing;
+  if (step.pipelined_us) summary.pipelined = timed_of(*step.pipelined_us, bytes, bus_bytes);
   return summary;
 }
 
@@ -317,42 +331,35 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
     inputs.push_back(make_allreduce_input(cfg, count));
     tick.poll();
   }
-  std::vector<double> bucket_us(counts.size(), 0.0);
-  double step_us = 0;
-  for (int step = 0; step < cfg.warmup + cfg.iters; ++step) {
-    bool timed = step >= cfg.warmup;
+  StepTimer timer(cfg, counts.size(), tick);
+  for (int step = 0; step < timer.steps(); ++step) {
     outputs.clear();
-    bool last = step == cfg.warmup + cfg.iters - 1;
-    auto step_start = Clock::now();
+    timer.begin(step);
     for (size_t b = 0; b < inputs.size(); ++b) {
       Tensor y = allreduce_of(cfg, inputs[b]);
-      if (last) tick.last(true);
-      auto t0 = Clock::now();
-      y.realize();
-      if (timed) bucket_us[b] += micros(Clock::now() - t0);
-      if (last) tick.last(false);
+      timer.realize(b, y);
       outputs.push_back(y);
-      tick();
     }
-    if (timed) step_us += micros(Clock::now() - step_start);
+    timer.end();
   }
   std::vector<ResultRow> rows;
   for (size_t b = 0; b < inputs.size(); ++b) {
-    ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, inputs[b]), bucket_us[b]);
+    ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, inputs[b]), timer.collective(b));
     row.bucket = static_cast<int64_t>(b);
     if (cfg.check) row.wrong = check_result(cfg, outputs[b], collective_reference(cfg, counts[b]));
     tick.poll();
     rows.push_back(row);
     finish_row(std::move(row));
   }
-  result.step = step_summary(cfg, rows, static_cast<int64_t>(rows.size()), step_us);
+  result.step = step_summary(cfg, rows, static_cast<int64_t>(rows.size()), timer.step());
 }
 
 // Gradient buckets in place (experiment.in_place, DDP's form): one persistent (ndev, count) tensor per
 // bucket, sharded on axis 0. Every step writes each device's fresh gradients into every bucket
-// (Tensor::write_shards, timed apart as write_us), then allreduces each bucket in place, in order
-// (allreduce_in_place + realize, timed per bucket and per step). The host data is made before timing;
-// the last step's buckets are checked against the host reduction of the rows that step wrote.
+// (Tensor::write_shards, waited for and timed apart as write_us), then allreduces each bucket in place,
+// in order (allreduce_in_place + realize, timed per bucket and per step: StepTimer). The host data is
+// made before timing; the last step's buckets are checked against the host reduction of the rows that
+// step wrote.
 void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t>& counts, const Tick& tick,
                           const FinishRow& finish_row, ExperimentResult& result) {
   check_fits(cfg, counts);  // every bucket is held at once
@@ -367,11 +374,11 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
                           .realize());  // zeros made on each device, no copy
     tick.poll();
   }
-  std::vector<double> bucket_us(counts.size(), 0.0);
-  double step_us = 0, write_us = 0;
-  int last = cfg.warmup + cfg.iters - 1;
+  StepTimer timer(cfg, counts.size(), tick);
+  double write_us = 0;  // the writes of the timed steps, each waited for (on GPUs they are queued)
+  int writes = 0;
+  int last = timer.steps() - 1;
   for (int step = 0; step <= last; ++step) {
-    bool timed = step >= cfg.warmup;
     auto write_start = Clock::now();
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<HostBuffer> shards(ndev);  // moved in and back out: no host copy
@@ -379,21 +386,18 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
       buckets[b].write_shards(shards);
       for (size_t d = 0; d < ndev; ++d) rows[b][row_of(d, step, ndev + 1)] = std::move(shards[d]);
     }
-    if (timed) write_us += micros(Clock::now() - write_start);
-    auto step_start = Clock::now();
+    for (const Tensor& bucket : buckets) bucket.synchronize();
+    if (timer.timed(step)) write_us += micros(Clock::now() - write_start), ++writes;
+    timer.begin(step);
     for (size_t b = 0; b < buckets.size(); ++b) {
-      if (step == last) tick.last(true);
-      auto t0 = Clock::now();
-      buckets[b].allreduce_in_place(cfg.op).realize();
-      if (timed) bucket_us[b] += micros(Clock::now() - t0);
-      if (step == last) tick.last(false);
-      tick();
+      Tensor y = buckets[b].allreduce_in_place(cfg.op);
+      timer.realize(b, y);
     }
-    if (timed) step_us += micros(Clock::now() - step_start);
+    timer.end();
   }
   std::vector<ResultRow> rows_out;
   for (size_t b = 0; b < buckets.size(); ++b) {
-    ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, buckets[b]), bucket_us[b]);
+    ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, buckets[b]), timer.collective(b));
     row.bucket = static_cast<int64_t>(b);
     if (cfg.check) {  // the reference from the host rows the last step wrote, never from the devices
       row.wrong =
@@ -403,8 +407,8 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
     rows_out.push_back(row);
     finish_row(std::move(row));
   }
-  result.step = step_summary(cfg, rows_out, static_cast<int64_t>(rows_out.size()), step_us);
-  result.step->write_us = write_us / cfg.iters;
+  result.step = step_summary(cfg, rows_out, static_cast<int64_t>(rows_out.size()), timer.step());
+  result.step->write_us = write_us / writes;
 }
 
 // The sweep of counts: for each, `warmup` untimed and `iters` timed allreduces, then its row. Every
@@ -422,18 +426,9 @@ void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
     int64_t count = collective_count(cfg, counts[c]);
     check_fits(cfg, {count}, needs[c]);
     Tensor x = make_collective_input(cfg, count), y = x;
-    double timed_us = 0;
-    for (int it = 0; it < cfg.warmup + cfg.iters; ++it) {
-      bool last = it == cfg.warmup + cfg.iters - 1;
-      y = run_collective(cfg, x);
-      if (last) tick.last(true);
-      auto t0 = Clock::now();
-      y.realize();
-      if (it >= cfg.warmup) timed_us += micros(Clock::now() - t0);
-      if (last) tick.last(false);
-      tick();
-    }
-    ResultRow row = make_row(cfg, cfg.collective, count, run_collective(cfg, x), timed_us);
+    auto call = [&] { return run_collective(cfg, x); };
+    RowTimes times = time_calls(cfg, call, y, tick);
+    ResultRow row = make_row(cfg, cfg.collective, count, run_collective(cfg, x), times);
     // the reference starts from the host data again, not from anything the devices computed
     if (cfg.check) row.wrong = check_result(cfg, y, collective_reference(cfg, count));
     finish_row(std::move(row));
@@ -520,7 +515,7 @@ ExperimentResult run_experiment(const ExperimentConfig& cfg, const ExperimentObs
   std::vector<int64_t> counts = cfg.sweep_counts();
   bool sharded = cfg.form == SweepForm::buckets && cfg.sharding != "no_shard";  // FSDP steps
   result.planned = sharded ? fsdp_collectives_per_step(cfg) : counts.size();    // the rows
-  int64_t total = (cfg.warmup + cfg.iters) * static_cast<int64_t>(result.planned), done = 0;
+  int64_t total = realizes_per_row(cfg) * static_cast<int64_t>(result.planned), done = 0;
   struct Stop {};  // thrown by check_stop when observer.stop asks for it
   auto check_stop = [&] {
     if (observer.stop && observer.stop()) throw Stop{};

@@ -21,6 +21,13 @@
 
 namespace ringrt {
 
+// One timing of a row or a step: the mean time of one call (one step) and the bandwidths it gives.
+struct Timed {
+  double time_us = 0;  // microseconds
+  double algbw = 0;    // GB/s (1e9 bytes): bytes / time
+  double busbw = 0;    // GB/s: algbw * the collective's factor (a step: each row's)
+};
+
 // One line of the table: one count (or one gradient bucket, or one collective of an FSDP step).
 struct ResultRow {
   std::string collective;  // allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall
@@ -30,23 +37,36 @@ struct ResultRow {
   int64_t count = 0;       // elements per device
   std::string type;        // dtype name
   std::string redop;       // sum | max | min | prod; none for allgather, alltoall, broadcast
-  std::string algo;    // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical | hierarchical_rs
-  double time_us = 0;  // mean wall time of one allreduce (realize()) over the timed iterations
-  double algbw = 0;    // GB/s (1e9 bytes): bytes / time
-  double busbw = 0;    // GB/s: algbw * the collective's factor (allreduce 2(n-1)/n, see run_experiment)
-  int64_t wrong = -1;  // elements differing from the host reference over all devices; -1: not checked
+  std::string algo;  // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical | hierarchical_rs
+  // The mean time of one call over the timed iterations: its latency (timing latency or both: each call
+  // waited for, on the host's clock), else its pipelined time (timing pipelined); 0 when !timed.
+  double time_us = 0;
+  double algbw = 0;                // GB/s (1e9 bytes): bytes / time
+  double busbw = 0;                // GB/s: algbw * the collective's factor (allreduce 2(n-1)/n, see run_experiment)
+  int64_t wrong = -1;              // elements differing from the host reference over all devices; -1: not checked
+  std::string timing = "latency";  // experiment.timing: latency | pipelined | both
+  // false: a collective of pipelined bucket steps (timing pipelined), which has no time of its own (one
+  // device clock times the whole step: StepSummary); time_us, algbw and busbw are then 0.
+  bool timed = true;
+  // timing pipelined or both: the calls enqueued back to back, one wait at the end, the devices' time
+  // over the iterations (DeviceClock) / iterations; nullopt otherwise and for a bucket step's collective.
+  std::optional<Timed> pipelined;
 };
 
 // With experiment.buckets: one step allreduces every bucket once (sharded: gathers and reduce-scatters).
 struct StepSummary {
   int64_t buckets = 0, bytes = 0;  // bytes: all rows (collectives) of a step, per device
   int64_t collectives = 0;         // the collectives of one step (the rows)
-  double time_us = 0;              // mean wall time of one step
-  double algbw = 0;                // GB/s over the whole step: bytes / time
-  double busbw = 0;                // GB/s: every row's bytes times its collective's busbw factor, / time
+  // Mean time of one step's collectives: latency steps' (each collective waited for, host clock), else
+  // (timing pipelined) pipelined steps' (the step's collectives enqueued back to back, device clock).
+  double time_us = 0;
+  double algbw = 0;  // GB/s over the whole step: bytes / time
+  double busbw = 0;  // GB/s: every row's bytes times its collective's busbw factor, / time
   // In-place buckets (experiment.in_place): mean wall time per step of the host writes
-  // (Tensor::write_shards of every bucket), timed apart from time_us; nullopt out of place.
+  // (Tensor::write_shards of every bucket, waited for), timed apart from time_us; nullopt out of place.
   std::optional<double> write_us;
+  std::string timing = "latency";  // experiment.timing
+  std::optional<Timed> pipelined;  // timing pipelined or both: the pipelined steps' time
 };
 
 struct ExperimentResult {
@@ -71,11 +91,18 @@ struct ExperimentObserver {
 };
 
 // Runs the experiment: for each count (or bucket) realize the input, run `warmup` untimed and `iters`
-// timed allreduces (with buckets: steps of every bucket; sharded: FSDP's steps, experiment_fsdp.cpp),
-// time them with std::chrono::steady_clock around Tensor::realize(), and with cfg.check compare every
-// device's result (Tensor::shards()) with the host reference: exact for integers, 16-bit floats (small
-// integer data) and max/min; for float32/float64 sum within n * epsilon * sum|x_i| (prod: n * epsilon *
-// |prod x_i|).
+// timed allreduces (with buckets: steps of every bucket; sharded: FSDP's steps, experiment_fsdp.cpp) per
+// timing mode (experiment.timing; both: latency's first), and with cfg.check compare every device's
+// result of the last iteration (Tensor::shards()) with the host reference: exact for integers, 16-bit
+// floats (small integer data) and max/min; for float32/float64 sum within n * epsilon * sum|x_i| (prod:
+// n * epsilon * |prod x_i|). The timing modes, as nccl-tests times (realize() returns once the work is
+// enqueued on GPUs; the warm-up is waited for before anything is timed):
+//   latency    each call is realize() + Tensor::synchronize(), timed with steady_clock on the host;
+//   pipelined  the calls are realized back to back without waiting, and a DeviceClock over this
+//              process's devices of the run times them on the devices, from before the first to after
+//              the last (one wait), divided by iters. Bucket steps: each step's collectives enqueued
+//              back to back, one clock per step (the host writes between steps are waited for).
+// Under mpirun each rank times its own devices; rank 0's times are printed.
 // The settings are installed with ScopedSettings for the whole run. A stop (observer.stop, or an
 // Interrupted error from a compile) ends it early with the rows finished so far; with buckets, whose
 // rows are made after the last step, that is none.
@@ -94,6 +121,10 @@ Tensor allreduce_input_placeholder(const ExperimentConfig& cfg, int64_t count);
 
 // The allreduce of `input` over axis 0 with cfg.op, unrealized: a (count) tensor on every device.
 Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input);
+
+// The median of values (the mean of the middle two for an even count); 0 for none. Robust: a minority
+// of outliers on either side (a slow block interrupted, a fast one) does not move it.
+double median_of(std::vector<double> values);
 
 // Whether a collective reduces with experiment.op (allreduce, reduce_scatter, reduce); the others move
 // data only (the table's redop "none", as rccl-tests prints it).

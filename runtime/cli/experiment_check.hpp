@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,13 +75,20 @@ int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Re
 // allgather, alltoall (n-1)/n; broadcast and reduce 1.
 double busbw_factor(const std::string& collective, size_t ndev);
 
-// The row of `collective` on count elements per device, total_us over cfg.iters timed runs; its algo
-// from lazy (Tensor::algorithms, no planning). wrong stays -1 (not checked).
+// The measured times of a row or a step, each the mean of one call (one step) in microseconds, per
+// timing mode (experiment.timing); nullopt: not measured.
+struct RowTimes {
+  std::optional<double> latency_us, pipelined_us;
+};
+
+// The row of `collective` on count elements per device with its times (time_us the latency when
+// measured, else the pipelined time; neither: not timed); its algo from lazy (Tensor::algorithms, no
+// planning). wrong stays -1 (not checked).
 ResultRow make_row(const ExperimentConfig& cfg, const std::string& collective, int64_t count, const Tensor& lazy,
-                   double total_us);
-// The summary of a step: the rows' bytes, step_us over cfg.iters steps, busbw from each row's collective.
+                   const RowTimes& times);
+// The summary of a step: the rows' bytes, the step's times, busbw from each row's collective.
 StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRow>& rows, int64_t buckets,
-                         double step_us);
+                         const RowTimes& step);
 
 // The host data of one persistent bucket: ndev + 1 rows of input_row(cfg, count, r) (r == ndev: a device
 // that is not there). Step s gives device d row row_of(d, s, ndev + 1) = (d + s) % (ndev + 1): each
@@ -112,6 +120,48 @@ struct Tick {
   }
 };
 using FinishRow = std::function<void(ResultRow)>;  // a row is done: shown and kept
+
+// The timing modes of cfg (experiment.timing): latency (latency or both), pipelined (pipelined or both).
+bool times_latency(const ExperimentConfig& cfg);
+bool times_pipelined(const ExperimentConfig& cfg);
+// The realizes of one row of a sweep (warmup, then iters per mode, pipelined's timed_blocks times) or of
+// one collective of a bucket run (warmup + iters steps per mode): run_experiment's progress.
+int64_t realizes_per_row(const ExperimentConfig& cfg);
+// This process's devices of the run (under mpirun the other ranks' are not), for DeviceClock.
+std::vector<std::string> clock_devices(const ExperimentConfig& cfg);
+
+// The calls of one sweep row in cfg's timing modes (experiment.hpp, run_experiment): `warmup` untimed,
+// waited for, then `iters` per mode, latency's first; pipelined: cfg.timed_blocks blocks, each its own
+// DeviceClock, the median of their means. A call is make() (not timed) and realize(); y ends as the last
+// call's result (the one checked). tick() after every realize, tick.last around the last call's.
+RowTimes time_calls(const ExperimentConfig& cfg, const std::function<Tensor()>& make, Tensor& y, const Tick& tick);
+
+// The steps of a bucket run (DDP's buckets, FSDP's units) in cfg's timing modes: `warmup` untimed steps,
+// then `iters` timed steps per mode, latency's first. A latency step realizes each collective and waits
+// for it (Tensor::synchronize), timed on the host; the step's time is the sum of its collectives'. A
+// pipelined step first waits for everything before it (ringrt::synchronize: the host writes, the steps
+// before), then realizes its collectives back to back, and one DeviceClock times the whole step: its
+// collectives have no time of their own. The caller does the host writes of a step before begin().
+class StepTimer {
+ public:
+  StepTimer(const ExperimentConfig& cfg, size_t collectives, const Tick& tick);
+  int steps() const;                    // warmup + iters per mode
+  bool timed(int step) const;           // past the warm-up
+  bool pipelined(int step) const;       // a timed step of the pipelined mode
+  void begin(int step);                 // before the step's first collective
+  void realize(size_t i, Tensor& y);    // collective i of the step: realized (latency: waited for, timed), tick()
+  void end();                           // after the step's last collective: a pipelined step's clock stops (waits)
+  RowTimes collective(size_t i) const;  // collective i's mean time per step (latency only)
+  RowTimes step() const;                // the mean time of a step per mode
+
+ private:
+  const ExperimentConfig& cfg_;
+  const Tick& tick_;
+  std::vector<double> latency_us_;  // per collective: the sum over the latency steps
+  double pipelined_us_ = 0;         // the pipelined steps' device time, summed
+  int step_ = 0;
+  std::optional<DeviceClock> clock_;  // while a pipelined step runs
+};
 
 // FSDP's sharded steps (experiment.sharding shard_grad_op or full_shard; experiment_fsdp.cpp): the
 // collectives of one step, and the run.

@@ -82,12 +82,19 @@ Unit make_unit(const ExperimentConfig& cfg, size_t u, int64_t count) {
   return Unit{count_padded, std::move(params_host), std::move(params), std::move(rows), std::move(grads)};
 }
 
-// Refuses a run whose gradients, shards, one gathered unit and host rows do not fit (check_fits).
+// Refuses a run whose gradients, shards, one gathered unit (a checked pipelined step: every gather of
+// the step, held until the step has run) and host rows do not fit (check_fits).
 void check_units_fit(const ExperimentConfig& cfg, const std::vector<int64_t>& counts) {
   ExperimentConfig scatter = cfg, gather = cfg;
   scatter.collective = "reduce_scatter", gather.collective = "allgather";
   MemoryNeed need = estimate_need(scatter, counts);  // every unit's gradients and their reduce-scatter
-  need.device += estimate_need(gather, {*std::max_element(counts.begin(), counts.end())}).device;
+  std::vector<int64_t> gathered{*std::max_element(counts.begin(), counts.end())};
+  if (cfg.check && times_pipelined(cfg)) {
+    gathered.clear();
+    for (const StepCollective& c : step_plan(cfg))
+      if (c.kind == "allgather") gathered.push_back(counts[c.unit]);
+  }
+  need.device += estimate_need(gather, gathered).device;
   int64_t all = 0;
   for (int64_t c : counts) all += c;
   int64_t rows = static_cast<int64_t>(cfg.devices.size()) + 2;  // the gradient rows and the parameters
@@ -100,7 +107,8 @@ StoredValue stored_in(const HostBuffer& b, int64_t stride) {
   return [&b, stride](int64_t d, int64_t i) { return stored_at(b, d * stride + i); };
 }
 
-// Writes every unit's gradient rows of this step into its persistent gradients.
+// Writes every unit's gradient rows of this step into its persistent gradients, and waits for the
+// writes (on GPUs they are staged and queued).
 void write_gradients(std::vector<Unit>& units, int step, size_t ndev) {
   for (Unit& unit : units) {
     std::vector<HostBuffer> shards(ndev);  // moved in and back out: no host copy
@@ -108,6 +116,7 @@ void write_gradients(std::vector<Unit>& units, int step, size_t ndev) {
     unit.grads.write_shards(shards);
     for (size_t d = 0; d < ndev; ++d) unit.grad_rows[row_of(d, step, ndev + 1)] = std::move(shards[d]);
   }
+  for (const Unit& unit : units) unit.grads.synchronize();
 }
 
 // The lazy collective c of a step: the unit's parameters gathered, or its gradients reduce-scattered.
@@ -141,43 +150,46 @@ void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishR
   std::vector<Unit> units;
   for (size_t u = 0; u < cfg.counts.size(); ++u) units.push_back(make_unit(cfg, u, cfg.counts[u]));
   std::vector<StepCollective> plan = step_plan(cfg);
-  std::vector<double> us(plan.size(), 0.0);
   std::vector<int64_t> wrong(plan.size(), -1);
   std::vector<std::optional<Tensor>> grad_shards(units.size());  // the gradient shards, kept as FSDP keeps them
+  // The last step's results, checked once it has run: a pipelined step is not waited for collective by
+  // collective (a latency step's are checked as they come: one gathered unit held at a time)
+  std::vector<std::optional<Tensor>> held;
+  StepTimer timer(cfg, plan.size(), tick);
   double write_us = 0;
-  int last = cfg.warmup + cfg.iters - 1;
+  int writes = 0, last = timer.steps() - 1;
   for (int step = 0; step <= last; ++step) {
-    bool timed = step >= cfg.warmup;
     auto write_start = Clock::now();
     write_gradients(units, step, ndev);
-    if (timed) write_us += micros(Clock::now() - write_start);
+    if (timer.timed(step)) write_us += micros(Clock::now() - write_start), ++writes;
+    bool hold = step == last && cfg.check && timer.pipelined(step);
+    timer.begin(step);
     for (size_t i = 0; i < plan.size(); ++i) {
       const Unit& unit = units[plan[i].unit];
-      if (step == last) tick.last(true);
-      auto t0 = Clock::now();
       Tensor y = step_collective(cfg, plan[i], unit);
-      y.realize();
-      if (timed) us[i] += micros(Clock::now() - t0);
-      if (step == last) tick.last(false);
-      if (step == last && cfg.check) wrong[i] = check_step_collective(cfg, plan[i], unit, step, y);  // not timed
+      timer.realize(i, y);
+      if (hold) held.push_back(y);
+      if (step == last && cfg.check && !hold) wrong[i] = check_step_collective(cfg, plan[i], unit, step, y);
       if (plan[i].kind == "reduce_scatter") grad_shards[plan[i].unit] = y;
-      tick();
     }
+    timer.end();
+  }
+  for (size_t i = 0; i < held.size(); ++i) {  // not timed
+    wrong[i] = check_step_collective(cfg, plan[i], units[plan[i].unit], last, *held[i]);
+    held[i].reset();  // each gathered unit freed once checked
   }
   std::vector<ResultRow> rows;
-  double step_us = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     const Unit& unit = units[plan[i].unit];
-    ResultRow row = make_row(cfg, plan[i].kind, unit.count, step_collective(cfg, plan[i], unit), us[i]);
+    ResultRow row = make_row(cfg, plan[i].kind, unit.count, step_collective(cfg, plan[i], unit), timer.collective(i));
     row.phase = plan[i].phase;
     row.bucket = static_cast<int64_t>(plan[i].unit);
     row.wrong = wrong[i];
-    step_us += us[i];
     rows.push_back(row);
     finish_row(std::move(row));
   }
-  result.step = step_summary(cfg, rows, static_cast<int64_t>(units.size()), step_us);
-  result.step->write_us = write_us / cfg.iters;
+  result.step = step_summary(cfg, rows, static_cast<int64_t>(units.size()), timer.step());
+  result.step->write_us = write_us / writes;
 }
 
 }  // namespace ringrt

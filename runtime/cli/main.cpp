@@ -347,10 +347,11 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
   TuningWriter writer(path);
   std::printf(
       "# ringrt tune %s: %s over 2..%zu %s devices, %s, %zu points, %d round%s of %d + %d iterations per "
-      "algorithm (after the first: as many as fill 20 ms)\n",
+      "algorithm (after the first: as many as fill 20 ms)%s\n",
       config.empty() ? (sets.empty() ? "(built-in defaults)" : "(built-in defaults and --set)") : cfg.file.c_str(),
       fmt::format("{}", fmt::join(options.collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
-      std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters);
+      std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters,
+      tune_timing_text(tune_timing(cfg)).c_str());
   std::printf("# %14s %7s %12s %12s %12s %12s %8s %8s\n", "collective", "devices", "bytes", "naive(us)", "ring(us)",
               "all2all(us)", "choice", "rule");
   std::fflush(stdout);

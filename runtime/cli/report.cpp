@@ -4,10 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "rewrite/errors.hpp"
@@ -70,9 +72,48 @@ std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
   return out;
 }
 
-constexpr char kRowFormat[] = "{:>12} {:>13} {:>9} {:>6} {:>15} {:>11} {:>8} {:>8} {:>7}\n";
-// FSDP steps (experiment.sharding) add three columns after #wrong: the collective, its phase, its bucket.
+// A table line: size, count, type, redop, algo; a time group (time, algbw, busbw); #wrong; with FSDP
+// steps (experiment.sharding) three columns more: the collective, its phase, its bucket; the timing.
+// experiment.timing both puts the pipelined time group beside the latency one, before #wrong, as
+// nccl-tests prints its out-of-place and in-place times side by side in one row: one line per size
+// compares the two at a glance, and every other column (size, algo, #wrong) is said once.
+constexpr char kLeadColumns[] = "{:>12} {:>13} {:>9} {:>6} {:>15}";
+constexpr char kTimeColumns[] = " {:>11} {:>8} {:>8}";
+constexpr char kWrongColumn[] = " {:>7}";
 constexpr char kStepColumns[] = " {:>14} {:>5} {:>4}";
+constexpr char kTimingColumn[] = " {:>9}";
+using Cells = std::array<std::string, 3>;
+
+// One table line (with its newline) from its cells: `times` holds one time group, or two with timing
+// both; `step` is empty but in FSDP steps.
+std::string table_line(const std::array<std::string, 5>& lead, const std::vector<Cells>& times,
+                       const std::string& wrong, const std::optional<Cells>& step, const std::string& timing) {
+  std::string out = fmt::format(kLeadColumns, lead[0], lead[1], lead[2], lead[3], lead[4]);
+  for (const Cells& t : times) out += fmt::format(kTimeColumns, t[0], t[1], t[2]);
+  out += fmt::format(kWrongColumn, wrong);
+  if (step) out += fmt::format(kStepColumns, (*step)[0], (*step)[1], (*step)[2]);
+  return out + fmt::format(kTimingColumn, timing) + "\n";
+}
+
+// A time group's cells: time (us), algbw and busbw (GB/s), or N/A where nothing was timed.
+Cells time_cells(const std::optional<Timed>& t) {
+  if (!t) return {"N/A", "N/A", "N/A"};
+  return {fmt::format("{:.1f}", t->time_us), fmt::format("{:.2f}", t->algbw), fmt::format("{:.2f}", t->busbw)};
+}
+
+// The header's timing line: how the times were taken (experiment.timing; experiment.hpp, run_experiment).
+std::string timing_text(const ExperimentConfig& cfg) {
+  std::string latency = "latency (each timed call realized and waited for, on the host's clock)";
+  std::string pipelined =
+      cfg.form == SweepForm::buckets
+          ? "pipelined (each timed step's collectives enqueued back to back, the whole step timed on the devices' "
+            "clocks: no collective has a time of its own)"
+          : "pipelined (the timed calls enqueued back to back, one wait at the end, timed on the devices' clocks, "
+            "divided by the iterations)";
+  if (cfg.timing == "latency") return latency;
+  if (cfg.timing == "pipelined") return pipelined;
+  return "both: " + latency + ", then " + pipelined + ", side by side";
+}
 
 bool sharded(const ExperimentConfig& cfg) { return cfg.form == SweepForm::buckets && cfg.sharding != "no_shard"; }
 
@@ -161,6 +202,7 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("experiment.warmup", std::to_string(cfg.warmup));
   line("experiment.iters", std::to_string(cfg.iters));
   line("experiment.check", cfg.check ? "true" : "false");
+  line("experiment.timing", cfg.timing);
   line("experiment.in_place", cfg.in_place ? "true" : "false");
   line("experiment.sharding", cfg.sharding);
   return out;
@@ -177,24 +219,36 @@ std::string format_header(const ExperimentConfig& cfg) {
   const char* form = cfg.form == SweepForm::buckets ? "steps" : "iterations";
   out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}{}\n", cfg.warmup, form, cfg.iters, form,
                      cfg.check ? "true" : "false", steps_text(cfg));
+  out += fmt::format("# timing: {}\n", timing_text(cfg));
   out += "# settings:\n";
   for (const std::string& l : settings_lines(cfg)) out += "#   " + l + "\n";
   out += "#\n";
-  std::string names =
-      fmt::format(kRowFormat, "#       size", "count", "type", "redop", "algo", "time", "algbw", "busbw", "#wrong");
-  if (sharded(cfg)) names.insert(names.size() - 1, fmt::format(kStepColumns, "collective", "phase", "bucket"));
-  out += names;
-  std::string units = fmt::format(kRowFormat, "#        (B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
-  units.erase(units.find_last_not_of(" \n") + 1);  // no trailing blanks
-  return out + units + "\n";
+  bool both = cfg.timing == "both";
+  if (both) {  // the time groups' titles, right-aligned over them
+    size_t lead = fmt::format(kLeadColumns, "", "", "", "", "").size(),
+           group = fmt::format(kTimeColumns, "", "", "").size();
+    out += fmt::format("{:<{}}{:>{}}{:>{}}\n", "#", lead, "latency: each call waited", group, "pipelined: back to back",
+                       group);
+  }
+  std::vector<Cells> names(both ? 2 : 1, Cells{"time", "algbw", "busbw"}),
+      units(names.size(), {"(us)", "(GB/s)", "(GB/s)"});
+  std::optional<Cells> step =
+      sharded(cfg) ? std::optional<Cells>(Cells{"collective", "phase", "bucket"}) : std::nullopt;
+  out += table_line({"#       size", "count", "type", "redop", "algo"}, names, "#wrong", step, "timing");
+  std::string unit_line = table_line({"#        (B)", "(elements)", "", "", ""}, units, "",
+                                     step ? std::optional<Cells>(Cells{}) : std::nullopt, "");
+  unit_line.erase(unit_line.find_last_not_of(" \n") + 1);  // no trailing blanks
+  return out + unit_line + "\n";
 }
 
 std::string format_row(const ResultRow& r) {
-  std::string out = fmt::format(kRowFormat, r.bytes, r.count, r.type, r.redop, r.algo, fmt::format("{:.1f}", r.time_us),
-                                fmt::format("{:.2f}", r.algbw), fmt::format("{:.2f}", r.busbw),
-                                r.wrong < 0 ? "N/A" : std::to_string(r.wrong));
-  if (!r.phase.empty()) out.insert(out.size() - 1, fmt::format(kStepColumns, r.collective, r.phase, r.bucket));
-  return out;
+  std::vector<Cells> times{
+      time_cells(r.timed ? std::optional<Timed>(Timed{r.time_us, r.algbw, r.busbw}) : std::nullopt)};
+  if (r.timing == "both") times.push_back(time_cells(r.pipelined));
+  std::optional<Cells> step;
+  if (!r.phase.empty()) step = Cells{r.collective, r.phase, std::to_string(r.bucket)};
+  return table_line({std::to_string(r.bytes), std::to_string(r.count), r.type, r.redop, r.algo}, times,
+                    r.wrong < 0 ? "N/A" : std::to_string(r.wrong), step, r.timing);
 }
 
 std::string format_footer(const ExperimentResult& result) {
@@ -207,6 +261,9 @@ std::string format_footer(const ExperimentResult& result) {
                     s.buckets, collectives, s.bytes, s.time_us, s.algbw, s.busbw);
     // the host writes of in-place buckets are timed apart: the step time is the allreduces alone
     out += s.write_us ? fmt::format("; host writes {:.1f} us per step (not in the step time)\n", *s.write_us) : "\n";
+    if (s.timing == "both" && s.pipelined)  // the step line above is the latency steps'
+      out += fmt::format("# step, pipelined: {:.1f} us per step, algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
+                         s.pipelined->time_us, s.pipelined->algbw, s.pipelined->busbw);
   }
   bool checked = std::any_of(result.rows.begin(), result.rows.end(), [](const ResultRow& r) { return r.wrong >= 0; });
   std::string verdict =
@@ -215,20 +272,33 @@ std::string format_footer(const ExperimentResult& result) {
     verdict = fmt::format("{}{}stopped after {} of {} rows", checked ? fmt::format("{} ", result.wrong()) : "",
                           result.wrong() ? "FAILED, " : "", result.rows.size(), result.planned);
   out += "# #wrong in all: " + verdict + "\n";
-  double sum = 0;
-  for (const ResultRow& r : result.rows) sum += r.busbw;
-  out += fmt::format("# Avg bus bandwidth: {:.3f} GB/s\n", result.rows.empty() ? 0.0 : sum / result.rows.size());
+  double sum = 0, pipelined_sum = 0;
+  size_t timed = 0, pipelined = 0;
+  for (const ResultRow& r : result.rows) {
+    if (r.timed) sum += r.busbw, ++timed;
+    if (r.timing == "both" && r.pipelined) pipelined_sum += r.pipelined->busbw, ++pipelined;
+  }
+  if (timed == 0 && !result.rows.empty())  // pipelined steps: one clock times each whole step
+    out += "# Avg bus bandwidth: N/A (the collectives of pipelined steps are not timed alone: see the step line)\n";
+  else
+    out += fmt::format("# Avg bus bandwidth: {:.3f} GB/s\n", timed == 0 ? 0.0 : sum / timed);
+  if (pipelined > 0) out += fmt::format("# Avg bus bandwidth, pipelined: {:.3f} GB/s\n", pipelined_sum / pipelined);
   return out;
 }
 
 std::string csv_text(const ExperimentConfig& cfg, const ExperimentResult& result) {
   std::ostringstream out;
-  out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend,collective,phase,bucket\n";
+  // columns added after the first ones are appended: timing, then the pipelined time and bandwidths
+  out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend,collective,phase,bucket,"
+         "timing,pipelined_time_us,pipelined_algbw_gbs,pipelined_busbw_gbs\n";
+  auto times = [](const std::optional<Timed>& t) {  // empty where nothing was timed
+    return t ? fmt::format("{:.3f},{:.4f},{:.4f}", t->time_us, t->algbw, t->busbw) : std::string(",,");
+  };
   for (const ResultRow& r : result.rows)
-    out << fmt::format("{},{},{},{},{},{:.3f},{:.4f},{:.4f},{},{},{},{},{},{}\n", r.bytes, r.count, r.type, r.redop,
-                       r.algo, r.time_us, r.algbw, r.busbw, r.wrong < 0 ? "" : std::to_string(r.wrong),
-                       cfg.devices.size(), cfg.backend, r.collective, r.phase,
-                       r.bucket < 0 ? "" : std::to_string(r.bucket));
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.bytes, r.count, r.type, r.redop, r.algo,
+                       times(r.timed ? std::optional<Timed>(Timed{r.time_us, r.algbw, r.busbw}) : std::nullopt),
+                       r.wrong < 0 ? "" : std::to_string(r.wrong), cfg.devices.size(), cfg.backend, r.collective,
+                       r.phase, r.bucket < 0 ? "" : std::to_string(r.bucket), r.timing, times(r.pipelined));
   return out.str();
 }
 
@@ -243,20 +313,26 @@ std::string json_text(const ExperimentConfig& cfg, const ExperimentResult& resul
   j["dtype"] = std::string(dtype_name(cfg.dtype));
   j["settings"] = settings_lines(cfg);
   j["rows"] = Json::array();
+  auto number = [](bool has, double v) { return has ? Json(v) : Json(nullptr); };  // null: not timed
   for (const ResultRow& r : result.rows)
     j["rows"].push_back({{"size", r.bytes},
                          {"count", r.count},
                          {"type", r.type},
                          {"redop", r.redop},
                          {"algo", r.algo},
-                         {"time_us", r.time_us},
-                         {"algbw", r.algbw},
-                         {"busbw", r.busbw},
+                         {"time_us", number(r.timed, r.time_us)},
+                         {"algbw", number(r.timed, r.algbw)},
+                         {"busbw", number(r.timed, r.busbw)},
                          {"wrong", r.wrong < 0 ? Json(nullptr) : Json(r.wrong)},
                          {"collective", r.collective},  // keys added after the first ones: appended
                          {"phase", r.phase.empty() ? Json(nullptr) : Json(r.phase)},
-                         {"bucket", r.bucket < 0 ? Json(nullptr) : Json(r.bucket)}});
+                         {"bucket", r.bucket < 0 ? Json(nullptr) : Json(r.bucket)},
+                         {"timing", r.timing},
+                         {"pipelined_time_us", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).time_us)},
+                         {"pipelined_algbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).algbw)},
+                         {"pipelined_busbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).busbw)}});
   j["step"] = nullptr;
+  Timed p = result.step ? result.step->pipelined.value_or(Timed{}) : Timed{};
   if (result.step)
     j["step"] = {{"buckets", result.step->buckets},
                  {"bytes", result.step->bytes},
@@ -264,8 +340,13 @@ std::string json_text(const ExperimentConfig& cfg, const ExperimentResult& resul
                  {"algbw", result.step->algbw},
                  {"busbw", result.step->busbw},
                  {"write_us", result.step->write_us ? Json(*result.step->write_us) : Json(nullptr)},
-                 {"collectives", result.step->collectives}};
+                 {"collectives", result.step->collectives},
+                 {"timing", result.step->timing},
+                 {"pipelined_time_us", number(result.step->pipelined.has_value(), p.time_us)},
+                 {"pipelined_algbw", number(result.step->pipelined.has_value(), p.algbw)},
+                 {"pipelined_busbw", number(result.step->pipelined.has_value(), p.busbw)}};
   j["sharding"] = cfg.sharding;  // added after the first keys: appended
+  j["timing"] = cfg.timing;
   return j.dump(2) + "\n";
 }
 

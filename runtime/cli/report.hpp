@@ -19,22 +19,30 @@ namespace ringrt {
 // or "default". What `ringrt config --dump` prints.
 std::string describe_config(const ExperimentConfig& cfg);
 
-// "# "-prefixed lines naming the command, backend, devices, groups, the run's shape and every
-// tunable with its origin (dump_params) and devices.groups, ending with the table's two column-title lines.
+// "# "-prefixed lines naming the command, backend, devices, groups, the run's shape, its timing and every
+// tunable with its origin (dump_params) and devices.groups, ending with the table's two column-title lines
+// (three with timing both: the time groups' titles first).
 std::string format_header(const ExperimentConfig& cfg);
-// One table line: size (B), count, type, redop, algo, time (us), algbw (GB/s), busbw (GB/s), #wrong
-// ("N/A" when not checked).
+// One table line: size (B), count, type, redop, algo, time (us), algbw (GB/s), busbw (GB/s) (N/A when not
+// timed: a collective of pipelined steps), with timing both the pipelined time, algbw and busbw, then
+// #wrong ("N/A" when not checked), FSDP's collective, phase and bucket, and the timing (latency |
+// pipelined | both).
 std::string format_row(const ResultRow& row);
-// The closing "# " lines: the step summary (with buckets), #wrong in all ("0 OK", "N FAILED", "not
-// checked"; a stopped run: "0 stopped after N of M rows", never OK), the mean busbw.
+// The closing "# " lines: the step summary (with buckets; timing both: a second line for the pipelined
+// steps), #wrong in all ("0 OK", "N FAILED", "not checked"; a stopped run: "0 stopped after N of M
+// rows", never OK), the mean busbw of the timed rows (timing both: and of their pipelined busbw).
 std::string format_footer(const ExperimentResult& result);
 
 // One CSV line per row, with a header line; columns size_bytes, count, type, redop, algo, time_us,
-// algbw_gbs, busbw_gbs, wrong (empty when not checked), ndev, backend, collective, phase, bucket.
+// algbw_gbs, busbw_gbs (empty when not timed), wrong (empty when not checked), ndev, backend, collective,
+// phase, bucket, timing, pipelined_time_us, pipelined_algbw_gbs, pipelined_busbw_gbs (empty when not
+// measured: timing latency, bucket steps' collectives).
 std::string csv_text(const ExperimentConfig& cfg, const ExperimentResult& result);
 // {"backend", "devices", "groups", "collective", "op", "dtype", "settings": [header's setting lines],
 //  "rows": [{"size", "count", "type", "redop", "algo", "time_us", "algbw", "busbw", "wrong", "collective",
-//  "phase", "bucket"}...], "step": {...} or null, "sharding"}, indented, with a final newline.
+//  "phase", "bucket", "timing", "pipelined_time_us", "pipelined_algbw", "pipelined_busbw"}...], "step":
+//  {..., "timing", "pipelined_time_us", "pipelined_algbw", "pipelined_busbw"} or null, "sharding",
+//  "timing"}, indented, with a final newline; a time not measured is null.
 std::string json_text(const ExperimentConfig& cfg, const ExperimentResult& result);
 // csv_text / json_text as the file's last text, into a file opened before the run (OutputFile::write).
 // Throws IOError (path and reason) when the file cannot be written.

@@ -11,9 +11,10 @@
 // every algorithm forced (allreduce.ring/all2all at 2, or both 0 for naive) through run_experiment with
 // the config's warmup and iterations, in kRounds rounds that take the algorithms in turn (so a drift of
 // the machine's speed falls on all of them); after its first round an algorithm runs as many iterations
-// as fill 20 ms (at least the config's), so a fast point's mean is not a handful of runs. An
-// algorithm's time is its best round's mean, and the
-// fastest algorithm is the choice. Every result is checked against the host reference: a wrong one
+// as fill 20 ms (at least the config's), so a fast point's mean is not a handful of runs. How a run is
+// timed and what an algorithm's time is depend on the devices (tune_timing; experiment.timing is not
+// read): on the cpu backend latency, the best round's mean; on GPUs pipelined, the median of blocks and
+// of rounds. The fastest algorithm is the choice. Every result is checked against the host reference: a wrong one
 // fails the tune. The ring and all2all lowerings have no chunking or pipelining parameter of their own
 // on one process (runtime.mpi_chunk_bytes applies only to GPU memory across ranks), so the algorithm
 // is the whole choice.
@@ -27,6 +28,34 @@
 #include "runtime/cli/config.hpp"
 
 namespace ringrt {
+
+// How a tune times each run of an algorithm, and what the algorithm's time at a point is.
+//   cpu devices: latency (each call waited for, host clock), one block; the best (smallest) of the rounds'
+//     means, as before pipelining existed: realize() runs the work before it returns there, so the
+//     pipelined mode would time the same calls, and a shared machine's noise is one-sided (an
+//     interruption only slows a round), which the best round leaves out.
+//   GPUs (a device of the run named HIP:*): pipelined (the calls enqueued back to back, timed on the
+//     devices' clocks, as nccl-tests), so the host's launch and scheduling noise stays out of the time;
+//     each run's time is the median of kGpuBlocks blocks (each as many calls as fill 20 ms after the first
+//     round, its own DeviceClock), and an algorithm's time the median of its rounds'. Robust: what is left
+//     is noise of either sign on a block (a boost clock or power state changing, another process's
+//     kernels, a cold cache after the other algorithms ran), and a median moves with none of a minority
+//     of such blocks or rounds, where the mean shifts by each outlier's excess and the best picks the
+//     single most extreme block, the one least likely to recur in the next tune: two tunes then differ
+//     only where two algorithms are closer than the typical block's spread.
+struct TuneTiming {
+  std::string timing = "latency";  // experiment.timing of every run
+  int blocks = 1;                  // ExperimentConfig::timed_blocks of every run
+  bool median = false;             // an algorithm's time: the median of its rounds' times, else the best
+};
+inline constexpr int kGpuBlocks = 5;
+TuneTiming tune_timing(const ExperimentConfig& cfg);
+// An algorithm's time at a point from its rounds' times (microseconds), as `timing` says.
+double tune_time(const std::vector<double>& rounds_us, const TuneTiming& timing);
+// How the tune times, for its header: "" for the cpu backend's way (the header says it already), else
+// "; timed pipelined on the devices' clocks: a run the median of 5 blocks, an algorithm the median of its
+// rounds".
+std::string tune_timing_text(const TuneTiming& timing);
 
 // The collectives tune can choose for: kTunedCollectives (rewrite/tuning.hpp).
 const std::vector<std::string>& tunable_collectives();

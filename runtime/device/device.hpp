@@ -98,6 +98,35 @@ class CompiledKernel {
 
 class Device;
 
+// A graph of device work recorded once and launched many times (a CUDA graph, a hipGraph: the launch
+// costs one call, not one per piece of work): kernel launches and copies on devices of one backend, each
+// after the nodes it depends on. Built by one thread, then instantiated; its nodes' pointers can be
+// changed between launches (set_kernel, set_copy) without building it again. Launches run in order on
+// the queue of the device that made it (Device::make_graph): a launch starts after the one before it
+// completed, and after its `after` events. Not thread-safe: one caller at a time.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  // Adds `kernel` launched on `device` with these buffers (the output, the kernel's inputs, its peer
+  // outputs) and _device_num, after the nodes `deps`; its node. nullopt when this graph cannot hold it
+  // (another backend's device): the caller runs the work without a graph then. Throws DeviceError.
+  virtual std::optional<size_t> add_kernel(Device& device, const CompiledKernel& kernel, const std::vector<void*>& bufs,
+                                           int32_t dnum, const std::vector<size_t>& deps) = 0;
+  // Adds a copy of `bytes` from src on `from` to dst on `to`, after `deps`; nullopt when the graph cannot
+  // hold it (a copy staged through the host). Throws DeviceError.
+  virtual std::optional<size_t> add_copy(Device& to, Device& from, const void* src, void* dst, size_t bytes,
+                                         const std::vector<size_t>& deps) = 0;
+  // After the last add: makes the graph launchable. Throws DeviceError.
+  virtual void instantiate() = 0;
+  // For later launches: kernel node `node`'s buffers, copy node `node`'s pointers. Throws DeviceError.
+  virtual void set_kernel(size_t node, const std::vector<void*>& bufs) = 0;
+  virtual void set_copy(size_t node, const void* src, void* dst) = 0;
+  // Launches every node, after `after` (and after the previous launch); the Event completes when all
+  // nodes have run. Throws DeviceError when the device is shut down or poisoned.
+  virtual Event launch(const std::vector<Event>& after) = 0;
+  virtual size_t nodes() const = 0;
+};
+
 // One launch of a group (Device::launch_group): `kernel` on `device` with these buffers and _device_num.
 struct GroupLaunch {
   Device* device;
@@ -155,6 +184,14 @@ class Device {
   virtual Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) = 0;
   // Any host function, in queue order (tests; the watchdog test blocks a queue with one).
   virtual Event submit(std::function<void()> fn, std::vector<Event> after) = 0;
+  // A new, empty graph of this backend's work, launched on this device's queue; null for a backend
+  // without graphs (the cpu backend: the default).
+  virtual std::unique_ptr<DeviceGraph> make_graph() { return nullptr; }
+  // A marker in queue order, for timing (DeviceClock, runtime/api/tensor.hpp): its Event completes once
+  // everything queued before it has run, and its times() end is when, on the device's own clock (the
+  // hip backend: a timing event; differences of two markers of one device are the GPU's elapsed time).
+  // Default: a host function that stamps the host's clock.
+  virtual Event marker();
   // Waits until everything submitted so far has run.
   virtual void synchronize() = 0;
   // Waits at most `timeout` until everything submitted so far has run; false when some of it still

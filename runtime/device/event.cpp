@@ -156,6 +156,18 @@ Event Device::copy_in_async(void* dst, const void* host, size_t bytes, std::vect
   return done;
 }
 
+Event Device::marker() {
+  Event mark;
+  submit(
+      [mark] {
+        auto now = std::chrono::steady_clock::now();
+        mark.set_times(now, now);
+        mark.set_done();
+      },
+      {});
+  return mark;
+}
+
 namespace {
 std::atomic<bool> g_trace_timing{false};
 }  // namespace

@@ -99,6 +99,11 @@ struct Program::BindingPlan {
   void drop_unused_temps();
 };
 
+// The fences of a run (executor.cpp): the tails of the work in flight on its input and output storages
+// (pending.hpp), each once, but those done.
+std::vector<Event> pending_fences(const std::vector<std::shared_ptr<DeviceStorage>>& inputs,
+                                  const std::vector<std::shared_ptr<DeviceStorage>>& outputs);
+
 // Per fixed slot, the first slot of the same address (the classes of equal pointers).
 std::vector<uint32_t> same_address(const std::vector<void*>& fixed);
 

@@ -235,20 +235,27 @@ std::atomic<size_t> g_bindings_built{0};
 size_t Program::bindings_built() { return g_bindings_built.load(); }
 
 // The last binding plan when this run's facts are its own, else a new one (binding.hpp).
-std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<Block>>& outs,
-                                                  const StorageLookup& inputs) const {
+std::shared_ptr<const Program::BindingPlan> Program::binding(const std::vector<std::vector<Block>>& outs,
+                                                             const StorageLookup& inputs, RunSlots& slots) const {
   std::shared_ptr<const BindingPlan> plan;
   {
     std::lock_guard<std::mutex> lock(bindings_->mu);
     plan = bindings_->plan;
   }
-  RunSlots slots;
   if (!plan || !plan->matches(outs, inputs, slots)) {
+    slots = RunSlots{};
     plan = BindingPlan::build(*this, outs, inputs, slots);
     std::lock_guard<std::mutex> lock(bindings_->mu);
     bindings_->plan = plan;
     ++g_bindings_built;
   }
+  return plan;
+}
+
+std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<Block>>& outs,
+                                                  const StorageLookup& inputs) const {
+  RunSlots slots;
+  std::shared_ptr<const BindingPlan> plan = binding(outs, inputs, slots);
   return std::make_unique<RunMemory>(std::move(plan), std::move(slots));
 }
 
@@ -441,25 +448,8 @@ void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& o
   memory.release();
 }
 
-namespace {
-// An asynchronous run in flight: its tails, and what names its late item (a function of the program,
-// kept alive by its cache entry `owner`).
-class RunWork final : public PendingWork {
- public:
-  RunWork(std::vector<Event> tails, std::shared_ptr<const void> owner,
-          std::function<std::string(std::chrono::milliseconds)> late)
-      : PendingWork(std::move(tails), "a run"), owner_(std::move(owner)), late_(std::move(late)) {}
-
- protected:
-  std::string late(std::chrono::milliseconds timeout) const override { return late_(timeout); }
-
- private:
-  std::shared_ptr<const void> owner_;
-  std::function<std::string(std::chrono::milliseconds)> late_;
-};
-
-// The pending work of the run's storages (inputs and outputs): each device queue's last event, once.
-std::vector<Event> fences_of(const RunSlots& slots, const std::vector<std::shared_ptr<DeviceStorage>>& outputs) {
+std::vector<Event> pending_fences(const std::vector<std::shared_ptr<DeviceStorage>>& inputs,
+                                  const std::vector<std::shared_ptr<DeviceStorage>>& outputs) {
   std::vector<Event> out;
   auto add = [&](const std::shared_ptr<DeviceStorage>& st) {
     std::shared_ptr<const PendingWork> p = st ? st->pending() : nullptr;
@@ -469,11 +459,10 @@ std::vector<Event> fences_of(const RunSlots& slots, const std::vector<std::share
           std::none_of(out.begin(), out.end(), [&](const Event& o) { return o.identity() == e.identity(); }))
         out.push_back(e);
   };
-  for (const auto& st : slots.held) add(st);
+  for (const auto& st : inputs) add(st);
   for (const auto& st : outputs) add(st);
   return out;
 }
-}  // namespace
 
 std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Block>>& outs,
                                                 const StorageLookup& inputs, const ExecOptions& options) const {
@@ -487,16 +476,21 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
                      plan_hash_, options.timeout);
   }
   bool traced = trace_timing();  // a Trace records: the backends stamp times; recorded once all is done
+  const RuntimeParams& params = current_runtime_params();
+  bool asynchronous = asynchronous_ && !traced && options.owner && params.async;
+  if (asynchronous && params.graphs)  // recorded once, launched with one call (graph_run.cpp)
+    if (std::shared_ptr<const PendingWork> work = run_graph(outs, inputs, options)) return work;
   std::unique_ptr<RunMemory> memory = bind(outs, inputs);
   memory->run = run;
-  Events events = submit(*memory, fences_of(memory->slots, options.outputs));
-  if (asynchronous_ && !traced && options.owner && current_runtime_params().async) {
+  Events events = submit(*memory, pending_fences(memory->slots.held, options.outputs));
+  if (asynchronous) {
     // Asynchronous: the storages and the process's list hold the work in flight (pending.hpp).
-    auto work = std::make_shared<RunWork>(
-        tails(events, *memory), options.owner,
+    auto work = std::make_shared<PendingWork>(
+        tails(events, *memory), "a run",
         [this, events, run, plan = memory->plan](std::chrono::milliseconds timeout) {
           return late_item(events, *plan, run, timeout);
-        });
+        },
+        options.owner);
     for (const auto& st : memory->slots.held) st->set_pending(work);
     for (const auto& st : options.outputs) st->set_pending(work);
     memory->release_when_done(*work);

@@ -75,6 +75,7 @@ class DeviceStorage {
 void set_watchdog_timeout(std::chrono::milliseconds timeout);
 
 using StorageLookup = std::function<std::shared_ptr<DeviceStorage>(int64_t buffer_id)>;
+struct RunSlots;  // a run's real memory (binding.hpp)
 
 struct ExecOptions {
   std::chrono::milliseconds timeout = watchdog_timeout();  // an item not done by then is a TimeoutError
@@ -91,6 +92,7 @@ class Program {
  public:
   // Lowers and compiles every kernel of plan, which realizes roots. Throws CompileError.
   Program(ItemPlan plan, std::vector<UOp> roots);
+  ~Program();  // a graph's scratch memory goes back once its last launch completed
   // bind + submit + wait: runs the items; root i's value lands in outs[i] (a block per device of the root), or for an
   // ASSIGN root in its destination's storage (outs[i] unused). Blocks until done; throws TimeoutError
   // naming the first item that did not finish within options.timeout (the device queue it sits on
@@ -113,9 +115,23 @@ class Program {
   class Binding;                                   // works a BindingPlan out (binding.cpp)
   class RunMemory;                                 // the memory of one run (executor.cpp)
   using Events = std::vector<std::vector<Event>>;  // per item, the events of its work on the devices
+  struct GraphRun;                                 // the program's run recorded as a graph (graph_run.cpp)
+  // The binding plan of a run's facts (the last one when they match), with the run's fixed slots.
+  std::shared_ptr<const BindingPlan> binding(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
+                                             RunSlots& slots) const;
   // run() in three steps. bind: the run's memory (inputs, outputs, intermediates, scratch slots) and
   // the binding plan it follows (peer reads patched in). Throws DeviceError when memory runs out.
   std::unique_ptr<RunMemory> bind(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs) const;
+  // run() as a graph (runtime.graphs, graph_run.cpp): recorded on the first run of a binding plan, with
+  // scratch memory of its own, then launched with one call, its nodes' pointers changed where this run's
+  // inputs and outputs differ; null when the program's work cannot be one graph (another backend, a
+  // copy staged through the host, too much scratch): the caller runs it item by item.
+  std::shared_ptr<const PendingWork> run_graph(const std::vector<std::vector<Block>>& outs,
+                                               const StorageLookup& inputs, const ExecOptions& options) const;
+  // The graph of `plan`'s binding recorded into `graph`, with its own scratch (added to slots.temps);
+  // null when a node cannot be added. Throws DeviceError from the platform.
+  std::unique_ptr<GraphRun> record(std::unique_ptr<DeviceGraph> graph, std::shared_ptr<const BindingPlan> plan,
+                                   RunSlots& slots) const;
   // submit: every item to its device's in-order queue after the events of the items it waits for
   // (an elided copy passes those on; an item that waits for none of the run's, for `fences`); returns at once.
   Events submit(RunMemory& memory, const std::vector<Event>& fences) const;
@@ -153,6 +169,9 @@ class Program {
     std::shared_ptr<const BindingPlan> plan;
   };
   std::unique_ptr<BindingCache> bindings_ = std::make_unique<BindingCache>();
+  mutable std::mutex graph_mu_;  // graph_, no_graph_
+  mutable std::unique_ptr<GraphRun> graph_;
+  mutable bool no_graph_ = false;  // this program's work cannot be one graph: never tried again
 };
 
 }  // namespace ringrt

@@ -14,8 +14,8 @@
 
 namespace ringrt {
 
-PendingWork::PendingWork(std::vector<Event> tails, std::string what)
-    : tails_(std::move(tails)), what_(std::move(what)) {}
+PendingWork::PendingWork(std::vector<Event> tails, std::string what, Late late, std::shared_ptr<const void> keep)
+    : tails_(std::move(tails)), what_(std::move(what)), late_(std::move(late)), keep_(std::move(keep)) {}
 
 bool PendingWork::done() const {
   return std::all_of(tails_.begin(), tails_.end(), [](const Event& e) { return e.done(); });
@@ -51,6 +51,7 @@ void PendingWork::watch_settled() const {
 }
 
 std::string PendingWork::late(std::chrono::milliseconds timeout) const {
+  if (late_) return late_(timeout);
   return fmt::format("{} did not complete within {} ms", what_, timeout.count());
 }
 

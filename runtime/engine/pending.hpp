@@ -32,10 +32,14 @@ namespace ringrt {
 
 class PendingWork {
  public:
+  // Says what is late after a timeout (a TimeoutError's message).
+  using Late = std::function<std::string(std::chrono::milliseconds timeout)>;
   // `tails`: the last event of each device queue the work used (the queues are in order: once these
-  // are done, all of it is). `what` describes it ("a run of 12 items", "a host write of 4096 bytes").
-  PendingWork(std::vector<Event> tails, std::string what);
-  virtual ~PendingWork() = default;
+  // are done, all of it is). `what` describes it ("a host write of 4096 bytes to buffer 7"): "WHAT did
+  // not complete within T ms", unless `late` says more precisely what is late (an executor's run names
+  // its item); `keep` stays alive as long as the work (what `late` reads: a program's cache entry).
+  PendingWork(std::vector<Event> tails, std::string what, Late late = {}, std::shared_ptr<const void> keep = {});
+  ~PendingWork() = default;
   PendingWork(const PendingWork&) = delete;
   PendingWork& operator=(const PendingWork&) = delete;
 
@@ -53,13 +57,13 @@ class PendingWork {
   bool settled() const { return settled_->load(std::memory_order_acquire); }
   void watch_settled() const;
 
- protected:
-  // The message of a TimeoutError after `timeout`: what is late, as precisely as the work knows.
-  virtual std::string late(std::chrono::milliseconds timeout) const;
-
  private:
+  std::string late(std::chrono::milliseconds timeout) const;
+
   std::vector<Event> tails_;
   std::string what_;
+  Late late_;
+  std::shared_ptr<const void> keep_;
   std::shared_ptr<std::atomic<bool>> settled_ = std::make_shared<std::atomic<bool>>(false);
 };
 

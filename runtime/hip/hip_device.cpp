@@ -24,6 +24,7 @@
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
 #include "runtime/hip/hip_check.hpp"
+#include "runtime/hip/hip_graph.hpp"
 #include "runtime/hip/hip_memory.hpp"
 #include "runtime/hip/hip_queue.hpp"
 #include "runtime/hip/hip_support.hpp"
@@ -284,6 +285,9 @@ class HipDevice final : public Device {
   }
 
   bool asynchronous() const override { return true; }
+  std::unique_ptr<DeviceGraph> make_graph() override { return std::make_unique<HipGraph>(*queue_, gpu_, name_); }
+  int gpu() const { return gpu_; }
+  Event marker() override { return queue_->marker(); }
 
  private:
   const codegen::HiprtcCompiler& compiler() {
@@ -374,6 +378,15 @@ extern "C" __global__ void rt_gate_wait(const volatile unsigned int* word, unsig
 };
 
 }  // namespace
+
+namespace hip_detail {
+int hip_gpu_of(const Device& device) {
+  const Device* d = &device;
+  if (const auto* owner = dynamic_cast<const DeviceOwner*>(d)) d = &owner->owned();
+  const auto* hip = dynamic_cast<const HipDevice*>(d);
+  return hip ? hip->gpu() : -1;
+}
+}  // namespace hip_detail
 
 std::unique_ptr<Device> make_hip_device(int index) {
   const HipTopology& t = hip_topology();

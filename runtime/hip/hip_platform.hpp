@@ -61,6 +61,18 @@ using hipEvent_t = cudaEvent_t;
 using hipDeviceProp_t = cudaDeviceProp;
 using hipModule_t = CUmodule;
 using hipFunction_t = CUfunction;
+using hipGraph_t = cudaGraph_t;
+using hipGraphExec_t = cudaGraphExec_t;
+using hipGraphNode_t = cudaGraphNode_t;
+// HIP's kernel-node parameters (the function is a module's CUfunction): graph_add_kernel_node below.
+struct hipKernelNodeParams {
+  dim3 blockDim;
+  void** extra = nullptr;
+  void* func = nullptr;
+  dim3 gridDim;
+  void** kernelParams = nullptr;
+  unsigned int sharedMemBytes = 0;
+};
 
 // ---- constants
 #define hipSuccess cudaSuccess
@@ -115,6 +127,14 @@ using hipFunction_t = CUfunction;
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipHostGetDevicePointer cudaHostGetDevicePointer
 #define hipLaunchHostFunc cudaLaunchHostFunc
+#define hipGraphCreate cudaGraphCreate
+#define hipGraphDestroy cudaGraphDestroy
+#define hipGraphAddMemcpyNode1D cudaGraphAddMemcpyNode1D
+#define hipGraphAddEmptyNode cudaGraphAddEmptyNode
+#define hipGraphExecMemcpyNodeSetParams1D cudaGraphExecMemcpyNodeSetParams1D
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphExecDestroy cudaGraphExecDestroy
 
 // ---- module calls: the CUDA driver API through the runtime's entry points
 #define hipModuleLoadData ::ringrt::nv::module_load_data
@@ -124,6 +144,9 @@ using hipFunction_t = CUfunction;
 // ---- stream memory operations: driver calls, returned as the runtime's errors
 #define hipStreamWaitValue32 ::ringrt::nv::stream_wait_value32
 #define hipStreamWriteValue32 ::ringrt::nv::stream_write_value32
+// ---- kernel nodes of a module's function: driver calls (the runtime's take runtime functions)
+#define hipGraphAddKernelNode ::ringrt::nv::graph_add_kernel_node
+#define hipGraphExecKernelNodeSetParams ::ringrt::nv::graph_exec_kernel_node_set_params
 
 namespace ringrt::nv {
 
@@ -200,6 +223,32 @@ inline cudaError_t stream_write_value32(cudaStream_t stream, void* ptr, uint32_t
   static const auto fn = driver_entry<decltype(&cuStreamWriteValue32)>("cuStreamWriteValue32");
   if (!fn) return cudaErrorNotSupported;
   return as_runtime_error(fn(stream, reinterpret_cast<CUdeviceptr>(ptr), value, flags));
+}
+
+// hipKernelNodeParams as the driver's CUDA_KERNEL_NODE_PARAMS (the current context's).
+inline CUDA_KERNEL_NODE_PARAMS driver_kernel_params(const hipKernelNodeParams& p) noexcept {
+  CUDA_KERNEL_NODE_PARAMS k{};
+  k.func = static_cast<CUfunction>(p.func);
+  k.gridDimX = p.gridDim.x, k.gridDimY = p.gridDim.y, k.gridDimZ = p.gridDim.z;
+  k.blockDimX = p.blockDim.x, k.blockDimY = p.blockDim.y, k.blockDimZ = p.blockDim.z;
+  k.sharedMemBytes = p.sharedMemBytes;
+  k.kernelParams = p.kernelParams;
+  k.extra = p.extra;
+  return k;
+}
+inline cudaError_t graph_add_kernel_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                         size_t ndeps, const hipKernelNodeParams* params) noexcept {
+  static const auto fn = driver_entry<decltype(&cuGraphAddKernelNode)>("cuGraphAddKernelNode");
+  if (!fn || !params) return cudaErrorNotSupported;
+  CUDA_KERNEL_NODE_PARAMS k = driver_kernel_params(*params);
+  return as_runtime_error(fn(node, graph, deps, ndeps, &k));
+}
+inline cudaError_t graph_exec_kernel_node_set_params(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                     const hipKernelNodeParams* params) noexcept {
+  static const auto fn = driver_entry<decltype(&cuGraphExecKernelNodeSetParams)>("cuGraphExecKernelNodeSetParams");
+  if (!fn || !params) return cudaErrorNotSupported;
+  CUDA_KERNEL_NODE_PARAMS k = driver_kernel_params(*params);
+  return as_runtime_error(fn(exec, node, &k));
 }
 
 // cuGetErrorName / cuGetErrorString of rc; null when unknown or when the driver is unavailable.

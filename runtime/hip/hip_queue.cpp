@@ -113,10 +113,10 @@ std::shared_ptr<const TimeBase> HipQueue::time_base() {
   return base_;
 }
 
-std::shared_ptr<HipNative> HipQueue::gpu_native(std::vector<Event> host_deps) {
+std::shared_ptr<HipNative> HipQueue::gpu_native(std::vector<Event> host_deps, bool timed) {
   auto native = std::make_shared<HipNative>(pool_);
   native->host_deps = std::move(host_deps);
-  if (trace_timing()) {
+  if (timed || trace_timing()) {
     native->base = time_base();
     native->start = take_event(true);
     RINGRT_HIP_CHECK(name_, hipEventRecord(native->start, stream_));
@@ -246,6 +246,25 @@ Event HipQueue::enqueue_host(std::string what, std::vector<Event> after, std::fu
   }
   cv_.notify_all();
   if (error) e.set_done(error);
+  return e;
+}
+
+Event HipQueue::marker() {
+  Event e;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    check_open("marker");
+    DeviceGuard guard(gpu_, name_);
+    std::shared_ptr<HipNative> native = gpu_native({}, true);
+    RINGRT_HIP_CHECK(name_, hipEventRecord(native->event, stream_));
+    e.set_native(native);
+    Entry entry;
+    entry.done = e;
+    entry.what = "marker";
+    entry.native = std::move(native);
+    pending_.push_back(std::move(entry));
+  }
+  cv_.notify_all();
   return e;
 }
 

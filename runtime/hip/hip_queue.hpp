@@ -87,6 +87,8 @@ class HipQueue {
   // without enqueueing it. Its Event carries a HipNative. Throws DeviceError when the device is shut
   // down or poisoned; a failed HIP call fails the Event instead. Thread-safe (one submitter at a time).
   Event enqueue(std::string what, const std::vector<Event>& after, const GpuWork& work);
+  // A marker (Device::marker): an empty piece of GPU work with timing events, whatever trace_timing().
+  Event marker();
   // Host work: `host` runs on the completer after every earlier piece of this queue's work has completed
   // and after `after` (waited for on the host; an error fails it without running `host`); the stream
   // waits for its gate, so later GPU work starts after it. With `gpu`, that GPU part is enqueued behind
@@ -123,7 +125,7 @@ class HipQueue {
   Event push_host(std::string what, std::vector<Event> after, std::function<void()> fn);
   void wait_gate(hipStream_t stream, void* gate, uint32_t value);  // on this device's stream
   void open_gate(uint32_t value);
-  std::shared_ptr<HipNative> gpu_native(std::vector<Event> host_deps);
+  std::shared_ptr<HipNative> gpu_native(std::vector<Event> host_deps, bool timed = false);
   hipEvent_t take_event(bool timing);
   std::shared_ptr<const TimeBase> time_base();
   void complete_loop();

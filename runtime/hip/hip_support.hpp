@@ -150,7 +150,11 @@ class DeviceOwner final : public Device {
   }
   void synchronize() override { d_->synchronize(); }
   bool drain(std::chrono::milliseconds timeout) override { return d_->drain(timeout); }
+  std::unique_ptr<DeviceGraph> make_graph() override { return d_->make_graph(); }
+  // The device it owns.
+  const Device& owned() const { return *d_; }
   bool asynchronous() const override { return d_->asynchronous(); }
+  Event marker() override { return d_->marker(); }
   void* allocate_staging(size_t bytes) override { return d_->allocate_staging(bytes); }
   void free_staging(void* ptr, size_t bytes) noexcept override { d_->free_staging(ptr, bytes); }
 
@@ -174,6 +178,10 @@ class DeviceOwner final : public Device {
 // pools) make no HIP call and leak instead. Thread-safe.
 void register_live(const void* device, std::function<void()> shutdown);
 void unregister_live(const void* device);
+
+// The GPU ordinal of a device of the hip backend (a DeviceOwner's too), -1 for any other device
+// (hip_device.cpp).
+int hip_gpu_of(const Device& device);
 
 // Now, while a Trace records (trace_timing(): hip_device.hpp "Timing"); else nullopt.
 inline std::optional<std::chrono::steady_clock::time_point> trace_now() {

@@ -51,8 +51,10 @@ BOOST_DATA_TEST_CASE(every_config_runs_with_no_wrong_values, bdata::make(config_
   BOOST_TEST_REQUIRE(!rows.empty());
   bool sharded = load_config(std::string(RINGRT_SOURCE_DIR) + "/" + config).sharding != "no_shard";
   for (const auto& row : rows) {
-    BOOST_TEST_REQUIRE(row.size() == (sharded ? 12u : 9u));  // FSDP: collective, phase, bucket after #wrong
+    // FSDP: collective, phase, bucket after #wrong; then the timing (experiment.timing, latency by default)
+    BOOST_TEST_REQUIRE(row.size() == (sharded ? 13u : 10u));
     BOOST_TEST(row[8] == "0", config << ": " << r.out);
+    BOOST_TEST(row.back() == "latency");
   }
   BOOST_TEST(r.out.find("# #wrong in all: 0 OK") != std::string::npos);
   BOOST_TEST(r.err.find('\r') == std::string::npos);  // no progress bar when not on a TTY
@@ -273,12 +275,13 @@ BOOST_AUTO_TEST_CASE(csv_and_json_files) {
                          "experiment.iters=1", "--csv", csv, "--json", js});
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
   std::string text = read_file(csv);
+  // the columns as they were, then the ones added since (test_cli_timing.cpp: the timing's)
   BOOST_TEST(text.rfind("size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend,"
-                        "collective,phase,bucket\n",
+                        "collective,phase,bucket,timing,pipelined_time_us,pipelined_algbw_gbs,pipelined_busbw_gbs\n",
                         0) == 0u);
   BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 3);
   BOOST_TEST(text.find("\n256,64,float32,sum,naive,") != std::string::npos, text);
-  BOOST_TEST(text.find(",4,cpu,allreduce,,\n") != std::string::npos, text);
+  BOOST_TEST(text.find(",4,cpu,allreduce,,,latency,,,\n") != std::string::npos, text);
   json j = json::parse(read_file(js));
   BOOST_TEST(j["rows"].size() == 2u);
   BOOST_TEST(j["rows"][1]["count"] == 256);
@@ -296,7 +299,8 @@ BOOST_AUTO_TEST_CASE(csv_and_json_files) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : step.items()) keys.push_back(k);
   BOOST_TEST(
-      keys == (std::vector<std::string>{"buckets", "bytes", "time_us", "algbw", "busbw", "write_us", "collectives"}),
+      keys == (std::vector<std::string>{"buckets", "bytes", "time_us", "algbw", "busbw", "write_us", "collectives",
+                                        "timing", "pipelined_time_us", "pipelined_algbw", "pipelined_busbw"}),
       boost::test_tools::per_element());
   BOOST_TEST(step["buckets"] == 3);
   BOOST_TEST(step["write_us"].is_number());
@@ -322,6 +326,7 @@ BOOST_AUTO_TEST_CASE(config_dump_prints_every_setting_and_its_origin) {
   BOOST_TEST(r.out.find("runtime.inline_small = true  (env RINGRT_INLINE_SMALL; default true; ") != std::string::npos);
   BOOST_TEST(r.out.find("runtime.cxx = g++  (env CXX; default g++; ") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("experiment.collective = allreduce  <- default\n") != std::string::npos);
+  BOOST_TEST(r.out.find("experiment.timing = latency  <- default\n") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("allreduce.ring_threshold = 1000  (env RING_ALLREDUCE_THRESHOLD") != std::string::npos);
   BOOST_TEST(r.out.find("<- environment variable RING_ALLREDUCE_THRESHOLD") != std::string::npos);
   BOOST_TEST(r.out.find("experiment.iters = 3  <- --set experiment.iters=3") != std::string::npos);
@@ -405,8 +410,8 @@ BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
       expect_2(run_cli({"config", "configs/naive.yaml", "--dump"}, {env}), want);  // config checks what run reads
     }
   }
-  BOOST_TEST(switches == 8);  // peer reads and writes, kernel split, inline small, huge pages, in place, mpi stage
-                              // host, async
+  BOOST_TEST(switches == 9);  // peer reads and writes, kernel split, inline small, huge pages, in place, mpi stage
+                              // host, async, graphs
   for (const char* value : {"1e-9", " 5", "0x10", "0"})
     expect_2(run_cli({"run", "configs/naive.yaml", "--set", "experiment.counts=[8]"},
                      {std::string("RINGRT_WATCHDOG_S=") + value}),

@@ -50,6 +50,8 @@ const BadConfig kBad[] = {
     {"wrong_type_bool", "experiment:\n  check: maybe\n", "", ":2:10: key 'experiment.check': expected true or false"},
     {"wrong_type_in_place", "experiment:\n  in_place: 2\n", "",
      ":2:13: key 'experiment.in_place': expected true or false"},
+    {"bad_timing", "experiment:\n  timing: fast\n", "",
+     ":2:11: key 'experiment.timing': expected one of latency, pipelined, both, got 'fast'"},
     {"bad_op", "experiment:\n  op: avg\n", "",
      ":2:7: key 'experiment.op': expected one of sum, max, min, prod, got 'avg'"},
     {"bad_dtype", "experiment:\n  dtype: float8\n", "", ":2:10: key 'experiment.dtype': expected one of float32,"},
@@ -262,10 +264,11 @@ BOOST_AUTO_TEST_CASE(set_replaces_the_sweep_form_of_the_yaml) {
 BOOST_AUTO_TEST_CASE(describe_config_lists_every_key) {
   ExperimentConfig c = parse_config("experiment: {counts: [8, 16]}\n", "y.yaml");
   std::string d = describe_config(c);
-  for (const char* key : {"backend = ", "devices.count = [CPU:0, CPU:1, CPU:2, CPU:3]", "devices.groups = []",
-                          "experiment.collective = allreduce", "experiment.op = sum", "experiment.dtype = float32",
-                          "experiment.counts = [8, 16]  <- y.yaml:1:22", "experiment.warmup = 2",
-                          "experiment.iters = 10", "experiment.check = true", "experiment.in_place = true"})
+  for (const char* key :
+       {"backend = ", "devices.count = [CPU:0, CPU:1, CPU:2, CPU:3]", "devices.groups = []",
+        "experiment.collective = allreduce", "experiment.op = sum", "experiment.dtype = float32",
+        "experiment.counts = [8, 16]  <- y.yaml:1:22", "experiment.warmup = 2", "experiment.iters = 10",
+        "experiment.check = true", "experiment.in_place = true", "experiment.timing = latency  <- default"})
     BOOST_TEST(d.find(key) != std::string::npos, key);
   for (const Tunable& t : tunables()) BOOST_TEST(d.find(std::string(t.key) + " = ") != std::string::npos);
   // backend: auto (the default) names what it resolved to and why

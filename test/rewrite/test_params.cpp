@@ -101,6 +101,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"runtime.mpi_chunk_bytes", "RINGRT_MPI_CHUNK_BYTES"},
       {"runtime.mpi_stage_host", "RINGRT_MPI_STAGE_HOST"},
       {"runtime.async", "RINGRT_ASYNC"},
+      {"runtime.graphs", "RINGRT_GRAPHS"},
       {"runtime.watchdog_s", "RINGRT_WATCHDOG_S"},
       {"runtime.mpi_start_s", "RINGRT_MPI_START_S"},
       {"runtime.cache_dir", "RINGRT_CACHE_DIR"},
