@@ -203,6 +203,64 @@ boost_test_discover_tests(simgpu_tests FILE_SUITES ${_sim_sources} TEST_PREFIX "
   ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" RINGRT_SIM_GPUS=2 RINGRT_KERNEL_OPT=1
   ${RINGRT_TEST_ENVIRONMENT})
 
+# The GPU check's programs on the simulated GPUs (label simgpu): ringrt_gpu_floor_sim (scripts/bench/gpu/floor.cpp)
+# and ringrt_sim (the `ringrt` program: ringrt_cli's objects, CMakeLists.txt) linked with ringrt_simgpu, run as
+# scripts/gpu-check.sh runs them, at small sizes. Each test asserts the exit status and the output (a
+# PASS_REGULAR_EXPRESSION alone would ignore the status). Their files go to test/simgpu/check/, where
+# simgpu_gpu_ratio reads them (CTest fixtures: running it alone runs them first).
+add_executable(ringrt_gpu_floor_sim scripts/bench/gpu/floor.cpp)
+target_link_libraries(ringrt_gpu_floor_sim PRIVATE ringrt_simgpu)
+ringrt_gpu_client(ringrt_gpu_floor_sim PRIVATE sim)
+ringrt_warnings(ringrt_gpu_floor_sim)
+add_executable(ringrt_sim $<TARGET_OBJECTS:ringrt_cli_main> $<TARGET_OBJECTS:ringrt_tools_objects>)
+set_target_properties(ringrt_sim PROPERTIES LINKER_LANGUAGE CXX)
+target_link_libraries(ringrt_sim PRIVATE ringrt_simgpu CLI11::CLI11 yaml-cpp nlohmann_json::nlohmann_json)
+set(_check "${PROJECT_BINARY_DIR}/test/simgpu/check")
+file(MAKE_DIRECTORY "${_check}")
+set(_sim_env "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache" RINGRT_KERNEL_OPT=1 ${RINGRT_TEST_ENVIRONMENT})
+# the floor on 1 simulated GPU, 4 logical devices: 1 KiB, 64 KiB and 1036 B (a float tail after the
+# vectors); every fused result checked (exit 0), a bound, a fused and a fused_graph row per size, times > 0
+add_test(NAME simgpu_floor COMMAND bash -c "\"$1\" 1048576 2 4 -- 1024 1036 65536 >\"$2\"; rc=$?; cat \"$2\"; \
+test $rc -eq 0 && awk -F, '$1 == \"floor\" && $3 == 4 && $5 > 0 {n[$2]++} END {exit !(n[\"bound\"] == 3 && \
+n[\"fused\"] == 3 && n[\"fused_graph\"] == 3)}' \"$2\"" bash $<TARGET_FILE:ringrt_gpu_floor_sim> "${_check}/floor.txt")
+set_tests_properties(simgpu_floor PROPERTIES LABELS simgpu TIMEOUT 300 FIXTURES_SETUP simgpu_check
+  ENVIRONMENT "${_sim_env};RINGRT_SIM_GPUS=1")
+# ringrt_sim_run(<name> <environment> <arguments of `ringrt_sim run configs/gpu.yaml --set backend=hip`>...):
+# a test that the run exits 0 with every value right (#wrong in all: 0), timed both ways.
+function(ringrt_sim_run name env)
+  add_test(NAME simgpu_cli.${name} COMMAND bash -c "out=$(\"$@\" 2>&1); rc=$?; printf '%s\\n' \"$out\"; \
+test $rc -eq 0 && printf '%s\\n' \"$out\" | grep -q '^# #wrong in all: 0 OK$'" bash $<TARGET_FILE:ringrt_sim> run
+    "${PROJECT_SOURCE_DIR}/configs/gpu.yaml" --set backend=hip --set experiment.timing=both --set experiment.warmup=1
+    --set experiment.iters=2 --set "experiment.sizes={min: 1KiB, max: 64KiB, factor: 64}" ${ARGN})
+  set_tests_properties(simgpu_cli.${name} PROPERTIES LABELS simgpu TIMEOUT 300 ENVIRONMENT "${_sim_env};${env}")
+endfunction()
+# the allreduce sweeps of the GPU check: each algorithm on 4 logical devices of 1 simulated GPU, its CSV kept
+foreach(algo naive ring all2all auto)
+  set(_sets "")
+  if(algo STREQUAL "naive")
+    set(_sets --set allreduce.ring=0 --set allreduce.all2all=0)
+  elseif(algo STREQUAL "ring")
+    set(_sets --set allreduce.ring=2 --set allreduce.all2all=0)
+  elseif(algo STREQUAL "all2all")
+    set(_sets --set allreduce.all2all=2)
+  endif()
+  ringrt_sim_run(allreduce_${algo} "RINGRT_SIM_GPUS=1;RINGRT_HIP_LOGICAL_DEVICES=4" ${_sets} --csv
+                 "${_check}/sweep-${algo}.csv")
+  set_tests_properties(simgpu_cli.allreduce_${algo} PROPERTIES FIXTURES_SETUP simgpu_check)
+endforeach()
+# 2 simulated GPUs, one device each: copies between GPUs (peer access)
+ringrt_sim_run(allreduce_2gpus "RINGRT_SIM_GPUS=2" --set devices.count=2)
+# every other collective once, with the default algorithm choice
+foreach(coll reduce_scatter allgather broadcast reduce alltoall)
+  ringrt_sim_run(${coll} "RINGRT_SIM_GPUS=1;RINGRT_HIP_LOGICAL_DEVICES=4" --set experiment.collective=${coll})
+endforeach()
+# scripts/gpu-ratio.sh on what the tests above wrote: a ratio for every size of every sweep, none missing
+add_test(NAME simgpu_gpu_ratio COMMAND bash -c "out=$(\"$1\" \"$2/floor.txt\" \"$2\"/sweep-*.csv); rc=$?; \
+printf '%s\\n' \"$out\"; test $rc -eq 0 && printf '%s\\n' \"$out\" | awk 'NR > 1 && NF == 12 && $9 + 0 > 0 && \
+$10 + 0 > 0 && $11 + 0 > 0 && $12 + 0 > 0 {n++} END {exit n != 8}'" bash "${PROJECT_SOURCE_DIR}/scripts/gpu-ratio.sh"
+  "${_check}")
+set_tests_properties(simgpu_gpu_ratio PROPERTIES LABELS simgpu FIXTURES_REQUIRED simgpu_check)
+
 # mpi: ringrt across MPI ranks (issue 17). Each test is one mpirun (of the test program, of the ringrt
 # program, or the fault script's several), RUN_SERIAL where its ranks keep the cores busy. Open MPI as
 # found on these machines, through its environment: root allowed, more ranks than cores allowed, no
@@ -288,6 +346,14 @@ set_tests_properties(soak_stops_on_sigterm PROPERTIES LABELS integration ENVIRON
 add_test(NAME peers_every_form COMMAND bash -c "\"$1\" check 2 1 1 naive,ring,all2all,auto,in-place 4100 \
 && \"$1\" check 3 1 1 naive,ring,all2all,auto,in-place 4100" bash $<TARGET_FILE:ringrt_peers>)
 set_tests_properties(peers_every_form PROPERTIES LABELS integration ENVIRONMENT "${soak_env}" TIMEOUT 120)
+
+# gpu_ratio_fixture: scripts/gpu-ratio.sh on a fixed floor output and two sweep CSVs (test/scripts/gpu_ratio/:
+# a CSV with pipelined times, one without; a size with no floor row, another collective's row, another ndev):
+# the table is expected.txt, whose ratios are the CSVs' times over the floor's (50 us / 2 us = 25.00).
+set(_fixture "${PROJECT_SOURCE_DIR}/test/scripts/gpu_ratio")
+add_test(NAME gpu_ratio_fixture COMMAND bash -c "set -o pipefail; \"$1\" \"$2/floor.txt\" \"$2/sweep-ring.csv\" \
+\"$2/sweep-auto.csv\" | diff \"$2/expected.txt\" -" bash "${PROJECT_SOURCE_DIR}/scripts/gpu-ratio.sh" "${_fixture}")
+set_tests_properties(gpu_ratio_fixture PROPERTIES LABELS unit)
 
 # lint_file_sizes: no source or header of ringrt over 600 lines (cmake/CheckFileSizes.cmake).
 add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=600

@@ -335,11 +335,8 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
   for (int step = 0; step < timer.steps(); ++step) {
     outputs.clear();
     timer.begin(step);
-    for (size_t b = 0; b < inputs.size(); ++b) {
-      Tensor y = allreduce_of(cfg, inputs[b]);
-      timer.realize(b, y);
-      outputs.push_back(y);
-    }
+    for (size_t b = 0; b < inputs.size(); ++b) outputs.push_back(allreduce_of(cfg, inputs[b]));
+    timer.realize_all(outputs);
     timer.end();
   }
   std::vector<ResultRow> rows;
@@ -389,10 +386,9 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
     for (const Tensor& bucket : buckets) bucket.synchronize();
     if (timer.timed(step)) write_us += micros(Clock::now() - write_start), ++writes;
     timer.begin(step);
-    for (size_t b = 0; b < buckets.size(); ++b) {
-      Tensor y = buckets[b].allreduce_in_place(cfg.op);
-      timer.realize(b, y);
-    }
+    std::vector<Tensor> ys;
+    for (Tensor& bucket : buckets) ys.push_back(bucket.allreduce_in_place(cfg.op));
+    timer.realize_all(ys);
     timer.end();
   }
   std::vector<ResultRow> rows_out;

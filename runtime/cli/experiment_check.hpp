@@ -150,6 +150,9 @@ class StepTimer {
   bool pipelined(int step) const;       // a timed step of the pipelined mode
   void begin(int step);                 // before the step's first collective
   void realize(size_t i, Tensor& y);    // collective i of the step: realized (latency: waited for, timed), tick()
+  // The step's collectives, ys[i] collective i: a pipelined step realizes them together (one program: on
+  // GPUs one graph launch for every bucket, DDP's step as one), otherwise realize(i, ys[i]) in turn.
+  void realize_all(std::vector<Tensor>& ys);
   void end();                           // after the step's last collective: a pipelined step's clock stops (waits)
   RowTimes collective(size_t i) const;  // collective i's mean time per step (latency only)
   RowTimes step() const;                // the mean time of a step per mode

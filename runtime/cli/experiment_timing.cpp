@@ -108,6 +108,18 @@ void StepTimer::realize(size_t i, Tensor& y) {
   tick_();
 }
 
+void StepTimer::realize_all(std::vector<Tensor>& ys) {
+  if (!pipelined(step_)) {
+    for (size_t i = 0; i < ys.size(); ++i) realize(i, ys[i]);
+    return;
+  }
+  bool last = step_ == steps() - 1;
+  if (last) tick_.last(true);
+  Tensor::realize_all(ys);
+  if (last) tick_.last(false);
+  for (size_t i = 0; i < ys.size(); ++i) tick_();
+}
+
 void StepTimer::end() {
   if (!clock_) return;
   pipelined_us_ += clock_->stop() * 1e6;

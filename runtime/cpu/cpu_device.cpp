@@ -238,6 +238,23 @@ class CpuDevice : public Device {
     return enqueue(std::move(fn), std::move(after));
   }
 
+  // On an idle device (nothing queued or running) a marker is now: stamped on the calling thread, with no
+  // hand-off to the queue thread (DeviceClock around work that ran inline); else Device::marker's queued
+  // host function.
+  Event marker() override {
+    bool idle = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      idle = queue_.empty() && !busy_;
+    }
+    if (!idle) return Device::marker();
+    Event mark;
+    auto now = std::chrono::steady_clock::now();
+    mark.set_times(now, now);
+    mark.set_done();
+    return mark;
+  }
+
   // one address space: a kernel reads any cpu device's memory in place
   bool can_read_peer(const Device& peer) const override { return dynamic_cast<const CpuDevice*>(&peer) != nullptr; }
   bool host_addressable() const override { return true; }

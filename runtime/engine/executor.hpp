@@ -52,7 +52,13 @@ class DeviceStorage {
   // this storage's. Throws InternalError for a range or dtype that does not fit, DeviceError for
   // another rank's block.
   void read(size_t b, int64_t first, HostBuffer& out) const;
-  void from_host(const std::vector<HostBuffer>& data);  // one per device (or one for all)
+  void from_host(const std::vector<HostBuffer>& data);  // one per device (or one for all): write()
+  // data[i]'s bytes into block i (one buffer for every block when data has one element), each exactly
+  // one block's size (InternalError otherwise), read before it returns. The copies wait, on the devices,
+  // for the pending work (write after read), run at once on the devices (Device::copy_in_async, from
+  // TBB's threads for 1 MiB and more), and become the pending work where they are still in flight (GPUs:
+  // staged through pinned buffers). Another rank's blocks are skipped (that rank writes its own).
+  void write(const std::vector<const HostBuffer*>& data);
 
   // The work in flight that last read or wrote this storage (an asynchronous run, a host write), or
   // null once none may be. Work that uses the storage after it waits for it (pending.hpp). Thread-safe.
@@ -126,8 +132,8 @@ class Program {
   // scratch memory of its own, then launched with one call, its nodes' pointers changed where this run's
   // inputs and outputs differ; null when the program's work cannot be one graph (another backend, a
   // copy staged through the host, too much scratch): the caller runs it item by item.
-  std::shared_ptr<const PendingWork> run_graph(const std::vector<std::vector<Block>>& outs,
-                                               const StorageLookup& inputs, const ExecOptions& options) const;
+  std::shared_ptr<const PendingWork> run_graph(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
+                                               const ExecOptions& options) const;
   // The graph of `plan`'s binding recorded into `graph`, with its own scratch (added to slots.temps);
   // null when a node cannot be added. Throws DeviceError from the platform.
   std::unique_ptr<GraphRun> record(std::unique_ptr<DeviceGraph> graph, std::shared_ptr<const BindingPlan> plan,

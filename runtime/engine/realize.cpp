@@ -295,6 +295,48 @@ void run_assign(const UOp& a, const StatePtr& owner, const AllreduceSettings& se
   record();
 }
 
+// The assignments of several states run as one program (one compile, and on GPUs one graph launch: DDP's
+// in-place allreduces of every bucket of a step): each state whose graph is one ASSIGN, with no other
+// assignment in it and not run yet, into a buffer of its own that no other of these assignments reads.
+// Each is then recorded as run, as run_assign records it; settle_assigns finds them. Fewer than two such
+// states: nothing.
+void run_assigns_together(const std::vector<StatePtr>& states, const AllreduceSettings& settings) {
+  std::vector<std::pair<UOp, StatePtr>> batch;
+  std::set<int64_t> dests;
+  for (const StatePtr& st : states) {
+    const UOp& a = st->uop;
+    if (a.op() != Ops::ASSIGN) continue;
+    bool alone = true;
+    for (const UOp& u : a.graph().toposort({a})) alone = alone && (u.op() != Ops::ASSIGN || u.node() == a.node());
+    {
+      std::lock_guard<std::mutex> lock(assign_log().mu);
+      alone = alone && !assign_log().dest.count(a.node());
+    }
+    if (alone && dests.insert(buffer_id_of(a.src(0))).second) batch.emplace_back(a, st);
+  }
+  for (const auto& [a, st] : batch)  // none reads another's destination (write after read, read after write)
+    for (int64_t id : buffers_read(a.src(1)))
+      if (id != buffer_id_of(a.src(0)) && dests.count(id)) return;
+  if (batch.size() < 2) return;
+  std::vector<UOp> roots;
+  for (const auto& [a, st] : batch) {
+    before_write(st, buffer_id_of(a.src(0)), a);
+    roots.push_back(a.replace(a.src(), Arg()));
+  }
+  ProgramRef program = program_for(roots, settings);
+  auto record = [&] {
+    std::lock_guard<std::mutex> lock(assign_log().mu);
+    for (const auto& [a, st] : batch) assign_log().dest.emplace(a.node(), a.src(0));
+  };
+  try {
+    program.run(std::vector<std::vector<Block>>(roots.size()), find_storage);
+  } catch (const TimeoutError&) {
+    record();  // submitted: they still write their destinations, so running them again would apply them twice
+    throw;
+  }
+  record();
+}
+
 // Copies out the old contents of a's destination that root reads outside a; returns root reading
 // the copies instead, or nothing when there are none.
 std::optional<UOp> snapshot_old_contents(const StatePtr& st, const UOp& root, const UOp& a) {
@@ -396,6 +438,7 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
     if (!is_realized(*st)) todo.push_back(st);
   if (todo.empty()) return;
   AllreduceSettings settings = current_settings();
+  if (todo.size() > 1) run_assigns_together(todo, settings);
 
   // assignments write in place, once, before anything reads their result
   std::vector<StatePtr> plain;

@@ -1,6 +1,9 @@
 // The device memory of a BUFFER (executor.hpp DeviceStorage): its blocks, host reads and writes, and
 // the work in flight on it (runtime/engine/pending.hpp).
 #include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
+#include <optional>
 
 #include "rewrite/errors.hpp"
 #include "runtime/engine/executor.hpp"
@@ -8,6 +11,11 @@
 namespace ringrt {
 
 namespace {
+
+// A write of at least this many bytes in all to several devices copies to them at once (TBB): one
+// thread's memcpy is a fraction of the host's memory bandwidth.
+constexpr size_t kConcurrentWriteBytes = size_t{1} << 20;
+
 std::vector<Block> allocate(const DeviceSpec& devices, size_t bytes) {
   if (!devices.tuple() && !devices.single()) throw InternalError("memory for a value without a device");
   std::vector<Block> out;
@@ -78,13 +86,45 @@ void DeviceStorage::read(size_t b, int64_t first, HostBuffer& out) const {
 }
 
 void DeviceStorage::from_host(const std::vector<HostBuffer>& data) {
-  wait_pending();
-  for (size_t d = 0; d < blocks_.size(); ++d) {
-    const HostBuffer& h = data.at(data.size() == 1 ? 0 : d);
-    if (h.bytes.size() != blocks_[d].bytes) throw InternalError("DeviceStorage::from_host: size mismatch");
-    if (blocks_[d].device->remote_rank() >= 0) continue;  // another rank writes its own devices
-    blocks_[d].device->copy_in(blocks_[d].ptr, h.bytes.data(), h.bytes.size());
+  std::vector<const HostBuffer*> ptrs;
+  for (const HostBuffer& h : data) ptrs.push_back(&h);
+  write(ptrs);
+}
+
+void DeviceStorage::write(const std::vector<const HostBuffer*>& data) {
+  if (data.size() != 1 && data.size() != blocks_.size())
+    throw InternalError(
+        fmt::format("buffer {}: {} host buffers for {} device blocks", id_, data.size(), blocks_.size()));
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    if (data[data.size() == 1 ? 0 : i]->bytes.size() != blocks_[i].bytes)
+      throw InternalError(fmt::format("buffer {}: {} bytes for a block of {} bytes on device {}", id_,
+                                      data[data.size() == 1 ? 0 : i]->bytes.size(), blocks_[i].bytes, i));
+  // Work in flight that reads or writes the old contents goes first: the copies wait for it on the devices.
+  std::vector<Event> before;
+  if (std::shared_ptr<const PendingWork> p = pending())
+    for (const Event& e : p->tails())
+      if (!e.succeeded()) before.push_back(e);
+  std::vector<std::optional<Event>> copies(blocks_.size());
+  size_t bytes = 0;
+  auto copy = [&](size_t i) {
+    if (blocks_[i].device->remote_rank() >= 0) return;  // another rank writes its own devices
+    const HostBuffer& h = *data[data.size() == 1 ? 0 : i];
+    copies[i] = blocks_[i].device->copy_in_async(blocks_[i].ptr, h.bytes.data(), h.bytes.size(), before);
+  };
+  for (const Block& b : blocks_) bytes += b.bytes;
+  if (blocks_.size() > 1 && bytes >= kConcurrentWriteBytes) {  // the devices' copies at once
+    tbb::parallel_for(size_t{0}, blocks_.size(), copy);
+  } else {
+    for (size_t i = 0; i < blocks_.size(); ++i) copy(i);
   }
+  std::vector<Event> pending;
+  for (const std::optional<Event>& e : copies)
+    if (e && !e->succeeded()) pending.push_back(*e);
+  if (pending.empty()) return;  // (the cpu backend's copies ran)
+  auto work = std::make_shared<PendingWork>(std::move(pending),
+                                            fmt::format("a host write of {} bytes to buffer {}", bytes, id_));
+  set_pending(work);
+  track_in_flight(work);
 }
 
 }  // namespace ringrt

@@ -299,20 +299,13 @@ class HipDevice final : public Device {
   // HipQueue's fallback for a gate without hipStreamWaitValue32: one thread of a kernel spins until the
   // gate word (host memory, mapped) reaches `value`. Compiled on first use.
   void spin_wait(hipStream_t stream, void* gate, uint32_t value) {
-    static constexpr const char* kSource = R"(
-extern "C" __global__ void rt_gate_wait(const volatile unsigned int* word, unsigned int value) {
-  if (blockIdx.x == 0 && threadIdx.x == 0)
-    while ((int)(*word - value) < 0) {
-    }
-}
-)";
     std::shared_ptr<HipKernel> k;
     {
       std::lock_guard<std::mutex> lock(kernels_mu_);
       k = gate_kernel_;
     }
     if (!k) {
-      std::string code = compiler().compile(kSource, "rt_gate_wait");
+      std::string code = compiler().compile(hip_launch::gate_wait_source(), "rt_gate_wait");
       k = std::make_shared<HipKernel>();
       k->index = index_;
       k->module = std::make_shared<Module>(gpu_, name_);

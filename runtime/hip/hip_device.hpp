@@ -148,6 +148,12 @@ constexpr int64_t kMaxElements = (int64_t{0xffffffff} / kBlockSize) * kBlockSize
 // kMaxElements.
 int64_t launch_blocks(int64_t numel);
 
+// The source of the kernel that orders a queue after host work where hipStreamWaitValue32 fails
+// (hip_queue.hpp SpinWait): rt_gate_wait(const volatile unsigned* word, unsigned value), one thread
+// spinning until the word, compared with wrapping as CUDA's GEQ, reaches the value. Its arguments: the
+// word's device pointer at 0, the value at 8 (16 bytes packed).
+const char* gate_wait_source();
+
 // The kernel-argument buffer of render_hip's signature
 //   (T* out, const U0* in0, ..., int dnum, long long n)
 // laid out with each argument at its natural alignment, as the kernel ABI expects: the pointers in

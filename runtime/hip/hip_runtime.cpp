@@ -112,6 +112,16 @@ size_t device_cache_cap(size_t gpu_bytes, int devices_on_gpu) {
   return gpu_bytes / 4 / static_cast<size_t>(std::max(devices_on_gpu, 1));
 }
 
+const char* gate_wait_source() {
+  return R"(
+extern "C" __global__ void rt_gate_wait(const volatile unsigned int* word, unsigned int value) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    while ((int)(*word - value) < 0) {
+    }
+}
+)";
+}
+
 std::string poisoned_message(const std::string& device, const std::string& what, const std::string& first_error) {
   return fmt::format(
       "{}: {} not run: the device is unusable after an earlier GPU error (the errors of a faulted GPU are "

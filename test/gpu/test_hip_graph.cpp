@@ -132,6 +132,29 @@ BOOST_AUTO_TEST_CASE(results_realized_together_are_one_graph) {
   check_sums(yb, 4.0f);
 }
 
+// DDP's step: three buckets of different sizes allreduced in place and realized together are one graph
+// launch; each holds the sum of the devices' values (equal values: twice them).
+BOOST_AUTO_TEST_CASE(a_step_of_buckets_allreduced_in_place_is_one_graph) {
+  std::vector<Tensor> buckets;
+  for (int64_t n : {int64_t{5}, int64_t{300}, int64_t{1031}})
+    buckets.push_back(Tensor::from_vector(std::vector<float>(static_cast<size_t>(n), 1.5f), {n})
+                          .shard(kTwo, std::nullopt)
+                          .realize());
+  auto step = [&] {
+    std::vector<Tensor> ys;
+    for (Tensor& b : buckets) ys.push_back(b.allreduce_in_place());
+    Tensor::realize_all(ys);
+  };
+  step();  // recorded
+  ringrt::synchronize();
+  Ran before = Ran::now();
+  step();
+  ringrt::synchronize();
+  if (kCounted) BOOST_TEST(Ran::now().since(before).graphs == 1u);
+  for (const Tensor& b : buckets)
+    for (float v : b.to_vector<float>()) BOOST_TEST(v == 6.0f);  // 1.5 doubled twice
+}
+
 BOOST_AUTO_TEST_CASE(without_graphs_every_item_is_launched) {
   Graphs off(false);
   Tensor x = rows(1.0f);

@@ -31,6 +31,7 @@
 
 #include "codegen/kernel.hpp"
 #include "rewrite/errors.hpp"
+#include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/hip/hip_device.hpp"
 #include "test/gpu/hip_test_support.hpp"
@@ -149,6 +150,17 @@ BOOST_AUTO_TEST_CASE(another_devices_host_work_is_waited_for_on_the_gpu) {
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(one_device, *boost::unit_test::precondition(GpusAtLeast{1}))
+
+// DeviceClock on a GPU: its markers are timing events in the queue; host work of 30 ms queued between
+// them (it gates the stream) is inside the time.
+BOOST_AUTO_TEST_CASE(a_device_clock_times_the_queue_on_the_gpu) {
+  ringrt::DeviceClock clock({"HIP:0"});
+  Event slept = ringrt::device("HIP:0").submit([] { std::this_thread::sleep_for(30ms); }, {});
+  double seconds = clock.stop();
+  BOOST_TEST(slept.done());
+  BOOST_TEST(seconds >= 0.029);  // (timing events: the GPU's clock, in ms resolution of float)
+  BOOST_TEST(seconds < 60.0);
+}
 
 // A failed host event fails the GPU work that waits for it, with its error; work after it in queue
 // order, waiting for nothing, succeeds.

@@ -15,6 +15,9 @@
 #include "codegen/compiler.hpp"
 #include "codegen/render.hpp"
 #include "rewrite/errors.hpp"
+#ifdef RINGRT_HAVE_HIP
+#include "runtime/hip/hip_device.hpp"
+#endif
 #include "test/codegen/random_kernel.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_hiprtc)
@@ -133,6 +136,14 @@ BOOST_AUTO_TEST_CASE(target_features_and_cache_hits) {
   BOOST_TEST(compile_stats().cache_hits == before.cache_hits + 1);
   BOOST_TEST(is_code_object(HiprtcCompiler(kOtherArch).compile(src, k.name)));  // another target: its own key
   BOOST_TEST(compile_stats().compiles == before.compiles + 2);
+}
+
+// The kernel a queue falls back to where hipStreamWaitValue32 fails (runtime/hip/hip_queue.hpp) compiles
+// for the target like every generated kernel.
+BOOST_AUTO_TEST_CASE(gate_wait_kernel_compiles) {
+  std::string code =
+      HiprtcCompiler(RINGRT_TEST_GPU_ARCH).compile(ringrt::hip_launch::gate_wait_source(), "rt_gate_wait");
+  BOOST_TEST(is_code_object(code));
 }
 
 BOOST_AUTO_TEST_CASE(bad_source_is_a_compile_error_with_the_log) {

@@ -121,6 +121,23 @@ class OpaqueDevice : public Device {
 
 }  // namespace
 
+// DeviceClock (runtime/api/tensor.hpp): markers on the devices' queues; the time is the largest
+// per-device elapsed time between them, so it covers work queued on any of the devices in between (a
+// host function that sleeps 30 ms on CPU:1), and markers on an idle queue stamp at once.
+BOOST_AUTO_TEST_CASE(a_device_clock_covers_the_work_queued_between_its_markers) {
+  ringrt::cpu_devices(2);
+  ringrt::DeviceClock clock({"CPU:0", "CPU:1"});
+  ringrt::Event slept =
+      ringrt::device("CPU:1").submit([] { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }, {});
+  double seconds = clock.stop();
+  BOOST_TEST(slept.done());
+  BOOST_TEST(seconds >= 0.030);
+  BOOST_TEST(seconds < 60.0);
+  ringrt::DeviceClock idle({"CPU:0"});
+  BOOST_TEST(idle.stop() >= 0.0);
+  BOOST_CHECK_THROW(ringrt::DeviceClock({"CPU:0", "NOPE:3"}), ringrt::DeviceError);
+}
+
 BOOST_AUTO_TEST_CASE(cpu_copies_from_another_backend_use_its_copy_out) {
   OpaqueDevice gpu;
   std::vector<unsigned char> data(300);
