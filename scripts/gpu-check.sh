@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 16), for a machine with a GPU: an NVIDIA one with the CUDA toolkit (PRESET=nvidia,
+# The GPU check, for a machine with a GPU: an NVIDIA one with the CUDA toolkit (PRESET=nvidia,
 # the default) or an AMD one with ROCm (PRESET=dev). In one run it
 #   1. builds the preset's ringrt, its GPU tests and ringrt_gpu_floor,
 #   2. checks that HIP devices exist, then runs the gpu-labelled tests with LOGICAL logical devices
@@ -7,7 +7,7 @@
 #   3. sweeps `ringrt run configs/gpu.yaml` (1 KiB to 1 GiB per device, every value checked: #wrong) with
 #      naive, ring, all2all and auto (the default thresholds), timed both ways (experiment.timing=both:
 #      each call waited for, and calls back to back),
-#   4. sweeps each other collective (issue 18: reduce_scatter, allgather, broadcast, reduce, alltoall) with
+#   4. sweeps each other collective (reduce_scatter, allgather, broadcast, reduce, alltoall) with
 #      the default algorithm choice (the allreduce thresholds: direct, naive for reduce, at small sizes, ring
 #      above allreduce.ring_threshold; alltoall is always direct),
 #      1 KiB to 256 MiB per device by factors of 16, every value checked (#wrong),

@@ -1,5 +1,5 @@
 // The hip backend: one Device "HIP:i" per GPU that the HIP runtime reports, or n logical devices on
-// those GPUs (DESIGN.md "Runtime").
+// those GPUs (docs/gpu-path.md).
 // Reference: rocm-examples (HIP_CHECK, the peer-access sequence), tinygrad runtime/ops_hip.py (modules
 // from hipRTC code objects, arguments packed into one buffer), ggml-cuda (a queue per device).
 // Compiled only when HIP is built (RINGRT_HAVE_HIP); the build lists register_hip_backend among the
@@ -11,48 +11,43 @@
 // multi-device schedule runs on one GPU. A device keeps two numbers: its logical index (its name,
 // _device_num's messages, the kernels it compiled) and its GPU ordinal (every hipSetDevice, module load
 // and peer-access key). Logical devices on one GPU share nothing but the GPU and its context: each has
-// its own streams, helper threads, events, block cache and kernels. The names are fixed at the first
+// its own streams, completer, events, block cache and kernels. The names are fixed at the first
 // enumeration (hip_device_names): the tunable is read then, once per process.
 //
-// Streams and threads. Each device owns a compute stream (kernels), a copy stream (copy_from) and a
-// stream for copy_in, all hipStreamNonBlocking, and two helper threads:
-//   - the issuer takes queued work in submission order, waits on the host for the work's `after`
-//     events, then enqueues it on its stream and records a hipEvent_t after it; host functions
-//     (submit) run on the issuer itself, once every earlier piece of work has completed;
-//   - the completer waits (hipEventSynchronize) for those hipEvents in order and completes the Events
-//     handed out by launch/copy_from (with a DeviceError when the GPU reports one). The pool's events
-//     are created with hipEventBlockingSync (CUDA: cudaEventBlockingSync): the completer sleeps until
-//     the GPU signals instead of spinning a core per device for as long as the work runs.
-// Poisoned devices. A GPU error is sticky (every later call on the faulted device fails, and a queue
-// of another device that waits for one of its events on the GPU may never be released), so the first
-// error the completer sees poisons the device: the Events of its work still pending fail at once with
-// that error (the completer no longer waits for them), work taken by the issuer fails, and push
-// refuses new work (launch, copy_from, submit, synchronize) with a DeviceError naming the first error
-// (hip_launch::poisoned_message); another device about to wait on a poisoned device's event on its GPU
-// fails that task instead. synchronize waits at most runtime.watchdog_s for the queue, then throws
-// TimeoutError (a hung kernel or host function); drain is bounded by its timeout.
-// The Device contract is one in-order queue per device, so work on the two streams is chained: when
-// consecutive work lands on different streams, the later one hipStreamWaitEvent()s the earlier one's
-// event. Callers of launch/copy_from/submit never block.
+// Queue (hip_queue.hpp; docs/gpu-path.md gives the whole GPU path). Each device owns one stream for its
+// queued work (hipStreamNonBlocking), one for copy_in, and one helper thread, the completer. Work is
+// enqueued on the stream by the thread that submits it, at once: no hand-off, and the caller never
+// waits for the GPU. For each `after` event: nothing for this device's own work (the stream is in order)
+// or for done events; hipStreamWaitEvent for another HIP device's GPU work; a wait for the gate value of
+// another HIP device's host work (hipStreamWaitValue32 on its gate word, mapped pinned memory; where
+// that call fails, a one-thread kernel that spins on the word: hip_launch::gate_wait_source); and for
+// any other event (another backend's work, an MPI transfer) host work of this queue that waits for it on
+// the host and then opens this queue's gate, which the stream waits for. A hipEvent is recorded after
+// every piece of GPU work and attached to its Event (Event::native(), a HipNative) at once.
+// Completion. Waiters poll the device themselves (HipNative::poll: hipEventQuery; Event::wait_for spins
+// briefly, then sleeps in growing slices): the executor waits once per device queue, for the last event
+// of a run. The completer completes the Events in order, in batches (one hipEventSynchronize, blocking
+// sync, for the last of the GPU work before the next host work), runs their callbacks (freed memory,
+// returned staging buffers), and runs host work (submit's functions, the waits above, the host half of
+// staged copies) in queue order, each after every earlier piece of this queue's work and its `after`,
+// then opens its gate.
+// Errors. The errors of host work, and of other devices' work waited for on the GPU, are the errors of
+// the GPU work that waited for them (it runs, but its Event fails); an `after` that failed already fails
+// the work without enqueueing it. Poisoned devices: a GPU error is sticky (every later call on the
+// faulted device fails), so the first error the completer sees poisons the device: the Events of its
+// work still pending fail at once with that error, new work (launch, copy_from, submit, synchronize) is
+// refused with a DeviceError naming the first error (hip_launch::poisoned_message), and another device
+// about to wait on a poisoned device's work on its GPU fails that work instead. synchronize waits at
+// most runtime.watchdog_s for a marker through the queue, then throws TimeoutError; drain is bounded by
+// its timeout.
 //
-// Waiting for `after`. Once GPU work is enqueued, its Event carries the hipEvent recorded after it
-// (Event::native(), a HipNative). For each `after` event the issuer waits until it is done or carries
-// one; then an event of earlier work on this same device needs nothing (the queue is in order), one
-// of another HIP device becomes a hipStreamWaitEvent on the stream the work goes to (the GPU orders
-// them, the host does not wait), and any other event (host work, another backend) is waited for on
-// the host. Host functions, copies from another backend and copies staged through the host wait for
-// all of `after` on the host, because they read their source there. A recorded hipEvent returns to
-// the device's pool only when the last Event holding it is gone, so it is never recorded again while
-// another queue may still wait on it. An error of an `after` event fails the work that waits for it
-// when it is known at issue time; a GPU fault in work waited for on the GPU shows in that work's own
-// Event (and usually in all later work, as HIP errors of a faulted device are sticky).
+// Timing (for a Trace, runtime/api/trace.hpp, while trace_timing() is on, and for markers,
+// Device::marker). The GPU work's events are timing events then, with one recorded before the work:
+// its times are the device's (hipEventElapsedTime from a base event whose host time is taken once per
+// queue), so a bar on a trace is the work itself, after its waits.
 //
-// Timing (for a Trace, runtime/api/trace.hpp, while trace_timing() is on). The pool's hipEvents are
-// created without timing (hipEventDisableTiming), so the times of GPU work are host times: its end is
-// when the completer saw its event complete, its start the later of when the issuer enqueued it and
-// when the work before it on this queue ended (the queue is in order). Exact while the queue is busy;
-// work that waits on the GPU for another device's event shows that wait inside its bar, and the
-// completer's wake-up (some microseconds) is in every end. Host functions: around the function.
+// Graphs (hip_graph.hpp). make_graph() gives a DeviceGraph launched on this device's queue as one piece
+// of GPU work (runtime/engine/graph_run.cpp records a program's run into one).
 //
 // Memory (hip_memory.cpp). allocate uses hipMalloc through a per-device cache: sizes round up to size
 // classes (hip_launch::cache_block_size: 256-byte steps below 1 MiB, eight classes per doubling above),
@@ -62,22 +57,24 @@
 // buffers) are released once and the allocation retried. Pinned staging buffers (hipHostMalloc) are
 // kept by the same size classes up to hip_launch::kPinnedCacheCap bytes per device. Device memory
 // needs no pre-faulting. free() returns a block at once, so the caller must have waited for every
-// queued use of it. copy_in and copy_out are
-// synchronous: copy_in enqueues hipMemcpyAsync on its own stream and waits for that stream (a plain
-// hipMemcpy from pageable memory may return before the bytes land, on the legacy stream that the
-// non-blocking streams do not wait for); copy_out is a device-to-host hipMemcpy, which returns once
-// the bytes are in host memory.
+// queued use of it (the engine frees a block only once the work using it completed: pending.hpp).
+// copy_in and copy_out are synchronous: copy_in enqueues hipMemcpyAsync on its own stream and waits for
+// that stream (a plain hipMemcpy from pageable memory may return before the bytes land, on the legacy
+// stream that the non-blocking streams do not wait for); copy_out is a device-to-host hipMemcpy, which
+// returns once the bytes are in host memory. copy_in_async (host writes) copies the bytes into pinned
+// buffers in 4 MiB chunks on the calling thread and queues each chunk's DMA on the stream (at most 16
+// chunks in flight per call), so the DMA of one overlaps the copy of the next.
 //
 // Copies between HIP devices. From a device on the same GPU (itself, or another logical device):
-// hipMemcpyAsync device to device on this device's copy stream, ordered after `after` on the GPU, no
-// peer access involved. From a device on GPU j: this GPU's peer access to j is decided once per pair of
-// GPUs and cached process-wide (hip_memory.hpp peer_access: hipDeviceCanAccessPeer, then
-// hipDeviceEnablePeerAccess; access someone else enabled counts but is not ours; any failure is
-// logged once and cached as no access), then hipMemcpyPeerAsync on the copy stream. Without peer access
-// the bytes go through pinned host memory (hipHostMalloc, cached by size class): GPU j -> host with a
-// synchronous hipMemcpy on the issuer, host -> this device with hipMemcpyAsync on the copy stream. From
-// a device of another backend (cpu), the bytes come from that device's copy_out into pinned memory,
-// then hipMemcpyAsync. A copy of 0 bytes enqueues nothing but still records its event, so its Event
+// hipMemcpyAsync device to device on this device's stream, ordered after `after` on the GPU, no peer
+// access involved. From a device on GPU j: this GPU's peer access to j is decided once per pair of GPUs
+// and cached process-wide (hip_memory.hpp peer_access: hipDeviceCanAccessPeer, then
+// hipDeviceEnablePeerAccess; access someone else enabled counts but is not ours; any failure is logged
+// once and cached as no access), then hipMemcpyPeerAsync on the stream. Without peer access the bytes go
+// through pinned host memory (PinnedPool::lease): host work of the queue copies GPU j -> host (a
+// synchronous hipMemcpy, after `after`, on the host), and the GPU part behind its gate copies host ->
+// this device. From a device of another backend (cpu), the host part is that device's copy_out into the
+// pinned buffer. A copy of 0 bytes enqueues nothing but still records its event, so its Event
 // completes after `after`. can_read_peer (the executor's peer reads) is true for a HIP device on the
 // same GPU or on a GPU this one has peer access to (decided, and enabled, by the same cached call).
 //
@@ -88,15 +85,16 @@
 // threads, launch_blocks(numel) of them, arguments packed as
 // pack_kernel_args says, passed with hipModuleLaunchKernel's `extra` buffer.
 //
-// Teardown. Shutdown (the destructor, the exit handler) is bounded: work queued but not issued yet
-// fails at once (its Event completes with a DeviceError saying the device was shut down; the registry
-// drains the queues before, at exit); the issuer finishes its current task (a wait for `after` events
-// gives up); the GPU work issued so far is waited for by polling its last event (hipEventQuery). All
-// of that within a few seconds (kShutdownWait in hip_device.cpp): past it, a hung kernel or host
-// function, shutdown logs that it abandoned work, detaches the threads still busy and leaks the device
-// (DeviceOwner, hip_support.hpp: the threads still use it). Otherwise it joins the threads, synchronizes
-// its streams (not the GPU: other logical devices may still run there), frees cached blocks and pinned
-// buffers, destroys events and streams; the last device of a GPU to go disables the peer access
+// Teardown. Shutdown (the destructor, the exit handler) is bounded (HipQueue::stop): new work is
+// refused; host work not started yet fails at once (its Event completes with a DeviceError saying the
+// device was shut down; the registry drains the queues before, at exit), and so does the GPU work queued
+// after it (its gate opens: it may still run, its resources are kept until the stream is idle); the rest
+// completes. All of that within a few seconds (kShutdownWait in hip_device.cpp): past it, a hung kernel
+// or host function, shutdown logs that it abandoned work, detaches the completer and leaks the device
+// (DeviceOwner, hip_support.hpp: the completer still uses it). Otherwise it joins the completer,
+// synchronizes its streams (not the GPU: other logical devices may still run there), frees cached blocks
+// and pinned buffers, destroys events and streams (the stopped queue stays, refusing work: exit handlers
+// may still drain the device); the last device of a GPU to go disables the peer access
 // enabled from it; errors are logged to stderr and never thrown. The registry never destroys its devices
 // (runtime/device/registry.cpp: storages may be freed at any point of exit), and the HIP runtime shuts itself down at
 // exit; so the first device registers an exit handler (after HIP is initialized, hence run before HIP's own) that shuts

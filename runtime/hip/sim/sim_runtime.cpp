@@ -246,10 +246,10 @@ hipError_t hipStreamDestroy(hipStream_t stream) {
     std::lock_guard<std::mutex> lock(runtime().mu);
     runtime().streams.erase(stream);
   }
-  {
-    std::lock_guard<std::mutex> lock(stream->mu);
-    stream->stopping = true;  // the thread finishes what is queued, then frees the stream
-  }
+  // The thread finishes what is queued, then frees the stream: notified under the lock, which the thread
+  // needs before it may free it.
+  std::lock_guard<std::mutex> lock(stream->mu);
+  stream->stopping = true;
   stream->cv.notify_all();
   return hipSuccess;
 }
