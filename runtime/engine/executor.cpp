@@ -181,7 +181,8 @@ class Program::RunMemory {
     this->slots.temps.reserve(n);
     try {
       for (const auto& t : this->plan->temps)
-        for (Device* dev : t.devices) this->slots.temps.push_back({dev, dev->allocate(t.bytes), t.bytes});
+        for (Device* dev : t.devices)
+          this->slots.temps.push_back({dev, allocate_after_in_flight(*dev, t.bytes), t.bytes});
     } catch (...) {  // out of device memory: what was allocated goes back
       release();
       throw;

@@ -153,7 +153,7 @@ std::unique_ptr<Program::GraphRun> Program::record(std::unique_ptr<DeviceGraph> 
   run->plan = plan;
   for (const auto& t : plan->temps)
     for (Device* dev : t.devices) {
-      run->temps.push_back({dev, dev->allocate(t.bytes), t.bytes});
+      run->temps.push_back({dev, allocate_after_in_flight(*dev, t.bytes), t.bytes});
       slots.temps.push_back(run->temps.back());
     }
   std::vector<std::vector<size_t>> done(plan_.items.size());  // the nodes an item's waiters wait for

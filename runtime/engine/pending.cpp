@@ -127,6 +127,23 @@ void wait_in_flight(std::chrono::milliseconds timeout) {
   }
 }
 
+void* allocate_after_in_flight(Device& dev, size_t bytes) {
+  try {
+    return dev.allocate(bytes);
+  } catch (const DeviceError&) {
+    if (in_flight_count() == 0) throw;
+  }
+  while (in_flight_count() > 0) {
+    try {
+      wait_in_flight(watchdog_timeout());
+    } catch (const TimeoutError&) {
+      throw;
+    } catch (...) {  // a failed work's error reaches its readers; its memory is back all the same
+    }
+  }
+  return dev.allocate(bytes);
+}
+
 size_t in_flight_count() {
   auto& f = in_flight();
   std::lock_guard<std::mutex> lock(f.mu);

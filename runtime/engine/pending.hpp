@@ -81,5 +81,10 @@ void track_in_flight(std::shared_ptr<const PendingWork> work);
 void wait_in_flight(std::chrono::milliseconds timeout);
 // How many works are in flight now (the settled ones are dropped first).
 size_t in_flight_count();
+// dev.allocate(bytes); when that throws DeviceError (out of memory) while works are in flight, whose
+// memory goes back as they complete, waits for all of them (wait_in_flight, watchdog_timeout(); their
+// errors are left to their readers) and tries once more: a loop of queued runs that outgrows the device
+// waits instead of failing. Throws the second DeviceError, or TimeoutError from the wait.
+void* allocate_after_in_flight(Device& dev, size_t bytes);
 
 }  // namespace ringrt

@@ -21,7 +21,7 @@ std::vector<Block> allocate(const DeviceSpec& devices, size_t bytes) {
   std::vector<Block> out;
   for (const auto& name : devices.tuple() ? devices.names() : std::vector<std::string>{devices.name()}) {
     Device& dev = device(name);
-    out.push_back({&dev, dev.allocate(bytes), bytes});
+    out.push_back({&dev, allocate_after_in_flight(dev, bytes), bytes});
   }
   return out;
 }

@@ -184,6 +184,37 @@ BOOST_AUTO_TEST_CASE(a_late_item_is_named_by_the_read) {
   check_sums(y.to_vector<float>());
 }
 
+#ifdef RINGRT_GPU_SIM
+// Runs queued past the device's memory: on simulated GPUs of 8 MiB each (a child process), 40 queued
+// realizes of 1 MiB results, each dropping the one before, behind a blocked queue. Without waiting for
+// the work in flight, whose memory goes back as it completes, the allocations would fail.
+BOOST_AUTO_TEST_CASE(allocations_wait_for_the_work_in_flight) {
+  if (!ringrt::test::in_child()) {
+    setenv("RINGRT_SIM_GPU_MIB", "8", 1);
+    ringrt::test::check_current_case_in_child();
+    unsetenv("RINGRT_SIM_GPU_MIB");
+    return;
+  }
+  constexpr int64_t n = (1 << 20) / 4;  // 1 MiB of float32 per device
+  Tensor x = Tensor::from_vector(std::vector<float>(2 * n, 1.0f), {2, n}).shard(kTwo, 0).realize();
+  (x * 2.0f).realize();
+  ringrt::synchronize();
+  Tensor y = x;
+  {
+    Blocker blocker(ringrt::device("HIP:0"));
+    std::jthread releaser([&] {
+      std::this_thread::sleep_for(100ms);
+      blocker.release();
+    });
+    for (int i = 0; i < 40; ++i) y = (x * static_cast<float>(i)).realize();
+  }
+  std::vector<float> got = y.to_vector<float>();
+  BOOST_TEST_REQUIRE(got.size() == static_cast<size_t>(2 * n));
+  BOOST_TEST(got.front() == 39.0f);
+  BOOST_TEST(got.back() == 39.0f);
+}
+#endif
+
 BOOST_AUTO_TEST_SUITE_END()
 
 #endif
