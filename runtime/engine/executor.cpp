@@ -443,9 +443,14 @@ void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& o
       throw TimeoutError(late_item(events, *memory.plan, memory.run, options.timeout));
     }
   };
-  for (const Event& e : tails(events, memory)) wait_one(e);
+  bool all_done = true;  // the cpu backend's small work ran inline: nothing to wait for
   for (const auto& evs : events)
-    for (const Event& e : evs) wait_one(e);
+    for (const Event& e : evs) all_done = all_done && e.succeeded();
+  if (!all_done) {
+    for (const Event& e : tails(events, memory)) wait_one(e);
+    for (const auto& evs : events)
+      for (const Event& e : evs) wait_one(e);
+  }
   memory.release();
 }
 
@@ -477,9 +482,8 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
                      plan_hash_, options.timeout);
   }
   bool traced = trace_timing();  // a Trace records: the backends stamp times; recorded once all is done
-  const RuntimeParams& params = current_runtime_params();
-  bool asynchronous = asynchronous_ && !traced && options.owner && params.async;
-  if (asynchronous && params.graphs)  // recorded once, launched with one call (graph_run.cpp)
+  bool asynchronous = asynchronous_ && !traced && options.owner && current_runtime_params().async;
+  if (asynchronous && current_runtime_params().graphs)  // recorded once, launched with one call (graph_run.cpp)
     if (std::shared_ptr<const PendingWork> work = run_graph(outs, inputs, options)) return work;
   std::unique_ptr<RunMemory> memory = bind(outs, inputs);
   memory->run = run;

@@ -9,6 +9,7 @@
 // devices overlap) and wait (a watchdog).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -75,6 +76,7 @@ class DeviceStorage {
   std::vector<Block> blocks_;
   mutable std::mutex mu_;                               // pending_
   mutable std::shared_ptr<const PendingWork> pending_;  // dropped by wait_pending once complete
+  mutable std::atomic<bool> has_pending_{false};        // pending_ set: pending() takes no lock without it
 };
 
 // Sets the watchdog (runtime.watchdog_s; watchdog_timeout() in rewrite/params.hpp reads it) for the process.
@@ -110,6 +112,9 @@ class Program {
   std::shared_ptr<const PendingWork> run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
                                          const ExecOptions& options = {}) const;
   const ItemPlan& plan() const { return plan_; }
+  // Whether every device of its items queues asynchronously (Device::asynchronous): a run may then stay
+  // in flight, given an owner (ExecOptions::owner).
+  bool asynchronous() const { return asynchronous_; }
   // How many binding plans (binding.hpp) the process's programs worked out: each program once, and again
   // whenever a run's inputs, outputs' devices or aliasing, runtime.peer_reads or runtime.peer_writes
   // differ from its last plan's. Thread-safe.

@@ -41,17 +41,19 @@ std::atomic<size_t> g_graphs{0};
 
 struct Program::GraphRun {
   std::shared_ptr<const BindingPlan> plan;  // the binding it was recorded for
-  std::unique_ptr<DeviceGraph> graph;
-  std::vector<Block> temps;                // the graph's own scratch (the plan's temps, tag order)
-  std::vector<std::vector<size_t>> nodes;  // per item: its kernel nodes (one per launch) or copy node
-  std::vector<std::vector<void*>> bound;   // per node: its pointers at the last launch (a copy: src, dst)
-  std::optional<Event> last;               // the last launch
-  std::vector<std::string> devices;        // for the late message
+  std::shared_ptr<DeviceGraph> graph;       // (shared: its last launch may outlive this, see the destructor)
+  std::vector<Block> temps;                 // the graph's own scratch (the plan's temps, tag order)
+  std::vector<std::vector<size_t>> nodes;   // per item: its kernel nodes (one per launch) or copy node
+  std::vector<std::vector<void*>> bound;    // per node: its pointers at the last launch (a copy: src, dst)
+  std::optional<Event> last;                // the last launch
+  std::vector<std::string> devices;         // for the late message
 
   GraphRun() { ++g_graphs; }
+  // The graph (its kernels' modules) and its scratch go once its last launch completed.
   ~GraphRun() {
-    auto free = [temps = std::move(temps)] {
+    auto free = [temps = std::move(temps), graph = std::move(graph)]() mutable {
       for (const Block& b : temps) b.device->free(b.ptr, b.bytes);
+      graph.reset();
     };
     if (!last || last->done()) {
       free();

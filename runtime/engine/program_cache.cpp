@@ -28,7 +28,7 @@ std::shared_ptr<const PendingWork> ProgramRef::run(const std::vector<std::vector
     if (id < 0 || static_cast<size_t>(id) >= buffers_.size()) return nullptr;  // the program's scratch
     return storages(buffers_[static_cast<size_t>(id)]);
   };
-  options.owner = built_;
+  if (built_->program->asynchronous()) options.owner = built_;  // (a run may stay in flight)
   return built_->program->run(outs, params, options);
 }
 

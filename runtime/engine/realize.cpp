@@ -419,7 +419,7 @@ void run_fresh(const std::vector<StatePtr>& plain, const AllreduceSettings& sett
   for (auto& st : plain) keep.insert(keep.end(), st->storages.begin(), st->storages.end());
   ExecOptions options;
   options.outputs.assign(outputs.begin(), outputs.end());
-  program.run(outs, find_storage, options);
+  program.run(outs, find_storage, std::move(options));
   for (size_t i = 0; i < plain.size(); ++i) {
     UOp view = buffers[i].reshape(low.roots[i].shape());
     plain[i]->uop = low.axes[i] ? view.multi(low.axes[i]) : view;

@@ -42,6 +42,7 @@ DeviceStorage::~DeviceStorage() {
 }
 
 std::shared_ptr<const PendingWork> DeviceStorage::pending() const {
+  if (!has_pending_.load(std::memory_order_acquire)) return nullptr;  // (the cpu backend: never any)
   std::lock_guard<std::mutex> lock(mu_);
   return pending_;
 }
@@ -49,6 +50,7 @@ std::shared_ptr<const PendingWork> DeviceStorage::pending() const {
 void DeviceStorage::set_pending(std::shared_ptr<const PendingWork> work) {
   std::lock_guard<std::mutex> lock(mu_);
   pending_ = std::move(work);
+  has_pending_.store(pending_ != nullptr, std::memory_order_release);
 }
 
 void DeviceStorage::wait_pending() const {
@@ -56,7 +58,10 @@ void DeviceStorage::wait_pending() const {
   if (!work) return;
   work->wait(watchdog_timeout());
   std::lock_guard<std::mutex> lock(mu_);
-  if (pending_ == work) pending_.reset();  // completed: nothing to wait for any more
+  if (pending_ == work) {  // completed: nothing to wait for any more
+    pending_.reset();
+    has_pending_.store(false, std::memory_order_release);
+  }
 }
 
 std::vector<HostBuffer> DeviceStorage::to_host(bool remote_as_zeros) const {

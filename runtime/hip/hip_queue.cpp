@@ -161,7 +161,8 @@ Event HipQueue::push_host(std::string what, std::vector<Event> after, std::funct
   return e;
 }
 
-Event HipQueue::enqueue(std::string what, const std::vector<Event>& after, const GpuWork& work) {
+template <class Body>
+Event HipQueue::locked(const std::string& what, Body body) {
   Event e;
   std::exception_ptr error;
   {
@@ -169,103 +170,76 @@ Event HipQueue::enqueue(std::string what, const std::vector<Event>& after, const
     check_open(what);
     try {
       DeviceGuard guard(gpu_, name_);
-      std::vector<Event> on_host;  // what only the host can wait for
-      std::vector<Event> gpu_deps;
-      std::vector<std::shared_ptr<EventPool>> dep_pools;
-      for (const Event& a : after) {
-        if (a.succeeded()) continue;
-        if (a.done()) a.wait_for(0ms);  // rethrows its error: the work is not enqueued
-        auto hn = std::dynamic_pointer_cast<const HipNative>(a.native());
-        if (!hn) {
-          on_host.push_back(a);
-        } else if (hn->pool != pool_) {  // this queue's own work is earlier in the stream
-          if (auto bad = hn->pool->poison_error())
-            throw DeviceError(
-                hip_launch::poisoned_message(name_, what, fmt::format("{} ({})", hn->pool->device, *bad)));
-          if (hn->event)
-            RINGRT_HIP_CHECK(name_, hipStreamWaitEvent(stream_, hn->event, 0));
-          else
-            wait_gate(stream_, hn->gate, hn->gate_value);
-          gpu_deps.push_back(a);
-          dep_pools.push_back(hn->pool);
-        }
-      }
-      std::vector<Event> host_deps;
-      if (!on_host.empty()) host_deps.push_back(push_host("wait for " + what, std::move(on_host), {}));
-      std::shared_ptr<HipNative> native = gpu_native(std::move(host_deps));
-      native->dep_pools = std::move(dep_pools);
-      Resources keep = work(stream_);
-      RINGRT_HIP_CHECK(name_, hipEventRecord(native->event, stream_));
-      e.set_native(native);
-      Entry entry;
-      entry.done = e;
-      entry.what = std::move(what);
-      entry.native = std::move(native);
-      entry.keep = std::move(keep);
-      entry.gpu_deps = std::move(gpu_deps);
-      pending_.push_back(std::move(entry));
+      body(e);
     } catch (...) {
       error = std::current_exception();
     }
   }
+  cv_.notify_all();
   if (error) {
+    e = Event();
     e.set_done(error);  // outside the lock: callbacks may use this device
-  } else {
-    cv_.notify_all();
   }
   return e;
+}
+
+void HipQueue::push_gpu(const Event& e, std::string what, std::shared_ptr<HipNative> native, const GpuWork& work,
+                        std::vector<Event> gpu_deps) {
+  Resources keep = work(stream_);
+  RINGRT_HIP_CHECK(name_, hipEventRecord(native->event, stream_));
+  e.set_native(native);
+  Entry entry;
+  entry.done = e;
+  entry.what = std::move(what);
+  entry.native = std::move(native);
+  entry.keep = std::move(keep);
+  entry.gpu_deps = std::move(gpu_deps);
+  pending_.push_back(std::move(entry));
+}
+
+Event HipQueue::enqueue(std::string what, const std::vector<Event>& after, const GpuWork& work) {
+  return locked(what, [&](Event& e) {
+    std::vector<Event> on_host;  // what only the host can wait for
+    std::vector<Event> gpu_deps;
+    std::vector<std::shared_ptr<EventPool>> dep_pools;
+    for (const Event& a : after) {
+      if (a.succeeded()) continue;
+      if (a.done()) a.wait_for(0ms);  // rethrows its error: the work is not enqueued
+      auto hn = std::dynamic_pointer_cast<const HipNative>(a.native());
+      if (!hn) {
+        on_host.push_back(a);
+      } else if (hn->pool != pool_) {  // this queue's own work is earlier in the stream
+        if (auto bad = hn->pool->poison_error())
+          throw DeviceError(hip_launch::poisoned_message(name_, what, fmt::format("{} ({})", hn->pool->device, *bad)));
+        if (hn->event)
+          RINGRT_HIP_CHECK(name_, hipStreamWaitEvent(stream_, hn->event, 0));
+        else
+          wait_gate(stream_, hn->gate, hn->gate_value);
+        gpu_deps.push_back(a);
+        dep_pools.push_back(hn->pool);
+      }
+    }
+    std::vector<Event> host_deps;
+    if (!on_host.empty()) host_deps.push_back(push_host("wait for " + what, std::move(on_host), {}));
+    std::shared_ptr<HipNative> native = gpu_native(std::move(host_deps));
+    native->dep_pools = std::move(dep_pools);
+    push_gpu(e, std::move(what), std::move(native), work, std::move(gpu_deps));
+  });
 }
 
 Event HipQueue::enqueue_host(std::string what, std::vector<Event> after, std::function<void()> host,
                              const GpuWork& gpu) {
-  Event e;
-  std::exception_ptr error;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    check_open(what);
-    try {
-      DeviceGuard guard(gpu_, name_);
-      Event host_done = push_host(gpu ? "host part of the " + what : what, std::move(after), std::move(host));
-      e = host_done;
-      if (gpu) {
-        e = Event();
-        std::shared_ptr<HipNative> native = gpu_native({host_done});
-        Resources keep = gpu(stream_);
-        RINGRT_HIP_CHECK(name_, hipEventRecord(native->event, stream_));
-        e.set_native(native);
-        Entry entry;
-        entry.done = e;
-        entry.what = std::move(what);
-        entry.native = std::move(native);
-        entry.keep = std::move(keep);
-        pending_.push_back(std::move(entry));
-      }
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  cv_.notify_all();
-  if (error) e.set_done(error);
-  return e;
+  return locked(what, [&](Event& e) {
+    Event host_done = push_host(gpu ? "host part of the " + what : what, std::move(after), std::move(host));
+    if (!gpu) return void(e = host_done);
+    push_gpu(e, std::move(what), gpu_native({host_done}), gpu, {});
+  });
 }
 
 Event HipQueue::marker() {
-  Event e;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    check_open("marker");
-    DeviceGuard guard(gpu_, name_);
-    std::shared_ptr<HipNative> native = gpu_native({}, true);
-    RINGRT_HIP_CHECK(name_, hipEventRecord(native->event, stream_));
-    e.set_native(native);
-    Entry entry;
-    entry.done = e;
-    entry.what = "marker";
-    entry.native = std::move(native);
-    pending_.push_back(std::move(entry));
-  }
-  cv_.notify_all();
-  return e;
+  return locked("marker", [&](Event& e) {
+    push_gpu(e, "marker", gpu_native({}, true), [](hipStream_t) { return Resources{}; }, {});
+  });
 }
 
 bool HipQueue::wait_all(std::chrono::milliseconds timeout) {

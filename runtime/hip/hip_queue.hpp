@@ -121,8 +121,17 @@ class HipQueue {
   };
 
   void check_open(const std::string& what) const;  // under mu_
+  // Under mu_, after check_open (a DeviceError then), with this GPU current: body(e) enqueues work and
+  // sets up e, its Event; an exception of body fails a fresh Event instead (outside the lock). Wakes the
+  // completer.
+  template <class Body>
+  Event locked(const std::string& what, Body body);
   // The host work entry (gate value ++gates_), the stream's wait for it, pushed; its Event. Under mu_.
   Event push_host(std::string what, std::vector<Event> after, std::function<void()> fn);
+  // The GPU work `work` enqueued now, after what the stream already waits for, the event of `native`
+  // recorded after it and attached to e, its entry pushed. Under mu_. Throws DeviceError.
+  void push_gpu(const Event& e, std::string what, std::shared_ptr<HipNative> native, const GpuWork& work,
+                std::vector<Event> gpu_deps);
   void wait_gate(hipStream_t stream, void* gate, uint32_t value);  // on this device's stream
   void open_gate(uint32_t value);
   std::shared_ptr<HipNative> gpu_native(std::vector<Event> host_deps, bool timed = false);

@@ -24,6 +24,7 @@
 #include "codegen/kernel.hpp"
 #include "codegen/render.hpp"
 #include "rewrite/interpreter.hpp"
+#include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_device.hpp"
@@ -225,18 +226,33 @@ inline ArgLayout kernel_arg_layout(const std::string& notes) {
   return layout;
 }
 
-// Runs the current case again in a child process whose RINGRT_HIP_LOGICAL_DEVICES is `value` (the HIP
-// devices are fixed at a process's first enumeration, so the parent's cannot change); true in the
-// child, which goes on with the case, false in the parent, which is done once the child passed.
-inline bool in_child_with_logical_devices(const std::string& value) {
+// Runs the current case again in a child process whose environment variable `name` is `value` (what is
+// read once per process: the HIP devices, fixed at the first enumeration; the simulated GPUs'
+// settings); true in the child, which goes on with the case, false in the parent, which is done once
+// the child passed.
+inline bool in_child_with(const char* name, const std::string& value) {
   if (ringrt::test::in_child()) return true;
-  const char* name = "RINGRT_HIP_LOGICAL_DEVICES";
   std::optional<std::string> old;
   if (const char* v = std::getenv(name)) old = v;
   setenv(name, value.c_str(), 1);
   ringrt::test::check_current_case_in_child();
   old ? setenv(name, old->c_str(), 1) : unsetenv(name);
   return false;
+}
+inline bool in_child_with_logical_devices(const std::string& value) {
+  return in_child_with("RINGRT_HIP_LOGICAL_DEVICES", value);
+}
+
+// A (2, cols) float32 tensor, row r, column c holding scale * (r * 1000 + c), sharded over HIP:0 and
+// HIP:1 on axis 0, realized and waited for.
+inline ringrt::Tensor two_device_rows(int64_t cols, float scale) {
+  std::vector<float> v;
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < cols; ++c) v.push_back(scale * static_cast<float>(r * 1000 + c));
+  ringrt::Tensor x = ringrt::Tensor::from_vector(v, {2, cols}).shard({"HIP:0", "HIP:1"}, 0);
+  x.realize();
+  ringrt::synchronize();
+  return x;
 }
 
 }  // namespace hip_test

@@ -44,17 +44,8 @@ namespace {
 
 const std::vector<std::string> kTwo{"HIP:0", "HIP:1"};
 constexpr int64_t kCols = 300;
-
-// (2, kCols) float32, row r: r * 1000 + column, sharded over HIP:0 and HIP:1 on axis 0, realized.
-Tensor rows(float scale = 1.0f) {
-  std::vector<float> v;
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t c = 0; c < kCols; ++c) v.push_back(scale * static_cast<float>(r * 1000 + c));
-  Tensor x = Tensor::from_vector(v, {2, kCols}).shard(kTwo, 0);
-  x.realize();
-  ringrt::synchronize();
-  return x;
-}
+// The two devices' rows (hip_test_support.hpp two_device_rows), kCols columns.
+Tensor rows(float scale = 1.0f) { return two_device_rows(kCols, scale); }
 
 // The column sums of rows(scale): 1000 + 2c, times scale.
 void check_sums(const std::vector<float>& got, float scale = 1.0f) {
@@ -189,12 +180,7 @@ BOOST_AUTO_TEST_CASE(a_late_item_is_named_by_the_read) {
 // realizes of 1 MiB results, each dropping the one before, behind a blocked queue. Without waiting for
 // the work in flight, whose memory goes back as it completes, the allocations would fail.
 BOOST_AUTO_TEST_CASE(allocations_wait_for_the_work_in_flight) {
-  if (!ringrt::test::in_child()) {
-    setenv("RINGRT_SIM_GPU_MIB", "8", 1);
-    ringrt::test::check_current_case_in_child();
-    unsetenv("RINGRT_SIM_GPU_MIB");
-    return;
-  }
+  if (!in_child_with("RINGRT_SIM_GPU_MIB", "8")) return;
   constexpr int64_t n = (1 << 20) / 4;  // 1 MiB of float32 per device
   Tensor x = Tensor::from_vector(std::vector<float>(2 * n, 1.0f), {2, n}).shard(kTwo, 0).realize();
   (x * 2.0f).realize();

@@ -41,17 +41,8 @@ namespace {
 
 const std::vector<std::string> kTwo{"HIP:0", "HIP:1"};
 constexpr int64_t kCols = 257;
-
-// (2, kCols) float32: row r, column c holds scale * (r * 1000 + c), sharded over HIP:0 and HIP:1.
-Tensor rows(float scale) {
-  std::vector<float> v;
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t c = 0; c < kCols; ++c) v.push_back(scale * static_cast<float>(r * 1000 + c));
-  Tensor x = Tensor::from_vector(v, {2, kCols}).shard(kTwo, 0);
-  x.realize();
-  ringrt::synchronize();
-  return x;
-}
+// The two devices' rows (hip_test_support.hpp two_device_rows), kCols columns.
+Tensor rows(float scale) { return two_device_rows(kCols, scale); }
 
 void check_sums(const Tensor& y, float scale) {
   std::vector<float> got = y.to_vector<float>();
@@ -137,9 +128,8 @@ BOOST_AUTO_TEST_CASE(results_realized_together_are_one_graph) {
 BOOST_AUTO_TEST_CASE(a_step_of_buckets_allreduced_in_place_is_one_graph) {
   std::vector<Tensor> buckets;
   for (int64_t n : {int64_t{5}, int64_t{300}, int64_t{1031}})
-    buckets.push_back(Tensor::from_vector(std::vector<float>(static_cast<size_t>(n), 1.5f), {n})
-                          .shard(kTwo, std::nullopt)
-                          .realize());
+    buckets.push_back(
+        Tensor::from_vector(std::vector<float>(static_cast<size_t>(n), 1.5f), {n}).shard(kTwo, std::nullopt).realize());
   auto step = [&] {
     std::vector<Tensor> ys;
     for (Tensor& b : buckets) ys.push_back(b.allreduce_in_place());

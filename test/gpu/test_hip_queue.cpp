@@ -278,12 +278,7 @@ BOOST_AUTO_TEST_CASE(a_kernel_fault_poisons_its_device) {
 }
 
 BOOST_AUTO_TEST_CASE(host_work_is_ordered_without_wait_value) {
-  if (!ringrt::test::in_child()) {
-    setenv("RINGRT_SIM_WAIT_VALUE", "0", 1);
-    ringrt::test::check_current_case_in_child();
-    unsetenv("RINGRT_SIM_WAIT_VALUE");
-    return;
-  }
+  if (!in_child_with("RINGRT_SIM_WAIT_VALUE", "0")) return;
   Chain chain;
   Blocker blocker(chain.d0);
   chain.submit({blocker.done()});
