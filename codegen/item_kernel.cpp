@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 
 namespace ringrt {
@@ -32,6 +33,22 @@ ItemKernel lower_item(const ScheduleItem& item) {
   out.kernel = codegen::lower_kernel(item_ast(item));
   for (const auto& in : out.kernel.inputs) out.input_reads.push_back(static_cast<size_t>(-1 - in.buffer_id));
   return out;
+}
+
+codegen::Kernel collective_combine_kernel(const ScheduleItem& item, int64_t numel) {
+  if (item.kind != ScheduleItem::Kind::collective) throw InternalError("collective_combine_kernel: not a collective");
+  CollectiveArg arg = collective_arg(item.ast);
+  const UOp& src = item.ast.src(0);
+  DeviceSpec first(item.device.names().at(0));
+  std::vector<UOp> inputs;
+  for (size_t j = 0; j < item.device.count(); ++j)
+    inputs.push_back(make_uop(Ops::BUFFER, src.dtype(), {device_uop(first, &src.graph())},
+                              BufferArg{-1 - static_cast<int64_t>(j), numel}, &src.graph()));
+  codegen::Kernel k = codegen::lower_kernel(fold(arg.op, inputs));
+  for (size_t j = 0; j < k.inputs.size(); ++j)  // launched on (out, in_0 .. in_{n-1}): inputs in tuple order
+    if (k.inputs[j].buffer_id != -1 - static_cast<int64_t>(j) || k.inputs.size() != inputs.size())
+      throw InternalError("collective_combine_kernel: the kernel's inputs are not in tuple order");
+  return k;
 }
 
 }  // namespace ringrt

@@ -199,6 +199,21 @@ void infer_transfer(Node& n) {
   }
 }
 
+// COLLECTIVE (rewrite/collective.hpp): buf on a device tuple reduced onto that same tuple, arg
+// {reduce op, algorithm}.
+void infer_collective(Node& n) {
+  const auto& src = n.src;
+  check_nsrc(Ops::COLLECTIVE, src, 2);
+  if (src[1].op() != Ops::DEVICE) shape_error(n.op, src, "second source must be a DEVICE");
+  if (!src[0].device().tuple() || src[1].device() != src[0].device())
+    shape_error(n.op, src, "reduces a value on a device tuple onto that tuple");
+  const auto* arg = std::get_if<std::vector<int64_t>>(&n.arg);
+  if (!arg || arg->size() != 2 || !is_reduce_op(static_cast<Ops>((*arg)[0])) || (*arg)[1] < 0 || (*arg)[1] > 1)
+    shape_error(n.op, src, "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot}");
+  n.shape = src[0].shape();
+  n.device = src[0].device();
+}
+
 // MULTI, MSELECT, MSTACK: between one value per device of a tuple and the tuple's value.
 void infer_multi(Node& n) {
   const auto& src = n.src;
@@ -400,6 +415,8 @@ void infer(Node& n) {
     case Ops::COPY:
     case Ops::ALLREDUCE:
       return infer_transfer(n);
+    case Ops::COLLECTIVE:
+      return infer_collective(n);
     case Ops::MULTI:
     case Ops::MSELECT:
     case Ops::MSTACK:

@@ -7,6 +7,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 
 namespace ringrt {
@@ -476,6 +477,7 @@ class Evaluator {
       case Ops::MSTACK:
       case Ops::COPY:
       case Ops::ALLREDUCE:
+      case Ops::COLLECTIVE:
         return across_devices(u, w);
       case Ops::AFTER:
         return after(u, w);
@@ -519,7 +521,7 @@ class Evaluator {
     return out;
   }
 
-  // MULTI, MSELECT, MSTACK, COPY, ALLREDUCE: values moved between the devices of a tuple.
+  // MULTI, MSELECT, MSTACK, COPY, ALLREDUCE, COLLECTIVE: values moved between the devices of a tuple.
   Value across_devices(const UOp& u, size_t w) const {
     const Value& v = at(u.src(0));
     switch (u.op()) {
@@ -537,8 +539,8 @@ class Evaluator {
         size_t k = std::holds_alternative<int64_t>(u.arg()) ? static_cast<size_t>(u.arg_int()) : 0;
         return each(w, [&](size_t d) { return pick ? v.at(k) : v[v.size() == 1 ? 0 : d]; });
       }
-      default: {  // ALLREDUCE
-        Ops op = static_cast<Ops>(u.arg_int());
+      default: {  // ALLREDUCE, COLLECTIVE (a fused allreduce: the same fold, rewrite/collective.hpp)
+        Ops op = u.op() == Ops::COLLECTIVE ? collective_arg(u).op : static_cast<Ops>(u.arg_int());
         HostBuffer acc = v.at(0);
         for (size_t j = 1; j < v.size(); ++j) acc = combine(op, acc, v[j]);
         return Value(w, acc);

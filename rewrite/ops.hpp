@@ -15,7 +15,7 @@ namespace ringrt {
   X(SINK) X(DEVICE) X(BUFFER) X(CONST) X(DEFINE_VAR) X(CONTIGUOUS) X(DETACH) X(COPY) X(STORE) X(AFTER)    \
   X(ASSIGN) X(CALL)                                                                                       \
   /* multi-device */                                                                                      \
-  X(MULTI) X(MSELECT) X(MSTACK) X(ALLREDUCE)                                                              \
+  X(MULTI) X(MSELECT) X(MSTACK) X(ALLREDUCE) X(COLLECTIVE)                                                \
   /* movement (views) */                                                                                  \
   X(RESHAPE) X(EXPAND) X(PAD) X(SHRINK) X(PERMUTE) X(FLIP)                                                \
   /* reduction */                                                                                         \

@@ -107,14 +107,15 @@ struct Reader {
     if (out.bytes < out.min_bytes || out.bytes >= out.max_bytes)
       fail(c, at, "bytes outside its band [min_bytes, max_bytes)");
     const YAML::Node algo = need(c, c["algorithm"], at + ".algorithm");
-    out.algorithm = word(algo, at + ".algorithm", {"naive", "ring", "all2all"});
-    if (out.algorithm == "naive" && out.collective != "allreduce")
+    out.algorithm = word(algo, at + ".algorithm", {"naive", "ring", "all2all", "oneshot", "twoshot"});
+    if ((out.algorithm == "naive" || out.algorithm == "oneshot" || out.algorithm == "twoshot") &&
+        out.collective != "allreduce")
       fail(algo, at + ".algorithm",
-           fmt::format("{} has ring and all2all (its direct form), not naive", out.collective));
+           fmt::format("{} has ring and all2all (its direct form), not {}", out.collective, out.algorithm));
     if (const YAML::Node us = c["us"]) {
       if (!us.IsMap()) fail(us, at + ".us", "expected a map of algorithm: microseconds");
       for (const auto& kv : us) {
-        std::string algo = word(kv.first, at + ".us", {"naive", "ring", "all2all"});
+        std::string algo = word(kv.first, at + ".us", {"naive", "ring", "all2all", "oneshot", "twoshot"});
         out.us[algo] = micros(kv.second, at + ".us." + algo);
       }
     }
@@ -295,7 +296,8 @@ Tuning tuning_for(const std::string& setting) {
 
 bool automatic_levels(const AllreduceSettings& s) {
   static const AllreduceSettings kDefaults;
-  return s.ring == kDefaults.ring && s.all2all == kDefaults.all2all && s.ring_threshold == kDefaults.ring_threshold;
+  return s.ring == kDefaults.ring && s.all2all == kDefaults.all2all && s.ring_threshold == kDefaults.ring_threshold &&
+         s.algorithm == kDefaults.algorithm;
 }
 
 }  // namespace ringrt

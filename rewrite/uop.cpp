@@ -470,7 +470,12 @@ std::string UOp::to_string() const {
   std::string s = fmt::format("{} {} {}", op_name(op()), dtype_name(dtype()), shape_str(shape()));
   if (!device().none()) s += " " + device().to_string();
   if (!std::holds_alternative<std::monostate>(arg()) && op() != Ops::DEVICE) {
-    s += " " + (op() == Ops::ALLREDUCE ? std::string(op_name(static_cast<Ops>(arg_int()))) : arg_str(arg()));
+    if (op() == Ops::ALLREDUCE)
+      s += " " + std::string(op_name(static_cast<Ops>(arg_int())));
+    else if (op() == Ops::COLLECTIVE && arg_ints().size() == 2)  // rewrite/collective.hpp
+      s += fmt::format(" {} {}", op_name(static_cast<Ops>(arg_ints()[0])), arg_ints()[1] == 0 ? "oneshot" : "twoshot");
+    else
+      s += " " + arg_str(arg());
   }
   return s;
 }

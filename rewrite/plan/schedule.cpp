@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/node_map.hpp"
 #include "rewrite/plan/memory_plan.hpp"
@@ -85,6 +86,7 @@ class Planner {
         case Ops::CONTIGUOUS:
         case Ops::COPY:
         case Ops::ASSIGN:
+        case Ops::COLLECTIVE:
           realized_.insert(u.node());
           break;
         default:
@@ -94,6 +96,7 @@ class Planner {
       if (u.op() == Ops::ASSIGN && !assigned_in_place(u) && in_place_hazard(u, realized_))
         realize(u.src(1));  // compute aside, then copy
       if (u.op() == Ops::COPY && !range_source(u.src(0), realized_)) realize(u.src(0));
+      if (u.op() == Ops::COLLECTIVE && !range_source(u.src(0), realized_)) realize(u.src(0));
       if (u.op() == Ops::MSELECT && !realized_.count(u.src(0).node())) realize(u.src(0));
       if (u.op() == Ops::MSTACK)
         for (const UOp& s : u.src())
@@ -226,6 +229,15 @@ class Planner {
     return add(ScheduleItem::Kind::copy, copy, target, copy.device(), producers_of(copy), {*from});
   }
 
+  // A fused collective item (rewrite/collective.hpp): reads[0] is the realized value whose blocks it reads.
+  std::vector<size_t> add_collective(const UOp& collective, const UOp& target) {
+    std::optional<UOp> from = range_source(collective.src(0), realized_);
+    if (!from || prod(from->shape()) != prod(collective.src(0).shape()))
+      throw InternalError("collective source is not a realized value: " + collective.src(0).to_string());
+    return add(ScheduleItem::Kind::collective, collective, target, collective.device(), producers_of(collective),
+               {*from});
+  }
+
   // A kernel item computing ast into target.
   std::vector<size_t> add_kernel(const UOp& ast, const UOp& target, const DeviceSpec& device) {
     if (ast != target && realized_.count(ast.node())) {  // a kernel that copies a realized value
@@ -256,8 +268,9 @@ class Planner {
         size_t items = plan_.items.size();
         // a copy stored into a scratch buffer writes straight into it
         storing_ = true;
-        producer_[u.node()] =
-            value.op() == Ops::COPY ? add_copy(value, target) : add_kernel(value, target, target.device());
+        producer_[u.node()] = value.op() == Ops::COPY         ? add_copy(value, target)
+                              : value.op() == Ops::COLLECTIVE ? add_collective(value, target)
+                                                              : add_kernel(value, target, target.device());
         storing_ = false;
         if (plan_.items.size() > items) store_item_[u.node()] = items;
         return;
@@ -270,6 +283,11 @@ class Planner {
     if (u.op() == Ops::COPY) {
       if (used_only_by_stores(u)) return;
       append(mine, add_copy(u, u));
+      return;
+    }
+    if (u.op() == Ops::COLLECTIVE) {
+      if (used_only_by_stores(u)) return;
+      append(mine, add_collective(u, u));
       return;
     }
     if (u.op() == Ops::ASSIGN) {   // the value, written into the destination's memory
@@ -332,7 +350,11 @@ size_t ItemPlan::kernels() const {
   return static_cast<size_t>(std::count_if(items.begin(), items.end(),
                                            [](const ScheduleItem& i) { return i.kind == ScheduleItem::Kind::kernel; }));
 }
-size_t ItemPlan::copies() const { return items.size() - kernels(); }
+size_t ItemPlan::copies() const {
+  return static_cast<size_t>(std::count_if(items.begin(), items.end(),
+                                           [](const ScheduleItem& i) { return i.kind == ScheduleItem::Kind::copy; }));
+}
+size_t ItemPlan::collectives() const { return items.size() - kernels() - copies(); }
 
 std::string ItemPlan::to_string(const std::vector<char>& skipped) const {
   std::string out;
@@ -341,6 +363,10 @@ std::string ItemPlan::to_string(const std::vector<char>& skipped) const {
     if (it.kind == ScheduleItem::Kind::copy) {
       out += fmt::format("{:3} COPY   {} -> {} {} B", i, it.ast.src(0).device().to_string(), it.device.to_string(),
                          prod(it.ast.shape()) * itemsize(it.ast.dtype()));
+    } else if (it.kind == ScheduleItem::Kind::collective) {
+      CollectiveArg a = collective_arg(it.ast);
+      out += fmt::format("{:3} FUSED  {} allreduce {} {} {} {}", i, it.device.to_string(), fused_name(a.algorithm),
+                         op_name(a.op), dtype_name(it.ast.dtype()), shape_str(it.ast.shape()));
     } else {
       out += fmt::format("{:3} KERNEL {} {} {}", i, it.device.to_string(), dtype_name(it.ast.dtype()),
                          shape_str(it.ast.shape()));

@@ -57,6 +57,7 @@
 #include <set>
 #include <string_view>
 
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/params.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
@@ -407,6 +408,14 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   buf = copy_source(buf);
   if (ndev == 1) return device.single() ? buf.mselect(0).copy_to_device(device) : buf;
   if (numel == 0) return nothing_to_reduce(buf, device);
+  if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo)) {  // one launch per device (collective.hpp)
+    if (device != buf.device()) throw InternalError("a fused allreduce onto other devices than its source's");
+    // stored into a buffer, the source's or a new one that the result's memory takes (as the allgathers'
+    // stores into theirs): the item writes the result in place, no copy after it
+    UOp out = into ? *into : new_buffer(device, numel, buf.dtype(), &buf.graph());
+    UOp value = fused_allreduce(buf.reshape(out.shape()), op, *fused);
+    return out.after({out.store(value)}).reshape(buf.shape());
+  }
   Allreduce a{buf, op, device, devs, ndev, numel, buf.shape(), buf.dtype(), {}};
   if (algo == "naive") return naive_allreduce(a);
   a.chunks = allreduce_chunks(numel, ndev);
@@ -461,7 +470,15 @@ std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s, std:
   const UOp& buf = red.src(0);
   if (buf.device().tuple())
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
-  return collective_algorithm(CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype()), s);
+  CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
+  std::string algo = collective_algorithm(c, s);
+  // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp); onto
+  // one root, or across ranks, its unfused counterpart: oneshot reads every input (naive), twoshot
+  // reduce-scatters and allgathers directly (all2all)
+  if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
+    if (collective != "allreduce" || red.src(1).device() != buf.device() || c.ranks > 1)
+      return *fused == FusedAlgorithm::oneshot ? "naive" : "all2all";
+  return algo;
 }
 
 CollectiveSize CollectiveSize::of(std::string_view collective, const DeviceTuple& devices, int64_t numel, DType dtype) {
@@ -486,6 +503,7 @@ std::string collective_algorithm(const CollectiveSize& c, const AllreduceSetting
 }
 
 std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& s) {
+  if (s.algorithm != "auto") return s.algorithm;  // forced (allreduce.algorithm)
   bool big = ndev > 2 && numel > s.ring_threshold;
   if (s.all2all >= 2 || (big && s.all2all >= 1)) return "all2all";
   if (s.ring >= 2 || (big && s.ring >= 1)) return "ring";

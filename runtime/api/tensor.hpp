@@ -47,9 +47,20 @@ struct KernelItem {
   int64_t numel = 0;   // the elements one launch writes (on each device of the tuple)
 };
 
-// What realize() runs: the lowered graph's device-to-device copies and kernels, in order.
+// One fused collective item of a schedule (rewrite/collective.hpp): one launch per device of its tuple.
+struct FusedItem {
+  size_t item = 0;         // its index among all items, as in Schedule::to_string()
+  std::string device;      // the device tuple, e.g. "(CPU:0, CPU:1)"
+  std::string collective;  // "allreduce"
+  std::string algorithm;   // "oneshot" | "twoshot"
+  std::string op;          // "ADD" | "MUL" | "MAX" | "MIN"
+  int64_t numel = 0;       // elements per device
+  bool operator==(const FusedItem&) const = default;
+};
+
+// What realize() runs: the lowered graph's device-to-device copies, kernels and fused collectives, in order.
 struct Schedule {
-  // per ALLREDUCE node, in order: naive|ring|all2all|hierarchical|hierarchical_rs; one lowered as a
+  // per ALLREDUCE node, in order: naive|ring|all2all|oneshot|twoshot|hierarchical|hierarchical_rs; one lowered as a
   // reduce_scatter, allgather or alltoall (rewrite/rules/collectives.cpp) names the form it got, ring,
   // all2all (direct) or hierarchical (over device groups). So is a broadcast from one device of a tuple
   // (Tensor::broadcast of a tensor on the tuple); placing a one-device value on a tuple (shard(), broadcast() of a
@@ -59,6 +70,7 @@ struct Schedule {
   int64_t kernel_count = 0;
   std::string listing;
   std::vector<KernelItem> kernel_items;  // every kernel item in order; kernel_items.size() == kernel_count
+  std::vector<FusedItem> fused_items;    // every fused collective item in order
   std::vector<CopyItem> copies() const { return copy_items; }  // device-to-device copies, in order
   int64_t kernels() const { return kernel_count; }             // kernel items (one per launch on a device tuple)
   std::string to_string() const { return listing; }

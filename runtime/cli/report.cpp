@@ -145,9 +145,12 @@ std::string steps_text(const ExperimentConfig& cfg) {
 }  // namespace
 
 // Where the automatic algorithm choice comes from: the tuning file (tuning_for) or tinygrad's rule, or
-// that ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt tune, ..., 36 choices)".
+// that an algorithm (allreduce.algorithm) or ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt
+// tune, ..., 36 choices)".
 std::string choice_line(const ExperimentConfig& cfg) {
   const AllreduceSettings& s = cfg.settings;
+  if (s.algorithm != "auto")  // forced for every allreduce; the other collectives take ring or their direct form
+    return fmt::format("algorithm choice: {}, forced (allreduce.algorithm {})", s.algorithm, s.algorithm);
   if (!automatic_levels(s)) {  // the levels as collective_algorithm reads them; no tuning file
     std::string set = fmt::format("allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}", s.ring,
                                   s.all2all, s.ring_threshold);
@@ -371,14 +374,24 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
   j["kernels"] = schedule.kernels();
   constexpr std::string_view kPrefix = "algorithm choice: ";  // added after the first keys: appended
   if (!choice.empty()) j["choice"] = choice.starts_with(kPrefix) ? choice.substr(kPrefix.size()) : choice;
+  j["fused"] = nlohmann::ordered_json::array();  // fused collective items (rewrite/collective.hpp)
+  for (const FusedItem& f : schedule.fused_items)
+    j["fused"].push_back({{"item", f.item},
+                          {"devices", f.device},
+                          {"collective", f.collective},
+                          {"algorithm", f.algorithm},
+                          {"op", f.op},
+                          {"count", f.numel}});
   return j.dump(2) + "\n";
 }
 
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
                           const std::string& collective, const std::string& choice) {
-  std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels\n", collective, ndev, count,
+  std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels", collective, ndev, count,
                                 dtype_name(dtype), fmt::join(schedule.algorithms, ", "), schedule.copies().size(),
                                 schedule.kernels());
+  if (!schedule.fused_items.empty()) out += fmt::format(", {} fused", schedule.fused_items.size());
+  out += "\n";
   out += schedule.to_string();
   if (!out.empty() && out.back() != '\n') out += '\n';
   return choice.empty() ? out : out + choice + "\n";

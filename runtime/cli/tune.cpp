@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "codegen/compile_cache.hpp"
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "rewrite/rules/multi.hpp"
@@ -28,12 +29,13 @@ namespace {
 
 // The algorithms a collective can be forced to, and the settings that force each.
 std::vector<std::string> algorithms_of(const std::string& collective) {
-  if (collective == "allreduce") return {"naive", "ring", "all2all"};
+  if (collective == "allreduce") return {"naive", "ring", "all2all", "oneshot", "twoshot"};
   return {"ring", "all2all"};  // the others: ring or the direct form (naive is the direct form there)
 }
 AllreduceSettings forced(AllreduceSettings s, const std::string& algorithm) {
   s.ring = algorithm == "ring" ? 2 : 0;
   s.all2all = algorithm == "all2all" ? 2 : 0;
+  s.algorithm = fused_algorithm(algorithm) ? algorithm : "auto";  // the fused forms (rewrite/collective.hpp)
   s.groups.clear();  // flat collectives: the tuned choice is the flat one's
   return s;
 }

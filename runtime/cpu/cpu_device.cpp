@@ -20,19 +20,16 @@
 
 #include "codegen/compiler.hpp"
 #include "codegen/render.hpp"
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/params.hpp"
+#include "runtime/cpu/cpu_kernel.hpp"
 
 namespace ringrt {
+using namespace cpu_detail;
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;  // x86-64's transparent huge page
-
-struct CpuKernel : CompiledKernel {
-  codegen::Kernel k;
-  codegen::HostKernel host;
-  const codegen::Kernel& kernel() const override { return k; }
-};
 
 // One compiler and one table of loaded kernels for every cpu device: they share the host. The kernels
 // a program needs that no earlier program (of any process: the kernel index, HostCompiler::load_kernels)
@@ -78,42 +75,6 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<
   std::vector<std::shared_ptr<CompiledKernel>> out;
   for (size_t i = 0; i < ks.size(); ++i) out.push_back(found[i] ? found[i] : made.at(key(ks[i])));
   return out;
-}
-
-// memcpy, and nothing for 0 bytes: an empty tensor's buffer (or a host vector's data()) may be null,
-// and memcpy with a null pointer is undefined even for 0 bytes (UBSan reports it).
-void copy_bytes(void* dst, const void* src, size_t bytes) {
-  if (bytes != 0) std::memcpy(dst, src, bytes);
-}
-
-// The bytes of one output of a launch of ck (its result; each peer output is as large).
-size_t output_bytes(const CpuKernel& ck) {
-  return static_cast<size_t>(ck.k.numel) * static_cast<size_t>(itemsize(ck.k.dtype));
-}
-
-// Whether a launch of ck on bufs takes its streaming entry (HostKernel::stream): when its outputs
-// together take at least perf_options().stream_bytes and none overlaps an input. Out of place, a store
-// streamed past the cache skips the read of its line a plain store first makes (a third of an
-// out-of-place reduce's memory traffic: N=4, 64 MiB, 0.70x the all2all's time); in place the line was
-// just read into the cache, and streaming it out only costs (the in-place GPT-2 step: about 1.2x).
-bool streams(const CpuKernel& ck, const std::vector<void*>& bufs, size_t out_bytes) {
-  int64_t at = perf_options().stream_bytes;
-  size_t outputs = 1 + static_cast<size_t>(ck.k.peer_outputs);
-  if (!ck.host.stream || at <= 0 || out_bytes * outputs < static_cast<size_t>(at)) return false;
-  auto overlap = [](const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-    auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-    return x < y + b_bytes && y < x + a_bytes;
-  };
-  for (size_t o = 0; o < outputs; ++o) {
-    const void* out = bufs.at(o == 0 ? 0 : ck.k.inputs.size() + o);
-    for (size_t i = 0; i < ck.k.inputs.size(); ++i) {
-      const codegen::KernelInput& in = ck.k.inputs[i];
-      if (overlap(out, out_bytes, bufs.at(1 + i),
-                  static_cast<size_t>(in.numel) * static_cast<size_t>(itemsize(in.dtype))))
-        return false;
-    }
-  }
-  return true;
 }
 
 // A copy that runs inline (run_inline): with perf_options().kernel_split, a copy of two pieces or more
@@ -222,6 +183,26 @@ class CpuDevice : public Device {
   std::vector<Event> launch_group(std::vector<GroupLaunch> launches, const std::vector<Event>& after) override {
     if (std::optional<std::vector<Event>> done = run_group_inline(launches, after)) return *done;
     return Device::launch_group(std::move(launches), after);
+  }
+
+  // A fused collective (rewrite/collective.hpp) on cpu devices. When every device is idle and `after`
+  // is done, on the calling thread and the TBB workers, phase by phase: each phase one parallel loop over
+  // every device's steps up to its next barrier, the barrier the loop's end (no hand-off to n threads:
+  // at 1 KiB on 4 devices a hand-off and wake-up of each queue thread cost 10 times the work). Else each
+  // device's steps as one task on its own queue thread, the barriers on call.barrier's atomic counter
+  // (all n tasks then run at once, on n threads). Launches on other backends: Device::launch_collective.
+  std::vector<Event> launch_collective(std::vector<CollectiveLaunch> launches, const CollectiveCall& call,
+                                       const std::vector<Event>& after) override {
+    for (const CollectiveLaunch& l : launches)
+      if (!dynamic_cast<CpuDevice*>(l.device)) return Device::launch_collective(std::move(launches), call, after);
+    if (std::optional<std::vector<Event>> done = run_collective_inline(launches, call, after)) return *done;
+    std::chrono::milliseconds timeout = watchdog_timeout();
+    std::vector<Event> out;
+    for (CollectiveLaunch& l : launches) {
+      auto* dev = static_cast<CpuDevice*>(l.device);
+      out.push_back(dev->enqueue([l = std::move(l), call, timeout] { run_collective(l, call, timeout); }, after));
+    }
+    return out;
   }
 
   // From a cpu device a memcpy; from another backend (a GPU) that device's synchronous copy_out, on
@@ -397,8 +378,55 @@ class CpuDevice : public Device {
     return std::vector<Event>(launches.size(), finished(error));
   }
 
-  // The elements of a kernel's range per piece that TBB runs (perf_options().kernel_split).
-  static int64_t split_grain(int64_t numel) { return std::max<int64_t>(4096, numel / 64); }
+  // launch_collective's inline path: nothing, and nothing run, unless every device may be taken now
+  // (run_inline's conditions, at any size: the phases' loops use every core) and each device once.
+  static std::optional<std::vector<Event>> run_collective_inline(const std::vector<CollectiveLaunch>& launches,
+                                                                 const CollectiveCall& call,
+                                                                 const std::vector<Event>& after) {
+    if (!may_run_inline(after)) return std::nullopt;
+    std::vector<CpuDevice*> devices;
+    for (const CollectiveLaunch& l : launches) devices.push_back(static_cast<CpuDevice*>(l.device));
+    size_t taken = 0;
+    while (taken < devices.size() && devices[taken]->take()) ++taken;  // a device twice: the second fails
+    if (taken < devices.size()) {
+      for (size_t i = 0; i < taken; ++i) devices[i]->release();
+      return std::nullopt;
+    }
+    struct Piece {
+      const CollectiveLaunch* launch;
+      size_t step;
+      int64_t begin, end;
+    };
+    std::vector<size_t> at(launches.size(), 0);  // per device: its next step
+    std::vector<Piece> pieces;
+    std::exception_ptr error;
+    try {
+      for (bool more = true; more;) {  // a phase: every device's steps up to its next barrier
+        pieces.clear();
+        more = false;
+        for (size_t d = 0; d < launches.size(); ++d) {
+          const CollectiveLaunch& l = launches[d];
+          for (; at[d] < l.steps.size() && l.steps[at[d]].kind != FusedStep::Kind::barrier; ++at[d]) {
+            int64_t n = l.steps[at[d]].end - l.steps[at[d]].begin, grain = split_grain(n);
+            for (int64_t b = 0; b < n; b += grain) pieces.push_back({&l, at[d], b, std::min(n, b + grain)});
+          }
+          if (at[d] < l.steps.size()) ++at[d], more = true;  // past its barrier
+        }
+        auto run = [&](const Piece& p) { run_collective_step(*p.launch, p.step, call.itemsize, p.begin, p.end); };
+        if (pieces.size() == 1 || !perf_options().kernel_split) {
+          for (const Piece& p : pieces) run(p);
+        } else if (!pieces.empty()) {
+          tbb::parallel_for(tbb::blocked_range<size_t>(0, pieces.size(), 1), [&](const tbb::blocked_range<size_t>& r) {
+            for (size_t i = r.begin(); i < r.end(); ++i) run(pieces[i]);
+          });
+        }
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (CpuDevice* d : devices) d->release();
+    return std::vector<Event>(launches.size(), finished(error));
+  }
 
   // One event, done without an error, for every inline item of every cpu device.
   static const Event& done_event() {

@@ -8,16 +8,20 @@
 // calls (allocate, free, copy_in, copy_out) are synchronous and thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/kernel.hpp"
+#include "rewrite/collective.hpp"
 #include "rewrite/params.hpp"
 #include "runtime/device/memory.hpp"
 
@@ -135,6 +139,56 @@ struct GroupLaunch {
   int32_t dnum;
 };
 
+// The cross-device barriers of one fused collective item (rewrite/collective.hpp), shared by its
+// launches on every device and kept across its calls: arrivals count up and are never reset. Barrier
+// k of a call whose first barrier is `base` is passed once n (base + k + 1) arrivals happened.
+// Thread-safe; runtime/device/collective.cpp.
+class CollectiveBarrier {
+ public:
+  explicit CollectiveBarrier(int64_t ndev) : ndev_(ndev) {}
+  // Arrives at barrier `index` (base + k) and waits, spinning briefly, then sleeping, until every
+  // device arrived. Throws TimeoutError naming `who` when that takes longer than `timeout` (the
+  // barrier is broken then: every later wait on it throws DeviceError at once).
+  void arrive_and_wait(uint64_t index, std::chrono::milliseconds timeout, const std::string& who);
+  bool broken() const { return broken_.load(std::memory_order_acquire); }
+  // A device's launch failed before its barriers: breaks the barrier and wakes every waiter.
+  void abort();
+
+ private:
+  int64_t ndev_;
+  std::atomic<uint64_t> arrived_{0};
+  std::atomic<bool> broken_{false};
+  std::mutex mu_;  // sleepers (cv_)
+  std::condition_variable cv_;
+};
+
+// One device's launch of a fused collective (Device::launch_collective): the steps fused_steps gives
+// it (rewrite/collective.hpp) over pointers to every device's output and input, in tuple order.
+struct CollectiveLaunch {
+  Device* device;
+  int32_t rank;                                 // its index in the tuple
+  std::vector<FusedStep> steps;                 // rewrite/collective.hpp
+  std::vector<const CompiledKernel*> combines;  // per step: a combine step's kernel, else null. Launched on
+                                                // (out, in_0 .. in_{n-1}[, the n-1 other outputs]) (combine_buffers),
+                                                // each at the step's first element, it folds the n inputs in tuple
+                                                // order over end - begin elements
+  std::vector<void*> outputs, inputs;           // every device's block, tuple order
+  void* scratch = nullptr;                      // this device's scratch block, where the steps use one
+};
+
+// The buffers of launch l's combine step s (FusedStep::combine): its output (this device's, or its
+// scratch), every device's input, and with all_outputs the outputs of the devices after it in the tuple
+// (wrapping), each at element s.begin of elements of `itemsize` bytes.
+std::vector<void*> combine_buffers(const CollectiveLaunch& l, const FusedStep& s, size_t itemsize);
+
+// A call of a fused collective: what every launch shares.
+struct CollectiveCall {
+  size_t itemsize = 0;                         // bytes per element
+  std::shared_ptr<CollectiveBarrier> barrier;  // the item's
+  uint64_t base = 0;                           // the index of this call's first barrier
+  std::string name;                            // for errors: "item 3 (allreduce twoshot on (CPU:0, CPU:1))"
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -180,6 +234,14 @@ class Device {
     for (GroupLaunch& l : launches) out.push_back(l.device->launch(*l.kernel, std::move(l.bufs), l.dnum, after));
     return out;
   }
+  // launch_collective: a fused collective, one launch per device of its tuple (this one among them),
+  // each after `after`; their events, in order. Default: step by step from outside (runtime/device/
+  // collective.cpp): each step a launch or copy_from on its device, a barrier the events of every
+  // device's steps before it, so any backend runs it. The cpu backend runs each device's steps as one
+  // task on that device's queue thread, the barriers on call.barrier (device threads meeting at atomic
+  // counters). Throws what launch() and copy_from throw.
+  virtual std::vector<Event> launch_collective(std::vector<CollectiveLaunch> launches, const CollectiveCall& call,
+                                               const std::vector<Event>& after);
   // copy `bytes` from src on device `from` into dst on this device (peer access where possible).
   virtual Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) = 0;
   // Any host function, in queue order (tests; the watchdog test blocks a queue with one).

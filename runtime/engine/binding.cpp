@@ -101,6 +101,7 @@ class Program::Binding {
       return;
     }
     const PreparedKernel& pk = *p_.kernels_[i];
+    if (item.kind == ScheduleItem::Kind::collective) return plan_collective(i, target);
     for (size_t d = 0; d < target.size(); ++d) {
       if (target[d].device->remote_rank() >= 0) continue;  // its rank launches it
       BindingPlan::Launch launch{target[d].device, static_cast<int32_t>(d), {sym(target[d].ptr)}};
@@ -225,16 +226,51 @@ class Program::Binding {
 
   // Fresh memory for u, one slot per device, allocated by each run.
   std::vector<Block> allocate_temp(const UOp& u) {
-    size_t bytes = static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype()));
+    return allocate_temp(u.device(), static_cast<size_t>(prod(u.shape()) * itemsize(u.dtype())));
+  }
+  std::vector<Block> allocate_temp(const DeviceSpec& devices, size_t bytes) {
     BindingPlan::Temp& temp = plan_.temps.emplace_back(BindingPlan::Temp{{}, bytes});
     std::vector<Block> out;
-    for (const auto& name : device_names(u.device())) {
+    for (const auto& name : device_names(devices)) {
       auto tag = SymPtr::kTempTag + static_cast<uint32_t>(temp_slots_++);
       if (tag >= 2 * SymPtr::kTempTag) throw InternalError("a program binds too many blocks");
       temp.devices.push_back(&device(name));
       out.push_back({temp.devices.back(), encode(tag), bytes});
     }
     return out;
+  }
+
+  // A fused collective item's launches, one per device (rewrite/collective.hpp): every device's output
+  // and input, and scratch where the algorithm needs it (in place: an output that is its input).
+  void plan_collective(size_t i, const std::vector<Block>& target) {
+    const PreparedCollective& c = *p_.kernels_[i]->collective;
+    const std::vector<Block>& source = resolve(p_.plan_.items[i].reads.at(0));
+    if (source.size() != target.size() || target.size() != static_cast<size_t>(c.ndev))
+      throw InternalError("a fused collective's source and result are on other devices");
+    bool in_place = false, push = true;
+    std::vector<SymPtr> outs, ins;
+    for (const Block& a : target)
+      for (const Block& b : target) push = push && (a.device == b.device || a.device->can_read_peer(*b.device));
+    for (size_t d = 0; d < target.size(); ++d) {
+      if (target[d].device->remote_rank() >= 0) throw InternalError("a fused collective across ranks");
+      outs.push_back(sym(target[d].ptr));
+      ins.push_back(sym(source[d].ptr));
+      in_place = in_place || (outs.back().tag == ins.back().tag && outs.back().offset == ins.back().offset);
+    }
+    std::vector<Block> scratch;
+    if (fused_needs_scratch(c.arg.algorithm, in_place)) {
+      DeviceTuple names;
+      for (const Block& b : target) names.push_back(b.device->name());
+      scratch = allocate_temp(DeviceSpec(names), static_cast<size_t>(c.numel) * itemsize(c.dtype));
+    }
+    for (size_t d = 0; d < target.size(); ++d) {
+      BindingPlan::Launch launch{target[d].device, static_cast<int32_t>(d), outs};
+      launch.bufs.insert(launch.bufs.end(), ins.begin(), ins.end());
+      if (!scratch.empty()) launch.bufs.push_back(sym(scratch[d].ptr));
+      launch.in_place = in_place;
+      launch.push = push;
+      plan_.launches[i].push_back(std::move(launch));
+    }
   }
 
   // Peer writes: the launch of a single-device kernel gets its peer copies' destinations as peer

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -22,6 +23,19 @@
 
 namespace ringrt {
 
+// A fused collective item's (rewrite/collective.hpp): its combine kernels, compiled for each device, and
+// its barrier with the index of the next call's first barrier (changed under collective_submit_mutex()).
+struct PreparedCollective {
+  CollectiveArg arg;
+  int64_t ndev = 0, numel = 0;
+  DType dtype = DType::float32;
+  // per combine step's length (end - begin) and whether it stores into every device's output
+  std::map<std::pair<int64_t, bool>, codegen::Kernel> kernels;
+  std::unordered_map<Device*, std::map<std::pair<int64_t, bool>, std::shared_ptr<CompiledKernel>>> compiled;
+  std::shared_ptr<CollectiveBarrier> barrier;
+  uint64_t next_barrier = 0;
+};
+
 struct Program::PreparedKernel {
   codegen::Kernel kernel;
   std::vector<size_t> input_reads;  // kernel input i reads item.reads[input_reads[i]]
@@ -29,7 +43,8 @@ struct Program::PreparedKernel {
   // Peer writes (runtime.peer_writes): the copy items of MemoryPlan::peer_writes whose destination
   // the kernel's device may write, and the kernel with one peer output per copy, compiled beside it.
   std::vector<size_t> peer_copies;
-  std::shared_ptr<CompiledKernel> peer_compiled;  // null without peer copies
+  std::shared_ptr<CompiledKernel> peer_compiled;   // null without peer copies
+  std::shared_ptr<PreparedCollective> collective;  // a fused collective item's; null for a kernel item
 };
 
 // A pointer of a run: slot `tag` (an output or input block: its index among the run's fixed slots;
@@ -55,12 +70,16 @@ struct RunSlots {
 
 // The binding of one set of facts (see the top of this file).
 struct Program::BindingPlan {
-  struct Launch {  // one device's launch of a kernel item
+  struct Launch {  // one device's launch of a kernel item, or of a fused collective item
     Device* device;
     int32_t dnum;
-    std::vector<SymPtr> bufs;                // output first, then the kernel's inputs, then its peer outputs
+    std::vector<SymPtr> bufs;                // output first, then the kernel's inputs, then its peer outputs;
+                                             // a collective: every device's output, every device's input
+                                             // (tuple order), then this device's scratch where it needs one
     bool peer = false;                       // the kernel with peer outputs (PreparedKernel::peer_compiled)
     const CompiledKernel* kernel = nullptr;  // what runs: compiled for the device, or peer_compiled
+    bool in_place = false;                   // a collective whose output is its input (on some device)
+    bool push = false;                       // a collective whose devices may all write each other's memory
   };
   struct Copy {  // a copy item not patched into a peer read
     Device* from = nullptr;
@@ -98,6 +117,18 @@ struct Program::BindingPlan {
   // Drops the fresh blocks no launch or copy uses (binding.cpp) and renumbers the others' tags.
   void drop_unused_temps();
 };
+
+// A fused collective item's combine kernels (one per length its devices' combine steps cover, in place
+// or not, storing into its peers or not: the binding decides) and its barrier (collective_run.cpp).
+std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item);
+
+// "item 3 (kernel float32 (4,))", "item 5 (copy CPU:0 -> CPU:1)": an item in errors (executor.cpp).
+std::string describe_item(const ScheduleItem& item, size_t i);
+
+// Held while a fused collective's launches are queued (executor.cpp): every device queue gets the
+// launches of the process's collectives in one order, so none waits at a barrier for a device whose
+// queue holds another collective's launch before this one's.
+std::mutex& collective_submit_mutex();
 
 // The fences of a run (executor.cpp): the tails of the work in flight on its input and output storages
 // (pending.hpp), each once, but those done.

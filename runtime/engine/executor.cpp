@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "codegen/item_kernel.hpp"
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
 #include "rewrite/params.hpp"
@@ -41,12 +42,6 @@ namespace {
 // The rank that runs a device's work: its own for a RemoteDevice, else this one.
 int rank_of(const Device& d) { return d.remote_rank() >= 0 ? d.remote_rank() : rank_info().rank; }
 
-std::string describe(const ScheduleItem& item, size_t i) {
-  if (item.kind == ScheduleItem::Kind::copy)
-    return fmt::format("item {} (copy {} -> {})", i, item.ast.src(0).device().to_string(), item.device.to_string());
-  return fmt::format("item {} (kernel {} {})", i, dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
-}
-
 // A copy between ranks, as this rank sees it: ": a receive from rank 1 in multi-rank run 7", or "".
 std::string cross_rank_part(const ScheduleItem& item, uint64_t run) {
   if (item.kind != ScheduleItem::Kind::copy || run == 0) return "";
@@ -69,6 +64,17 @@ std::set<int> ranks_of(const ItemPlan& plan) {
 
 }  // namespace
 
+std::string describe_item(const ScheduleItem& item, size_t i) {
+  if (item.kind == ScheduleItem::Kind::collective) {
+    CollectiveArg a = collective_arg(item.ast);
+    return fmt::format("item {} (allreduce {} {} {} {})", i, fused_name(a.algorithm), op_name(a.op),
+                       dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
+  }
+  if (item.kind == ScheduleItem::Kind::copy)
+    return fmt::format("item {} (copy {} -> {})", i, item.ast.src(0).device().to_string(), item.device.to_string());
+  return fmt::format("item {} (kernel {} {})", i, dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
+}
+
 // set_watchdog_timeout: the tunable runtime.watchdog_s for the process (watchdog_timeout, rewrite/params.hpp).
 void set_watchdog_timeout(std::chrono::milliseconds timeout) {
   RuntimeParams r;
@@ -81,6 +87,14 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
   for (auto& item : plan_.items) {
     if (item.kind == ScheduleItem::Kind::copy) {
       kernels_.push_back(nullptr);
+      continue;
+    }
+    if (item.kind == ScheduleItem::Kind::collective) {
+      auto pk = std::make_shared<PreparedKernel>();
+      pk->collective = prepare_collective(item);  // collective_run.cpp
+      if (!pk->collective->kernels.empty()) pk->kernel = pk->collective->kernels.rbegin()->second;
+      kernels_.push_back(pk);
+      has_collective_ = true;
       continue;
     }
     auto pk = std::make_shared<PreparedKernel>();
@@ -104,9 +118,17 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
     if (kernels_[i])
       for (const auto& name : names_of(plan_.items[i].device))
         if (Device& dev = device(name); dev.remote_rank() < 0) wanted[&dev].push_back(i);  // others compile theirs
-  for (auto& [dev, items] : wanted) {
+  for (auto& [dev, all] : wanted) {
     std::vector<codegen::Kernel> ks;
-    std::vector<size_t> peer;  // items whose kernel has a peer form, in ks after the plain ones
+    std::vector<size_t> items, peer;  // kernel items; items whose kernel has a peer form, in ks after the plain ones
+    std::vector<std::pair<PreparedCollective*, std::pair<int64_t, bool>>> combines;  // collectives', after those
+    for (size_t i : all)
+      if (kernels_[i]->collective) {
+        for (const auto& [key, k] : kernels_[i]->collective->kernels)
+          combines.emplace_back(kernels_[i]->collective.get(), key);
+      } else {
+        items.push_back(i);
+      }
     for (size_t i : items) ks.push_back(kernels_[i]->kernel);
     for (size_t i : items)
       if (!kernels_[i]->peer_copies.empty()) {
@@ -114,9 +136,12 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
         ks.push_back(
             codegen::with_peer_outputs(kernels_[i]->kernel, static_cast<int>(kernels_[i]->peer_copies.size())));
       }
+    for (const auto& [c, len] : combines) ks.push_back(c->kernels.at(len));
     auto compiled = dev->compile_all(ks);
     for (size_t j = 0; j < items.size(); ++j) kernels_[items[j]]->compiled[dev] = compiled[j];
     for (size_t j = 0; j < peer.size(); ++j) kernels_[peer[j]]->peer_compiled = compiled[items.size() + j];
+    for (size_t j = 0; j < combines.size(); ++j)
+      combines[j].first->compiled[dev][combines[j].second] = compiled[items.size() + peer.size() + j];
   }
   // an SPMD job: the ranks compare this hash before each run (run()): the same items, the same kernels
   // (their code: the op included), the same chunks of transfers, or the sends and receives would not match
@@ -300,14 +325,17 @@ Program::Events Program::submit(RunMemory& memory, const std::vector<Event>& fen
       events[i] = std::move(after);
       continue;
     }
-    bool kernel = plan_.items[i].kind == ScheduleItem::Kind::kernel;
+    ScheduleItem::Kind kind = plan_.items[i].kind;
+    bool kernel = kind == ScheduleItem::Kind::kernel;
     if (kernel && std::all_of(after.begin(), after.end(), [](const Event& e) { return e.done(); })) {
       held.push_back(i);
       is_held[i] = 1;
       continue;
     }
     flush();
-    events[i] = kernel ? submit_kernel(i, memory, after) : submit_copy(i, memory, after);
+    events[i] = kernel                                   ? submit_kernel(i, memory, after)
+                : kind == ScheduleItem::Kind::collective ? submit_collective(i, *memory.plan, memory.slots, after)
+                                                         : submit_copy(i, memory, after);
   }
   flush();
   return events;
@@ -415,7 +443,7 @@ std::string Program::late_item(const Events& events, const BindingPlan& plan, ui
       std::string where = item.device.to_string();
       if (item.device.tuple() && !plan.elided[i] && j < plan.launches[i].size())
         where = fmt::format("{} of {}", plan.launches[i][j].device->name(), where);
-      return fmt::format("{} on {}{} did not complete within {} ms", describe(item, i), where,
+      return fmt::format("{} on {}{} did not complete within {} ms", describe_item(item, i), where,
                          cross_rank_part(item, run), timeout.count());
     }
   return fmt::format("a run of {} items did not complete within {} ms", plan_.items.size(), timeout.count());
@@ -536,6 +564,10 @@ void Program::record_trace(const Events& events, const RunMemory& memory) const 
     bool peer = memory.peer_writer(i);  // it wrote its peer copies too: their bytes count
     base.name = peer ? kernels_[i]->peer_compiled->kernel().name : k.name;
     base.bytes = k.numel * itemsize(k.dtype) * (peer ? 1 + static_cast<int64_t>(kernels_[i]->peer_copies.size()) : 1);
+    if (const auto& c = kernels_[i]->collective) {  // a fused collective: its launch on each device
+      base.name = fmt::format("allreduce_{}", fused_name(c->arg.algorithm));
+      base.bytes = c->numel * itemsize(c->dtype);
+    }
     std::vector<std::string> local;  // submit_kernel's launches, in order: this rank's devices
     for (const auto& name : names_of(item.device))
       if (device(name).remote_rank() < 0) local.push_back(name);

@@ -162,6 +162,9 @@ class Program {
   void choose_peer_writes();  // PreparedKernel::peer_copies of every kernel (the constructor)
   std::vector<Event> submit_copy(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // none if empty
   std::vector<Event> submit_kernel(size_t i, RunMemory& memory, const std::vector<Event>& after) const;  // per device
+  // a fused collective item's launches, one per device (collective_run.cpp)
+  std::vector<Event> submit_collective(size_t i, const BindingPlan& plan, const RunSlots& slots,
+                                       const std::vector<Event>& after) const;
   void add_launches(size_t i, RunMemory& memory, std::vector<GroupLaunch>& group) const;  // kernel item i's, per device
   bool waits_for(size_t i, bool peer_writer, const std::vector<char>& marked) const;
   // A finished run's work for the recording Trace (runtime/api/trace.hpp): each kernel launch and copy
@@ -171,11 +174,12 @@ class Program {
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
-  bool spans_ranks_ = false;   // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
-  bool asynchronous_ = false;  // every device of every item asynchronous (Device::asynchronous), this rank's
-  uint64_t plan_hash_ = 0;     // what the ranks compare before each run (spans_ranks_ only)
-  MemoryPlan memory_;          // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
-  struct BindingCache {        // the last binding plan (one: a run whose facts differ replaces it)
+  bool spans_ranks_ = false;     // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
+  bool asynchronous_ = false;    // every device of every item asynchronous (Device::asynchronous), this rank's
+  bool has_collective_ = false;  // a fused collective item (rewrite/collective.hpp): never a graph
+  uint64_t plan_hash_ = 0;       // what the ranks compare before each run (spans_ranks_ only)
+  MemoryPlan memory_;            // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
+  struct BindingCache {          // the last binding plan (one: a run whose facts differ replaces it)
     std::mutex mu;
     std::shared_ptr<const BindingPlan> plan;
   };

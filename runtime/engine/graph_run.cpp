@@ -82,7 +82,7 @@ void log_no_graph(const std::string& why) {
 std::shared_ptr<const PendingWork> Program::run_graph(const std::vector<std::vector<Block>>& outs,
                                                       const StorageLookup& inputs, const ExecOptions& options) const {
   std::lock_guard<std::mutex> lock(graph_mu_);
-  if (no_graph_) return nullptr;
+  if (no_graph_ || has_collective_) return nullptr;  // a fused collective's barriers are its own launches'
   RunSlots slots;
   std::shared_ptr<const BindingPlan> plan = binding(outs, inputs, slots);
   auto is_copy = [&](size_t i) { return plan_.items[i].kind == ScheduleItem::Kind::copy; };

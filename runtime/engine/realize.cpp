@@ -9,6 +9,7 @@
 
 #include "codegen/item_kernel.hpp"
 #include "codegen/view.hpp"
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/memory_plan.hpp"
@@ -508,6 +509,12 @@ Schedule schedule_of(const UOp& root, bool borrowed) {
       codegen::Kernel k = lower_item(item).kernel;
       s.kernel_items.push_back({i, item.device.to_string(), k.name, k.numel});
       ir->kernels.push_back(std::move(k));
+      continue;
+    }
+    if (item.kind == ScheduleItem::Kind::collective) {
+      CollectiveArg a = collective_arg(item.ast);
+      s.fused_items.push_back({i, item.device.to_string(), "allreduce", std::string(fused_name(a.algorithm)),
+                               std::string(op_name(a.op)), ringrt::prod(item.ast.shape())});
       continue;
     }
     const UOp& c = item.ast;

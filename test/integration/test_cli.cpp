@@ -156,11 +156,34 @@ BOOST_AUTO_TEST_CASE(exit_status_2_for_bad_command_lines) {
   BOOST_TEST(run_cli({"--help"}).status == 0);
 }
 
+// A fused allreduce (allreduce.algorithm, rewrite/collective.hpp) is one item, no copies, named in "fused".
+BOOST_AUTO_TEST_CASE(schedule_json_names_a_fused_allreduce) {
+  for (const std::string algo : {"oneshot", "twoshot"}) {
+    nlohmann::ordered_json j = schedule_json({"--set", "allreduce.algorithm=" + algo});
+    BOOST_TEST((j["algorithms"].get<std::vector<std::string>>() == std::vector<std::string>{algo}));
+    BOOST_TEST(j["copies"].empty());
+    BOOST_TEST(j["kernels"] == 0);
+    BOOST_TEST_REQUIRE(j["fused"].size() == 1u);
+    BOOST_TEST(j["fused"][0]["algorithm"] == algo);
+    BOOST_TEST(j["fused"][0]["collective"] == "allreduce");
+    BOOST_TEST(j["fused"][0]["op"] == "ADD");
+    BOOST_TEST(j["fused"][0]["count"] == 400);
+    BOOST_TEST(j["fused"][0]["devices"] == "(CPU:0, CPU:1, CPU:2, CPU:3)");
+    BOOST_TEST(j["choice"].get<std::string>().starts_with(algo + ", forced (allreduce.algorithm"));
+  }
+  CliResult bad =
+      run_cli({"schedule", "configs/default.yaml", "--count", "4", "--set", "allreduce.algorithm=threeshot"});
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(bad.err.find("allreduce.algorithm") != std::string::npos, bad.err);
+}
+
 BOOST_AUTO_TEST_CASE(schedule_json_is_the_documented_contract) {
   nlohmann::ordered_json j = schedule_json({"--set", "allreduce.ring=2"});
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  BOOST_TEST((keys == std::vector<std::string>{"algorithms", "ndev", "count", "dtype", "copies", "kernels", "choice"}));
+  BOOST_TEST((keys == std::vector<std::string>{"algorithms", "ndev", "count", "dtype", "copies", "kernels", "choice",
+                                               "fused"}));
+  BOOST_TEST(j["fused"].empty());  // no fused collective item under ring
   BOOST_TEST(j["choice"].get<std::string>().starts_with("ring, forced (allreduce.ring 2"));
   BOOST_TEST((j["algorithms"].get<std::vector<std::string>>() == std::vector<std::string>{"ring"}));
   BOOST_TEST(j["ndev"] == 4);

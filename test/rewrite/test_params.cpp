@@ -86,6 +86,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"allreduce.hierarchical", "RINGRT_HIERARCHICAL"},
       {"allreduce.cast", "ALLREDUCE_CAST"},
       {"allreduce.tuning", "RINGRT_TUNING"},
+      {"allreduce.algorithm", "RINGRT_ALLREDUCE_ALGORITHM"},
       {"debug", "DEBUG"},
       {"runtime.peer_reads", "RINGRT_PEER_READS"},
       {"runtime.peer_writes", "RINGRT_PEER_WRITES"},

@@ -102,7 +102,7 @@ for ndev in sorted({r["ndev"] for r in rows}):
         auto_rows = [r for r in rows if r["system"] == "ringrt" and r["ndev"] == ndev and r["bytes"] == size
                      and r["algo"].startswith("auto")]
         forced = [r for r in rows if r["system"] == "ringrt" and r["ndev"] == ndev and r["bytes"] == size
-                  and r["algo"] in ("naive", "ring", "all2all")]
+                  and r["algo"] in ("naive", "ring", "all2all", "oneshot", "twoshot")]
         if not auto_rows or not forced:
             continue
         auto, chosen = auto_rows[0]["t"], auto_rows[0]["algo"].partition(":")[2]
@@ -114,6 +114,18 @@ for ndev in sorted({r["ndev"] for r in rows}):
         why = " (the best algorithm chosen; the ratio is the spread of timing it twice)" if same else ""
         print(f"ndev {ndev} {size_label(size):>8}: ringrt auto/best forced ({best['algo']}) = {auto / best['t']:6.3f} "
               f"(target <= {limit}) {'met' if ok else 'NOT met'}{why}")
+# the fused forms (one launch per device, rewrite/collective.hpp) against the best unfused algorithm
+for ndev in sorted({r["ndev"] for r in rows}):
+    for size in sorted({r["bytes"] for r in rows}):
+        at = {r["algo"]: r["t"] for r in rows if r["system"] == "ringrt" and r["ndev"] == ndev and r["bytes"] == size}
+        unfused = [a for a in ("naive", "ring", "all2all") if a in at]
+        if not unfused:
+            continue
+        best = min(unfused, key=lambda a: at[a])
+        for fused in ("oneshot", "twoshot"):
+            if fused in at:
+                print(f"ndev {ndev} {size_label(size):>8}: ringrt {fused}/best unfused ({best}) = "
+                      f"{at[fused] / at[best]:6.3f}{' (the fused form wins)' if at[fused] < at[best] else ''}")
 # the GPT-2 DDP step against the floor of its bytes: 2 N B / DRAM bandwidth, scaled from floor-dram's row
 for r in rows:
     if r["system"] == "ringrt" and r["algo"].startswith("gpt2-ddp-step"):

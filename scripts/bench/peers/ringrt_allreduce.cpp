@@ -38,6 +38,7 @@ AllreduceSettings settings_for(const std::string& algo) {
   if (algo == "naive") s.ring = 0, s.all2all = 0;
   if (algo == "ring") s.ring = 2, s.all2all = 0;
   if (algo == "all2all") s.all2all = 2;
+  if (algo == "oneshot" || algo == "twoshot") s.algorithm = algo;  // fused (rewrite/collective.hpp)
   return s;
 }
 

@@ -1,0 +1,62 @@
+#include "rewrite/collective.hpp"
+
+#include <fmt/format.h>
+
+#include "rewrite/errors.hpp"
+#include "rewrite/rules/multi.hpp"
+
+namespace ringrt {
+
+std::string_view fused_name(FusedAlgorithm a) { return a == FusedAlgorithm::oneshot ? "oneshot" : "twoshot"; }
+
+std::optional<FusedAlgorithm> fused_algorithm(std::string_view name) {
+  if (name == "oneshot") return FusedAlgorithm::oneshot;
+  if (name == "twoshot") return FusedAlgorithm::twoshot;
+  return std::nullopt;
+}
+
+CollectiveArg collective_arg(const UOp& u) {
+  if (u.op() != Ops::COLLECTIVE || !std::holds_alternative<std::vector<int64_t>>(u.arg()) || u.arg_ints().size() != 2)
+    throw InternalError("collective_arg: not a COLLECTIVE node: " + u.to_string());
+  const std::vector<int64_t>& a = u.arg_ints();
+  return {static_cast<Ops>(a[0]), static_cast<FusedAlgorithm>(a[1])};
+}
+
+UOp fused_allreduce(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
+  return buf.graph().make(Ops::COLLECTIVE, buf.dtype(), {buf, device_uop(buf.device(), &buf.graph())},
+                          std::vector<int64_t>{static_cast<int64_t>(op), static_cast<int64_t>(algorithm)});
+}
+
+std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push) {
+  using K = FusedStep::Kind;
+  std::vector<FusedStep> out;
+  auto add = [&](FusedStep s) {
+    if (s.kind == K::barrier || s.begin < s.end) out.push_back(s);
+  };
+  if (a == FusedAlgorithm::oneshot) {
+    add({K::combine, 0, numel, -1, in_place});
+    add({K::barrier});  // no device reads this one's input any more
+    if (in_place) add({K::publish, 0, numel});
+    return out;
+  }
+  std::vector<std::pair<int64_t, int64_t>> chunks = allreduce_chunks(numel, ndev);
+  auto [b, e] = chunks.at(static_cast<size_t>(d));
+  add({K::combine, b, e, -1, false, push});
+  add({K::barrier});
+  if (push) return out;
+  for (int64_t k = 1; k < ndev; ++k) {  // from the next device on: the n devices read n different peers at once
+    int64_t peer = (d + k) % ndev;
+    add({K::gather, chunks[static_cast<size_t>(peer)].first, chunks[static_cast<size_t>(peer)].second, peer});
+  }
+  add({K::barrier});  // no device reads this one's output any more
+  return out;
+}
+
+int fused_barriers(FusedAlgorithm a, bool in_place, bool push) {
+  (void)in_place;
+  return a == FusedAlgorithm::twoshot && !push ? 2 : 1;
+}
+
+bool fused_needs_scratch(FusedAlgorithm a, bool in_place) { return a == FusedAlgorithm::oneshot && in_place; }
+
+}  // namespace ringrt

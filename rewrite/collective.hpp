@@ -1,0 +1,80 @@
+// Fused collectives: one launch per device per call (docs/fused-collectives.md).
+//
+// The lowered forms of allreduce.cpp (naive, ring, all2all) are many kernels and copies, ordered from
+// outside. A fused form is one COLLECTIVE node instead: COLLECTIVE(buf, DEVICE) on buf's device tuple,
+// arg {reduce op, algorithm}. Its value on every device is the left fold of the op over the devices'
+// values in tuple order, (((x0 op x1) op x2) ...): the interpreter's ALLREDUCE, bit for bit, on every
+// device. The scheduler makes it one item (ScheduleItem::Kind::collective) and the executor launches
+// it once per device (Device::launch_collective), each launch running the steps fused_steps lists for
+// its device: ranges combined from every device's input, copies from peers' outputs, and barriers
+// across the devices, where a device waits until every device of the tuple has reached it.
+// - oneshot: each device combines the whole buffer from every device's input, in tuple order, into its
+//   own output, then waits at a barrier (after it no device reads another's input). Reads (n-1) S from
+//   peers, writes S. In place (the output is the input) it combines into scratch, waits at the barrier,
+//   then copies the scratch into its buffer. (NCCL's one-shot all-reduce, vLLM's custom allreduce.)
+// - twoshot: device d combines chunk d (allreduce_chunks) from every device's input and stores it into
+//   chunk d of every device's output (a reduce-scatter by loads, an allgather by stores), then waits at
+//   a barrier (after it every chunk has reached every output). Where a device may not store into its
+//   peers' memory (push false), it stores into its own output, waits, copies every other chunk e from
+//   device e's output and waits again. Reads and writes 2 (n-1)/n S across devices. In place each
+//   device reads and writes chunk d of every buffer only. (NCCL's RSxLD_AGxST: reduce-scatter with
+//   loads, allgather with stores, in one kernel.)
+// Every form ends with a barrier, so a device's launch completes only once every device is done with
+// its memory. Barriers count up: barrier k of a call waits until n (base + k + 1) arrivals, base the
+// barriers of the item's earlier calls, so nothing is ever reset between calls.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "rewrite/uop.hpp"
+
+namespace ringrt {
+
+enum class FusedAlgorithm : uint8_t { oneshot, twoshot };
+
+// "oneshot", "twoshot"; and back (nothing for another word).
+std::string_view fused_name(FusedAlgorithm a);
+std::optional<FusedAlgorithm> fused_algorithm(std::string_view name);
+
+// What a COLLECTIVE node does: reduce with op, by algorithm.
+struct CollectiveArg {
+  Ops op;
+  FusedAlgorithm algorithm;
+};
+// The arg of a COLLECTIVE node; InternalError for another node or a malformed arg.
+CollectiveArg collective_arg(const UOp& u);
+
+// COLLECTIVE(buf, DEVICE(buf's tuple)), {op, algorithm}: buf (on a device tuple, contiguous) allreduced
+// with op onto the same tuple. Throws ShapeError (rewrite/infer.cpp) when op is no reduce op or buf is
+// not on a tuple.
+UOp fused_allreduce(const UOp& buf, Ops op, FusedAlgorithm algorithm);
+
+// One step of a device's launch of a fused collective. Ranges are elements of the flat buffer.
+struct FusedStep {
+  enum class Kind : uint8_t {
+    combine,  // [begin, end) of every device's input, folded in tuple order, into the output (or the
+              // scratch; or, with all_outputs, every device's output: this one's first, then the
+              // devices after it in the tuple, wrapping)
+    barrier,  // wait until every device of the tuple has reached this barrier
+    gather,   // [begin, end) of device `peer`'s output into the same range of this device's output
+    publish,  // [begin, end) of the scratch into the output
+  };
+  Kind kind;
+  int64_t begin = 0, end = 0;
+  int64_t peer = -1;         // gather: the device index in the tuple
+  bool to_scratch = false;   // combine: into the scratch (oneshot in place)
+  bool all_outputs = false;  // combine: into every device's output (twoshot with push)
+};
+
+// Device d's steps (d in [0, ndev)) for a buffer of numel elements per device; in_place: the output
+// is the input; push: every device may store into every other's memory. Every device's list has the
+// same number of barriers (fused_barriers). Empty ranges are left out.
+std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push);
+int fused_barriers(FusedAlgorithm a, bool in_place, bool push);
+// Whether the algorithm needs a scratch buffer of numel elements on each device.
+bool fused_needs_scratch(FusedAlgorithm a, bool in_place);
+
+}  // namespace ringrt

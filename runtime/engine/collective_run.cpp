@@ -1,0 +1,70 @@
+// A program's fused collective items (rewrite/collective.hpp; docs/fused-collectives.md): their combine
+// kernels and barrier, prepared once, and each call's launches, one per device (Device::launch_collective).
+#include <fmt/format.h>
+
+#include "codegen/item_kernel.hpp"
+#include "rewrite/collective.hpp"
+#include "runtime/engine/binding.hpp"
+
+namespace ringrt {
+
+std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item) {
+  auto c = std::make_shared<PreparedCollective>();
+  c->arg = collective_arg(item.ast);
+  c->ndev = static_cast<int64_t>(item.device.count());
+  c->numel = prod(item.ast.shape());
+  c->dtype = item.ast.dtype();
+  c->barrier = std::make_shared<CollectiveBarrier>(c->ndev);
+  for (int64_t d = 0; d < c->ndev; ++d)
+    for (bool in_place : {false, true})
+      for (bool push : {false, true})
+        for (const FusedStep& s : fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, push)) {
+          std::pair<int64_t, bool> key{s.end - s.begin, s.all_outputs};
+          if (s.kind != FusedStep::Kind::combine || c->kernels.count(key)) continue;
+          codegen::Kernel k = collective_combine_kernel(item, key.first);
+          c->kernels.emplace(key, key.second ? codegen::with_peer_outputs(k, static_cast<int>(c->ndev - 1)) : k);
+        }
+  return c;
+}
+
+std::mutex& collective_submit_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+// A fused collective item: each device's steps (rewrite/collective.hpp) with its combine kernels, queued
+// under collective_submit_mutex with the index of this call's first barrier.
+std::vector<Event> Program::submit_collective(size_t i, const BindingPlan& plan, const RunSlots& slots,
+                                              const std::vector<Event>& after) const {
+  PreparedCollective& c = *kernels_[i]->collective;
+  const std::vector<BindingPlan::Launch>& planned = plan.launches[i];
+  auto n = static_cast<size_t>(c.ndev);
+  std::vector<CollectiveLaunch> launches;
+  for (const BindingPlan::Launch& l : planned) {
+    CollectiveLaunch cl{l.device, l.dnum, fused_steps(c.arg.algorithm, c.ndev, c.numel, l.dnum, l.in_place, l.push),
+                        {},       {},     {},
+                        nullptr};
+    const auto& compiled = c.compiled.at(l.device);
+    for (const FusedStep& s : cl.steps)
+      cl.combines.push_back(s.kind == FusedStep::Kind::combine ? compiled.at({s.end - s.begin, s.all_outputs}).get()
+                                                               : nullptr);
+    for (size_t j = 0; j < n; ++j) cl.outputs.push_back(slots.real(l.bufs[j]));
+    for (size_t j = 0; j < n; ++j) cl.inputs.push_back(slots.real(l.bufs[n + j]));
+    if (l.bufs.size() > 2 * n) cl.scratch = slots.real(l.bufs[2 * n]);
+    launches.push_back(std::move(cl));
+  }
+  if (launches.empty()) return {};
+  CollectiveCall call{static_cast<size_t>(itemsize(c.dtype)), nullptr, 0, describe_item(plan_.items[i], i)};
+  Device& first = *launches[0].device;
+  std::lock_guard<std::mutex> lock(collective_submit_mutex());
+  if (c.barrier->broken()) {  // an earlier call failed: its launches keep the old barrier
+    c.barrier = std::make_shared<CollectiveBarrier>(c.ndev);
+    c.next_barrier = 0;
+  }
+  call.barrier = c.barrier;
+  call.base = c.next_barrier;
+  c.next_barrier += static_cast<uint64_t>(fused_barriers(c.arg.algorithm, planned[0].in_place, planned[0].push));
+  return first.launch_collective(std::move(launches), call, after);
+}
+
+}  // namespace ringrt

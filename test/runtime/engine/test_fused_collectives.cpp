@@ -1,0 +1,286 @@
+// Fused collectives (rewrite/collective.hpp): oneshot and twoshot allreduce, one item and one launch per
+// device, checked against the interpreter (bit for bit: the same fold in tuple order) and host
+// arithmetic, on every path that runs them: the cpu backend's phases on the calling thread, its device
+// threads meeting at atomic barriers, and the step-by-step default of Device::launch_collective that
+// any backend gets. The allreduce matrix (test/support/allreduce_matrix.hpp) covers them too.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/item_kernel.hpp"
+#include "rewrite/collective.hpp"
+#include "rewrite/errors.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "rewrite/settings.hpp"
+#include "runtime/api/tensor.hpp"
+#include "runtime/device/device.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+
+namespace {
+
+AllreduceSettings forced(const std::string& algo) {
+  AllreduceSettings s;
+  s.algorithm = algo;
+  return s;
+}
+
+// Switches the cpu backend's inline path off (inline_small) for the test's scope: each device's steps
+// then run as a task on its own queue thread and the devices meet at the barrier.
+class Path {
+ public:
+  explicit Path(bool queued) : saved_(perf_options()) {
+    PerfOptions p = saved_;
+    p.inline_small = !queued;
+    set_perf_options(p);
+  }
+  ~Path() { set_perf_options(saved_); }
+
+ private:
+  PerfOptions saved_;
+};
+
+// (ndev, numel) values of dtype: small integers (every sum, product, max and min exact in float32),
+// with -0.0 and, in float dtypes, a few fractions that round.
+HostBuffer make_data(DType dtype, int ndev, int64_t numel, uint32_t seed) {
+  HostBuffer b(dtype, {ndev, numel});
+  uint32_t x = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    x = x * 1664525u + 1013904223u;
+    double v = static_cast<double>(static_cast<int>(x >> 28) - 8);
+    if (is_float(dtype) && i % 5 == 1) v += 0.1 * static_cast<double>(i % 7);
+    if (is_float(dtype) && i % 11 == 3) v = -0.0;
+    b.set(i, v);
+  }
+  return b;
+}
+
+struct Case {
+  DType dtype;
+  Ops op;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(test_fused_collectives)
+
+// Every device's result is the interpreter's, byte for byte (so every device holds the same bytes),
+// for dtypes that round (16-bit floats) and wrap (int8), every reduce op, a buffer smaller than the
+// device count (empty twoshot chunks) and an odd one; one fused item, no copies.
+BOOST_DATA_TEST_CASE(match_the_interpreter_bit_for_bit,
+                     bdata::make({"oneshot", "twoshot"}) * bdata::make({2, 3, 4}) * bdata::make({false, true}), algo,
+                     ndev, queued) {
+  ScopedSettings scope(forced(algo));
+  Path path(queued);
+  auto devs = cpu_devices(ndev);
+  const std::vector<Case> cases{{DType::float32, Ops::ADD}, {DType::float32, Ops::MUL},  {DType::float32, Ops::MIN},
+                                {DType::float16, Ops::ADD}, {DType::bfloat16, Ops::MAX}, {DType::int8, Ops::ADD},
+                                {DType::int32, Ops::MIN},   {DType::float64, Ops::ADD}};
+  uint32_t seed = 7;
+  for (const Case& c : cases)
+    for (int64_t numel : {int64_t{1}, int64_t{ndev - 1}, int64_t{1001}}) {
+      if (numel == 0) continue;
+      BOOST_TEST_CONTEXT(dtype_name(c.dtype) << " " << op_name(c.op) << " numel " << numel) {
+        HostBuffer data = make_data(c.dtype, ndev, numel, seed++);
+        Tensor x = Tensor::from_host(data).shard(devs, 0);
+        x.realize();
+        Tensor r = c.op == Ops::ADD   ? x.sum({0})
+                   : c.op == Ops::MUL ? x.prod({0})
+                   : c.op == Ops::MAX ? x.max({0})
+                                      : x.min({0});
+        Schedule s = r.schedule();
+        BOOST_TEST(s.algorithms == std::vector<std::string>{algo}, boost::test_tools::per_element());
+        BOOST_TEST(s.fused_items.size() == 1u);
+        BOOST_TEST(s.copies().empty());
+        std::vector<HostBuffer> want = r.interpret_shards();
+        r.realize();
+        std::vector<Tensor> got = r.shards();
+        BOOST_TEST_REQUIRE(got.size() == want.size());
+        for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+        if (c.dtype == DType::int8 && c.op == Ops::ADD)  // host arithmetic: the wrapped sum
+          for (int64_t j = 0; j < numel; ++j) {
+            int64_t sum = 0;
+            for (int d = 0; d < ndev; ++d) sum += data.get_int(d * numel + j);
+            BOOST_TEST(got[0].host().get_int(j) == static_cast<int8_t>(static_cast<uint8_t>(sum)));
+          }
+      }
+    }
+}
+
+// DDP's loop: a persistent bucket written from the host and allreduced in place, step after step. The
+// barrier's counter runs on across calls (never reset); after the first step nothing is built again.
+BOOST_DATA_TEST_CASE(in_place_steps_count_barriers_up, bdata::make({"oneshot", "twoshot"}) * bdata::make({false, true}),
+                     algo, queued) {
+  ScopedSettings scope(forced(algo));
+  Path path(queued);
+  const int n = 4, steps = 40;
+  const int64_t numel = 4099;
+  auto devs = cpu_devices(n);
+  Tensor bucket = Tensor::full({n, numel}, 0, DType::int32).contiguous().shard(devs, 0);
+  bucket.realize();
+  size_t built = 0;
+  for (int step = 0; step < steps; ++step) {
+    std::vector<HostBuffer> parts;
+    for (int d = 0; d < n; ++d) {
+      HostBuffer p(DType::int32, {1, numel});
+      for (int64_t j = 0; j < numel; ++j) p.set_int(j, (step + 1) * (d + 1) + j % 13);
+      parts.push_back(p);
+    }
+    bucket.write_shards(parts);
+    bucket.allreduce_in_place();
+    BOOST_TEST(bucket.algorithms() == std::vector<std::string>{algo}, boost::test_tools::per_element());
+    bucket.realize();
+    if (step == 1) built = Tensor::engine_stats().programs_built;
+    if (step != steps - 1 && step % 9 != 0) continue;
+    for (int d = 0; d < n; ++d) {
+      HostBuffer got = bucket.shards()[static_cast<size_t>(d)].host();
+      for (int64_t j = 0; j < numel; ++j)  // sum over devices e of (step+1)(e+1) + j%13
+        BOOST_TEST_REQUIRE(got.get_int(j) == (step + 1) * n * (n + 1) / 2 + n * (j % 13),
+                           "step " << step << " device " << d << " element " << j);
+    }
+  }
+  BOOST_TEST(Tensor::engine_stats().programs_built == built);
+}
+
+namespace {
+
+// Runs algo over ndev cpu devices through launch_collective with hand-built launches (rewrite/
+// collective.hpp fused_steps), int32 inputs d*1000 + j, on `path`: "generic" (Device::launch_collective,
+// step by step with events), "queued" (the cpu backend's device threads and barrier), "inline" (its
+// phases on this thread). Returns every device's output.
+std::vector<std::vector<int32_t>> run_by_hand(FusedAlgorithm algo, int ndev, int64_t numel, bool in_place, bool push,
+                                              const std::string& path, CollectiveCall& call) {
+  auto names = cpu_devices(ndev);
+  UOp buf = new_buffer(DeviceSpec(DeviceTuple(names)), numel, DType::int32);
+  ScheduleItem item{ScheduleItem::Kind::collective, fused_allreduce(buf, Ops::ADD, algo), {}, buf.device(), {}, {}};
+  std::vector<std::vector<int32_t>> in(static_cast<size_t>(ndev)), out(static_cast<size_t>(ndev)),
+      scratch(static_cast<size_t>(ndev));
+  for (int d = 0; d < ndev; ++d)
+    for (int64_t j = 0; j < numel; ++j) in[static_cast<size_t>(d)].push_back(static_cast<int32_t>(d * 1000 + j));
+  std::vector<std::shared_ptr<CompiledKernel>> kernels;
+  std::vector<CollectiveLaunch> launches;
+  for (int d = 0; d < ndev; ++d) {
+    auto& o = out[static_cast<size_t>(d)];
+    o = in_place ? in[static_cast<size_t>(d)] : std::vector<int32_t>(static_cast<size_t>(numel), -1);
+    scratch[static_cast<size_t>(d)].assign(static_cast<size_t>(numel), -1);
+  }
+  for (int d = 0; d < ndev; ++d) {
+    Device& dev = device(names[static_cast<size_t>(d)]);
+    CollectiveLaunch l{&dev, d, fused_steps(algo, ndev, numel, d, in_place, push), {}, {}, {}, nullptr};
+    for (const FusedStep& s : l.steps) {
+      if (s.kind != FusedStep::Kind::combine) {
+        l.combines.push_back(nullptr);
+        continue;
+      }
+      codegen::Kernel k = collective_combine_kernel(item, s.end - s.begin);
+      if (s.all_outputs) k = codegen::with_peer_outputs(k, ndev - 1);
+      kernels.push_back(dev.compile(k));
+      l.combines.push_back(kernels.back().get());
+    }
+    for (int e = 0; e < ndev; ++e) {
+      l.outputs.push_back(out[static_cast<size_t>(e)].data());
+      l.inputs.push_back(in_place ? out[static_cast<size_t>(e)].data() : in[static_cast<size_t>(e)].data());
+    }
+    l.scratch = scratch[static_cast<size_t>(d)].data();
+    launches.push_back(std::move(l));
+  }
+  Path queued(path != "inline");
+  Device& first = *launches[0].device;
+  std::vector<Event> done = path == "generic" ? first.Device::launch_collective(std::move(launches), call, {})
+                                              : first.launch_collective(std::move(launches), call, {});
+  BOOST_TEST_REQUIRE(done.size() == static_cast<size_t>(ndev));
+  for (const Event& e : done) BOOST_TEST_REQUIRE(e.wait_for(std::chrono::seconds(30)));
+  call.base += static_cast<uint64_t>(fused_barriers(algo, in_place, push));
+  return out;
+}
+
+}  // namespace
+
+// Every step list (in place or not; twoshot storing into its peers or gathering from them) on every
+// path, three calls in a row on one barrier, against host sums.
+BOOST_DATA_TEST_CASE(every_step_list_on_every_path,
+                     bdata::make({"oneshot", "twoshot"}) * bdata::make({false, true}) * bdata::make({false, true}) *
+                         bdata::make({"generic", "queued", "inline"}),
+                     name, in_place, push, path) {
+  const int ndev = 3;
+  FusedAlgorithm algo = fused_algorithm(name).value();
+  CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, "test collective"};
+  for (int64_t numel : {int64_t{2}, int64_t{70001}, int64_t{5}}) {
+    BOOST_TEST_CONTEXT(fused_name(algo) << " in place " << in_place << " push " << push << " " << path << " numel "
+                                        << numel) {
+      std::vector<std::vector<int32_t>> out = run_by_hand(algo, ndev, numel, in_place, push, path, call);
+      for (int d = 0; d < ndev; ++d)
+        for (int64_t j = 0; j < numel; ++j)
+          BOOST_TEST_REQUIRE(out[static_cast<size_t>(d)][static_cast<size_t>(j)] == 3000 + 3 * j,
+                             "device " << d << " element " << j);
+    }
+  }
+}
+
+// A device that never arrives: the others give up after the timeout with a TimeoutError naming the
+// collective, and the barrier stays broken (later waits fail at once). A failed launch breaks it too
+// (abort), waking a waiter long before its timeout.
+BOOST_AUTO_TEST_CASE(a_missing_device_times_out_and_breaks_the_barrier) {
+  CollectiveBarrier late(2);
+  BOOST_CHECK_EXCEPTION(late.arrive_and_wait(0, std::chrono::milliseconds(50), "item 7 on CPU:1"), TimeoutError,
+                        [](const TimeoutError& e) {
+                          std::string m = e.what();
+                          return m.find("item 7 on CPU:1") != std::string::npos &&
+                                 m.find("1 of 2 arrived") != std::string::npos;
+                        });
+  BOOST_TEST(late.broken());
+  BOOST_CHECK_THROW(late.arrive_and_wait(1, std::chrono::milliseconds(50), "x"), DeviceError);
+
+  CollectiveBarrier aborted(2);  // woken by the abort: a DeviceError, not the timeout's TimeoutError
+  std::thread waiter([&] {
+    BOOST_CHECK_EXCEPTION(
+        aborted.arrive_and_wait(0, std::chrono::seconds(60), "waiter"), DeviceError,
+        [](const DeviceError& e) { return std::string(e.what()).find("failed") != std::string::npos; });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  aborted.abort();
+  waiter.join();
+
+  CollectiveBarrier ok(3);  // three arrivals pass barrier 0, three more barrier 1
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&] {
+      ok.arrive_and_wait(0, std::chrono::seconds(30), "a");
+      ok.arrive_and_wait(1, std::chrono::seconds(30), "b");
+    });
+  for (auto& t : threads) t.join();
+  BOOST_TEST(!ok.broken());
+}
+
+// allreduce.algorithm forces a fused form where the destination is the source's devices in one
+// process; onto one device it is oneshot's unfused counterpart (naive), twoshot's is all2all; so is
+// an allreduce across ranks. The other collectives take their direct form.
+BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
+  for (const std::string algo : {"oneshot", "twoshot"}) {
+    AllreduceSettings s = forced(algo);
+    std::string unfused = algo == "oneshot" ? "naive" : "all2all";
+    UOp local = new_buffer(DeviceSpec(DeviceTuple{"CPU:0", "CPU:1"}), 8, DType::float32);
+    BOOST_TEST(allreduce_algorithm(local.allreduce(Ops::ADD, local.device()), s) == algo);
+    BOOST_TEST(allreduce_algorithm(local.allreduce(Ops::ADD, DeviceSpec("CPU:0")), s) == unfused);
+    UOp ranks = new_buffer(DeviceSpec(DeviceTuple{"rank0/CPU:0", "rank1/CPU:0"}), 8, DType::float32);
+    BOOST_TEST(allreduce_algorithm(ranks.allreduce(Ops::ADD, ranks.device()), s) == unfused);
+    ScopedSettings scope(s);
+    Tensor x = Tensor::full({2, 8}, 1.0).contiguous().shard(cpu_devices(2), 0);
+    x.realize();
+    Tensor root = x.reduce_to(0);
+    BOOST_TEST(root.schedule().fused_items.empty());
+    BOOST_TEST(root.schedule().algorithms == std::vector<std::string>{unfused}, boost::test_tools::per_element());
+    HostBuffer sums = root.host();
+    for (int64_t j = 0; j < 8; ++j) BOOST_TEST(sums.get(j) == 2.0);
+    Tensor rs = x.reduce_scatter(Ops::ADD, 1);
+    BOOST_TEST(rs.schedule().algorithms == std::vector<std::string>{"all2all"}, boost::test_tools::per_element());
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
