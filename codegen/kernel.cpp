@@ -277,6 +277,30 @@ std::optional<int64_t> Kernel::gid_offset(int input) const {
   return same_offset(body, false) ? offset : std::nullopt;
 }
 
+bool Kernel::reads_at_gid() const {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int in = static_cast<int>(i);
+    if (!read_bounds(in)) continue;  // never read
+    if (gid_offset(in) != int64_t{0} || inputs[i].numel < numel) return false;
+  }
+  return true;
+}
+
+bool Kernel::fits_int32() const {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  std::function<bool(const std::vector<Stmt>&)> fits = [&](const std::vector<Stmt>& block) {
+    for (const Stmt& s : block) {
+      if (s.kind == StmtKind::Load && s.index.magnitude() > kMax) return false;
+      if (s.valid.magnitude() > kMax) return false;
+      for (const LoopVar& l : s.loops)
+        if (l.extent > kMax) return false;
+      if (!fits(s.body)) return false;
+    }
+    return true;
+  };
+  return numel <= kMax && dnum_max <= kMax && fits(body);
+}
+
 std::string Kernel::dump() const {
   std::string out = fmt::format("kernel {} {} dnum<={}\n", dtype_name(dtype), shape_str(shape), dnum_max);
   for (size_t i = 0; i < inputs.size(); ++i)

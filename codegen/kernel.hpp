@@ -74,6 +74,15 @@ struct Kernel {
   // The elements of input `input` its loads may read, [first, last] (bounds of the index expressions
   // over every variable's range: masked-off reads included), or nothing when the kernel never reads it.
   std::optional<std::pair<int64_t, int64_t>> read_bounds(int input) const;
+  // Whether every input the kernel reads is read only at the output's element (gid_offset 0: masks
+  // allowed, no load inside a reduce loop) and holds numel elements or more, so that the inputs' elements
+  // [gid, gid + w) are in bounds and computed with the output's: the HIP renderer's vector path (and
+  // nothing else) relies on it.
+  bool reads_at_gid() const;
+  // Whether every index the kernel computes is exact in 32-bit int arithmetic: numel and the reduce
+  // extents below 2^31, and Expr::magnitude of every load's index and every mask within INT32_MAX. The
+  // HIP renderer then emits 32-bit indices.
+  bool fits_int32() const;
   // A canonical multi-line listing of the IR (the name is left out); equal for equal structure.
   std::string dump() const;
   // What the renderers emit, as text: the output and input dtypes, the body and the result, without

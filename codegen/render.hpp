@@ -25,13 +25,21 @@ namespace ringrt::codegen {
 std::string render_cpp(std::span<const Kernel> kernels);
 inline std::string render_cpp(const Kernel& k) { return render_cpp(std::span<const Kernel>(&k, 1)); }
 
-// One HIP translation unit for hipRTC holding every kernel, each
+// One HIP translation unit for hipRTC and NVRTC holding every kernel, each
 //   extern "C" __global__ void NAME(T* out, const U0* in0, ..., int dnum, long long n)
-// with one thread per element: gid = blockIdx.x * blockDim.x + threadIdx.x, threads with gid >= n
-// return. Types are plain C types (float, double, unsigned short for float16/bfloat16, int, long long,
-// short, signed char, unsigned int for uint32, unsigned char for uint8/bool); no headers are included (hipRTC provides
-// the device math functions).
+// computing elements [0, n) for any grid: thread t of the grid's s computes gid = t, t + s, t + 2s, ...
+// (a grid-stride loop; hip_launch::launch_blocks sizes the grid to the GPU). Indices are 32-bit when
+// Kernel::fits_int32, else 64-bit (one form per name: 64-bit if any kernel of the name needs it). A
+// kernel that reads its inputs only at gid (Kernel::reads_at_gid) first computes whole vectors of
+// hip_vector_lanes(k) elements, 16 bytes of its widest dtype, with one load per input and one store
+// per output, when every pointer is aligned to its vector; the scalar loop takes the rest (all of it
+// when a pointer is not aligned). Types are plain C types (float, double, unsigned short for
+// float16/bfloat16, int, long long, short, signed char, unsigned int for uint32, unsigned char for
+// uint8/bool); no headers are included (hipRTC and NVRTC provide the device math functions).
 std::string render_hip(std::span<const Kernel> kernels);
 inline std::string render_hip(const Kernel& k) { return render_hip(std::span<const Kernel>(&k, 1)); }
+// Elements each iteration of render_hip(k)'s loop covers where its pointers are aligned: the vector
+// path's lanes, or 1 without it (a launch needs ceil(n / lanes) threads to give each one iteration).
+int hip_vector_lanes(const Kernel& k);
 
 }  // namespace ringrt::codegen

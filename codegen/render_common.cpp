@@ -214,8 +214,8 @@ std::unordered_set<int> quiet_free(const std::vector<Stmt>& body, int result) {
 
 class BodyRenderer {
  public:
-  BodyRenderer(const Dialect& d, const GidRange* range, std::unordered_set<int> quiet_free)
-      : d_(d), range_(range), quiet_free_(std::move(quiet_free)) {}
+  BodyRenderer(const Dialect& d, const GidRange* range, const IndexForm& form, std::unordered_set<int> quiet_free)
+      : d_(d), range_(range), form_(form), quiet_free_(std::move(quiet_free)) {}
 
   void block(const std::vector<Stmt>& stmts, int depth) {
     for (const Stmt& s : stmts) stmt(s, depth);
@@ -244,7 +244,8 @@ class BodyRenderer {
         e = literal(s.bits, s.dtype);
         break;
       case StmtKind::Load:
-        e = masked(fmt::format("in{}[{}]", s.input, s.index.render()));
+        e = masked(form_.lanes ? fmt::format("ld{}.v[lane]", s.input)
+                               : fmt::format("in{}[{}]", s.input, s.index.render()));
         break;
       case StmtKind::DeviceNum:
         e = fmt::format("({})dnum", t);
@@ -269,7 +270,7 @@ class BodyRenderer {
         line(depth, fmt::format("{} {} = {};", t, acc, literal(s.bits, s.dtype)));
         int d = depth;
         for (const auto& l : s.loops)
-          line(d++, fmt::format("for (long long {0} = 0; {0} < {1}; ++{0}) {{", l.name, l.extent));
+          line(d++, fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1}) {{", form_.counter, l.name, l.extent));
         block(s.body, d);
         line(d, fmt::format("{} = {};", acc, alu(s.op, s.dtype, {{acc, s.dtype}, arg(s.result)}, d_)));
         while (d-- > depth) line(d, "}");
@@ -282,7 +283,8 @@ class BodyRenderer {
   }
 
   const Dialect& d_;
-  const GidRange* range_;               // null: every gid
+  const GidRange* range_;  // null: every gid
+  IndexForm form_;
   std::unordered_set<int> quiet_free_;  // values whose uses quiet them (quiet_free)
   std::unordered_map<int, DType> types_;
 };
@@ -316,14 +318,14 @@ std::string c_type(DType dtype) {
   }
 }
 
-std::string render_values(const Kernel& k, const Dialect& d, int depth, const GidRange* range) {
-  BodyRenderer r(d, range, quiet_free(k.body, k.result));
+std::string render_values(const Kernel& k, const Dialect& d, int depth, const GidRange* range, const IndexForm& form) {
+  BodyRenderer r(d, range, form, quiet_free(k.body, k.result));
   r.block(k.body, depth);
   return std::move(r.out);
 }
 
-std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range) {
-  std::string out = render_values(k, d, depth, range);
+std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range, const IndexForm& form) {
+  std::string out = render_values(k, d, depth, range, form);
   std::string indent(static_cast<size_t>(2 * depth), ' ');
   out += fmt::format("{}out[gid] = v{};\n", indent, k.result);
   for (int j = 0; j < k.peer_outputs; ++j) out += fmt::format("{}peer{}[gid] = v{};\n", indent, j, k.result);

@@ -39,14 +39,23 @@ struct GidRange {
   int64_t last;
 };
 inline constexpr int64_t kLastGid = INT64_MAX;
+// How a body reads its indices: the type of its reduce counters (the HIP renderer's 32-bit indices:
+// "int", Kernel::fits_int32), and lanes: every load of input i reads `ld<i>.v[lane]`, the element
+// gid of a vector the caller loaded (the HIP vector path; Kernel::reads_at_gid).
+struct IndexForm {
+  const char* counter = "long long";
+  bool lanes = false;
+};
 // The statements of k's body at indentation `depth`, reading inputs in0.., the variables gid and
-// dnum (long long), and ending with `out[gid] = v<result>;` (and `peer<j>[gid] = v<result>;` for each
+// dnum (integers), and ending with `out[gid] = v<result>;` (and `peer<j>[gid] = v<result>;` for each
 // peer output). With a range, the body is the one for gid in that range only: masks on gid alone are
 // resolved (Mask::on_range), so a padded read that is off over the range is not emitted and one that
 // is on over it reads unconditionally.
-std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range = nullptr);
+std::string render_body(const Kernel& k, const Dialect& d, int depth, const GidRange* range = nullptr,
+                        const IndexForm& form = {});
 // render_body without the stores: the statements that leave the element's value in v<k.result>.
-std::string render_values(const Kernel& k, const Dialect& d, int depth, const GidRange* range = nullptr);
+std::string render_values(const Kernel& k, const Dialect& d, int depth, const GidRange* range = nullptr,
+                          const IndexForm& form = {});
 // Loop splitting: the ranges of [0, k.numel) between the points where some mask on gid alone
 // changes (the chunks an allreduce reassembles with PAD + ADD: one range per chunk), so each range's
 // loop reads its inputs unmasked and contiguous. From 0; the last range ends at kLastGid. Empty when

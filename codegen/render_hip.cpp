@@ -1,10 +1,19 @@
-// The HIP renderer: one thread per output element, for hipRTC on AMD and NVRTC on NVIDIA, one source for
-// both (see render.hpp; reference: tinygrad renderer/cstyle.py HIPRenderer, CUDARenderer). Device math
-// comes from the headers each compiler includes implicitly. Contraction into FMA is off so that every op
-// rounds as the interpreter's does: hipRTC (clang) by the pragma below, NVRTC (which ignores the pragma)
-// by the --fmad=false option the compiler passes (codegen/hiprtc_compiler.cpp).
+// The HIP renderer: grid-stride loops over the output's elements, for hipRTC on AMD and NVRTC on NVIDIA,
+// one source for both (see render.hpp; reference: tinygrad renderer/cstyle.py HIPRenderer, CUDARenderer).
+// Device math comes from the headers each compiler includes implicitly. Contraction into FMA is off so
+// that every op rounds as the interpreter's does: hipRTC (clang) by the pragma below, NVRTC (which
+// ignores the pragma) by the --fmad=false option the compiler passes (codegen/hiprtc_compiler.cpp).
+//
+// Streaming (docs/gpu-path.md "Kernels that stream"): a launch has a grid sized to the GPU, not to n
+// (hip_launch::launch_blocks), so each thread loops; indices are 32-bit where Kernel::fits_int32 (64-bit
+// division and multiplication take several instructions on GPUs); a kernel that reads its inputs only at
+// the output's element (Kernel::reads_at_gid) moves 16 bytes per load and store where every pointer is
+// aligned, the lanes computed by the scalar body's statements, so both paths compute the same bits.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
 
 #include "codegen/render.hpp"
 #include "codegen/render_common.hpp"
@@ -16,26 +25,108 @@ namespace {
 const cstyle::Dialect kHip{"static __device__ inline", "exp2",     "log2", "sin", "sqrtf", "sqrt", "__float_as_uint(f)",
                            "__uint_as_float(x)",       "isfinite", "fabs"};
 
+// rt_vec<T, W>: W elements of T aligned to their size (16 bytes at most), which a copy loads or stores
+// with one instruction (global_load_dwordx4, ld.global.v4.u32). RT_UNROLL unrolls the lanes' loop fully,
+// so the lanes stay in registers (a lane indexed at run time would put the vector in scratch memory).
+// NVRTC defines __CUDACC__; the simulated GPU's host compiler may be g++ (runtime/hip/sim/sim_rtc.cpp).
+constexpr const char* kVectorPrelude = R"(
+template <class T, int W> struct alignas(sizeof(T) * W) rt_vec { T v[W]; };
+#if defined(__clang__) || defined(__CUDACC__)
+#define RT_UNROLL _Pragma("unroll")
+#else
+#define RT_UNROLL _Pragma("GCC unroll 16")
+#endif
+)";
+
+// How one kernel name is rendered: the same for every kernel of that name in one source.
+struct Form {
+  bool int32 = true;  // 32-bit indices (Kernel::fits_int32 of every kernel of the name)
+  int lanes = 1;      // elements per vector of the vector path; 1: none
+};
+
+// Elements per 16-byte vector of the widest of the output's and the inputs' dtypes.
+int vector_lanes(const Kernel& k) {
+  int widest = itemsize(k.dtype);
+  for (const KernelInput& in : k.inputs) widest = std::max(widest, itemsize(in.dtype));
+  return widest > 0 ? 16 / widest : 1;
+}
+
+Form form_of(const Kernel& k) { return {k.fits_int32(), k.reads_at_gid() ? vector_lanes(k) : 1}; }
+
+// The inputs the body loads (the vector path loads each once per vector).
+std::vector<size_t> read_inputs(const Kernel& k) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    if (k.read_bounds(static_cast<int>(i))) out.push_back(i);
+  return out;
+}
+
+// The vector loop: every whole vector of W elements at and after `start`, by `stride`, when every
+// pointer it touches is aligned to its vector; `first` then skips them for the scalar loop.
+std::string vector_loop(const Kernel& k, const Form& f, const char* index, const char* loop) {
+  const int w = f.lanes;
+  const std::string t = cstyle::c_type(k.dtype);
+  auto vec = [&](DType d) { return fmt::format("rt_vec<{}, {}>", cstyle::c_type(d), w); };
+  std::vector<std::string> aligned{fmt::format("(unsigned long long)out % {} == 0", w * itemsize(k.dtype))};
+  std::vector<size_t> reads = read_inputs(k);
+  for (size_t i : reads)
+    aligned.push_back(fmt::format("(unsigned long long)in{} % {} == 0", i, w * itemsize(k.inputs[i].dtype)));
+  for (int j = 0; j < k.peer_outputs; ++j)
+    aligned.push_back(fmt::format("(unsigned long long)peer{} % {} == 0", j, w * itemsize(k.dtype)));
+  std::string src = fmt::format("  if ({}) {{\n", fmt::join(aligned, " && "));
+  src += fmt::format("    const {0} vectors = ({0})n / {1};\n", loop, w);
+  src += fmt::format("    for ({} at = start; at < vectors; at += stride) {{\n", loop);
+  src += fmt::format("      const {} base = ({})(at * {});\n", index, index, w);
+  // every input's vector first: the loads are independent and in flight together
+  for (size_t i : reads)
+    src += fmt::format("      const {0} ld{1} = *(const {0}*)(in{1} + base);\n", vec(k.inputs[i].dtype), i);
+  src +=
+      fmt::format("      {} st;\n      RT_UNROLL\n      for (int lane = 0; lane < {}; ++lane) {{\n", vec(k.dtype), w);
+  src += fmt::format("        const {} gid = base + lane;\n        (void)gid;\n", index);
+  src += cstyle::render_values(k, kHip, 4, nullptr, {.counter = index, .lanes = true});
+  src += fmt::format("        st.v[lane] = v{};\n      }}\n", k.result);
+  src += fmt::format("      *({}*)(out + base) = st;\n", vec(k.dtype));
+  for (int j = 0; j < k.peer_outputs; ++j) src += fmt::format("      *({}*)(peer{} + base) = st;\n", vec(k.dtype), j);
+  src += fmt::format("    }}\n    first = vectors * {};\n  }}\n", w);
+  return src;
+}
+
+std::string render_kernel(const Kernel& k, const Form& f) {
+  const char* index = f.int32 ? "int" : "long long";
+  const char* loop = f.int32 ? "unsigned" : "unsigned long long";  // i + stride never wraps: i < n < 2^31
+  std::vector<std::string> params{fmt::format("{}* out", cstyle::c_type(k.dtype))};
+  for (auto& p : cstyle::input_params(k)) params.push_back(p);
+  for (int j = 0; j < k.peer_outputs; ++j) params.push_back(fmt::format("{}* peer{}", cstyle::c_type(k.dtype), j));
+  params.push_back("int dnum_arg");
+  params.push_back("long long n");
+  std::string src = fmt::format("\nextern \"C\" __global__ void {}({}) {{\n", k.name, fmt::join(params, ", "));
+  src += fmt::format("  const {} dnum = dnum_arg;\n  (void)dnum;\n", index);
+  src += fmt::format(
+      "  const {0} start = ({0})blockIdx.x * blockDim.x + threadIdx.x, stride = ({0})gridDim.x * blockDim.x;\n", loop);
+  if (f.lanes > 1) src += fmt::format("  {} first = 0;\n", loop) + vector_loop(k, f, index, loop);
+  src += fmt::format("  for ({} i = {}start; i < ({})n; i += stride) {{\n", loop, f.lanes > 1 ? "first + " : "", loop);
+  src += fmt::format("    const {0} gid = ({0})i;\n", index);
+  src += cstyle::render_body(k, kHip, 2, nullptr, {.counter = index});
+  src += "  }\n}\n";
+  return src;
+}
+
 }  // namespace
 
+int hip_vector_lanes(const Kernel& k) { return form_of(k).lanes; }
+
 std::string render_hip(std::span<const Kernel> kernels) {
+  std::map<std::string, Form> forms;  // one per name: 64-bit or scalar if any kernel of the name needs it
+  for (const Kernel& k : kernels) {
+    Form f = form_of(k);
+    auto [it, fresh] = forms.emplace(k.name, f);
+    if (!fresh) it->second = {it->second.int32 && f.int32, it->second.lanes == f.lanes ? f.lanes : 1};
+  }
   std::string src =
       "// generated by ringrt codegen/render_hip.cpp\n#if defined(__clang__)\n#pragma clang fp contract(off)\n#endif\n";
   src += cstyle::prelude(kHip);
-  for (const Kernel* kp : cstyle::unique_kernels(kernels)) {
-    const Kernel& k = *kp;
-    std::vector<std::string> params{fmt::format("{}* out", cstyle::c_type(k.dtype))};
-    for (auto& p : cstyle::input_params(k)) params.push_back(p);
-    for (int j = 0; j < k.peer_outputs; ++j) params.push_back(fmt::format("{}* peer{}", cstyle::c_type(k.dtype), j));
-    params.push_back("int dnum_arg");
-    params.push_back("long long n");
-    src += fmt::format("\nextern \"C\" __global__ void {}({}) {{\n", k.name, fmt::join(params, ", "));
-    src += "  const long long gid = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
-    src += "  if (gid >= n) return;\n";
-    src += "  const long long dnum = dnum_arg;\n  (void)dnum;\n";
-    src += cstyle::render_body(k, kHip, 1);
-    src += "}\n";
-  }
+  src += kVectorPrelude;
+  for (const Kernel* k : cstyle::unique_kernels(kernels)) src += render_kernel(*k, forms.at(k->name));
   return src;
 }
 

@@ -168,6 +168,21 @@ int64_t Expr::max() const {
   return clamp128(v);
 }
 
+int64_t Expr::magnitude() const {
+  auto abs128 = [](__int128 v) { return v < 0 ? -v : v; };
+  constexpr __int128 kCap = static_cast<__int128>(1) << 100;  // saturated: far past INT64_MAX, no overflow
+  __int128 sum = abs128(c_), most = 0;
+  for (const auto& t : terms_) {
+    const Atom& a = *t.atom;
+    __int128 value = std::max(abs128(a.lo), abs128(a.hi)), k = abs128(t.k);
+    most = std::max({most, value, k});
+    if (a.kind != Atom::Kind::Var)
+      most = std::max({most, static_cast<__int128>(a.x.magnitude()), static_cast<__int128>(a.d)});
+    sum = std::min(kCap, sum + k * value);  // every partial sum is at most the sum of the magnitudes
+  }
+  return clamp128(std::max(sum, most));
+}
+
 Expr Expr::floordiv(int64_t d) const {
   if (d <= 0) throw InternalError(fmt::format("symbolic: division by {}", d));
   if (d == 1) return *this;
@@ -337,6 +352,12 @@ Mask Mask::on_range(const std::string& var, int64_t lo, int64_t hi) const {
     m.atoms_.push_back(e);
   }
   return m;
+}
+
+int64_t Mask::magnitude() const {
+  int64_t m = 0;  // render() moves terms across the comparison and compares with c + 1 at most
+  for (const auto& e : atoms_) m = std::max(m, e.magnitude());
+  return m == std::numeric_limits<int64_t>::max() ? m : m + 1;
 }
 
 std::string Mask::render() const {

@@ -49,6 +49,10 @@ class Expr {
   std::optional<int64_t> as_constant() const;
   int64_t min() const;  // inclusive bounds over the variables' ranges (conservative)
   int64_t max() const;
+  // A bound on the magnitude of every value render()'s C text computes over the variables' ranges: each
+  // term, each partial sum, each div/mod numerator and divisor (INT64_MAX when it overflows). At most
+  // INT32_MAX: the text is exact in 32-bit int arithmetic (the HIP renderer's 32-bit indices).
+  int64_t magnitude() const;
   int64_t eval(const VarValues& vars) const;  // InternalError for an unknown variable
   int rank() const;                           // the lowest rank of its variables (INT_MAX: none)
   // C text over the variables' names, `long long` arithmetic: "gid + 400*dnum", "(gid / 400)".
@@ -82,6 +86,8 @@ class Mask {
   bool never() const { return never_; }
   const std::vector<Expr>& atoms() const { return atoms_; }
   bool eval(const VarValues& vars) const;
+  // Expr::magnitude over render()'s text: every atom's, plus 1 (the bound compared with).
+  int64_t magnitude() const;
   // Where the mask's constraints on `var` alone that are monotone in it (k*var + c >= 0, e.g. gid >= 2,
   // gid < 402; k*(var // d) + c >= 0, e.g. gid / 4096 < 1, a concatenation's chunk of a flattened view) change truth:
   // each point p is the first value of var on the other side, so on [lo, hi] between two consecutive points every such

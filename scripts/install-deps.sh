@@ -9,6 +9,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libbenchmark-dev librapidcheck-dev                                # optional: benchmarks, property tests
   hipcc libamdhip64-dev                                             # HIP + hipRTC (hip-config.cmake needs hipcc)
+  clang-19                                                          # HIP for gfx942 (test/hiprtc/test_stream_kernels.cpp)
   python3-matplotlib                                                # plots
   openmpi-bin libopenmpi-dev                                        # the MPI peer of scripts/bench-peers.sh
 )

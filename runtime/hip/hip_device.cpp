@@ -54,6 +54,7 @@ class HipDevice final : public Device {
       hipDeviceProp_t props{};
       RINGRT_HIP_CHECK(name_, hipGetDeviceProperties(&props, gpu_));
       arch_ = gpu_arch_name(props);
+      multiprocessors_ = std::max(props.multiProcessorCount, 1);
       const HipTopology& t = hip_topology();  // the logical devices on this GPU share its cache cap
       int on_gpu = (static_cast<int>(t.names.size()) - gpu_ + t.gpus - 1) / std::max(t.gpus, 1);
       blocks_.set_cap(hip_launch::device_cache_cap(props.totalGlobalMem, on_gpu));
@@ -182,6 +183,8 @@ class HipDevice final : public Device {
     hk->k = k;
     hk->index = index_;
     hk->module = std::make_shared<Module>(gpu_, name_);
+    hk->blocks =
+        static_cast<unsigned>(hip_launch::launch_blocks(k.numel, codegen::hip_vector_lanes(k), multiprocessors_));
     {
       DeviceGuard guard(gpu_, name_);
       RINGRT_HIP_CHECK_AS(CompileError, label, hipModuleLoadData(&hk->module->handle, code.data()));
@@ -203,12 +206,7 @@ class HipDevice final : public Device {
     if (bufs.size() != want)
       throw InternalError(fmt::format("{}: kernel {} takes {} buffers (the output, {} inputs, {} peer outputs), got {}",
                                       name_, k.name, want, k.inputs.size(), k.peer_outputs, bufs.size()));
-    if (k.numel > hip_launch::kMaxElements)
-      throw DeviceError(
-          fmt::format("{}: kernel {} covers {} elements; one launch covers at most {} (one thread per "
-                      "element, HIP's grid size is 32-bit)",
-                      name_, k.name, k.numel, hip_launch::kMaxElements));
-    auto blocks = static_cast<unsigned>(hip_launch::launch_blocks(k.numel));
+    unsigned blocks = hk->blocks;
     std::vector<std::byte> args = hip_launch::pack_kernel_args(bufs, dnum, k.numel);
     return queue_->enqueue(fmt::format("launch of {} ({} elements, dnum {})", k.name, k.numel, dnum), after,
                            [&](hipStream_t stream) {
@@ -355,6 +353,7 @@ class HipDevice final : public Device {
   const int gpu_;    // the GPU ordinal: every hipSetDevice, peer-access key and module load
   const std::string name_;
   std::string arch_;            // the compile target (gpu_arch_name), e.g. "gfx90a:sramecc+:xnack-" or "sm_90"
+  int multiprocessors_ = 1;     // hipDeviceProp_t::multiProcessorCount: the grid of a full launch (launch_blocks)
   hipStream_t host_ = nullptr;  // copy_in's copies
 
   PinnedPool pinned_;                // staging buffers of staged copies

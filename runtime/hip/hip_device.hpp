@@ -81,9 +81,10 @@
 // Kernels. compile() renders the kernel with codegen::render_hip, compiles it with HiprtcCompiler for
 // the device's architecture (gcnArchName; sm_XY on NVIDIA: hip_platform.hpp gpu_arch_name) through the
 // on-disk cache, loads it with hipModuleLoadData and looks it up with hipModuleGetFunction; the result
-// is cached per kernel (name and IR). launch() runs one thread per element: blocks of kBlockSize
-// threads, launch_blocks(numel) of them, arguments packed as
-// pack_kernel_args says, passed with hipModuleLaunchKernel's `extra` buffer.
+// is cached per kernel (name and IR). launch() runs blocks of kBlockSize threads, launch_blocks of them
+// (at most kBlocksPerMultiprocessor per multiprocessor, hipDeviceProp_t::multiProcessorCount, read once
+// per device: the kernels loop over the rest), arguments packed as pack_kernel_args says, passed with
+// hipModuleLaunchKernel's `extra` buffer.
 //
 // Teardown. Shutdown (the destructor, the exit handler) is bounded (HipQueue::stop): new work is
 // refused; host work not started yet fails at once (its Event completes with a DeviceError saying the
@@ -138,13 +139,15 @@ int hip_physical_gpu(int logical, int gpus);
 namespace hip_launch {
 
 constexpr unsigned kBlockSize = 256;  // threads per block of every launch
-// HIP's grid size (blocks * threads per dimension) is a 32-bit count, so one launch covers at most
-// this many elements (one thread per element).
-constexpr int64_t kMaxElements = (int64_t{0xffffffff} / kBlockSize) * kBlockSize;
+// Blocks per multiprocessor of a full grid: 8 x 256 = 2048 threads, the most an H100/H200 SM holds (a
+// CDNA CU holds 2560), so every multiprocessor is full and each thread of a large launch loops over
+// several elements (render_hip's grid-stride loops), as scripts/bench/gpu/floor.cpp's floor kernel.
+constexpr unsigned kBlocksPerMultiprocessor = 8;
 
-// Blocks for one thread per element: ceil(numel / kBlockSize); 0 for numel <= 0. Valid for numel up to
-// kMaxElements.
-int64_t launch_blocks(int64_t numel);
+// Blocks of a launch over numel elements, `lanes` per thread and iteration (codegen::hip_vector_lanes),
+// on a GPU of `multiprocessors`: one iteration per thread, ceil(ceil(numel / lanes) / kBlockSize), but at
+// most kBlocksPerMultiprocessor per multiprocessor (at least 1); 0 for numel <= 0.
+int64_t launch_blocks(int64_t numel, int lanes, int multiprocessors);
 
 // The source of the kernel that orders a queue after host work where hipStreamWaitValue32 fails
 // (hip_queue.hpp SpinWait): rt_gate_wait(const volatile unsigned* word, unsigned value), one thread

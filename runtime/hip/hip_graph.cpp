@@ -31,7 +31,7 @@ hipKernelNodeParams HipGraph::params(Node& n, size_t& size, void** config) {
   config[4] = HIP_LAUNCH_PARAM_END;
   hipKernelNodeParams p{};
   p.func = reinterpret_cast<void*>(n.kernel->fn);
-  p.gridDim = dim3(static_cast<unsigned>(hip_launch::launch_blocks(n.kernel->k.numel)), 1, 1);
+  p.gridDim = dim3(n.kernel->blocks, 1, 1);
   p.blockDim = dim3(hip_launch::kBlockSize, 1, 1);
   p.sharedMemBytes = 0;
   p.kernelParams = nullptr;

@@ -87,7 +87,12 @@ void log_hip_error(std::string_view device, std::string_view call, CUresult rc, 
 
 namespace hip_launch {
 
-int64_t launch_blocks(int64_t numel) { return numel <= 0 ? 0 : (numel + kBlockSize - 1) / kBlockSize; }
+int64_t launch_blocks(int64_t numel, int lanes, int multiprocessors) {
+  if (numel <= 0) return 0;
+  int64_t items = (numel + std::max(lanes, 1) - 1) / std::max(lanes, 1);
+  int64_t full = int64_t{std::max(multiprocessors, 1)} * kBlocksPerMultiprocessor;
+  return std::min((items + kBlockSize - 1) / kBlockSize, full);
+}
 
 std::vector<std::byte> pack_kernel_args(const std::vector<void*>& bufs, int32_t dnum, int64_t n) {
   auto align8 = [](size_t x) { return (x + 7) / 8 * 8; };

@@ -113,6 +113,7 @@ struct HipKernel : CompiledKernel {
   int index = -1;  // the (logical) HIP device that compiled it: only that device launches it
   std::shared_ptr<Module> module;
   hipFunction_t fn = nullptr;
+  unsigned blocks = 0;  // of each launch (hip_launch::launch_blocks on the compiling device)
   const codegen::Kernel& kernel() const override { return k; }
 };
 

@@ -2,7 +2,7 @@
 //
 // Everywhere HIP is built, GPU or not: hip_device_names() neither throws nor aborts (checked in a
 // child process) and is empty where there is no /dev/kfd; the registry and make_hip_device report a
-// missing GPU as a DeviceError naming it; the check macros' messages; the launch geometry; the
+// missing GPU as a DeviceError naming it; the check macros' messages; the
 // kernel-argument layout, against render_hip's signature and against the argument offsets in the
 // metadata of a hipRTC code object (gfx90a, read with llvm-readelf); logical devices' GPUs
 // (hip_physical_gpu) and names (none without a GPU, whatever RINGRT_HIP_LOGICAL_DEVICES).
@@ -127,18 +127,6 @@ BOOST_AUTO_TEST_CASE(check_macros_name_call_place_device_and_error) {
   BOOST_CHECK_NO_THROW(RINGRT_HIP_LOG("HIP:7", hipSetDevice(1 << 20)));  // logs to stderr, goes on
   BOOST_CHECK_NO_THROW(RINGRT_HIP_CHECK("HIP:7", hipSuccess));
   (void)hipGetLastError();
-}
-
-BOOST_AUTO_TEST_CASE(launch_blocks_cover_every_element_once) {
-  BOOST_TEST(hl::launch_blocks(0) == 0);
-  BOOST_TEST(hl::launch_blocks(-5) == 0);
-  BOOST_TEST(hl::launch_blocks(1) == 1);
-  BOOST_TEST(hl::launch_blocks(256) == 1);
-  BOOST_TEST(hl::launch_blocks(257) == 2);
-  BOOST_TEST(hl::launch_blocks((1 << 20) + 3) == 4097);
-  BOOST_TEST(hl::kBlockSize == 256u);
-  BOOST_TEST(hl::kMaxElements == int64_t{4294967040});  // blocks * threads stays a 32-bit count
-  BOOST_TEST(hl::launch_blocks(hl::kMaxElements) * hl::kBlockSize <= int64_t{0xffffffff});
 }
 
 // Size classes: 256-byte steps below 1 MiB, eight per doubling above; a class is its own class, never

@@ -15,7 +15,7 @@
 //   - Events: a record completes when its stream reaches it; hipStreamWaitEvent waits for the record
 //     most recent at the time of the call, as on CUDA and HIP. hipEventElapsedTime reads host times.
 //   - Kernels: render_hip's source compiled by the host compiler (sim_rtc.cpp), launched block by
-//     block, thread by thread, on the stream's thread: one thread per element, as on a GPU.
+//     block, thread by thread, on the stream's thread, with the launch's grid (gridDim), as on a GPU.
 //   - Graphs: explicit nodes (kernel, 1-D copy, empty, event record), instantiated and launched into a
 //     stream as one operation that runs the nodes in an order that honours their dependencies; the
 //     executable graph's kernel and copy parameters can be set between launches.

@@ -26,7 +26,7 @@ constexpr const char* kPrelude = R"(// simulated GPU prelude (runtime/hip/sim/si
 #define __global__
 #define __device__
 struct rt_sim_dim3 { unsigned x, y, z; };
-static thread_local rt_sim_dim3 blockIdx, threadIdx, blockDim;
+static thread_local rt_sim_dim3 blockIdx, threadIdx, blockDim, gridDim;
 static inline unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
 static inline float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x); }
 template <class T> static inline void rt_sim_take(T& v, const char* args, size_t& at) {
@@ -44,6 +44,7 @@ template <class... A> static void rt_sim_launch(void (*f)(A...), const char* arg
   size_t at = 0;
   std::apply([&](A&... v) { (rt_sim_take(v, args, at), ...); }, a);
   blockDim = {threads, 1, 1};
+  gridDim = {blocks, 1, 1};
   for (unsigned b = 0; b < blocks; ++b) {
     blockIdx = {b, 0, 0};
     for (unsigned t = 0; t < threads; ++t) {

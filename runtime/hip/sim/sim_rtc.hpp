@@ -2,7 +2,7 @@
 // the sim platform: these are the names), and its code objects (see sim_hip.hpp).
 //
 // A program is render_hip's source. hiprtcCompileProgram puts a prelude before it (the HIP built-ins
-// the source uses: __global__, blockIdx, threadIdx, blockDim, __float_as_uint, ...; the math functions
+// the source uses: __global__, blockIdx, threadIdx, blockDim, gridDim, __float_as_uint, ...; the math functions
 // from <math.h>) and, after it, two entry points per kernel `NAME` it finds (`extern "C" __global__ void
 // NAME(`):
 //   NAME__sim_launch(const char* args, unsigned blocks, unsigned threads)  runs the kernel: for each

@@ -136,7 +136,7 @@ void print_row(const char* kind, long long n, long long s, double t) {
 
 // The fused kernel of n devices, ringrt_floor_fused<n>(in0..in<n-1>, out0..out<n-1>, n4, n, stride):
 // vectors [0, n4) of 4 floats, then floats [4*n4, n), each thread from its global index on by `stride`
-// (the grid's thread count: the simulated GPU has no gridDim). Every output gets the inputs' sum.
+// (the grid's thread count). Every output gets the inputs' sum.
 std::string fused_source(int n) {
   std::string params, loads, sums, stores, scalar = "    const float s =", scalar_stores;
   for (int k = 0; k < n; ++k) {
