@@ -168,7 +168,7 @@ endforeach()
 if(TARGET ringrt_nvidia)
   # the matrix (grouped, a program of its own) and the rest, as for the amd flavor's folders
   foreach(program IN ITEMS "nvrtc_test_matrix_hiprtc;hiprtc/test_matrix_hiprtc.cpp"
-                           "nvrtc_tests;hiprtc/test_hiprtc.cpp;hiprtc/test_stream_kernels.cpp;gpu/test_hip_device.cpp;gpu/test_hip_streams.cpp;gpu/test_hip_collectives.cpp;gpu/test_hip_queue.cpp;gpu/test_hip_async.cpp;gpu/test_hip_graph.cpp")
+                           "nvrtc_tests;hiprtc/test_hiprtc.cpp;hiprtc/test_stream_kernels.cpp;gpu/test_hip_device.cpp;gpu/test_hip_streams.cpp;gpu/test_hip_collectives.cpp;gpu/test_hip_queue.cpp;gpu/test_hip_async.cpp;gpu/test_hip_graph.cpp;gpu/test_hip_fused.cpp")
     list(POP_FRONT program target)
     list(TRANSFORM program PREPEND "test/")
     add_executable(${target} ${program} test/support/test_main.cpp)

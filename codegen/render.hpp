@@ -38,6 +38,20 @@ inline std::string render_cpp(const Kernel& k) { return render_cpp(std::span<con
 // uint8/bool); no headers are included (hipRTC and NVRTC provide the device math functions).
 std::string render_hip(std::span<const Kernel> kernels);
 inline std::string render_hip(const Kernel& k) { return render_hip(std::span<const Kernel>(&k, 1)); }
+// A fused collective's kernel on ndev devices (rewrite/collective.hpp; docs/fused-collectives.md), for
+// hipRTC and NVRTC:
+//   extern "C" __global__ void NAME(NAME_args a)
+//   struct NAME_args { T* out[ndev]; T* in[ndev]; T* scratch; unsigned* word; long long base, rank, nsteps;
+//                      rt_coll_step steps[ndev + 3]; };  rt_coll_step { long long kind, begin, end, peer, flags; }
+// every field 8 bytes (the host packs them in this order). It runs device `rank`'s step list: kind 0
+// combine (flags 1: into the scratch; 2: into every output, the combine with n-1 peer outputs), 1
+// barrier, 2 gather from device `peer`'s output, 3 publish from the scratch. `combines` are the
+// collective_combine_kernel IRs (codegen/item_kernel.hpp) its combine steps call: the plain one and/or
+// the one with peer outputs, rendered as device functions over each step's range. Barrier k waits on
+// the word, which every block of every device's launch counts into, for ndev * gridDim.x * (base + k + 1)
+// arrivals (wrapping): every launch of one call needs the same grid, and all of them at once on the GPUs.
+std::string render_hip_collective(const std::string& name, int ndev, std::span<const Kernel> combines);
+
 // Elements each iteration of render_hip(k)'s loop covers where its pointers are aligned: the vector
 // path's lanes, or 1 without it (a launch needs ceil(n / lanes) threads to give each one iteration).
 int hip_vector_lanes(const Kernel& k);

@@ -60,6 +60,12 @@ std::vector<void*> combine_buffers(const CollectiveLaunch& l, const FusedStep& s
   return bufs;
 }
 
+void* CollectiveBarrier::device_word(const std::function<std::shared_ptr<void>()>& make) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!word_) word_ = make();
+  return word_.get();
+}
+
 // Step by step from outside: every device's steps up to a barrier, each after the steps before it on
 // its device's in-order queue, the first after `after`; a barrier is the events of every device's steps
 // before it, which the next steps wait for.

@@ -153,13 +153,17 @@ class CollectiveBarrier {
   bool broken() const { return broken_.load(std::memory_order_acquire); }
   // A device's launch failed before its barriers: breaks the barrier and wakes every waiter.
   void abort();
+  // The barrier's word in memory every device of a backend can reach (the hip backend: mapped pinned
+  // memory its kernels count arrivals into), made by `make` on first use and kept with the barrier.
+  void* device_word(const std::function<std::shared_ptr<void>()>& make);
 
  private:
   int64_t ndev_;
   std::atomic<uint64_t> arrived_{0};
   std::atomic<bool> broken_{false};
-  std::mutex mu_;  // sleepers (cv_)
+  std::mutex mu_;  // sleepers (cv_), word_
   std::condition_variable cv_;
+  std::shared_ptr<void> word_;
 };
 
 // One device's launch of a fused collective (Device::launch_collective): the steps fused_steps gives

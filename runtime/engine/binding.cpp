@@ -247,10 +247,15 @@ class Program::Binding {
     const std::vector<Block>& source = resolve(p_.plan_.items[i].reads.at(0));
     if (source.size() != target.size() || target.size() != static_cast<size_t>(c.ndev))
       throw InternalError("a fused collective's source and result are on other devices");
-    bool in_place = false, push = true;
+    bool in_place = false, push = true;  // (push: every device may store into every other's memory)
     std::vector<SymPtr> outs, ins;
-    for (const Block& a : target)
-      for (const Block& b : target) push = push && (a.device == b.device || a.device->can_read_peer(*b.device));
+    for (const Block& a : target)  // every combine step reads every device's input in place
+      for (const Block& b : target)
+        if (a.device != b.device && !a.device->can_read_peer(*b.device))
+          throw DeviceError(fmt::format("allreduce {}: {} cannot read {}'s memory (no peer access); the fused forms "
+                                        "read every device's input in place: set allreduce.algorithm to auto, naive, "
+                                        "ring or all2all",
+                                        fused_name(c.arg.algorithm), a.device->name(), b.device->name()));
     for (size_t d = 0; d < target.size(); ++d) {
       if (target[d].device->remote_rank() >= 0) throw InternalError("a fused collective across ranks");
       outs.push_back(sym(target[d].ptr));

@@ -43,6 +43,12 @@ using namespace hip_detail;
 // host function that never returns).
 constexpr auto kShutdownWait = 3s;
 
+#if defined(RINGRT_GPU_SIM)
+constexpr bool kSimulated = true;  // runtime/hip/sim: a kernel's blocks and threads run one after another
+#else
+constexpr bool kSimulated = false;
+#endif
+
 class HipDevice final : public Device {
  public:
   // The logical device HIP:index on GPU `gpu` (hip_physical_gpu).
@@ -220,6 +226,66 @@ class HipDevice final : public Device {
                            });
   }
 
+  // A fused collective (rewrite/collective.hpp, docs/fused-collectives.md): one kernel per device
+  // (codegen::render_hip_collective) running its step list, the barriers a word in mapped pinned memory
+  // that every block of every device's launch counts into. The launches all have one grid, small enough
+  // for the n of them to run at once on GPUs the devices may share (multiprocessors / n blocks each:
+  // a barrier waits for blocks of every launch); the simulated GPU, which runs a kernel's blocks and
+  // threads one after another, runs it as one thread per device. Devices of other backends, more than
+  // kMaxFusedDevices or a step list longer than the kernel holds: Device::launch_collective, step by step.
+  std::vector<Event> launch_collective(std::vector<CollectiveLaunch> launches, const CollectiveCall& call,
+                                       const std::vector<Event>& after) override {
+    constexpr size_t kMaxFusedDevices = 16;
+    const size_t n = launches.size();
+    std::vector<HipDevice*> devs;
+    for (const CollectiveLaunch& l : launches)
+      if (auto* h = dynamic_cast<HipDevice*>(l.device); h && l.steps.size() <= n + 3) devs.push_back(h);
+    if (devs.size() != n || n > kMaxFusedDevices) return Device::launch_collective(std::move(launches), call, after);
+    std::vector<codegen::Kernel> combines;  // the combine IRs, the same on every device
+    for (const CompiledKernel* c : launches[0].combines)
+      if (c && std::none_of(combines.begin(), combines.end(),
+                            [&](const codegen::Kernel& k) { return k.name == c->kernel().name; }))
+        combines.push_back(c->kernel());
+    std::string key = fmt::format("{}", n);
+    for (const codegen::Kernel& k : combines) key += "|" + k.name + "\n" + k.dump();
+    std::string name = "rt_collective_" + codegen::stable_hash_hex(key);
+    auto* word = static_cast<PinnedWord*>(call.barrier->device_word([&] { return devs[0]->pinned_word(); }));
+    const bool sim = kSimulated;
+    const unsigned blocks = sim ? 1 : static_cast<unsigned>(std::max(1, multiprocessors_ / static_cast<int>(n)));
+    const unsigned threads = sim ? 1 : hip_launch::kBlockSize;
+    std::vector<Event> out;
+    for (size_t d = 0; d < n; ++d) {
+      const CollectiveLaunch& l = launches[d];
+      std::shared_ptr<HipKernel> k = devs[d]->compile_collective(name, static_cast<int>(n), combines);
+      std::vector<uint64_t> args;  // NAME_args (codegen/render.hpp), every field 8 bytes
+      for (void* p : l.outputs) args.push_back(reinterpret_cast<uint64_t>(p));
+      for (void* p : l.inputs) args.push_back(reinterpret_cast<uint64_t>(p));
+      args.push_back(reinterpret_cast<uint64_t>(l.scratch));
+      args.push_back(reinterpret_cast<uint64_t>(word->device));
+      args.push_back(call.base);
+      args.push_back(static_cast<uint64_t>(l.rank));
+      args.push_back(l.steps.size());
+      for (size_t i = 0; i < n + 3; ++i) {
+        FusedStep s = i < l.steps.size() ? l.steps[i] : FusedStep{FusedStep::Kind::barrier};
+        args.push_back(static_cast<uint64_t>(s.kind));
+        args.push_back(static_cast<uint64_t>(s.begin));
+        args.push_back(static_cast<uint64_t>(s.end));
+        args.push_back(static_cast<uint64_t>(s.peer));
+        args.push_back((s.to_scratch ? 1u : 0u) | (s.all_outputs ? 2u : 0u));
+      }
+      HipDevice& dev = *devs[d];
+      out.push_back(dev.queue_->enqueue(fmt::format("{} ({})", call.name, name), after, [&](hipStream_t stream) {
+        size_t size = args.size() * sizeof(uint64_t);
+        void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, args.data(), HIP_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                          HIP_LAUNCH_PARAM_END};
+        RINGRT_HIP_CHECK(dev.name_,
+                         hipModuleLaunchKernel(k->fn, blocks, 1, 1, threads, 1, 1, 0, stream, nullptr, config));
+        return Resources{k->module, nullptr};
+      }));
+    }
+    return out;
+  }
+
   // From this GPU (this device or another logical device on it): a device-to-device copy; from a GPU
   // this one has peer access to: a peer copy; both on the GPU, ordered after `after` there. Otherwise
   // staged through a pinned buffer: its host part (the source's copy_out, or a device-to-host copy from
@@ -292,6 +358,53 @@ class HipDevice final : public Device {
     std::lock_guard<std::mutex> lock(kernels_mu_);
     if (!compiler_) compiler_.emplace(arch_);  // throws CompileError for a target hipRTC does not know
     return *compiler_;
+  }
+
+  // A fused collective's kernel for n devices around `combines` (render_hip_collective), compiled on
+  // first use. Throws CompileError.
+  std::shared_ptr<HipKernel> compile_collective(const std::string& name, int n,
+                                                const std::vector<codegen::Kernel>& combines) {
+    {
+      std::lock_guard<std::mutex> lock(kernels_mu_);
+      if (auto it = kernels_.find(name); it != kernels_.end()) return it->second;
+    }
+    std::string label = fmt::format("{} (kernel {})", name_, name);
+    std::string code;
+    try {
+      code = compiler().compile(codegen::render_hip_collective(name, n, combines), name);
+    } catch (const CompileError& e) {
+      throw CompileError(fmt::format("{}: {}", label, e.what()));
+    }
+    auto hk = std::make_shared<HipKernel>();
+    hk->k = combines.at(0);
+    hk->index = index_;
+    hk->module = std::make_shared<Module>(gpu_, name_);
+    {
+      DeviceGuard guard(gpu_, name_);
+      RINGRT_HIP_CHECK_AS(CompileError, label, hipModuleLoadData(&hk->module->handle, code.data()));
+      RINGRT_HIP_CHECK_AS(CompileError, label, hipModuleGetFunction(&hk->fn, hk->module->handle, name.c_str()));
+    }
+    std::lock_guard<std::mutex> lock(kernels_mu_);
+    return kernels_.emplace(name, std::move(hk)).first->second;
+  }
+
+  // A zeroed 64-byte word of mapped pinned memory every device can reach (a fused collective's barrier),
+  // freed with the last holder.
+  struct PinnedWord {
+    void* host = nullptr;
+    void* device = nullptr;
+  };
+  std::shared_ptr<void> pinned_word() {
+    DeviceGuard guard(gpu_, name_);
+    void* host = nullptr;
+    RINGRT_HIP_CHECK(name_, hipHostMalloc(&host, 64, hipHostMallocMapped | hipHostMallocPortable));
+    auto word = std::shared_ptr<PinnedWord>(new PinnedWord{host, nullptr}, [name = name_](PinnedWord* w) {
+      if (!g_hip_gone) RINGRT_HIP_LOG(name, hipHostFree(w->host));
+      delete w;
+    });
+    std::memset(host, 0, 64);
+    RINGRT_HIP_CHECK(name_, hipHostGetDevicePointer(&word->device, host, 0));
+    return word;
   }
 
   // HipQueue's fallback for a gate without hipStreamWaitValue32: one thread of a kernel spins until the

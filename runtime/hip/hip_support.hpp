@@ -146,6 +146,11 @@ class DeviceOwner final : public Device {
   Event copy_from(Device& from, const void* src, void* dst, size_t bytes, std::vector<Event> after) override {
     return d_->copy_from(unwrap(from), src, dst, bytes, std::move(after));
   }
+  std::vector<Event> launch_collective(std::vector<CollectiveLaunch> launches, const CollectiveCall& call,
+                                       const std::vector<Event>& after) override {
+    for (CollectiveLaunch& l : launches) l.device = &unwrap(*l.device);
+    return d_->launch_collective(std::move(launches), call, after);
+  }
   Event submit(std::function<void()> fn, std::vector<Event> after) override {
     return d_->submit(std::move(fn), std::move(after));
   }

@@ -5,8 +5,8 @@
 // NVRTC for sm_90 in nvrtc_tests: cmake/RingrtTests.cmake), and for MI300X's gfx942 with clang's HIP
 // mode (Debian 12's clang-19: its clang-16 knows gfx940 but not gfx942, and Debian's hipRTC 5.2 neither)
 // over Debian's HIP headers, where the assembly must move the vectors with 16-byte loads and stores and
-// use no scratch memory (the lanes stay in registers). Without such a clang or without HIP the cases are
-// skipped with the reason.
+// use no scratch memory (the lanes stay in registers); and fused collectives' kernels
+// (render_hip_collective) for both. Without such a clang or without HIP the cases are skipped with the reason.
 #include <fmt/format.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -93,6 +93,34 @@ BOOST_AUTO_TEST_CASE(index_widths_and_vector_paths_are_the_intended_ones) {
                  k.name << ":\n"
                         << src);
     }
+}
+
+// Fused collectives' kernels (render_hip_collective): n devices' combine as device functions, the plain
+// one and the one storing into every output (twoshot), and the step loop with its barrier.
+struct Collectives {
+  UOpGraph g;
+  std::vector<std::pair<std::string, std::string>> sources;  // (name, source)
+  Collectives() {
+    for (auto [n, dtype] : {std::pair{4, DType::float32}, std::pair{2, DType::float16}, std::pair{8, DType::int8}}) {
+      std::vector<UOp> in;
+      for (int j = 0; j < n; ++j) in.push_back(new_buffer(DeviceSpec("HIP:0"), 4099, dtype, &g));
+      Kernel plain = lower_kernel(fold(Ops::ADD, in), fmt::format("combine_{}", n));
+      std::vector<Kernel> both{plain, with_peer_outputs(plain, n - 1)};
+      std::string name = fmt::format("rt_collective_test_{}", n);
+      sources.emplace_back(name, render_hip_collective(name, n, both));
+    }
+  }
+};
+
+BOOST_AUTO_TEST_CASE(collective_kernels_compile_for_the_runtime_compiler) {
+  HiprtcCompiler cc(RINGRT_TEST_GPU_ARCH);
+  for (const auto& [name, source] : Collectives().sources) {
+    try {
+      BOOST_TEST(is_code_object(cc.compile(source, name)), name);
+    } catch (const CompileError& e) {
+      BOOST_ERROR(name << ": " << e.what() << "\n" << source);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(stream_kernels_compile_for_the_runtime_compiler) {
@@ -187,6 +215,15 @@ BOOST_AUTO_TEST_CASE(stream_kernels_compile_for_gfx942, *utf::precondition(HasCl
           BOOST_TEST(fn.find("global_store_dwordx4") != std::string::npos, fn);
       }
     }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(collective_kernels_compile_for_gfx942, *utf::precondition(HasClangForGfx942{})) {
+  const std::string cmd = clang_for_gfx942();
+  for (const auto& [name, source] : Collectives().sources) {
+    std::string fn = function_of(assemble(cmd, source, name), name);
+    BOOST_TEST(!fn.empty(), name << ": no function in the assembly");
+    BOOST_TEST(fn.find("global_atomic_add") != std::string::npos, fn);  // the barrier's arrival
   }
 }
 #endif

@@ -27,6 +27,12 @@ constexpr const char* kPrelude = R"(// simulated GPU prelude (runtime/hip/sim/si
 #define __device__
 struct rt_sim_dim3 { unsigned x, y, z; };
 static thread_local rt_sim_dim3 blockIdx, threadIdx, blockDim, gridDim;
+// a fused collective's kernel (codegen/render_hip.cpp render_hip_collective) runs here as one thread per
+// device (HipDevice::launch_collective): its block barrier is nothing, its devices' barrier host atomics
+#define RT_SIM_GPU 1
+static inline void __syncthreads() {}
+static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline unsigned atomicAdd_system(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 static inline unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
 static inline float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x); }
 template <class T> static inline void rt_sim_take(T& v, const char* args, size_t& at) {
