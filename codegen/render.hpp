@@ -42,10 +42,12 @@ inline std::string render_hip(const Kernel& k) { return render_hip(std::span<con
 // hipRTC and NVRTC:
 //   extern "C" __global__ void NAME(NAME_args a)
 //   struct NAME_args { T* out[ndev]; T* in[ndev]; T* scratch; unsigned* word; long long base, rank, nsteps;
-//                      rt_coll_step steps[ndev + 3]; };  rt_coll_step { long long kind, begin, end, peer, flags; }
+//                      rt_coll_step steps[ndev + 3]; };  rt_coll_step { long long kind, begin, end, peer, flags, shift;
+//                      }
 // every field 8 bytes (the host packs them in this order). It runs device `rank`'s step list: kind 0
 // combine (flags 1: into the scratch; 2: into every output, the combine with n-1 peer outputs), 1
-// barrier, 2 gather from device `peer`'s output, 3 publish from the scratch. `combines` are the
+// barrier, 2 gather from device `peer`'s output, 3 publish from the scratch; shift: a combine's output
+// element of input element i is i - shift (a reduce_scatter's chunk). `combines` are the
 // collective_combine_kernel IRs (codegen/item_kernel.hpp) its combine steps call: the plain one and/or
 // the one with peer outputs, rendered as device functions over each step's range. Barrier k waits on
 // the word, which every block of every device's launch counts into, for ndev * gridDim.x * (base + k + 1)

@@ -144,7 +144,7 @@ std::string render_hip_as(std::span<const Kernel> kernels, const char* qualifier
 constexpr const char* kCollectivePrelude = R"(
 #ifndef RT_COLL_DEFINED
 #define RT_COLL_DEFINED
-struct rt_coll_step { long long kind, begin, end, peer, flags; };  // rewrite/collective.hpp FusedStep
+struct rt_coll_step { long long kind, begin, end, peer, flags, shift; };  // rewrite/collective.hpp FusedStep
 static __device__ inline unsigned rt_coll_load(unsigned* p) {
 #if defined(RT_SIM_GPU)
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -204,7 +204,8 @@ std::string render_hip_collective(const std::string& name, int ndev, std::span<c
   };
   if (peer) src += "      if (st.flags & 2) " + call(*peer, "out");
   if (plain)
-    src += std::string(peer ? "      else " : "      ") + call(*plain, "(st.flags & 1) ? a.scratch + st.begin : out");
+    src += std::string(peer ? "      else " : "      ") +
+           call(*plain, "(st.flags & 1) ? a.scratch + st.begin : a.out[a.rank] + (st.begin - st.shift)");
   src += "    } else if (st.kind == 1) {  // barrier\n";
   src += fmt::format("      rt_coll_barrier(a.word, barrier++, {}u);\n", ndev);
   src += "    } else {  // gather (from a peer's output), publish (from the scratch)\n";

@@ -7,6 +7,10 @@
 
 namespace ringrt {
 
+std::string_view fused_collective_name(FusedCollective c) {
+  return c == FusedCollective::allreduce ? "allreduce" : "reduce_scatter";
+}
+
 std::string_view fused_name(FusedAlgorithm a) { return a == FusedAlgorithm::oneshot ? "oneshot" : "twoshot"; }
 
 std::optional<FusedAlgorithm> fused_algorithm(std::string_view name) {
@@ -16,23 +20,37 @@ std::optional<FusedAlgorithm> fused_algorithm(std::string_view name) {
 }
 
 CollectiveArg collective_arg(const UOp& u) {
-  if (u.op() != Ops::COLLECTIVE || !std::holds_alternative<std::vector<int64_t>>(u.arg()) || u.arg_ints().size() != 2)
+  if (u.op() != Ops::COLLECTIVE || !std::holds_alternative<std::vector<int64_t>>(u.arg()) || u.arg_ints().size() != 3)
     throw InternalError("collective_arg: not a COLLECTIVE node: " + u.to_string());
   const std::vector<int64_t>& a = u.arg_ints();
-  return {static_cast<Ops>(a[0]), static_cast<FusedAlgorithm>(a[1])};
+  return {static_cast<Ops>(a[0]), static_cast<FusedAlgorithm>(a[1]), static_cast<FusedCollective>(a[2])};
 }
 
 UOp fused_allreduce(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
   return buf.graph().make(Ops::COLLECTIVE, buf.dtype(), {buf, device_uop(buf.device(), &buf.graph())},
-                          std::vector<int64_t>{static_cast<int64_t>(op), static_cast<int64_t>(algorithm)});
+                          std::vector<int64_t>{static_cast<int64_t>(op), static_cast<int64_t>(algorithm), 0});
 }
 
-std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push) {
+UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
+  return buf.graph().make(Ops::COLLECTIVE, buf.dtype(), {buf, device_uop(buf.device(), &buf.graph())},
+                          std::vector<int64_t>{static_cast<int64_t>(op), static_cast<int64_t>(algorithm), 1});
+}
+
+std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push,
+                                   FusedCollective c) {
   using K = FusedStep::Kind;
   std::vector<FusedStep> out;
   auto add = [&](FusedStep s) {
     if (s.kind == K::barrier || s.begin < s.end) out.push_back(s);
   };
+  if (c == FusedCollective::reduce_scatter) {  // chunk d of every input into this device's output
+    int64_t len = numel / ndev;
+    FusedStep combine{K::combine, d * len, (d + 1) * len};
+    combine.out_shift = d * len;
+    add(combine);
+    add({K::barrier});  // no device reads this one's input any more
+    return out;
+  }
   if (a == FusedAlgorithm::oneshot) {
     add({K::combine, 0, numel, -1, in_place});
     add({K::barrier});  // no device reads this one's input any more
@@ -52,11 +70,13 @@ std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel
   return out;
 }
 
-int fused_barriers(FusedAlgorithm a, bool in_place, bool push) {
+int fused_barriers(FusedAlgorithm a, bool in_place, bool push, FusedCollective c) {
   (void)in_place;
-  return a == FusedAlgorithm::twoshot && !push ? 2 : 1;
+  return c == FusedCollective::allreduce && a == FusedAlgorithm::twoshot && !push ? 2 : 1;
 }
 
-bool fused_needs_scratch(FusedAlgorithm a, bool in_place) { return a == FusedAlgorithm::oneshot && in_place; }
+bool fused_needs_scratch(FusedAlgorithm a, bool in_place, FusedCollective c) {
+  return c == FusedCollective::allreduce && a == FusedAlgorithm::oneshot && in_place;
+}
 
 }  // namespace ringrt

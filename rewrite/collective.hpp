@@ -34,7 +34,12 @@
 namespace ringrt {
 
 enum class FusedAlgorithm : uint8_t { oneshot, twoshot };
+// What a fused collective computes: the allreduce (every device the whole fold), or the reduce_scatter
+// (device d chunk d of it: numel / n elements, numel a multiple of n).
+enum class FusedCollective : uint8_t { allreduce, reduce_scatter };
 
+// "allreduce", "reduce_scatter".
+std::string_view fused_collective_name(FusedCollective c);
 // "oneshot", "twoshot"; and back (nothing for another word).
 std::string_view fused_name(FusedAlgorithm a);
 std::optional<FusedAlgorithm> fused_algorithm(std::string_view name);
@@ -43,6 +48,7 @@ std::optional<FusedAlgorithm> fused_algorithm(std::string_view name);
 struct CollectiveArg {
   Ops op;
   FusedAlgorithm algorithm;
+  FusedCollective collective = FusedCollective::allreduce;
 };
 // The arg of a COLLECTIVE node; InternalError for another node or a malformed arg.
 CollectiveArg collective_arg(const UOp& u);
@@ -51,6 +57,10 @@ CollectiveArg collective_arg(const UOp& u);
 // with op onto the same tuple. Throws ShapeError (rewrite/infer.cpp) when op is no reduce op or buf is
 // not on a tuple.
 UOp fused_allreduce(const UOp& buf, Ops op, FusedAlgorithm algorithm);
+// COLLECTIVE(buf, DEVICE), {op, algorithm, reduce_scatter}: device d's value is chunk d, numel / n
+// elements (shape {numel / n}), of the fold. Both algorithms reduce-scatter by loads: device d combines
+// chunk d of every input into its output, then a barrier. Throws ShapeError when numel is no multiple of n.
+UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm);
 
 // One step of a device's launch of a fused collective. Ranges are elements of the flat buffer.
 struct FusedStep {
@@ -67,14 +77,16 @@ struct FusedStep {
   int64_t peer = -1;         // gather: the device index in the tuple
   bool to_scratch = false;   // combine: into the scratch (oneshot in place)
   bool all_outputs = false;  // combine: into every device's output (twoshot with push)
+  int64_t out_shift = 0;     // combine: input element i goes to output element i - out_shift (reduce_scatter)
 };
 
 // Device d's steps (d in [0, ndev)) for a buffer of numel elements per device; in_place: the output
 // is the input; push: every device may store into every other's memory. Every device's list has the
 // same number of barriers (fused_barriers). Empty ranges are left out.
-std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push);
-int fused_barriers(FusedAlgorithm a, bool in_place, bool push);
+std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push,
+                                   FusedCollective c = FusedCollective::allreduce);
+int fused_barriers(FusedAlgorithm a, bool in_place, bool push, FusedCollective c = FusedCollective::allreduce);
 // Whether the algorithm needs a scratch buffer of numel elements on each device.
-bool fused_needs_scratch(FusedAlgorithm a, bool in_place);
+bool fused_needs_scratch(FusedAlgorithm a, bool in_place, FusedCollective c = FusedCollective::allreduce);
 
 }  // namespace ringrt

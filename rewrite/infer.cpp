@@ -200,7 +200,7 @@ void infer_transfer(Node& n) {
 }
 
 // COLLECTIVE (rewrite/collective.hpp): buf on a device tuple reduced onto that same tuple, arg
-// {reduce op, algorithm}.
+// {reduce op, algorithm, allreduce or reduce_scatter (flat chunk d on device d)}.
 void infer_collective(Node& n) {
   const auto& src = n.src;
   check_nsrc(Ops::COLLECTIVE, src, 2);
@@ -208,10 +208,18 @@ void infer_collective(Node& n) {
   if (!src[0].device().tuple() || src[1].device() != src[0].device())
     shape_error(n.op, src, "reduces a value on a device tuple onto that tuple");
   const auto* arg = std::get_if<std::vector<int64_t>>(&n.arg);
-  if (!arg || arg->size() != 2 || !is_reduce_op(static_cast<Ops>((*arg)[0])) || (*arg)[1] < 0 || (*arg)[1] > 1)
-    shape_error(n.op, src, "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot}");
+  if (!arg || arg->size() != 3 || !is_reduce_op(static_cast<Ops>((*arg)[0])) || (*arg)[1] < 0 || (*arg)[1] > 1 ||
+      (*arg)[2] < 0 || (*arg)[2] > 1)
+    shape_error(n.op, src, "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot, allreduce|reduce_scatter}");
   n.shape = src[0].shape();
   n.device = src[0].device();
+  if ((*arg)[2] == 1) {  // reduce_scatter: device d holds chunk d of the flat value
+    auto ndev = static_cast<int64_t>(src[0].device().count());
+    int64_t numel = prod(src[0].shape());
+    if (numel % ndev != 0)
+      shape_error(n.op, src, fmt::format("a reduce_scatter of {} elements over {} devices", numel, ndev));
+    n.shape = {numel / ndev};
+  }
 }
 
 // MULTI, MSELECT, MSTACK: between one value per device of a tuple and the tuple's value.

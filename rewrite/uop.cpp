@@ -472,8 +472,9 @@ std::string UOp::to_string() const {
   if (!std::holds_alternative<std::monostate>(arg()) && op() != Ops::DEVICE) {
     if (op() == Ops::ALLREDUCE)
       s += " " + std::string(op_name(static_cast<Ops>(arg_int())));
-    else if (op() == Ops::COLLECTIVE && arg_ints().size() == 2)  // rewrite/collective.hpp
-      s += fmt::format(" {} {}", op_name(static_cast<Ops>(arg_ints()[0])), arg_ints()[1] == 0 ? "oneshot" : "twoshot");
+    else if (op() == Ops::COLLECTIVE && arg_ints().size() == 3)  // rewrite/collective.hpp
+      s += fmt::format(" {} {}{}", op_name(static_cast<Ops>(arg_ints()[0])), arg_ints()[1] == 0 ? "oneshot" : "twoshot",
+                       arg_ints()[2] == 1 ? " reduce_scatter" : "");
     else
       s += " " + arg_str(arg());
   }

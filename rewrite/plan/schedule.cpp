@@ -365,8 +365,8 @@ std::string ItemPlan::to_string(const std::vector<char>& skipped) const {
                          prod(it.ast.shape()) * itemsize(it.ast.dtype()));
     } else if (it.kind == ScheduleItem::Kind::collective) {
       CollectiveArg a = collective_arg(it.ast);
-      out += fmt::format("{:3} FUSED  {} allreduce {} {} {} {}", i, it.device.to_string(), fused_name(a.algorithm),
-                         op_name(a.op), dtype_name(it.ast.dtype()), shape_str(it.ast.shape()));
+      out += fmt::format("{:3} FUSED  {} {} {} {} {} {}", i, it.device.to_string(), fused_collective_name(a.collective),
+                         fused_name(a.algorithm), op_name(a.op), dtype_name(it.ast.dtype()), shape_str(it.ast.shape()));
     } else {
       out += fmt::format("{:3} KERNEL {} {} {}", i, it.device.to_string(), dtype_name(it.ast.dtype()),
                          shape_str(it.ast.shape()));

@@ -472,11 +472,12 @@ std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s, std:
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
   CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
   std::string algo = collective_algorithm(c, s);
-  // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp); onto
-  // one root, or across ranks, its unfused counterpart: oneshot reads every input (naive), twoshot
-  // reduce-scatters and allgathers directly (all2all)
+  // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
+  // allreduce or a reduce_scatter; onto one root, across ranks, or another collective, its unfused
+  // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all)
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
-    if (collective != "allreduce" || red.src(1).device() != buf.device() || c.ranks > 1)
+    if ((collective != "allreduce" && collective != "reduce_scatter") || red.src(1).device() != buf.device() ||
+        c.ranks > 1)
       return *fused == FusedAlgorithm::oneshot ? "naive" : "all2all";
   return algo;
 }

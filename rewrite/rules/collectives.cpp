@@ -5,9 +5,11 @@
 // rules here lower them with allreduce.cpp's building blocks (allreduce_blocks.hpp). For n devices and S
 // bytes per device (the buffer of each device's value):
 // - reduce_scatter: the buffer cut into n equal flat chunks of S/n; chunk i ends reduced on device i
-//   (NCCL's ReduceScatter). ring: chunk i starts on device i+1 and travels n-1 steps, combined on
-//   arrival; each device sends and receives n-1 chunks, (n-1)/n S. all2all (naive too: it has no form of
-//   its own here): device i pulls chunk i from each other device, one step, the same n(n-1) copies.
+//   (NCCL's ReduceScatter). Under a fused allreduce.algorithm (oneshot, twoshot) with S/n whole: one
+//   COLLECTIVE item, device i combining chunk i of every device's buffer (rewrite/collective.hpp). ring: chunk i starts
+//   on device i+1 and travels n-1 steps, combined on arrival; each device sends and receives n-1 chunks, (n-1)/n S.
+//   all2all (naive too: it has no form of its own here): device i pulls chunk i from each other device, one step, the
+//   same n(n-1) copies.
 // - allgather: shard i (S each) reaches every device, selected into place (never summed, so -0.0
 //   survives, unlike the allreduce of zero-padded shards it replaces). ring: forwarded around the ring
 //   in n-1 steps, each device sending and receiving n-1 shards, (n-1)/n of the gathered buffer; all2all
@@ -40,6 +42,7 @@
 
 #include <algorithm>
 
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/collectives_hierarchical.hpp"
@@ -163,6 +166,21 @@ UOp reduce_scatter(const UOp& red, const AllreduceSettings& s, bool ring) {
   return mstack(mine);
 }
 
+// The fused reduce_scatter (rewrite/collective.hpp) of red's buffer, stored into a new buffer of numel / n
+// elements per device (the result's memory takes it); 16-bit floats reduced as float32 when the cast
+// setting is off, as reduce_scatter's are.
+UOp fused_reduce_scatter_of(const UOp& red, FusedAlgorithm algorithm, const AllreduceSettings& s) {
+  UOp buf = copy_source(red.src(0));
+  DType dtype = buf.dtype();
+  bool widen = !s.cast && (dtype == DType::float16 || dtype == DType::bfloat16);
+  if (widen) buf = buf.cast(DType::float32).contiguous();
+  int64_t numel = prod(buf.shape()), n = static_cast<int64_t>(buf.device().count());
+  UOp out = new_buffer(buf.device(), numel / n, buf.dtype(), &buf.graph());
+  UOp mine =
+      out.after({out.store(fused_reduce_scatter(buf.reshape({numel}), static_cast<Ops>(red.arg_int()), algorithm))});
+  return widen ? mine.cast(dtype) : mine;
+}
+
 // allgather: every device's shard (the PAD's source) allgathered and selected into place along the axis.
 UOp allgather(const UOp& red, bool ring) {
   const UOp& pad = red.src(0);
@@ -208,6 +226,8 @@ optional<UOp> own_chunk(const UOp& shrink, const Readers& readers, const Allredu
   if (!use) return std::nullopt;
   int64_t n = static_cast<int64_t>(red.device().count());
   if (use->kind == "reduce_scatter") {
+    if (std::optional<FusedAlgorithm> fused = fused_algorithm(use->algorithm))
+      return fused_reduce_scatter_of(red, *fused, s).reshape(shrink.shape());
     UOp mine = use->algorithm == "hierarchical" ? hierarchical_reduce_scatter(red, s)
                                                 : reduce_scatter(red, s, use->algorithm == "ring");
     return mine.reshape(shrink.shape());
@@ -282,6 +302,10 @@ optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, cons
   optional<std::string> kind = allreduce_kind(u, readers);
   if (!kind) return std::nullopt;
   std::string algo = allreduce_algorithm(u, s, *kind);
+  // a fused reduce_scatter (rewrite/collective.hpp) of a buffer that cuts into n equal chunks; else direct
+  if (*kind == "reduce_scatter" && fused_algorithm(algo))
+    return CollectiveUse{
+        *kind, prod(u.src(0).shape()) % static_cast<int64_t>(u.device().count()) == 0 ? algo : std::string("all2all")};
   if (!algo.starts_with("hierarchical"))
     return CollectiveUse{*kind, *kind == "alltoall" ? "all2all" : ring_or_direct(algo)};
   // over device groups: the hierarchical forms, or (alltoall, groups that do not fit) the hierarchical allreduce

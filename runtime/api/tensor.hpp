@@ -51,7 +51,7 @@ struct KernelItem {
 struct FusedItem {
   size_t item = 0;         // its index among all items, as in Schedule::to_string()
   std::string device;      // the device tuple, e.g. "(CPU:0, CPU:1)"
-  std::string collective;  // "allreduce"
+  std::string collective;  // "allreduce" | "reduce_scatter"
   std::string algorithm;   // "oneshot" | "twoshot"
   std::string op;          // "ADD" | "MUL" | "MAX" | "MIN"
   int64_t numel = 0;       // elements per device

@@ -53,7 +53,8 @@ std::vector<void*> combine_buffers(const CollectiveLaunch& l, const FusedStep& s
     return static_cast<void*>(static_cast<char*>(p) + static_cast<size_t>(s.begin) * itemsize);
   };
   auto rank = static_cast<size_t>(l.rank), n = l.outputs.size();
-  std::vector<void*> bufs{at(s.to_scratch ? l.scratch : l.outputs.at(rank))};
+  void* out = static_cast<char*>(l.outputs.at(rank)) + static_cast<size_t>(s.begin - s.out_shift) * itemsize;
+  std::vector<void*> bufs{s.to_scratch ? at(l.scratch) : out};
   for (void* in : l.inputs) bufs.push_back(at(in));
   if (s.all_outputs)
     for (size_t k = 1; k < n; ++k) bufs.push_back(at(l.outputs[(rank + k) % n]));

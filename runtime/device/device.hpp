@@ -180,9 +180,9 @@ struct CollectiveLaunch {
   void* scratch = nullptr;                      // this device's scratch block, where the steps use one
 };
 
-// The buffers of launch l's combine step s (FusedStep::combine): its output (this device's, or its
-// scratch), every device's input, and with all_outputs the outputs of the devices after it in the tuple
-// (wrapping), each at element s.begin of elements of `itemsize` bytes.
+// The buffers of launch l's combine step s (FusedStep::combine): its output (this device's at element
+// s.begin - s.out_shift, or its scratch at s.begin), every device's input at s.begin, and with all_outputs
+// the outputs of the devices after it in the tuple (wrapping) at s.begin; elements of `itemsize` bytes.
 std::vector<void*> combine_buffers(const CollectiveLaunch& l, const FusedStep& s, size_t itemsize);
 
 // A call of a fused collective: what every launch shares.

@@ -252,10 +252,11 @@ class Program::Binding {
     for (const Block& a : target)  // every combine step reads every device's input in place
       for (const Block& b : target)
         if (a.device != b.device && !a.device->can_read_peer(*b.device))
-          throw DeviceError(fmt::format("allreduce {}: {} cannot read {}'s memory (no peer access); the fused forms "
-                                        "read every device's input in place: set allreduce.algorithm to auto, naive, "
-                                        "ring or all2all",
-                                        fused_name(c.arg.algorithm), a.device->name(), b.device->name()));
+          throw DeviceError(
+              fmt::format("allreduce {}: {} cannot read {}'s memory (no peer access); the fused forms "
+                          "read every device's input in place: set allreduce.algorithm to auto, naive, "
+                          "ring or all2all",
+                          fused_name(c.arg.algorithm), a.device->name(), b.device->name()));
     for (size_t d = 0; d < target.size(); ++d) {
       if (target[d].device->remote_rank() >= 0) throw InternalError("a fused collective across ranks");
       outs.push_back(sym(target[d].ptr));
@@ -263,7 +264,7 @@ class Program::Binding {
       in_place = in_place || (outs.back().tag == ins.back().tag && outs.back().offset == ins.back().offset);
     }
     std::vector<Block> scratch;
-    if (fused_needs_scratch(c.arg.algorithm, in_place)) {
+    if (fused_needs_scratch(c.arg.algorithm, in_place, c.arg.collective)) {
       DeviceTuple names;
       for (const Block& b : target) names.push_back(b.device->name());
       scratch = allocate_temp(DeviceSpec(names), static_cast<size_t>(c.numel) * itemsize(c.dtype));

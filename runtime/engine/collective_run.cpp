@@ -12,13 +12,14 @@ std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item)
   auto c = std::make_shared<PreparedCollective>();
   c->arg = collective_arg(item.ast);
   c->ndev = static_cast<int64_t>(item.device.count());
-  c->numel = prod(item.ast.shape());
+  c->numel = prod(item.ast.src(0).shape());  // every device's input (a reduce_scatter writes a chunk of it)
   c->dtype = item.ast.dtype();
   c->barrier = std::make_shared<CollectiveBarrier>(c->ndev);
   for (int64_t d = 0; d < c->ndev; ++d)
     for (bool in_place : {false, true})
       for (bool push : {false, true})
-        for (const FusedStep& s : fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, push)) {
+        for (const FusedStep& s :
+             fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, push, c->arg.collective)) {
           std::pair<int64_t, bool> key{s.end - s.begin, s.all_outputs};
           if (s.kind != FusedStep::Kind::combine || c->kernels.count(key)) continue;
           codegen::Kernel k = collective_combine_kernel(item, key.first);
@@ -41,9 +42,10 @@ std::vector<Event> Program::submit_collective(size_t i, const BindingPlan& plan,
   auto n = static_cast<size_t>(c.ndev);
   std::vector<CollectiveLaunch> launches;
   for (const BindingPlan::Launch& l : planned) {
-    CollectiveLaunch cl{l.device, l.dnum, fused_steps(c.arg.algorithm, c.ndev, c.numel, l.dnum, l.in_place, l.push),
-                        {},       {},     {},
-                        nullptr};
+    CollectiveLaunch cl{
+        l.device, l.dnum, fused_steps(c.arg.algorithm, c.ndev, c.numel, l.dnum, l.in_place, l.push, c.arg.collective),
+        {},       {},     {},
+        nullptr};
     const auto& compiled = c.compiled.at(l.device);
     for (const FusedStep& s : cl.steps)
       cl.combines.push_back(s.kind == FusedStep::Kind::combine ? compiled.at({s.end - s.begin, s.all_outputs}).get()
@@ -63,7 +65,8 @@ std::vector<Event> Program::submit_collective(size_t i, const BindingPlan& plan,
   }
   call.barrier = c.barrier;
   call.base = c.next_barrier;
-  c.next_barrier += static_cast<uint64_t>(fused_barriers(c.arg.algorithm, planned[0].in_place, planned[0].push));
+  c.next_barrier +=
+      static_cast<uint64_t>(fused_barriers(c.arg.algorithm, planned[0].in_place, planned[0].push, c.arg.collective));
   return first.launch_collective(std::move(launches), call, after);
 }
 

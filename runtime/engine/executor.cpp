@@ -67,8 +67,8 @@ std::set<int> ranks_of(const ItemPlan& plan) {
 std::string describe_item(const ScheduleItem& item, size_t i) {
   if (item.kind == ScheduleItem::Kind::collective) {
     CollectiveArg a = collective_arg(item.ast);
-    return fmt::format("item {} (allreduce {} {} {} {})", i, fused_name(a.algorithm), op_name(a.op),
-                       dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
+    return fmt::format("item {} ({} {} {} {} {})", i, fused_collective_name(a.collective), fused_name(a.algorithm),
+                       op_name(a.op), dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
   }
   if (item.kind == ScheduleItem::Kind::copy)
     return fmt::format("item {} (copy {} -> {})", i, item.ast.src(0).device().to_string(), item.device.to_string());
@@ -565,7 +565,7 @@ void Program::record_trace(const Events& events, const RunMemory& memory) const 
     base.name = peer ? kernels_[i]->peer_compiled->kernel().name : k.name;
     base.bytes = k.numel * itemsize(k.dtype) * (peer ? 1 + static_cast<int64_t>(kernels_[i]->peer_copies.size()) : 1);
     if (const auto& c = kernels_[i]->collective) {  // a fused collective: its launch on each device
-      base.name = fmt::format("allreduce_{}", fused_name(c->arg.algorithm));
+      base.name = fmt::format("{}_{}", fused_collective_name(c->arg.collective), fused_name(c->arg.algorithm));
       base.bytes = c->numel * itemsize(c->dtype);
     }
     std::vector<std::string> local;  // submit_kernel's launches, in order: this rank's devices

@@ -272,6 +272,7 @@ class HipDevice final : public Device {
         args.push_back(static_cast<uint64_t>(s.end));
         args.push_back(static_cast<uint64_t>(s.peer));
         args.push_back((s.to_scratch ? 1u : 0u) | (s.all_outputs ? 2u : 0u));
+        args.push_back(static_cast<uint64_t>(s.out_shift));
       }
       HipDevice& dev = *devs[d];
       out.push_back(dev.queue_->enqueue(fmt::format("{} ({})", call.name, name), after, [&](hipStream_t stream) {

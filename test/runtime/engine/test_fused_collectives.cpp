@@ -260,7 +260,7 @@ BOOST_AUTO_TEST_CASE(a_missing_device_times_out_and_breaks_the_barrier) {
 
 // allreduce.algorithm forces a fused form where the destination is the source's devices in one
 // process; onto one device it is oneshot's unfused counterpart (naive), twoshot's is all2all; so is
-// an allreduce across ranks. The other collectives take their direct form.
+// an allreduce across ranks. Collectives other than allreduce and reduce_scatter take their direct form.
 BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
   for (const std::string algo : {"oneshot", "twoshot"}) {
     AllreduceSettings s = forced(algo);
@@ -278,9 +278,39 @@ BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
     BOOST_TEST(root.schedule().algorithms == std::vector<std::string>{unfused}, boost::test_tools::per_element());
     HostBuffer sums = root.host();
     for (int64_t j = 0; j < 8; ++j) BOOST_TEST(sums.get(j) == 2.0);
-    Tensor rs = x.reduce_scatter(Ops::ADD, 1);
-    BOOST_TEST(rs.schedule().algorithms == std::vector<std::string>{"all2all"}, boost::test_tools::per_element());
+    Tensor gathered = x.allgather();
+    BOOST_TEST(gathered.schedule().algorithms == std::vector<std::string>{"all2all"}, boost::test_tools::per_element());
+    BOOST_TEST(gathered.schedule().fused_items.empty());
   }
+}
+
+// A reduce_scatter under a fused setting: one fused item, device d holding chunk d of the interpreter's
+// fold, bit for bit (local shape (1, numel), numel a multiple of n, scattered along axis 1); both cpu paths.
+BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item,
+                     bdata::make({"oneshot", "twoshot"}) * bdata::make({2, 3, 4}) * bdata::make({false, true}), algo,
+                     ndev, queued) {
+  ScopedSettings scope(forced(algo));
+  Path path(queued);
+  auto devs = cpu_devices(ndev);
+  uint32_t seed = 40;
+  for (const Case& c : {Case{DType::float32, Ops::ADD}, Case{DType::float16, Ops::ADD}, Case{DType::int32, Ops::MAX}})
+    for (int64_t numel : {int64_t{ndev}, int64_t{ndev * 333}}) {
+      BOOST_TEST_CONTEXT(dtype_name(c.dtype) << " " << op_name(c.op) << " numel " << numel) {
+        Tensor x = Tensor::from_host(make_data(c.dtype, ndev, numel, seed++)).shard(devs, 0);
+        x.realize();
+        Tensor r = x.reduce_scatter(c.op, 1);
+        Schedule s = r.schedule();
+        BOOST_TEST(s.algorithms == std::vector<std::string>{algo}, boost::test_tools::per_element());
+        BOOST_TEST_REQUIRE(s.fused_items.size() == 1u);
+        BOOST_TEST(s.fused_items[0].collective == "reduce_scatter");
+        BOOST_TEST(s.copies().empty());
+        std::vector<HostBuffer> want = r.interpret_shards();
+        r.realize();
+        std::vector<Tensor> got = r.shards();
+        BOOST_TEST_REQUIRE(got.size() == want.size());
+        for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+      }
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
