@@ -46,13 +46,15 @@ inline std::string render_hip(const Kernel& k) { return render_hip(std::span<con
 //                      }
 // every field 8 bytes (the host packs them in this order). It runs device `rank`'s step list: kind 0
 // combine (flags 1: into the scratch; 2: into every output, the combine with n-1 peer outputs), 1
-// barrier, 2 gather from device `peer`'s output, 3 publish from the scratch; shift: a combine's output
-// element of input element i is i - shift (a reduce_scatter's chunk). `combines` are the
+// barrier, 2 gather from device `peer`'s output (flags 4: its input), 3 publish from the scratch; shift:
+// a combine's or gather's output element of element i is i - shift (a reduce_scatter's chunk, an
+// allgather's place). `combines` are the
 // collective_combine_kernel IRs (codegen/item_kernel.hpp) its combine steps call: the plain one and/or
-// the one with peer outputs, rendered as device functions over each step's range. Barrier k waits on
+// the one with peer outputs, rendered as device functions over each step's range (none for an allgather);
+// T is dtype's C type. Barrier k waits on
 // the word, which every block of every device's launch counts into, for ndev * gridDim.x * (base + k + 1)
 // arrivals (wrapping): every launch of one call needs the same grid, and all of them at once on the GPUs.
-std::string render_hip_collective(const std::string& name, int ndev, std::span<const Kernel> combines);
+std::string render_hip_collective(const std::string& name, int ndev, DType dtype, std::span<const Kernel> combines);
 
 // Elements each iteration of render_hip(k)'s loop covers where its pointers are aligned: the vector
 // path's lanes, or 1 without it (a launch needs ceil(n / lanes) threads to give each one iteration).

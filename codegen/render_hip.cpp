@@ -172,12 +172,12 @@ static __device__ inline void rt_coll_barrier(unsigned* word, unsigned long long
 
 std::string render_hip(std::span<const Kernel> kernels) { return render_hip_as(kernels, "extern \"C\" __global__"); }
 
-std::string render_hip_collective(const std::string& name, int ndev, std::span<const Kernel> combines) {
-  if (combines.empty() || ndev < 1) throw InternalError("render_hip_collective: no combine kernel");
+std::string render_hip_collective(const std::string& name, int ndev, DType dtype, std::span<const Kernel> combines) {
+  if (ndev < 1) throw InternalError("render_hip_collective: no device");
   const Kernel* plain = nullptr;
   const Kernel* peer = nullptr;
   for (const Kernel& k : combines) (k.peer_outputs ? peer : plain) = &k;
-  const std::string t = cstyle::c_type(combines[0].dtype);
+  const std::string t = cstyle::c_type(dtype);
   std::string src = render_hip_as(combines, "static __device__");
   src += kCollectivePrelude;
   src += fmt::format(
@@ -209,7 +209,11 @@ std::string render_hip_collective(const std::string& name, int ndev, std::span<c
   src += "    } else if (st.kind == 1) {  // barrier\n";
   src += fmt::format("      rt_coll_barrier(a.word, barrier++, {}u);\n", ndev);
   src += "    } else {  // gather (from a peer's output), publish (from the scratch)\n";
-  src += fmt::format("      const {}* from = (st.kind == 2 ? a.out[st.peer] : a.scratch) + st.begin;\n", t);
+  src += fmt::format(
+      "      const {}* from = (st.kind == 2 ? ((st.flags & 4) ? a.in[st.peer] : a.out[st.peer]) : a.scratch) + "
+      "st.begin;\n",
+      t);
+  src += "      out -= st.shift;\n";
   src += "      for (long long i = start; i < len; i += stride) out[i] = from[i];\n";
   src += "    }\n  }\n}\n";
   return src;

@@ -8,7 +8,9 @@
 namespace ringrt {
 
 std::string_view fused_collective_name(FusedCollective c) {
-  return c == FusedCollective::allreduce ? "allreduce" : "reduce_scatter";
+  return c == FusedCollective::allreduce        ? "allreduce"
+         : c == FusedCollective::reduce_scatter ? "reduce_scatter"
+                                                : "allgather";
 }
 
 std::string_view fused_name(FusedAlgorithm a) { return a == FusedAlgorithm::oneshot ? "oneshot" : "twoshot"; }
@@ -31,6 +33,11 @@ UOp fused_allreduce(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
                           std::vector<int64_t>{static_cast<int64_t>(op), static_cast<int64_t>(algorithm), 0});
 }
 
+UOp fused_allgather(const UOp& buf, FusedAlgorithm algorithm) {
+  return buf.graph().make(Ops::COLLECTIVE, buf.dtype(), {buf, device_uop(buf.device(), &buf.graph())},
+                          std::vector<int64_t>{static_cast<int64_t>(Ops::ADD), static_cast<int64_t>(algorithm), 2});
+}
+
 UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
   return buf.graph().make(Ops::COLLECTIVE, buf.dtype(), {buf, device_uop(buf.device(), &buf.graph())},
                           std::vector<int64_t>{static_cast<int64_t>(op), static_cast<int64_t>(algorithm), 1});
@@ -43,6 +50,17 @@ std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel
   auto add = [&](FusedStep s) {
     if (s.kind == K::barrier || s.begin < s.end) out.push_back(s);
   };
+  if (c == FusedCollective::allgather) {  // every device's input into its range, this device's own first
+    for (int64_t k = 0; k < ndev; ++k) {
+      int64_t peer = (d + k) % ndev;
+      FusedStep gather{K::gather, 0, numel, peer};
+      gather.out_shift = -peer * numel;
+      gather.from_input = true;
+      add(gather);
+    }
+    add({K::barrier});  // no device reads this one's input any more
+    return out;
+  }
   if (c == FusedCollective::reduce_scatter) {  // chunk d of every input into this device's output
     int64_t len = numel / ndev;
     FusedStep combine{K::combine, d * len, (d + 1) * len};

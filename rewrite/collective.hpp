@@ -34,9 +34,10 @@
 namespace ringrt {
 
 enum class FusedAlgorithm : uint8_t { oneshot, twoshot };
-// What a fused collective computes: the allreduce (every device the whole fold), or the reduce_scatter
-// (device d chunk d of it: numel / n elements, numel a multiple of n).
-enum class FusedCollective : uint8_t { allreduce, reduce_scatter };
+// What a fused collective computes: the allreduce (every device the whole fold), the reduce_scatter
+// (device d chunk d of it: numel / n elements, numel a multiple of n), or the allgather (every device the
+// n devices' values one after another: n numel elements).
+enum class FusedCollective : uint8_t { allreduce, reduce_scatter, allgather };
 
 // "allreduce", "reduce_scatter".
 std::string_view fused_collective_name(FusedCollective c);
@@ -61,6 +62,10 @@ UOp fused_allreduce(const UOp& buf, Ops op, FusedAlgorithm algorithm);
 // elements (shape {numel / n}), of the fold. Both algorithms reduce-scatter by loads: device d combines
 // chunk d of every input into its output, then a barrier. Throws ShapeError when numel is no multiple of n.
 UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm);
+// COLLECTIVE(buf, DEVICE), {ADD, algorithm, allgather}: every device's value is the devices' flat values
+// in tuple order (shape {n numel}). Both algorithms gather: device d copies every device's input into its
+// range of d's output, then a barrier.
+UOp fused_allgather(const UOp& buf, FusedAlgorithm algorithm);
 
 // One step of a device's launch of a fused collective. Ranges are elements of the flat buffer.
 struct FusedStep {
@@ -69,7 +74,8 @@ struct FusedStep {
               // scratch; or, with all_outputs, every device's output: this one's first, then the
               // devices after it in the tuple, wrapping)
     barrier,  // wait until every device of the tuple has reached this barrier
-    gather,   // [begin, end) of device `peer`'s output into the same range of this device's output
+    gather,   // [begin, end) of device `peer`'s output (its input, from_input) into this device's output
+              // at begin - out_shift
     publish,  // [begin, end) of the scratch into the output
   };
   Kind kind;
@@ -77,7 +83,8 @@ struct FusedStep {
   int64_t peer = -1;         // gather: the device index in the tuple
   bool to_scratch = false;   // combine: into the scratch (oneshot in place)
   bool all_outputs = false;  // combine: into every device's output (twoshot with push)
-  int64_t out_shift = 0;     // combine: input element i goes to output element i - out_shift (reduce_scatter)
+  int64_t out_shift = 0;     // combine, gather: element i goes to output element i - out_shift
+  bool from_input = false;   // gather: from the peer's input (allgather)
 };
 
 // Device d's steps (d in [0, ndev)) for a buffer of numel elements per device; in_place: the output

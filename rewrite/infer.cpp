@@ -209,8 +209,8 @@ void infer_collective(Node& n) {
     shape_error(n.op, src, "reduces a value on a device tuple onto that tuple");
   const auto* arg = std::get_if<std::vector<int64_t>>(&n.arg);
   if (!arg || arg->size() != 3 || !is_reduce_op(static_cast<Ops>((*arg)[0])) || (*arg)[1] < 0 || (*arg)[1] > 1 ||
-      (*arg)[2] < 0 || (*arg)[2] > 1)
-    shape_error(n.op, src, "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot, allreduce|reduce_scatter}");
+      (*arg)[2] < 0 || (*arg)[2] > 2)
+    shape_error(n.op, src, "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot, allreduce|reduce_scatter|allgather}");
   n.shape = src[0].shape();
   n.device = src[0].device();
   if ((*arg)[2] == 1) {  // reduce_scatter: device d holds chunk d of the flat value
@@ -220,6 +220,7 @@ void infer_collective(Node& n) {
       shape_error(n.op, src, fmt::format("a reduce_scatter of {} elements over {} devices", numel, ndev));
     n.shape = {numel / ndev};
   }
+  if ((*arg)[2] == 2) n.shape = {prod(src[0].shape()) * static_cast<int64_t>(src[0].device().count())};  // allgather
 }
 
 // MULTI, MSELECT, MSTACK: between one value per device of a tuple and the tuple's value.

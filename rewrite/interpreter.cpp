@@ -541,6 +541,15 @@ class Evaluator {
       }
       default: {  // ALLREDUCE, COLLECTIVE (a fused allreduce or reduce_scatter: the same fold, rewrite/collective.hpp)
         Ops op = u.op() == Ops::COLLECTIVE ? collective_arg(u).op : static_cast<Ops>(u.arg_int());
+        if (u.op() == Ops::COLLECTIVE && collective_arg(u).collective == FusedCollective::allgather) {
+          HostBuffer all(u.dtype(), u.shape());  // the devices' values one after another
+          size_t at = 0;
+          for (const HostBuffer& part : v) {
+            std::memcpy(all.bytes.data() + at, part.bytes.data(), part.bytes.size());
+            at += part.bytes.size();
+          }
+          return Value(w, all);
+        }
         HostBuffer acc = v.at(0);
         for (size_t j = 1; j < v.size(); ++j) acc = combine(op, acc, v[j]);
         if (u.op() != Ops::COLLECTIVE || collective_arg(u).collective != FusedCollective::reduce_scatter)

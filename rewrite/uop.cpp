@@ -474,7 +474,9 @@ std::string UOp::to_string() const {
       s += " " + std::string(op_name(static_cast<Ops>(arg_int())));
     else if (op() == Ops::COLLECTIVE && arg_ints().size() == 3)  // rewrite/collective.hpp
       s += fmt::format(" {} {}{}", op_name(static_cast<Ops>(arg_ints()[0])), arg_ints()[1] == 0 ? "oneshot" : "twoshot",
-                       arg_ints()[2] == 1 ? " reduce_scatter" : "");
+                       arg_ints()[2] == 1   ? " reduce_scatter"
+                       : arg_ints()[2] == 2 ? " allgather"
+                                            : "");
     else
       s += " " + arg_str(arg());
   }

@@ -473,11 +473,11 @@ std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s, std:
   CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
   std::string algo = collective_algorithm(c, s);
   // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
-  // allreduce or a reduce_scatter; onto one root, across ranks, or another collective, its unfused
+  // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, or another collective, its unfused
   // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all)
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
-    if ((collective != "allreduce" && collective != "reduce_scatter") || red.src(1).device() != buf.device() ||
-        c.ranks > 1)
+    if ((collective != "allreduce" && collective != "reduce_scatter" && collective != "allgather") ||
+        red.src(1).device() != buf.device() || c.ranks > 1)
       return *fused == FusedAlgorithm::oneshot ? "naive" : "all2all";
   return algo;
 }

@@ -6,10 +6,11 @@
 // bytes per device (the buffer of each device's value):
 // - reduce_scatter: the buffer cut into n equal flat chunks of S/n; chunk i ends reduced on device i
 //   (NCCL's ReduceScatter). Under a fused allreduce.algorithm (oneshot, twoshot) with S/n whole: one
-//   COLLECTIVE item, device i combining chunk i of every device's buffer (rewrite/collective.hpp). ring: chunk i starts
-//   on device i+1 and travels n-1 steps, combined on arrival; each device sends and receives n-1 chunks, (n-1)/n S.
-//   all2all (naive too: it has no form of its own here): device i pulls chunk i from each other device, one step, the
-//   same n(n-1) copies.
+//   COLLECTIVE item, device i combining chunk i of every device's buffer (rewrite/collective.hpp); an
+//   allgather whose shards lie one after another likewise, each device copying every device's shard. ring: chunk i
+//   starts on device i+1 and travels n-1 steps, combined on arrival; each device sends and receives n-1 chunks, (n-1)/n
+//   S. all2all (naive too: it has no form of its own here): device i pulls chunk i from each other device, one step,
+//   the same n(n-1) copies.
 // - allgather: shard i (S each) reaches every device, selected into place (never summed, so -0.0
 //   survives, unlike the allreduce of zero-padded shards it replaces). ring: forwarded around the ring
 //   in n-1 steps, each device sending and receiving n-1 shards, (n-1)/n of the gathered buffer; all2all
@@ -181,6 +182,24 @@ UOp fused_reduce_scatter_of(const UOp& red, FusedAlgorithm algorithm, const Allr
   return widen ? mine.cast(dtype) : mine;
 }
 
+// Whether an allgather's shards lie one after another in the gathered value (every axis before the
+// PAD's of length 1): then the fused allgather's flat concatenation is that value.
+bool gathered_in_order(const UOp& red) {
+  const UOp& pad = red.src(0);
+  optional<int> axis = unshard_axis(pad, static_cast<int64_t>(pad.device().count()));
+  const Shape& in = pad.src(0).shape();
+  return axis && prod(Shape(in.begin(), in.begin() + *axis)) == 1;
+}
+
+// The fused allgather (rewrite/collective.hpp) of an allgather's shards, stored into a new buffer of n
+// shards per device (the result's memory takes it), in the gathered value's shape.
+UOp fused_allgather_of(const UOp& red, FusedAlgorithm algorithm) {
+  UOp x = copy_source(red.src(0).src(0));
+  int64_t len = prod(x.shape()), n = static_cast<int64_t>(x.device().count());
+  UOp out = new_buffer(x.device(), n * len, x.dtype(), &x.graph());
+  return out.after({out.store(fused_allgather(x.reshape({len}), algorithm))}).reshape(red.shape());
+}
+
 // allgather: every device's shard (the PAD's source) allgathered and selected into place along the axis.
 UOp allgather(const UOp& red, bool ring) {
   const UOp& pad = red.src(0);
@@ -306,6 +325,8 @@ optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, cons
   if (*kind == "reduce_scatter" && fused_algorithm(algo))
     return CollectiveUse{
         *kind, prod(u.src(0).shape()) % static_cast<int64_t>(u.device().count()) == 0 ? algo : std::string("all2all")};
+  if (*kind == "allgather" && fused_algorithm(algo))  // fused where the shards lie one after another
+    return CollectiveUse{*kind, gathered_in_order(u) ? algo : std::string("all2all")};
   if (!algo.starts_with("hierarchical"))
     return CollectiveUse{*kind, *kind == "alltoall" ? "all2all" : ring_or_direct(algo)};
   // over device groups: the hierarchical forms, or (alltoall, groups that do not fit) the hierarchical allreduce
@@ -332,6 +353,8 @@ PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr
        [settings, readers](const Match& m) -> optional<UOp> {
          optional<CollectiveUse> use = collective_of(m["red"], *readers, settings);
          if (!use || use->kind != "allgather") return std::nullopt;
+         if (std::optional<FusedAlgorithm> fused = fused_algorithm(use->algorithm))
+           return fused_allgather_of(m["red"], *fused);
          if (use->algorithm != "hierarchical") return allgather(m["red"], use->algorithm == "ring");
          const UOp& pad = m["red"].src(0);
          return hierarchical_allgather(m["red"], *unshard_axis(pad, static_cast<int64_t>(pad.device().count())),

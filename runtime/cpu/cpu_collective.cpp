@@ -57,8 +57,12 @@ void run_collective_step(const CollectiveLaunch& l, size_t i, size_t itemsize, i
       (streams(ck, bufs, output_bytes(ck)) ? ck.host.stream : ck.host.fn)(bufs.data(), l.rank, begin, end);
       return;
     }
-    case FusedStep::Kind::gather:
-      return copy_bytes(out, at(l.outputs.at(static_cast<size_t>(s.peer)), begin), bytes);
+    case FusedStep::Kind::gather: {
+      const auto& from = s.from_input ? l.inputs : l.outputs;
+      char* to = static_cast<char*>(l.outputs[static_cast<size_t>(l.rank)]) +
+                 static_cast<size_t>(s.begin - s.out_shift + begin) * itemsize;
+      return copy_bytes(to, at(from.at(static_cast<size_t>(s.peer)), begin), bytes);
+    }
     case FusedStep::Kind::publish:
       return copy_bytes(out, at(l.scratch, begin), bytes);
     case FusedStep::Kind::barrier:

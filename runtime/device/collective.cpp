@@ -94,8 +94,10 @@ std::vector<Event> Device::launch_collective(std::vector<CollectiveLaunch> launc
             break;
           case FusedStep::Kind::gather: {
             Device& peer = *launches.at(static_cast<size_t>(s.peer)).device;
+            const auto& from = s.from_input ? l.inputs : l.outputs;
+            void* to = offset(l.outputs[static_cast<size_t>(l.rank)], s.begin - s.out_shift);
             last[d].push_back(
-                l.device->copy_from(peer, offset(l.outputs[static_cast<size_t>(s.peer)], s.begin), out, bytes, before));
+                l.device->copy_from(peer, offset(from[static_cast<size_t>(s.peer)], s.begin), to, bytes, before));
             break;
           }
           case FusedStep::Kind::publish:

@@ -191,6 +191,7 @@ struct CollectiveCall {
   std::shared_ptr<CollectiveBarrier> barrier;  // the item's
   uint64_t base = 0;                           // the index of this call's first barrier
   std::string name;                            // for errors: "item 3 (allreduce twoshot on (CPU:0, CPU:1))"
+  DType dtype = DType::float32;                // of every input and output
 };
 
 class Device {

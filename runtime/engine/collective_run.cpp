@@ -46,17 +46,17 @@ std::vector<Event> Program::submit_collective(size_t i, const BindingPlan& plan,
         l.device, l.dnum, fused_steps(c.arg.algorithm, c.ndev, c.numel, l.dnum, l.in_place, l.push, c.arg.collective),
         {},       {},     {},
         nullptr};
-    const auto& compiled = c.compiled.at(l.device);
-    for (const FusedStep& s : cl.steps)
-      cl.combines.push_back(s.kind == FusedStep::Kind::combine ? compiled.at({s.end - s.begin, s.all_outputs}).get()
-                                                               : nullptr);
+    for (const FusedStep& s : cl.steps)  // (an allgather has no combine step, and no kernel)
+      cl.combines.push_back(s.kind == FusedStep::Kind::combine
+                                ? c.compiled.at(l.device).at({s.end - s.begin, s.all_outputs}).get()
+                                : nullptr);
     for (size_t j = 0; j < n; ++j) cl.outputs.push_back(slots.real(l.bufs[j]));
     for (size_t j = 0; j < n; ++j) cl.inputs.push_back(slots.real(l.bufs[n + j]));
     if (l.bufs.size() > 2 * n) cl.scratch = slots.real(l.bufs[2 * n]);
     launches.push_back(std::move(cl));
   }
   if (launches.empty()) return {};
-  CollectiveCall call{static_cast<size_t>(itemsize(c.dtype)), nullptr, 0, describe_item(plan_.items[i], i)};
+  CollectiveCall call{static_cast<size_t>(itemsize(c.dtype)), nullptr, 0, describe_item(plan_.items[i], i), c.dtype};
   Device& first = *launches[0].device;
   std::lock_guard<std::mutex> lock(collective_submit_mutex());
   if (c.barrier->broken()) {  // an earlier call failed: its launches keep the old barrier

@@ -246,7 +246,7 @@ class HipDevice final : public Device {
       if (c && std::none_of(combines.begin(), combines.end(),
                             [&](const codegen::Kernel& k) { return k.name == c->kernel().name; }))
         combines.push_back(c->kernel());
-    std::string key = fmt::format("{}", n);
+    std::string key = fmt::format("{}|{}", n, dtype_name(call.dtype));
     for (const codegen::Kernel& k : combines) key += "|" + k.name + "\n" + k.dump();
     std::string name = "rt_collective_" + codegen::stable_hash_hex(key);
     auto* word = static_cast<PinnedWord*>(call.barrier->device_word([&] { return devs[0]->pinned_word(); }));
@@ -256,7 +256,7 @@ class HipDevice final : public Device {
     std::vector<Event> out;
     for (size_t d = 0; d < n; ++d) {
       const CollectiveLaunch& l = launches[d];
-      std::shared_ptr<HipKernel> k = devs[d]->compile_collective(name, static_cast<int>(n), combines);
+      std::shared_ptr<HipKernel> k = devs[d]->compile_collective(name, static_cast<int>(n), call.dtype, combines);
       std::vector<uint64_t> args;  // NAME_args (codegen/render.hpp), every field 8 bytes
       for (void* p : l.outputs) args.push_back(reinterpret_cast<uint64_t>(p));
       for (void* p : l.inputs) args.push_back(reinterpret_cast<uint64_t>(p));
@@ -271,7 +271,7 @@ class HipDevice final : public Device {
         args.push_back(static_cast<uint64_t>(s.begin));
         args.push_back(static_cast<uint64_t>(s.end));
         args.push_back(static_cast<uint64_t>(s.peer));
-        args.push_back((s.to_scratch ? 1u : 0u) | (s.all_outputs ? 2u : 0u));
+        args.push_back((s.to_scratch ? 1u : 0u) | (s.all_outputs ? 2u : 0u) | (s.from_input ? 4u : 0u));
         args.push_back(static_cast<uint64_t>(s.out_shift));
       }
       HipDevice& dev = *devs[d];
@@ -363,7 +363,7 @@ class HipDevice final : public Device {
 
   // A fused collective's kernel for n devices around `combines` (render_hip_collective), compiled on
   // first use. Throws CompileError.
-  std::shared_ptr<HipKernel> compile_collective(const std::string& name, int n,
+  std::shared_ptr<HipKernel> compile_collective(const std::string& name, int n, DType dtype,
                                                 const std::vector<codegen::Kernel>& combines) {
     {
       std::lock_guard<std::mutex> lock(kernels_mu_);
@@ -372,12 +372,14 @@ class HipDevice final : public Device {
     std::string label = fmt::format("{} (kernel {})", name_, name);
     std::string code;
     try {
-      code = compiler().compile(codegen::render_hip_collective(name, n, combines), name);
+      code = compiler().compile(codegen::render_hip_collective(name, n, dtype, combines), name);
     } catch (const CompileError& e) {
       throw CompileError(fmt::format("{}: {}", label, e.what()));
     }
     auto hk = std::make_shared<HipKernel>();
-    hk->k = combines.at(0);
+    if (!combines.empty()) hk->k = combines[0];
+    hk->k.name = name;
+    hk->k.dtype = dtype;
     hk->index = index_;
     hk->module = std::make_shared<Module>(gpu_, name_);
     {

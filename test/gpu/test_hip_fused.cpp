@@ -111,6 +111,27 @@ BOOST_AUTO_TEST_CASE(a_reduce_scatter_is_one_kernel_per_device) {
   }
 }
 
+// FSDP's parameter step: an allgather, one kernel per device, every shard in order, bit for bit.
+BOOST_AUTO_TEST_CASE(an_allgather_is_one_kernel_per_device) {
+  for (const std::string algo : {"oneshot", "twoshot"}) {
+    ringrt::ScopedSettings scope(forced(algo));
+    Tensor x = (Tensor::rand({4, 301}, 13, kTwo, 0) * 100.0f).realize();
+    Tensor y = x.allgather();
+    ringrt::Schedule plan = y.schedule();
+    BOOST_TEST_REQUIRE(plan.fused_items.size() == 1u);
+    std::vector<ringrt::HostBuffer> want = y.interpret_shards();
+    ringrt::synchronize();
+    Ran before = Ran::now();
+    y.realize();
+    ringrt::synchronize();
+    if (kCounted) BOOST_TEST(Ran::now().kernels - before.kernels == 2u * static_cast<uint64_t>(plan.kernels() + 1));
+    if (kCounted) BOOST_TEST(Ran::now().copies - before.copies == 0u);
+    std::vector<Tensor> got = y.shards();
+    BOOST_TEST_REQUIRE(got.size() == want.size());
+    for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), algo << " device " << d);
+  }
+}
+
 // DDP's step: a bucket written each step and allreduced in place, 20 steps on one barrier word (it
 // counts up across calls); every step's sums against host arithmetic.
 BOOST_AUTO_TEST_CASE(in_place_steps_count_the_word_up) {

@@ -107,7 +107,9 @@ struct Collectives {
       Kernel plain = lower_kernel(fold(Ops::ADD, in), fmt::format("combine_{}", n));
       std::vector<Kernel> both{plain, with_peer_outputs(plain, n - 1)};
       std::string name = fmt::format("rt_collective_test_{}", n);
-      sources.emplace_back(name, render_hip_collective(name, n, both));
+      sources.emplace_back(name, render_hip_collective(name, n, dtype, both));
+      name += "_gather";  // an allgather's: no combine
+      sources.emplace_back(name, render_hip_collective(name, n, dtype, {}));
     }
   }
 };

@@ -210,7 +210,7 @@ BOOST_DATA_TEST_CASE(every_step_list_on_every_path,
                      name, in_place, push, path) {
   const int ndev = 3;
   FusedAlgorithm algo = fused_algorithm(name).value();
-  CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, "test collective"};
+  CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, "test collective", DType::int32};
   for (int64_t numel : {int64_t{2}, int64_t{70001}, int64_t{5}}) {
     BOOST_TEST_CONTEXT(fused_name(algo) << " in place " << in_place << " push " << push << " " << path << " numel "
                                         << numel) {
@@ -260,7 +260,7 @@ BOOST_AUTO_TEST_CASE(a_missing_device_times_out_and_breaks_the_barrier) {
 
 // allreduce.algorithm forces a fused form where the destination is the source's devices in one
 // process; onto one device it is oneshot's unfused counterpart (naive), twoshot's is all2all; so is
-// an allreduce across ranks. Collectives other than allreduce and reduce_scatter take their direct form.
+// an allreduce across ranks. broadcast and alltoall take their direct form.
 BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
   for (const std::string algo : {"oneshot", "twoshot"}) {
     AllreduceSettings s = forced(algo);
@@ -278,9 +278,8 @@ BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
     BOOST_TEST(root.schedule().algorithms == std::vector<std::string>{unfused}, boost::test_tools::per_element());
     HostBuffer sums = root.host();
     for (int64_t j = 0; j < 8; ++j) BOOST_TEST(sums.get(j) == 2.0);
-    Tensor gathered = x.allgather();
-    BOOST_TEST(gathered.schedule().algorithms == std::vector<std::string>{"all2all"}, boost::test_tools::per_element());
-    BOOST_TEST(gathered.schedule().fused_items.empty());
+    Tensor sent = x.broadcast(0, cpu_devices(2));
+    BOOST_TEST(sent.schedule().fused_items.empty());
   }
 }
 
@@ -309,6 +308,38 @@ BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item,
         std::vector<Tensor> got = r.shards();
         BOOST_TEST_REQUIRE(got.size() == want.size());
         for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+      }
+    }
+}
+
+// An allgather under a fused setting (shards one after another: sharded on axis 0): one fused item, every
+// device holding every shard in order, bit for bit (-0.0 included); sharded on axis 1 the shards interleave
+// and the direct form runs. Both cpu paths.
+BOOST_DATA_TEST_CASE(allgather_is_one_fused_item_where_shards_lie_in_order,
+                     bdata::make({"oneshot", "twoshot"}) * bdata::make({2, 3, 4}) * bdata::make({false, true}), algo,
+                     ndev, queued) {
+  ScopedSettings scope(forced(algo));
+  Path path(queued);
+  auto devs = cpu_devices(ndev);
+  uint32_t seed = 70;
+  for (DType dtype : {DType::float32, DType::bfloat16, DType::int8})
+    for (int64_t cols : {int64_t{1}, int64_t{517}}) {
+      BOOST_TEST_CONTEXT(dtype_name(dtype) << " cols " << cols) {
+        HostBuffer data = make_data(dtype, ndev * 2, cols, seed++);
+        Tensor x = Tensor::from_host(data).shard(devs, 0);
+        x.realize();
+        Tensor g = x.allgather();
+        Schedule s = g.schedule();
+        BOOST_TEST(s.algorithms == std::vector<std::string>{algo}, boost::test_tools::per_element());
+        BOOST_TEST_REQUIRE(s.fused_items.size() == 1u);
+        BOOST_TEST(s.fused_items[0].collective == "allgather");
+        g.realize();
+        for (const Tensor& shard : g.shards()) BOOST_TEST((shard.host().bytes == data.bytes));  // host: the whole
+        Tensor across = Tensor::from_host(make_data(dtype, 3, ndev * 2, seed++)).shard(devs, 1);
+        across.realize();
+        Tensor h = across.allgather();
+        BOOST_TEST(h.schedule().fused_items.empty());
+        BOOST_TEST(h.schedule().algorithms == std::vector<std::string>{"all2all"}, boost::test_tools::per_element());
       }
     }
 }
