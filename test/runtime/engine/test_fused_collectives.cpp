@@ -344,4 +344,37 @@ BOOST_DATA_TEST_CASE(allgather_is_one_fused_item_where_shards_lie_in_order,
     }
 }
 
+// The interpreter on the fused lowering against the interpreter on tinygrad's (naive, and all2all's
+// reduce-scatter): both fold the devices in tuple order, so every device's bytes agree, for every dtype
+// and op; and against host arithmetic for the integer sums.
+BOOST_DATA_TEST_CASE(the_fused_lowering_interprets_as_the_unfused_one,
+                     bdata::make({"oneshot", "twoshot"}) * bdata::make({2, 3, 5}), algo, ndev) {
+  auto devs = cpu_devices(ndev);
+  uint32_t seed = 90;
+  for (DType dtype : {DType::float32, DType::float16, DType::bfloat16, DType::int32, DType::uint8, DType::float64})
+    for (Ops op : {Ops::ADD, Ops::MUL, Ops::MAX, Ops::MIN}) {
+      BOOST_TEST_CONTEXT(dtype_name(dtype) << " " << op_name(op)) {
+        Tensor x = Tensor::from_host(make_data(dtype, ndev, 37, seed++)).shard(devs, 0);
+        x.realize();
+        auto interpreted = [&](const std::string& a) {
+          ScopedSettings scope(forced(a == "naive" || a == "all2all" ? "auto" : a));
+          AllreduceSettings s = current_settings();
+          if (a == "naive") s.ring = 0, s.all2all = 0;
+          if (a == "all2all") s.all2all = 2;
+          ScopedSettings level(s);
+          Tensor r = x.reduce(op, {0});
+          BOOST_TEST(r.algorithms() == std::vector<std::string>{a}, boost::test_tools::per_element());
+          return r.interpret_shards();
+        };
+        std::vector<HostBuffer> fused = interpreted(algo), naive = interpreted("naive"),
+                                all2all = interpreted("all2all");
+        BOOST_TEST_REQUIRE(fused.size() == naive.size());
+        for (size_t d = 0; d < fused.size(); ++d) {
+          BOOST_TEST((fused[d].bytes == naive[d].bytes), "naive, device " << d);
+          BOOST_TEST((fused[d].bytes == all2all[d].bytes), "all2all, device " << d);
+        }
+      }
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
