@@ -153,6 +153,9 @@ class CollectiveBarrier {
   bool broken() const { return broken_.load(std::memory_order_acquire); }
   // A device's launch failed before its barriers: breaks the barrier and wakes every waiter.
   void abort();
+  // A call that met at its `barriers` barriers without this counter (the cpu backend's phases on one
+  // thread) counts as every device's arrival at each, so the next call's barriers find it in step.
+  void pass(int barriers);
   // The barrier's word in memory every device of a backend can reach (the hip backend: mapped pinned
   // memory its kernels count arrivals into), made by `make` on first use and kept with the barrier.
   void* device_word(const std::function<std::shared_ptr<void>()>& make);
