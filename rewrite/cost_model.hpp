@@ -19,7 +19,7 @@
 // goes to the first of naive, ring, all2all, oneshot, twoshot (the unfused form over its fused twin).
 //
 // Figures per device kind: the cpu backend measures them once per machine (runtime/cpu/cpu_cost.cpp,
-// well under a second) at the first automatic choice on cpu devices, and the cost file in the cache
+// at most 0.4 s) at the first automatic choice on cpu devices, and the cost file in the cache
 // folder keeps them (cost_figures_path); the hip backend's are documented defaults, unmeasured
 // (cost_figures). Other kinds (NULL placeholder devices) have none: tinygrad's rule chooses there.
 #pragma once
@@ -32,7 +32,7 @@
 
 namespace ringrt {
 
-inline constexpr std::string_view kCostFormat = "ringrt-cost-1";
+inline constexpr std::string_view kCostFormat = "ringrt-cost-2";
 inline constexpr size_t kMaxCostBytes = 4096;
 
 struct CostFigures {
