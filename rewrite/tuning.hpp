@@ -1,7 +1,9 @@
 // Tuned algorithm choice: the tuning file `ringrt tune` writes (runtime/cli/tune.cpp) after measuring
 // every algorithm of each collective on this machine, and the lookup the lowering rules make in it
-// (collective_algorithm in rewrite/rules/multi.hpp). Without a file, tinygrad's rule chooses (ring above
-// RING_ALLREDUCE_THRESHOLD elements on more than two devices), a crossover measured on GPUs elsewhere.
+// (collective_algorithm in rewrite/rules/multi.hpp). Without a choice for the point, an allreduce takes
+// the cost model of its devices' kind (rewrite/cost_model.hpp) and the rest tinygrad's rule (ring above
+// RING_ALLREDUCE_THRESHOLD elements on more than two devices), a crossover measured on GPUs elsewhere;
+// `off` gives tinygrad's rule to every collective, the allreduce included.
 //
 // The file (YAML, at most kMaxTuningBytes), one choice per measured point:
 //   format: ringrt-tuning-1

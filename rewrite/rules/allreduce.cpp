@@ -25,7 +25,9 @@
 //     groups of unequal size get the leader form (the DEBUG line says so).
 // Choice: with a tuning file (rewrite/tuning.hpp, `ringrt tune`) and ring/all2all at their automatic
 // levels, the algorithm measured fastest on this machine for the collective, devices, dtype and size.
-// Otherwise tinygrad's rule: all2all when ALL2ALL >= 2, or ALL2ALL >= 1 with n > 2 and numel > threshold;
+// Without a tuned choice, an allreduce on devices with cost figures (cpu measured, hip defaults) takes
+// the cost model's cheapest (rewrite/cost_model.hpp), unless allreduce.tuning is off. Otherwise
+// tinygrad's rule: all2all when ALL2ALL >= 2, or ALL2ALL >= 1 with n > 2 and numel > threshold;
 // else ring likewise with RING; else naive. 256000 elements is tinygrad's empirical crossover below
 // which ring's extra kernel launches and chunk reassembly lose to naive (on GPUs; on this project's cpu
 // backend all2all won at 4 devices from 256 KiB up, which is why the choice is measured per machine).
@@ -58,6 +60,7 @@
 #include <string_view>
 
 #include "rewrite/collective.hpp"
+#include "rewrite/cost_model.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/params.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
@@ -495,11 +498,17 @@ CollectiveSize CollectiveSize::of(std::string_view collective, const DeviceTuple
 }
 
 std::string collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
-  // tuned in one process: a collective across ranks (other transfers) keeps the rule
-  if (automatic_levels(s) && c.ranks <= 1)
-    if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
-      if (const TunedChoice* tuned = t->find(c.collective, c.kind, c.ndev, c.dtype, c.numel * itemsize(c.dtype)))
-        return tuned->algorithm;
+  // tuned or modelled in one process: a collective across ranks (other transfers) keeps the rule
+  if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
+  int64_t bytes = c.numel * itemsize(c.dtype);
+  if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
+    if (const TunedChoice* tuned = t->find(c.collective, c.kind, c.ndev, c.dtype, bytes)) return tuned->algorithm;
+  // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
+  // allreduce.tuning is off (tinygrad's rule, as before the model)
+  if (c.collective == "allreduce" && s.tuning != "off" && c.ndev > 1)
+    // the figures' peer access is the hardware's: the runtime.peer_* switches are not read (off, the
+    // model would send the cpu to the fused forms, which read peers' memory whatever the switches say)
+    if (std::optional<CostFigures> f = cost_model_for(c.kind).figures) return modelled_choice(*f, c.ndev, bytes);
   return collective_algorithm(c.ndev, c.numel, s);
 }
 

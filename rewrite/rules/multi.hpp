@@ -59,8 +59,9 @@ struct CollectiveSize {
 };
 // The algorithm for c: with ring, all2all and the threshold at their defaults (automatic_levels), the
 // tuning file of settings.tuning (rewrite/tuning.hpp) when it has a choice for c, measured on this
-// machine, and c runs in one process; otherwise collective_algorithm(c.ndev, c.numel, settings),
-// tinygrad's rule.
+// machine, and c runs in one process; else, for an allreduce in one process with allreduce.tuning not
+// off, the cost model's cheapest where the devices' kind has figures (rewrite/cost_model.hpp);
+// otherwise collective_algorithm(c.ndev, c.numel, settings), tinygrad's rule.
 std::string collective_algorithm(const CollectiveSize& c, const AllreduceSettings& settings);
 
 // The collectives other than allreduce, as the lowered multi-device graph expresses them (collectives.cpp):

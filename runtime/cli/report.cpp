@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "rewrite/cost_model.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "rewrite/rules/multi.hpp"
@@ -144,7 +145,8 @@ std::string steps_text(const ExperimentConfig& cfg) {
 
 }  // namespace
 
-// Where the automatic algorithm choice comes from: the tuning file (tuning_for) or tinygrad's rule, or
+// Where the automatic algorithm choice comes from: the tuning file (tuning_for), the cost model of the
+// devices' kind (cost_model_for: an allreduce without a tuned choice) or tinygrad's rule, or
 // that an algorithm (allreduce.algorithm) or ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt
 // tune, ..., 36 choices)".
 std::string choice_line(const ExperimentConfig& cfg) {
@@ -168,20 +170,39 @@ std::string choice_line(const ExperimentConfig& cfg) {
   if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)  // a tuning file, if any, is for flat ones
     return std::string("algorithm choice: hierarchical over device groups, tinygrad's rule inside") +
            (t.table ? " (the tuning file is for flat collectives)" : "");
-  if (!t.table || cfg.devices.empty()) return "algorithm choice: " + t.origin;
+  if (cfg.devices.empty()) return "algorithm choice: " + t.origin;
   // the device set: a file tuned for other devices (kind, count) or another dtype has no choice here
   CollectiveSize c =
       CollectiveSize::of(cfg.collective == "reduce" ? "allreduce" : cfg.collective, cfg.devices, 1, cfg.dtype);
-  bool covered = std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
-    return x.collective == c.collective && x.kind == c.kind && x.devices == c.ndev && x.dtype == c.dtype;
-  });
-  if (c.ranks > 1) return "algorithm choice: tinygrad's rule (across ranks; the tuning file measured one process)";
+  if (c.ranks > 1)
+    return std::string("algorithm choice: tinygrad's rule (across ranks") +
+           (t.table ? "; the tuning file measured one process)" : ")");
+  bool covered = t.table && std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
+                   return x.collective == c.collective && x.kind == c.kind && x.devices == c.ndev && x.dtype == c.dtype;
+                 });
   if (covered) return "algorithm choice: " + t.origin;
+  // no tuned choice: an allreduce takes the cost model of its devices' kind where it has figures
+  // (collective_algorithm, rewrite/cost_model.hpp), unless allreduce.tuning is off
+  std::string modelled;
+  if (c.collective == "allreduce" && s.tuning != "off" && c.ndev > 1) {
+    CostModel m = cost_model_for(c.kind);
+    if (m.figures)
+      modelled =
+          fmt::format("cost model, {} figures {} (launch {:.2f} us, step {:.2f} us, {:.0f} GB/s{})", c.kind, m.origin,
+                      m.figures->launch_us, m.figures->step_us, m.figures->gbps, m.figures->shared ? " shared" : "");
+  }
+  if (!t.table && modelled.empty()) return "algorithm choice: " + t.origin;
+  if (!t.table) {  // "none: tinygrad's rule (no file ...)" -> "none (no file ...)": the model chooses
+    std::string origin = t.origin;
+    if (size_t at = origin.find(": tinygrad's rule "); at != std::string::npos) origin.erase(at, 17);
+    return "algorithm choice: " + modelled + "; tuning file: " + origin;
+  }
   std::string why = fmt::format("{} has no choice for {} on {} {} devices in {}", tuning_path(s.tuning), c.collective,
                                 c.ndev, c.kind, dtype_name(c.dtype));
+  std::string then = modelled.empty() ? "tinygrad's rule" : "the cost model";
   if (cfg.collective != "alltoall")
-    warn_once("tuning cover " + why, "the tuning file " + why + "; tinygrad's rule chooses");
-  return "algorithm choice: tinygrad's rule (" + why + ")";
+    warn_once("tuning cover " + why, "the tuning file " + why + "; " + then + " chooses");
+  return "algorithm choice: " + (modelled.empty() ? "tinygrad's rule (" + why + ")" : modelled + " (" + why + ")");
 }
 
 std::string describe_config(const ExperimentConfig& cfg) {

@@ -10,7 +10,8 @@
 // call; one call on a fresh copy of the input is checked).
 //
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
-//   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, auto, in-place;
+//   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, oneshot, twoshot,
+//   auto, in-place;
 //   sizes in bytes per device. Iterations per block adapt to the size (a block lasts >= ~20 ms).
 // Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>",
 // in-place: "in-place:<chosen>");
@@ -149,8 +150,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> algos;
   std::stringstream list(argv[5]);
   for (std::string a; std::getline(list, a, ',');) {
-    if (a != "naive" && a != "ring" && a != "all2all" && a != "auto" && a != "in-place")
-      return bad("ALGOS is a comma list of naive, ring, all2all, auto, in-place; got '" + a + "'");
+    if (a != "naive" && a != "ring" && a != "all2all" && a != "oneshot" && a != "twoshot" && a != "auto" &&
+        a != "in-place")
+      return bad("ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, auto, in-place; got '" + a + "'");
     algos.push_back(a);
   }
   if (algos.empty()) return bad("ALGOS names no algorithm");
