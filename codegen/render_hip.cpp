@@ -159,8 +159,13 @@ static __device__ inline void rt_coll_barrier(unsigned* word, unsigned long long
     __threadfence_system();
     const unsigned target = (unsigned)((unsigned long long)n * gridDim.x * (index + 1));
     atomicAdd_system(word, 1u);
-    while ((int)(rt_coll_load(word) - target) < 0) {
-    }
+    // a device that never arrives (its launch refused, its queue poisoned) must not hang this one: after
+    // 2^26 polls (about a minute) it gives up, marking word[1] (its results are then not to be trusted)
+    for (unsigned long long polls = 0; (int)(rt_coll_load(word) - target) < 0; ++polls)
+      if (polls == (1ull << 26)) {
+        atomicAdd_system(word + 1, 1u);
+        break;
+      }
     __threadfence_system();
   }
   __syncthreads();

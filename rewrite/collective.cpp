@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
 
@@ -41,6 +43,34 @@ UOp fused_allgather(const UOp& buf, FusedAlgorithm algorithm) {
 UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
   return buf.graph().make(Ops::COLLECTIVE, buf.dtype(), {buf, device_uop(buf.device(), &buf.graph())},
                           std::vector<int64_t>{static_cast<int64_t>(op), static_cast<int64_t>(algorithm), 1});
+}
+
+std::vector<HostBuffer> collective_values(
+    const UOp& u, const std::vector<HostBuffer>& in,
+    const std::function<HostBuffer(Ops, const HostBuffer&, const HostBuffer&)>& combine) {
+  if (u.op() != Ops::ALLREDUCE && u.op() != Ops::COLLECTIVE)
+    throw InternalError("collective_values: not a collective: " + u.to_string());
+  CollectiveArg a = u.op() == Ops::COLLECTIVE ? collective_arg(u)
+                                              : CollectiveArg{static_cast<Ops>(u.arg_int()), FusedAlgorithm::oneshot};
+  if (a.collective == FusedCollective::allgather) {  // the devices' values one after another, on each
+    HostBuffer all(u.dtype(), u.shape());
+    size_t at = 0;
+    for (const HostBuffer& part : in) {
+      std::memcpy(all.bytes.data() + at, part.bytes.data(), part.bytes.size());
+      at += part.bytes.size();
+    }
+    return std::vector<HostBuffer>(in.size(), all);
+  }
+  HostBuffer acc = in.at(0);
+  for (size_t j = 1; j < in.size(); ++j) acc = combine(a.op, acc, in[j]);
+  if (a.collective == FusedCollective::allreduce) return std::vector<HostBuffer>(in.size(), acc);
+  std::vector<HostBuffer> out;
+  for (size_t d = 0; d < in.size(); ++d) {  // reduce_scatter: device d, chunk d of the flat fold
+    HostBuffer chunk(u.dtype(), u.shape());
+    std::memcpy(chunk.bytes.data(), acc.bytes.data() + d * chunk.bytes.size(), chunk.bytes.size());
+    out.push_back(std::move(chunk));
+  }
+  return out;
 }
 
 std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push,

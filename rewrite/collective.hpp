@@ -25,10 +25,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "rewrite/host_buffer.hpp"
 #include "rewrite/uop.hpp"
 
 namespace ringrt {
@@ -66,6 +68,15 @@ UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm);
 // in tuple order (shape {n numel}). Both algorithms gather: device d copies every device's input into its
 // range of d's output, then a barrier.
 UOp fused_allgather(const UOp& buf, FusedAlgorithm algorithm);
+
+// Every device's value of an ALLREDUCE or COLLECTIVE node u (the interpreter's semantics,
+// rewrite/interpreter.cpp) from every device's value of its source, `in` (one per device, in tuple
+// order): the left fold of the reduce op over `in` in tuple order, by `combine` (elementwise, rounding as
+// the dtype does); a reduce_scatter's device d takes chunk d of it; an allgather's every device the
+// values one after another. InternalError for another node.
+std::vector<HostBuffer> collective_values(
+    const UOp& u, const std::vector<HostBuffer>& in,
+    const std::function<HostBuffer(Ops, const HostBuffer&, const HostBuffer&)>& combine);
 
 // One step of a device's launch of a fused collective. Ranges are elements of the flat buffer.
 struct FusedStep {

@@ -539,28 +539,8 @@ class Evaluator {
         size_t k = std::holds_alternative<int64_t>(u.arg()) ? static_cast<size_t>(u.arg_int()) : 0;
         return each(w, [&](size_t d) { return pick ? v.at(k) : v[v.size() == 1 ? 0 : d]; });
       }
-      default: {  // ALLREDUCE, COLLECTIVE (a fused allreduce or reduce_scatter: the same fold, rewrite/collective.hpp)
-        Ops op = u.op() == Ops::COLLECTIVE ? collective_arg(u).op : static_cast<Ops>(u.arg_int());
-        if (u.op() == Ops::COLLECTIVE && collective_arg(u).collective == FusedCollective::allgather) {
-          HostBuffer all(u.dtype(), u.shape());  // the devices' values one after another
-          size_t at = 0;
-          for (const HostBuffer& part : v) {
-            std::memcpy(all.bytes.data() + at, part.bytes.data(), part.bytes.size());
-            at += part.bytes.size();
-          }
-          return Value(w, all);
-        }
-        HostBuffer acc = v.at(0);
-        for (size_t j = 1; j < v.size(); ++j) acc = combine(op, acc, v[j]);
-        if (u.op() != Ops::COLLECTIVE || collective_arg(u).collective != FusedCollective::reduce_scatter)
-          return Value(w, acc);
-        return each(w, [&](size_t d) {  // device d: chunk d of the flat fold
-          HostBuffer chunk(u.dtype(), u.shape());
-          size_t bytes = chunk.bytes.size();
-          std::memcpy(chunk.bytes.data(), acc.bytes.data() + d * bytes, bytes);
-          return chunk;
-        });
-      }
+      default:  // ALLREDUCE, COLLECTIVE: the devices' values folded in tuple order (rewrite/collective.hpp)
+        return collective_values(u, v, combine);
     }
   }
 

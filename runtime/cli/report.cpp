@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "rewrite/collective.hpp"
 #include "rewrite/cost_model.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
@@ -152,7 +153,8 @@ std::string steps_text(const ExperimentConfig& cfg) {
 std::string choice_line(const ExperimentConfig& cfg) {
   const AllreduceSettings& s = cfg.settings;
   if (s.algorithm != "auto")  // forced for every allreduce; the other collectives take ring or their direct form
-    return fmt::format("algorithm choice: {}, forced (allreduce.algorithm {})", s.algorithm, s.algorithm);
+    return fmt::format("algorithm choice: {}, forced (allreduce.algorithm {}{})", s.algorithm, s.algorithm,
+                       fused_algorithm(s.algorithm) ? "; what it cannot fuse runs unfused, as `algorithms` says" : "");
   if (!automatic_levels(s)) {  // the levels as collective_algorithm reads them; no tuning file
     std::string set = fmt::format("allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}", s.ring,
                                   s.all2all, s.ring_threshold);

@@ -198,9 +198,21 @@ class CpuDevice : public Device {
     if (std::optional<std::vector<Event>> done = run_collective_inline(launches, call, after)) return *done;
     std::chrono::milliseconds timeout = watchdog_timeout();
     std::vector<Event> out;
-    for (CollectiveLaunch& l : launches) {
+    for (CollectiveLaunch& l : launches) {  // each waits for `after` itself: a failed one breaks the barrier
       auto* dev = static_cast<CpuDevice*>(l.device);
-      out.push_back(dev->enqueue([l = std::move(l), call, timeout] { run_collective(l, call, timeout); }, after));
+      out.push_back(dev->enqueue(
+          [l = std::move(l), call, timeout, after] {
+            try {
+              for (const Event& e : after)
+                while (!e.wait_for(std::chrono::milliseconds(100))) {
+                }
+            } catch (...) {  // its error: no device of this call may wait for this one
+              call.barrier->abort();
+              throw;
+            }
+            run_collective(l, call, timeout);
+          },
+          {}));
     }
     return out;
   }

@@ -241,6 +241,8 @@ class HipDevice final : public Device {
     for (const CollectiveLaunch& l : launches)
       if (auto* h = dynamic_cast<HipDevice*>(l.device); h && l.steps.size() <= n + 3) devs.push_back(h);
     if (devs.size() != n || n > kMaxFusedDevices) return Device::launch_collective(std::move(launches), call, after);
+    for (const Event& e : after)  // a failure known now fails the call before any device spins at a barrier
+      if (e.done() && !e.succeeded()) e.wait_for(std::chrono::milliseconds(0));
     std::vector<codegen::Kernel> combines;  // the combine IRs, the same on every device
     for (const CompiledKernel* c : launches[0].combines)
       if (c && std::none_of(combines.begin(), combines.end(),

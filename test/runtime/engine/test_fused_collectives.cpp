@@ -159,7 +159,9 @@ namespace {
 // step by step with events), "queued" (the cpu backend's device threads and barrier), "inline" (its
 // phases on this thread). Returns every device's output.
 std::vector<std::vector<int32_t>> run_by_hand(FusedAlgorithm algo, int ndev, int64_t numel, bool in_place, bool push,
-                                              const std::string& path, CollectiveCall& call) {
+                                              const std::string& path, CollectiveCall& call,
+                                              const std::vector<Event>& after = {},
+                                              std::vector<Event>* events = nullptr) {
   auto names = cpu_devices(ndev);
   UOp buf = new_buffer(DeviceSpec(DeviceTuple(names)), numel, DType::int32);
   ScheduleItem item{ScheduleItem::Kind::collective, fused_allreduce(buf, Ops::ADD, algo), {}, buf.device(), {}, {}};
@@ -196,9 +198,13 @@ std::vector<std::vector<int32_t>> run_by_hand(FusedAlgorithm algo, int ndev, int
   }
   Path queued(path != "inline");
   Device& first = *launches[0].device;
-  std::vector<Event> done = path == "generic" ? first.Device::launch_collective(std::move(launches), call, {})
-                                              : first.launch_collective(std::move(launches), call, {});
+  std::vector<Event> done = path == "generic" ? first.Device::launch_collective(std::move(launches), call, after)
+                                              : first.launch_collective(std::move(launches), call, after);
   BOOST_TEST_REQUIRE(done.size() == static_cast<size_t>(ndev));
+  if (events) {
+    *events = done;
+    return {};
+  }
   for (const Event& e : done) BOOST_TEST_REQUIRE(e.wait_for(std::chrono::seconds(30)));
   call.base += static_cast<uint64_t>(fused_barriers(algo, in_place, push));
   return out;
@@ -224,6 +230,28 @@ BOOST_DATA_TEST_CASE(every_step_list_on_every_path,
           BOOST_TEST_REQUIRE(out[static_cast<size_t>(d)][static_cast<size_t>(j)] == 3000 + 3 * j,
                              "device " << d << " element " << j);
     }
+  }
+}
+
+// A call whose work to wait for failed, on the device threads: every device's launch fails with that
+// error or the barrier's DeviceError, at once (not after the watchdog's TimeoutError); the next call,
+// on a fresh barrier, is right.
+BOOST_AUTO_TEST_CASE(a_failed_dependency_fails_every_device_at_once) {
+  const int ndev = 3;
+  Event failed;
+  failed.set_done(std::make_exception_ptr(DeviceError("the input's producer failed")));
+  for (std::string algo : {"oneshot", "twoshot"}) {
+    CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, "test collective", DType::int32};
+    std::vector<Event> events;
+    run_by_hand(fused_algorithm(algo).value(), ndev, 1000, false, true, "queued", call, {failed}, &events);
+    for (const Event& e : events)
+      BOOST_CHECK_EXCEPTION(e.wait_for(std::chrono::seconds(30)), DeviceError, [](const DeviceError&) { return true; });
+    BOOST_TEST(call.barrier->broken());
+    call.barrier = std::make_shared<CollectiveBarrier>(ndev);  // as the executor does (collective_run.cpp)
+    call.base = 0;
+    std::vector<std::vector<int32_t>> out =
+        run_by_hand(fused_algorithm(algo).value(), ndev, 1000, false, true, "queued", call);
+    for (int d = 0; d < ndev; ++d) BOOST_TEST(out[static_cast<size_t>(d)][999] == 3000 + 3 * 999);
   }
 }
 
