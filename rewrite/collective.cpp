@@ -46,7 +46,7 @@ UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
 }
 
 std::vector<HostBuffer> collective_values(
-    const UOp& u, const std::vector<HostBuffer>& in,
+    const UOp& u, const std::vector<HostBuffer>& in, size_t width,
     const std::function<HostBuffer(Ops, const HostBuffer&, const HostBuffer&)>& combine) {
   if (u.op() != Ops::ALLREDUCE && u.op() != Ops::COLLECTIVE)
     throw InternalError("collective_values: not a collective: " + u.to_string());
@@ -59,13 +59,13 @@ std::vector<HostBuffer> collective_values(
       std::memcpy(all.bytes.data() + at, part.bytes.data(), part.bytes.size());
       at += part.bytes.size();
     }
-    return std::vector<HostBuffer>(in.size(), all);
+    return std::vector<HostBuffer>(width, all);
   }
   HostBuffer acc = in.at(0);
   for (size_t j = 1; j < in.size(); ++j) acc = combine(a.op, acc, in[j]);
-  if (a.collective == FusedCollective::allreduce) return std::vector<HostBuffer>(in.size(), acc);
+  if (a.collective == FusedCollective::allreduce) return std::vector<HostBuffer>(width, acc);
   std::vector<HostBuffer> out;
-  for (size_t d = 0; d < in.size(); ++d) {  // reduce_scatter: device d, chunk d of the flat fold
+  for (size_t d = 0; d < width; ++d) {  // reduce_scatter: device d, chunk d of the flat fold
     HostBuffer chunk(u.dtype(), u.shape());
     std::memcpy(chunk.bytes.data(), acc.bytes.data() + d * chunk.bytes.size(), chunk.bytes.size());
     out.push_back(std::move(chunk));

@@ -71,11 +71,12 @@ UOp fused_allgather(const UOp& buf, FusedAlgorithm algorithm);
 
 // Every device's value of an ALLREDUCE or COLLECTIVE node u (the interpreter's semantics,
 // rewrite/interpreter.cpp) from every device's value of its source, `in` (one per device, in tuple
-// order): the left fold of the reduce op over `in` in tuple order, by `combine` (elementwise, rounding as
-// the dtype does); a reduce_scatter's device d takes chunk d of it; an allgather's every device the
-// values one after another. InternalError for another node.
+// order), `width` values (u's devices: one for an allreduce onto one device): the left fold of the reduce
+// op over `in` in tuple order, by `combine` (elementwise, rounding as the dtype does); a reduce_scatter's
+// device d takes chunk d of it; an allgather's every device the values one after another. InternalError
+// for another node.
 std::vector<HostBuffer> collective_values(
-    const UOp& u, const std::vector<HostBuffer>& in,
+    const UOp& u, const std::vector<HostBuffer>& in, size_t width,
     const std::function<HostBuffer(Ops, const HostBuffer&, const HostBuffer&)>& combine);
 
 // One step of a device's launch of a fused collective. Ranges are elements of the flat buffer.

@@ -540,7 +540,7 @@ class Evaluator {
         return each(w, [&](size_t d) { return pick ? v.at(k) : v[v.size() == 1 ? 0 : d]; });
       }
       default:  // ALLREDUCE, COLLECTIVE: the devices' values folded in tuple order (rewrite/collective.hpp)
-        return collective_values(u, v, combine);
+        return collective_values(u, v, w, combine);
     }
   }
 
