@@ -51,24 +51,6 @@ Registry& registry() {
 std::atomic<int64_t> g_measurements{0};
 thread_local bool t_measuring = false;  // this thread runs a measurement: a choice inside it gets none
 
-std::string utc_now() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
-  return buf;
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 bool valid(const CostFigures& f) {
   auto ok = [](double v) { return std::isfinite(v) && v > 0 && v < 1e12; };
   return ok(f.launch_us) && ok(f.step_us) && ok(f.gbps);
@@ -216,8 +198,8 @@ std::string cost_figures_yaml(const CostFile& f) {
       "# (rewrite/cost_model.hpp); delete this file to measure them again.\n"
       "format: {}\nkind: {}\nmachine: {}\nmade: {}\nlaunch_us: {:.4f}\nstep_us: {:.4f}\ngbps: {:.2f}\n"
       "shared: {}\npeer: {}\n",
-      f.kind, kCostFormat, quoted(f.kind), quoted(f.machine), quoted(f.made), f.figures.launch_us, f.figures.step_us,
-      f.figures.gbps, f.figures.shared, f.figures.peer);
+      f.kind, kCostFormat, yaml_quoted(f.kind), yaml_quoted(f.machine), yaml_quoted(f.made), f.figures.launch_us,
+      f.figures.step_us, f.figures.gbps, f.figures.shared, f.figures.peer);
 }
 
 CostFile parse_cost_figures(std::string_view yaml, const std::string& name) {

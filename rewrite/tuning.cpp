@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -136,15 +138,6 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 // The tunings read so far, by setting and file: each file is read once per process, so a run keeps one
 // choice from start to end even when the file is tuned again meanwhile.
 std::mutex g_tunings_mu;
@@ -247,15 +240,15 @@ std::string tuning_yaml(const TuningTable& t) {
       "# kind, device count, dtype and size band on this machine (see rewrite/tuning.hpp). Used by `ringrt run`\n"
       "# and the C++ API while allreduce.ring, all2all and ring_threshold are at their defaults (allreduce.tuning).\n"
       "format: {}\nringrt: {}\nmachine: {}\nmade: {}\nchoices:\n",
-      kTuningFormat, quoted(t.version), quoted(t.machine), quoted(t.made));
+      kTuningFormat, yaml_quoted(t.version), yaml_quoted(t.machine), yaml_quoted(t.made));
   for (const TunedChoice& c : t.choices) {
     std::vector<std::string> us;
     for (const auto& [algo, v] : c.us) us.push_back(fmt::format("{}: {:.1f}", algo, v));
     out += fmt::format(
         "  - {{collective: {}, kind: {}, devices: {}, dtype: {}, bytes: {}, min_bytes: {}, max_bytes: {}, "
         "algorithm: {}, us: {{{}}}}}\n",
-        c.collective, quoted(c.kind), c.devices, dtype_name(c.dtype), c.bytes, c.min_bytes, c.max_bytes, c.algorithm,
-        fmt::join(us, ", "));
+        c.collective, yaml_quoted(c.kind), c.devices, dtype_name(c.dtype), c.bytes, c.min_bytes, c.max_bytes,
+        c.algorithm, fmt::join(us, ", "));
   }
   return out;
 }
@@ -298,6 +291,24 @@ bool automatic_levels(const AllreduceSettings& s) {
   static const AllreduceSettings kDefaults;
   return s.ring == kDefaults.ring && s.all2all == kDefaults.all2all && s.ring_threshold == kDefaults.ring_threshold &&
          s.algorithm == kDefaults.algorithm;
+}
+
+std::string utc_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+std::string yaml_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
 }
 
 }  // namespace ringrt

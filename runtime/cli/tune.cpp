@@ -21,6 +21,7 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "rewrite/tuning.hpp"
 #include "runtime/cli/experiment.hpp"
 #include "runtime/device/devices.hpp"
 
@@ -46,15 +47,6 @@ std::vector<int64_t> device_counts(int64_t n) {
   for (int64_t k = 2; k <= n; ++k)
     if (k <= 8 || (k & (k - 1)) == 0 || k == n) out.push_back(k);
   return out;
-}
-
-std::string utc_now() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
-  return buf;
 }
 
 // A round after the first runs an algorithm at least this long (kBlockUs, microseconds): the mean of the

@@ -304,6 +304,16 @@ class CpuDevice : public Device {
     busy_ = true;
     return true;
   }
+  // Takes every device of `devices` (take), or none: a device that cannot be taken (or one listed twice)
+  // gives back those taken before it.
+  template <class Devices>
+  static bool take_all(const Devices& devices) {
+    size_t taken = 0;
+    while (taken < devices.size() && devices[taken]->take()) ++taken;
+    if (taken == devices.size()) return true;
+    for (size_t i = 0; i < taken; ++i) devices[i]->release();
+    return false;
+  }
   void release() {
     bool more = false;
     {
@@ -358,12 +368,7 @@ class CpuDevice : public Device {
                       split_grain(ck.k.numel)});
       devices.push_back(static_cast<CpuDevice*>(l.device));
     }
-    size_t taken = 0;
-    while (taken < devices.size() && devices[taken]->take()) ++taken;  // a device twice: the second fails
-    if (taken < devices.size()) {
-      for (size_t i = 0; i < taken; ++i) devices[i]->release();
-      return std::nullopt;
-    }
+    if (!take_all(devices)) return std::nullopt;
     struct Piece {
       const Work* work;
       int64_t begin, end;
@@ -398,12 +403,7 @@ class CpuDevice : public Device {
     if (!may_run_inline(after)) return std::nullopt;
     std::vector<CpuDevice*> devices;
     for (const CollectiveLaunch& l : launches) devices.push_back(static_cast<CpuDevice*>(l.device));
-    size_t taken = 0;
-    while (taken < devices.size() && devices[taken]->take()) ++taken;  // a device twice: the second fails
-    if (taken < devices.size()) {
-      for (size_t i = 0; i < taken; ++i) devices[i]->release();
-      return std::nullopt;
-    }
+    if (!take_all(devices)) return std::nullopt;
     struct Piece {
       const CollectiveLaunch* launch;
       size_t step;

@@ -90,45 +90,33 @@ BOOST_AUTO_TEST_CASE(one_kernel_per_device_matches_the_interpreter) {
   }
 }
 
-// FSDP's gradient step: a reduce_scatter, one kernel per device, device d's chunk d bit for bit.
-BOOST_AUTO_TEST_CASE(a_reduce_scatter_is_one_kernel_per_device) {
+namespace {
+// Realizes y, a collective with one fused item: one kernel per device for it (the front end's moves around
+// it are kernel items of their own), no copy, every device's bytes the interpreter's.
+void expect_one_kernel_per_device(Tensor y, const std::string& label) {
+  ringrt::Schedule plan = y.schedule();
+  BOOST_TEST_REQUIRE(plan.fused_items.size() == 1u);
+  std::vector<ringrt::HostBuffer> want = y.interpret_shards();
+  ringrt::synchronize();
+  Ran before = Ran::now();
+  y.realize();
+  ringrt::synchronize();
+  if (kCounted) BOOST_TEST(Ran::now().kernels - before.kernels == 2u * static_cast<uint64_t>(plan.kernels() + 1));
+  if (kCounted) BOOST_TEST(Ran::now().copies - before.copies == 0u);
+  std::vector<Tensor> got = y.shards();
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), label << " device " << d);
+}
+}  // namespace
+
+// FSDP's gradient step and parameter step: a reduce_scatter and an allgather, one kernel per device each.
+BOOST_AUTO_TEST_CASE(a_reduce_scatter_and_an_allgather_are_one_kernel_per_device) {
   for (const std::string algo : {"oneshot", "twoshot"}) {
     ringrt::ScopedSettings scope(forced(algo));
     Tensor x = (Tensor::rand({2, 2 * 515}, 11, kTwo, 0) * 100.0f).realize();
-    Tensor y = x.reduce_scatter(ringrt::Ops::ADD, 1);
-    ringrt::Schedule plan = y.schedule();  // the front end's moves around it are kernels of their own
-    BOOST_TEST_REQUIRE(plan.fused_items.size() == 1u);
-    std::vector<ringrt::HostBuffer> want = y.interpret_shards();
-    ringrt::synchronize();
-    Ran before = Ran::now();
-    y.realize();
-    ringrt::synchronize();
-    if (kCounted) BOOST_TEST(Ran::now().kernels - before.kernels == 2u * static_cast<uint64_t>(plan.kernels() + 1));
-    if (kCounted) BOOST_TEST(Ran::now().copies - before.copies == 0u);
-    std::vector<Tensor> got = y.shards();
-    BOOST_TEST_REQUIRE(got.size() == want.size());
-    for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), algo << " device " << d);
-  }
-}
-
-// FSDP's parameter step: an allgather, one kernel per device, every shard in order, bit for bit.
-BOOST_AUTO_TEST_CASE(an_allgather_is_one_kernel_per_device) {
-  for (const std::string algo : {"oneshot", "twoshot"}) {
-    ringrt::ScopedSettings scope(forced(algo));
-    Tensor x = (Tensor::rand({4, 301}, 13, kTwo, 0) * 100.0f).realize();
-    Tensor y = x.allgather();
-    ringrt::Schedule plan = y.schedule();
-    BOOST_TEST_REQUIRE(plan.fused_items.size() == 1u);
-    std::vector<ringrt::HostBuffer> want = y.interpret_shards();
-    ringrt::synchronize();
-    Ran before = Ran::now();
-    y.realize();
-    ringrt::synchronize();
-    if (kCounted) BOOST_TEST(Ran::now().kernels - before.kernels == 2u * static_cast<uint64_t>(plan.kernels() + 1));
-    if (kCounted) BOOST_TEST(Ran::now().copies - before.copies == 0u);
-    std::vector<Tensor> got = y.shards();
-    BOOST_TEST_REQUIRE(got.size() == want.size());
-    for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), algo << " device " << d);
+    expect_one_kernel_per_device(x.reduce_scatter(ringrt::Ops::ADD, 1), algo + " reduce_scatter");
+    Tensor p = (Tensor::rand({4, 301}, 13, kTwo, 0) * 100.0f).realize();
+    expect_one_kernel_per_device(p.allgather(), algo + " allgather");
   }
 }
 

@@ -67,6 +67,16 @@ struct Case {
   Ops op;
 };
 
+// r realized; every device's bytes are the interpreter's (interpret_shards). Its shards.
+std::vector<Tensor> realized_as_interpreted(Tensor r) {
+  std::vector<HostBuffer> want = r.interpret_shards();
+  r.realize();
+  std::vector<Tensor> got = r.shards();
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+  return got;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(test_fused_collectives)
@@ -99,11 +109,7 @@ BOOST_DATA_TEST_CASE(match_the_interpreter_bit_for_bit,
         BOOST_TEST(s.algorithms == std::vector<std::string>{algo}, boost::test_tools::per_element());
         BOOST_TEST(s.fused_items.size() == 1u);
         BOOST_TEST(s.copies().empty());
-        std::vector<HostBuffer> want = r.interpret_shards();
-        r.realize();
-        std::vector<Tensor> got = r.shards();
-        BOOST_TEST_REQUIRE(got.size() == want.size());
-        for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+        std::vector<Tensor> got = realized_as_interpreted(r);
         if (c.dtype == DType::int8 && c.op == Ops::ADD)  // host arithmetic: the wrapped sum
           for (int64_t j = 0; j < numel; ++j) {
             int64_t sum = 0;
@@ -335,11 +341,7 @@ BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item,
         BOOST_TEST_REQUIRE(s.fused_items.size() == 1u);
         BOOST_TEST(s.fused_items[0].collective == "reduce_scatter");
         BOOST_TEST(s.copies().empty());
-        std::vector<HostBuffer> want = r.interpret_shards();
-        r.realize();
-        std::vector<Tensor> got = r.shards();
-        BOOST_TEST_REQUIRE(got.size() == want.size());
-        for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+        std::vector<Tensor> got = realized_as_interpreted(r);
       }
     }
 }
