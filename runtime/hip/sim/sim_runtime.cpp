@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -23,13 +24,19 @@ namespace ringrt::sim::detail {
 
 namespace {
 
-// An environment variable as a whole number in [lo, hi]; `fallback` when unset or malformed.
+// An environment variable as a whole number in [lo, hi]; `fallback` when unset, and when malformed or out
+// of range with a warning on stderr naming it (a test switch: a typo must not pass unnoticed).
 long env_number(const char* name, long fallback, long lo, long hi) {
   const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
+  if (!v) return fallback;
   char* end = nullptr;
   long n = std::strtol(v, &end, 10);
-  return (*end || n < lo || n > hi) ? fallback : n;
+  if (!*v || *end || n < lo || n > hi) {
+    std::fprintf(stderr, "ringrt: simulated GPU: %s='%s' is not a whole number in [%ld, %ld]; using %ld\n", name, v, lo,
+                 hi, fallback);
+    return fallback;
+  }
+  return n;
 }
 
 thread_local hipError_t t_last_error = hipSuccess;
