@@ -457,7 +457,8 @@ class DeviceClock {
   DeviceClock& operator=(const DeviceClock&) = delete;
   // End markers on the same devices; waits for them (at most runtime.watchdog_s: TimeoutError) and
   // returns the seconds between each device's start and end markers, the largest over the devices.
-  // Throws the devices' errors. Call once.
+  // Throws the devices' errors. Each call puts new end markers: a second call returns the seconds from
+  // the same start markers to its own (the time so far, not the time since the last call).
   double stop();
 
  private:
