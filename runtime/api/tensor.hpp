@@ -53,8 +53,8 @@ struct FusedItem {
   std::string device;      // the device tuple, e.g. "(CPU:0, CPU:1)"
   std::string collective;  // "allreduce" | "reduce_scatter"
   std::string algorithm;   // "oneshot" | "twoshot"
-  std::string op;          // "ADD" | "MUL" | "MAX" | "MIN"
-  int64_t numel = 0;       // elements per device
+  std::string op;          // "ADD" | "MUL" | "MAX" | "MIN"; "none" for an allgather
+  int64_t numel = 0;       // elements per device of the collective's input
   bool operator==(const FusedItem&) const = default;
 };
 
