@@ -79,9 +79,9 @@ CostFigures measure_cpu() {
   };
   CostFigures f;
   // first, after a pause: TBB workers that just ran a loop (the rewrite's, the user's) spin on the cores for
-  // a while, and a partner thread sharing a core measured a context switch (3.7 us), not a hand-off
-  // (3.7 us), not a hand-off; other processes do so too on a loaded machine: tries 10 ms apart until one
-  // saw the two threads on two cores (under 1 us) or the deadline passed
+  // a while, and a partner thread sharing a core measured a context switch (3.7 us), not a hand-off; other
+  // processes do so too on a loaded machine: tries 10 ms apart until one saw the two threads on two cores
+  // (under 1 us) or the deadline passed (the figure is then kept as measured: README "Tuned per machine")
   double handoff = 1e300;
   for (int i = 0; i < 20 && handoff > 1.0 && Clock::now() < deadline; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(i == 0 ? 5 : 10));
