@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "rewrite/errors.hpp"
@@ -119,8 +120,9 @@ std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel
 }
 
 int fused_barriers(FusedAlgorithm a, bool in_place, bool push, FusedCollective c) {
-  (void)in_place;
-  return c == FusedCollective::allreduce && a == FusedAlgorithm::twoshot && !push ? 2 : 1;
+  std::vector<FusedStep> steps = fused_steps(a, 2, 2, 0, in_place, push, c);  // the same count on every device
+  return static_cast<int>(
+      std::count_if(steps.begin(), steps.end(), [](const FusedStep& s) { return s.kind == FusedStep::Kind::barrier; }));
 }
 
 bool fused_needs_scratch(FusedAlgorithm a, bool in_place, FusedCollective c) {

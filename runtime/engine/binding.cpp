@@ -247,7 +247,7 @@ class Program::Binding {
     const std::vector<Block>& source = resolve(p_.plan_.items[i].reads.at(0));
     if (source.size() != target.size() || target.size() != static_cast<size_t>(c.ndev))
       throw InternalError("a fused collective's source and result are on other devices");
-    bool in_place = false, push = true;  // (push: every device may store into every other's memory)
+    bool in_place = false;
     std::vector<SymPtr> outs, ins;
     for (const Block& a : target)  // every combine step reads every device's input in place
       for (const Block& b : target)
@@ -274,7 +274,6 @@ class Program::Binding {
       launch.bufs.insert(launch.bufs.end(), ins.begin(), ins.end());
       if (!scratch.empty()) launch.bufs.push_back(sym(scratch[d].ptr));
       launch.in_place = in_place;
-      launch.push = push;
       plan_.launches[i].push_back(std::move(launch));
     }
   }

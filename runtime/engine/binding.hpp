@@ -12,6 +12,7 @@
 // is built again.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +30,9 @@ struct PreparedCollective {
   CollectiveArg arg;
   int64_t ndev = 0, numel = 0;
   DType dtype = DType::float32;
+  // each device's steps (fused_steps with push: the binding requires peer access between every pair), out
+  // of place [0] and in place [1], worked out once
+  std::array<std::vector<std::vector<FusedStep>>, 2> steps;
   // per combine step's length (end - begin) and whether it stores into every device's output
   std::map<std::pair<int64_t, bool>, codegen::Kernel> kernels;
   std::unordered_map<Device*, std::map<std::pair<int64_t, bool>, std::shared_ptr<CompiledKernel>>> compiled;
@@ -79,7 +83,6 @@ struct Program::BindingPlan {
     bool peer = false;                       // the kernel with peer outputs (PreparedKernel::peer_compiled)
     const CompiledKernel* kernel = nullptr;  // what runs: compiled for the device, or peer_compiled
     bool in_place = false;                   // a collective whose output is its input (on some device)
-    bool push = false;                       // a collective whose devices may all write each other's memory
   };
   struct Copy {  // a copy item not patched into a peer read
     Device* from = nullptr;

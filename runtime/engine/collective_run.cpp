@@ -2,6 +2,8 @@
 // kernels and barrier, prepared once, and each call's launches, one per device (Device::launch_collective).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/item_kernel.hpp"
 #include "rewrite/collective.hpp"
 #include "runtime/engine/binding.hpp"
@@ -15,16 +17,17 @@ std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item)
   c->numel = prod(item.ast.src(0).shape());  // every device's input (a reduce_scatter writes a chunk of it)
   c->dtype = item.ast.dtype();
   c->barrier = std::make_shared<CollectiveBarrier>(c->ndev);
-  for (int64_t d = 0; d < c->ndev; ++d)
-    for (bool in_place : {false, true})
-      for (bool push : {false, true})
-        for (const FusedStep& s :
-             fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, push, c->arg.collective)) {
-          std::pair<int64_t, bool> key{s.end - s.begin, s.all_outputs};
-          if (s.kind != FusedStep::Kind::combine || c->kernels.count(key)) continue;
-          codegen::Kernel k = collective_combine_kernel(item, key.first);
-          c->kernels.emplace(key, key.second ? codegen::with_peer_outputs(k, static_cast<int>(c->ndev - 1)) : k);
-        }
+  for (bool in_place : {false, true})
+    for (int64_t d = 0; d < c->ndev; ++d) {
+      c->steps[in_place].push_back(
+          fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, /*push=*/true, c->arg.collective));
+      for (const FusedStep& s : c->steps[in_place].back()) {
+        std::pair<int64_t, bool> key{s.end - s.begin, s.all_outputs};
+        if (s.kind != FusedStep::Kind::combine || c->kernels.count(key)) continue;
+        codegen::Kernel k = collective_combine_kernel(item, key.first);
+        c->kernels.emplace(key, key.second ? codegen::with_peer_outputs(k, static_cast<int>(c->ndev - 1)) : k);
+      }
+    }
   return c;
 }
 
@@ -42,10 +45,7 @@ std::vector<Event> Program::submit_collective(size_t i, const BindingPlan& plan,
   auto n = static_cast<size_t>(c.ndev);
   std::vector<CollectiveLaunch> launches;
   for (const BindingPlan::Launch& l : planned) {
-    CollectiveLaunch cl{
-        l.device, l.dnum, fused_steps(c.arg.algorithm, c.ndev, c.numel, l.dnum, l.in_place, l.push, c.arg.collective),
-        {},       {},     {},
-        nullptr};
+    CollectiveLaunch cl{l.device, l.dnum, c.steps[l.in_place].at(static_cast<size_t>(l.dnum)), {}, {}, {}, nullptr};
     for (const FusedStep& s : cl.steps)  // (an allgather has no combine step, and no kernel)
       cl.combines.push_back(s.kind == FusedStep::Kind::combine
                                 ? c.compiled.at(l.device).at({s.end - s.begin, s.all_outputs}).get()
@@ -65,8 +65,9 @@ std::vector<Event> Program::submit_collective(size_t i, const BindingPlan& plan,
   }
   call.barrier = c.barrier;
   call.base = c.next_barrier;
-  c.next_barrier +=
-      static_cast<uint64_t>(fused_barriers(c.arg.algorithm, planned[0].in_place, planned[0].push, c.arg.collective));
+  const std::vector<FusedStep>& steps = launches[0].steps;  // every device has as many barriers
+  c.next_barrier += static_cast<uint64_t>(
+      std::count_if(steps.begin(), steps.end(), [](const FusedStep& s) { return s.kind == FusedStep::Kind::barrier; }));
   return first.launch_collective(std::move(launches), call, after);
 }
 

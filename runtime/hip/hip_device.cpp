@@ -249,7 +249,8 @@ class HipDevice final : public Device {
                             [&](const codegen::Kernel& k) { return k.name == c->kernel().name; }))
         combines.push_back(c->kernel());
     std::string key = fmt::format("{}|{}", n, dtype_name(call.dtype));
-    for (const codegen::Kernel& k : combines) key += "|" + k.name + "\n" + k.dump();
+    // a combine's name is the hash of its code (equal names, equal kernels; lengths are arguments)
+    for (const codegen::Kernel& k : combines) key += "|" + k.name;
     std::string name = "rt_collective_" + codegen::stable_hash_hex(key);
     auto* word = static_cast<PinnedWord*>(call.barrier->device_word([&] { return devs[0]->pinned_word(); }));
     const bool sim = kSimulated;
