@@ -35,13 +35,14 @@ ItemKernel lower_item(const ScheduleItem& item) {
   return out;
 }
 
-codegen::Kernel collective_combine_kernel(const ScheduleItem& item, int64_t numel) {
+codegen::Kernel collective_combine_kernel(const ScheduleItem& item, int64_t numel, int64_t operands) {
   if (item.kind != ScheduleItem::Kind::collective) throw InternalError("collective_combine_kernel: not a collective");
   CollectiveArg arg = collective_arg(item.ast);
   const UOp& src = item.ast.src(0);
   DeviceSpec first(item.device.names().at(0));
   std::vector<UOp> inputs;
-  for (size_t j = 0; j < item.device.count(); ++j)
+  size_t count = operands < 0 ? item.device.count() : static_cast<size_t>(operands);
+  for (size_t j = 0; j < count; ++j)
     inputs.push_back(make_uop(Ops::BUFFER, src.dtype(), {device_uop(first, &src.graph())},
                               BufferArg{-1 - static_cast<int64_t>(j), numel}, &src.graph()));
   codegen::Kernel k = codegen::lower_kernel(fold(arg.op, inputs));

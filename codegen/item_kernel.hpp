@@ -31,7 +31,8 @@ ItemKernel lower_item(const ScheduleItem& item);
 // The kernel of a fused collective item's combine steps (rewrite/collective.hpp): numel elements of
 // out = ((in_0 op in_1) op in_2) ... op in_{n-1}, element by element, the n inputs (kernel input j is
 // in_j) the blocks of the item's source on its n devices, op and dtype the COLLECTIVE's: the fold the
-// interpreter's ALLREDUCE makes. Throws InternalError for another item.
-codegen::Kernel collective_combine_kernel(const ScheduleItem& item, int64_t numel);
+// interpreter's ALLREDUCE makes. With `operands` (2 .. n) the fold of that many inputs instead (the
+// ring's combine, ((peer's) op (own)): 2). Throws InternalError for another item.
+codegen::Kernel collective_combine_kernel(const ScheduleItem& item, int64_t numel, int64_t operands = -1);
 
 }  // namespace ringrt

@@ -41,19 +41,22 @@ inline std::string render_hip(const Kernel& k) { return render_hip(std::span<con
 // A fused collective's kernel on ndev devices (rewrite/collective.hpp; docs/fused-collectives.md), for
 // hipRTC and NVRTC:
 //   extern "C" __global__ void NAME(NAME_args a)
-//   struct NAME_args { T* out[ndev]; T* in[ndev]; T* scratch; unsigned* word; long long base, rank, nsteps;
-//                      rt_coll_step steps[ndev + 3]; };  rt_coll_step { long long kind, begin, end, peer, flags, shift;
-//                      }
+//   struct NAME_args { T* out[ndev]; T* in[ndev]; T* scratch[ndev]; unsigned* words;
+//                      long long base, signal_base, rank, nsteps; rt_coll_step steps[kFusedMaxSteps]; };
+//   rt_coll_step { long long kind, begin, end, peer, flags, shift, wait0, wait1; }
 // every field 8 bytes (the host packs them in this order). It runs device `rank`'s step list: kind 0
-// combine (flags 1: into the scratch; 2: into every output, the combine with n-1 peer outputs), 1
-// barrier, 2 gather from device `peer`'s output (flags 4: its input), 3 publish from the scratch; shift:
-// a combine's or gather's output element of element i is i - shift (a reduce_scatter's chunk, an
-// allgather's place). `combines` are the
-// collective_combine_kernel IRs (codegen/item_kernel.hpp) its combine steps call: the plain one and/or
-// the one with peer outputs, rendered as device functions over each step's range (none for an allgather);
-// T is dtype's C type. Barrier k waits on
-// the word, which every block of every device's launch counts into, for ndev * gridDim.x * (base + k + 1)
-// arrivals (wrapping): every launch of one call needs the same grid, and all of them at once on the GPUs.
+// combine (flags 1: into the scratch; 2: into every output, the combine with n-1 peer outputs; 32: the
+// ring's, peer's op own, peer's from its input (4), scratch (8) or output), 1 barrier, 2 gather from
+// device `peer`'s output (flags 4: its input), 3 publish from the scratch; shift: a combine's or gather's
+// output element of element i is i - shift (a reduce_scatter's chunk, an allgather's place); wait0/1:
+// before the step, until device (w >> 40) - 1 signalled (w & (2^40 - 1)) times in this call; flags 16:
+// after it, signal. `combines` are the collective_combine_kernel IRs (codegen/item_kernel.hpp) its
+// combine steps call: the plain one, the one with peer outputs and/or the ring's two-operand one,
+// rendered as device functions over each step's range (none for an allgather); T is dtype's C type.
+// words (device memory): [0] the barrier's arrivals, [1] the give-up mark, [2 + d] device d's flag.
+// Barrier k waits for ndev * gridDim.x * (base + k + 1) arrivals and a wait for k signals for
+// gridDim.x * (signal_base + k) (wrapping): every launch of one call needs the same grid, and all of them
+// at once on the GPUs.
 std::string render_hip_collective(const std::string& name, int ndev, DType dtype, std::span<const Kernel> combines);
 
 // Elements each iteration of render_hip(k)'s loop covers where its pointers are aligned: the vector

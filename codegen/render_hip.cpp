@@ -17,6 +17,7 @@
 
 #include "codegen/render.hpp"
 #include "codegen/render_common.hpp"
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 
 namespace ringrt::codegen {
@@ -140,11 +141,16 @@ std::string render_hip_as(std::span<const Kernel> kernels, const char* qualifier
 // run by every thread, combine steps by the combine kernels rendered as device functions over their
 // range, gathers and publishes as grid-stride copies, barriers as rt_coll_barrier: the block's threads
 // meet (__syncthreads), then its thread 0 adds one arrival to the word every block of every device
-// counts into (system scope: the devices may be other GPUs) and spins until all arrived.
+// counts into (system scope: the devices may be other GPUs) and spins until all arrived. The ring's
+// waits and signals are the same on a flag per device: a block signals once its threads are done with
+// the step (rt_coll_signal), and a wait spins until every block of the peer's launch signalled
+// (rt_coll_wait). words: [0] the barrier's arrivals, [1] the give-up mark, [2 + d] device d's flag.
 constexpr const char* kCollectivePrelude = R"(
 #ifndef RT_COLL_DEFINED
 #define RT_COLL_DEFINED
-struct rt_coll_step { long long kind, begin, end, peer, flags, shift; };  // rewrite/collective.hpp FusedStep
+// rewrite/collective.hpp FusedStep; flags: 1 to_scratch, 2 all_outputs, 4 from_input, 8 from_scratch,
+// 16 signal, 32 a ring combine; wait0/1: (device + 1) << 40 | count, 0 for none
+struct rt_coll_step { long long kind, begin, end, peer, flags, shift, wait0, wait1; };
 static __device__ inline unsigned rt_coll_load(unsigned* p) {
 #if defined(RT_SIM_GPU)
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -152,23 +158,43 @@ static __device__ inline unsigned rt_coll_load(unsigned* p) {
   return *(volatile unsigned*)p;
 #endif
 }
-// Barrier `index` of the collective: every block of the n devices' kernels (grid blocks each) arrives.
-static __device__ inline void rt_coll_barrier(unsigned* word, unsigned long long index, unsigned n) {
-  __syncthreads();
+// Thread 0 spins until *p reaches target (wrapping), then the block goes on. A device that never arrives
+// (its launch refused, its queue poisoned) must not hang this one: after 2^26 polls (about a minute) it
+// gives up, marking words[1] (its results are then not to be trusted).
+static __device__ inline void rt_coll_spin(unsigned* words, unsigned* p, unsigned target) {
   if (threadIdx.x == 0) {
-    __threadfence_system();
-    const unsigned target = (unsigned)((unsigned long long)n * gridDim.x * (index + 1));
-    atomicAdd_system(word, 1u);
-    // a device that never arrives (its launch refused, its queue poisoned) must not hang this one: after
-    // 2^26 polls (about a minute) it gives up, marking word[1] (its results are then not to be trusted)
-    for (unsigned long long polls = 0; (int)(rt_coll_load(word) - target) < 0; ++polls)
+    for (unsigned long long polls = 0; (int)(rt_coll_load(p) - target) < 0; ++polls)
       if (polls == (1ull << 26)) {
-        atomicAdd_system(word + 1, 1u);
+        atomicAdd_system(words + 1, 1u);
         break;
       }
     __threadfence_system();
   }
   __syncthreads();
+}
+// Barrier `index` of the collective: every block of the n devices' kernels (grid blocks each) arrives.
+static __device__ inline void rt_coll_barrier(unsigned* words, unsigned long long index, unsigned n) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    atomicAdd_system(words, 1u);
+  }
+  rt_coll_spin(words, words, (unsigned)((unsigned long long)n * gridDim.x * (index + 1)));
+}
+// This block is done with the step: its device's flag counts it.
+static __device__ inline void rt_coll_signal(unsigned* words, long long rank) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    atomicAdd_system(words + 2 + rank, 1u);
+  }
+}
+// Until every block of device (w >> 40) - 1 signalled (w & 2^40-1) times in this call (after signal_base each).
+static __device__ inline void rt_coll_wait(unsigned* words, long long w, unsigned long long signal_base) {
+  if (w == 0) return;
+  const long long peer = (w >> 40) - 1;
+  const unsigned long long count = (unsigned long long)w & ((1ull << 40) - 1);
+  rt_coll_spin(words, words + 2 + peer, (unsigned)(gridDim.x * (signal_base + count)));
 }
 #endif
 )";
@@ -179,16 +205,21 @@ std::string render_hip(std::span<const Kernel> kernels) { return render_hip_as(k
 
 std::string render_hip_collective(const std::string& name, int ndev, DType dtype, std::span<const Kernel> combines) {
   if (ndev < 1) throw InternalError("render_hip_collective: no device");
-  const Kernel* plain = nullptr;
-  const Kernel* peer = nullptr;
-  for (const Kernel& k : combines) (k.peer_outputs ? peer : plain) = &k;
+  const Kernel* plain = nullptr;  // the fold of the n inputs
+  const Kernel* peer = nullptr;   // it, storing into every device's output
+  const Kernel* ring = nullptr;   // the ring's two operands (the plain one too for two devices)
+  for (const Kernel& k : combines) {
+    if (k.peer_outputs) peer = &k;
+    if (!k.peer_outputs && k.inputs.size() == static_cast<size_t>(ndev)) plain = &k;
+    if (!k.peer_outputs && k.inputs.size() == 2) ring = &k;
+  }
   const std::string t = cstyle::c_type(dtype);
   std::string src = render_hip_as(combines, "static __device__");
   src += kCollectivePrelude;
   src += fmt::format(
-      "\nstruct {0}_args {{ {1}* out[{2}]; {1}* in[{2}]; {1}* scratch; unsigned* word; long long base, rank, nsteps; "
-      "rt_coll_step steps[{3}]; }};\n",
-      name, t, ndev, ndev + 3);
+      "\nstruct {0}_args {{ {1}* out[{2}]; {1}* in[{2}]; {1}* scratch[{2}]; unsigned* words; long long base, "
+      "signal_base, rank, nsteps; rt_coll_step steps[{3}]; }};\n",
+      name, t, ndev, kFusedMaxSteps);
   src += fmt::format("extern \"C\" __global__ void {0}({0}_args a) {{\n", name);
   src += "  const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
   src += "  const long long stride = (long long)gridDim.x * blockDim.x;\n";
@@ -197,6 +228,8 @@ std::string render_hip_collective(const std::string& name, int ndev, DType dtype
   src += "    const rt_coll_step st = a.steps[s];\n";
   src += fmt::format("    {}* out = a.out[a.rank] + st.begin;\n", t);
   src += "    const long long len = st.end - st.begin;\n";
+  src += "    rt_coll_wait(a.words, st.wait0, a.signal_base);\n";
+  src += "    rt_coll_wait(a.words, st.wait1, a.signal_base);\n";
   src += "    if (st.kind == 0) {  // combine\n";
   auto call = [&](const Kernel& k, const std::string& dest) {
     std::vector<std::string> args{dest};
@@ -207,20 +240,28 @@ std::string render_hip_collective(const std::string& name, int ndev, DType dtype
     args.push_back("len");
     return fmt::format("{}({});\n", k.name, fmt::join(args, ", "));
   };
-  if (peer) src += "      if (st.flags & 2) " + call(*peer, "out");
-  if (plain)
-    src += std::string(peer ? "      else " : "      ") +
-           call(*plain, "(st.flags & 1) ? a.scratch + st.begin : a.out[a.rank] + (st.begin - st.shift)");
+  const std::string dest = "(st.flags & 1) ? a.scratch[a.rank] + st.begin : a.out[a.rank] + (st.begin - st.shift)";
+  std::string chain = "      ";
+  if (peer) src += chain + "if (st.flags & 2) " + call(*peer, "out"), chain = "      else ";
+  if (ring)
+    src += chain + fmt::format(
+                       "if (st.flags & 32) {}(({}), ((st.flags & 4) ? a.in[st.peer] : (st.flags & 8) ? "
+                       "a.scratch[st.peer] : a.out[st.peer]) + st.begin, a.in[a.rank] + st.begin, (int)a.rank, len);\n",
+                       ring->name, dest),
+        chain = "      else ";
+  if (plain) src += chain + call(*plain, dest);
   src += "    } else if (st.kind == 1) {  // barrier\n";
-  src += fmt::format("      rt_coll_barrier(a.word, barrier++, {}u);\n", ndev);
+  src += fmt::format("      rt_coll_barrier(a.words, barrier++, {}u);\n", ndev);
   src += "    } else {  // gather (from a peer's output), publish (from the scratch)\n";
   src += fmt::format(
-      "      const {}* from = (st.kind == 2 ? ((st.flags & 4) ? a.in[st.peer] : a.out[st.peer]) : a.scratch) + "
+      "      const {}* from = (st.kind == 2 ? ((st.flags & 4) ? a.in[st.peer] : a.out[st.peer]) : a.scratch[a.rank]) + "
       "st.begin;\n",
       t);
   src += "      out -= st.shift;\n";
   src += "      for (long long i = start; i < len; i += stride) out[i] = from[i];\n";
-  src += "    }\n  }\n}\n";
+  src += "    }\n";
+  src += "    if (st.flags & 16) rt_coll_signal(a.words, a.rank);\n";
+  src += "  }\n}\n";
   return src;
 }
 

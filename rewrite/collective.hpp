@@ -19,11 +19,24 @@
 //   device e's output and waits again. Reads and writes 2 (n-1)/n S across devices. In place each
 //   device reads and writes chunk d of every buffer only. (NCCL's RSxLD_AGxST: reduce-scatter with
 //   loads, allgather with stores, in one kernel.)
+// - ring_fused: tinygrad's ring (allreduce.cpp reduce_scatter_ring, allgather_chunk) in one launch per
+//   device: 2 (n-1) steps, each a slice of a chunk received from the previous device in the tuple
+//   (combined with this device's input on the way round, copied on the way back), ordered by flags
+//   between neighbours instead of barriers across all. Each chunk is cut into slices, so that a device
+//   works on slice j+1 while its successor takes slice j (NCCL's chunk-pipelined ring). Its value is
+//   the lowered ring's, bit for bit: chunk c folded from device c round the ring (c+1 for a
+//   reduce_scatter), not in tuple order. Reads and writes 2 (n-1)/n S across devices, all of it between
+//   neighbours (the form for rings across physical GPUs).
 // Every form ends with a barrier, so a device's launch completes only once every device is done with
 // its memory. Barriers count up: barrier k of a call waits until n (base + k + 1) arrivals, base the
-// barriers of the item's earlier calls, so nothing is ever reset between calls.
+// barriers of the item's earlier calls, so nothing is ever reset between calls. So do the ring's flags:
+// each device's counts the steps it signalled, and a wait for k signals of this call waits until the
+// flag reaches signal_base + k, signal_base the signals of each device in the item's earlier calls.
+// Scratch is never shared between calls or between devices' steps of one call: each chunk has its own
+// place in it, and the final barrier orders one call's reads before the next call's writes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -35,7 +48,7 @@
 
 namespace ringrt {
 
-enum class FusedAlgorithm : uint8_t { oneshot, twoshot };
+enum class FusedAlgorithm : uint8_t { oneshot, twoshot, ring };
 // What a fused collective computes: the allreduce (every device the whole fold), the reduce_scatter
 // (device d chunk d of it: numel / n elements, numel a multiple of n), or the allgather (every device the
 // n devices' values one after another: n numel elements).
@@ -43,7 +56,7 @@ enum class FusedCollective : uint8_t { allreduce, reduce_scatter, allgather };
 
 // "allreduce", "reduce_scatter".
 std::string_view fused_collective_name(FusedCollective c);
-// "oneshot", "twoshot"; and back (nothing for another word).
+// "oneshot", "twoshot", "ring_fused"; and back (nothing for another word).
 std::string_view fused_name(FusedAlgorithm a);
 std::optional<FusedAlgorithm> fused_algorithm(std::string_view name);
 
@@ -79,12 +92,21 @@ std::vector<HostBuffer> collective_values(
     const UOp& u, const std::vector<HostBuffer>& in, size_t width,
     const std::function<HostBuffer(Ops, const HostBuffer&, const HostBuffer&)>& combine);
 
+// A wait before a ring_fused step: until device `device` (its index in the tuple) has signalled `count`
+// times in this call. device -1: no wait.
+struct FusedWait {
+  int64_t device = -1;
+  int64_t count = 0;
+};
+
 // One step of a device's launch of a fused collective. Ranges are elements of the flat buffer.
 struct FusedStep {
   enum class Kind : uint8_t {
     combine,  // [begin, end) of every device's input, folded in tuple order, into the output (or the
               // scratch; or, with all_outputs, every device's output: this one's first, then the
-              // devices after it in the tuple, wrapping)
+              // devices after it in the tuple, wrapping). With peer >= 0 (ring_fused) two operands
+              // instead: device peer's [begin, end) (its input with from_input, its scratch with
+              // from_scratch, else its output), then this device's input there: peer's op own
     barrier,  // wait until every device of the tuple has reached this barrier
     gather,   // [begin, end) of device `peer`'s output (its input, from_input) into this device's output
               // at begin - out_shift
@@ -92,19 +114,45 @@ struct FusedStep {
   };
   Kind kind;
   int64_t begin = 0, end = 0;
-  int64_t peer = -1;         // gather: the device index in the tuple
-  bool to_scratch = false;   // combine: into the scratch (oneshot in place)
-  bool all_outputs = false;  // combine: into every device's output (twoshot with push)
-  int64_t out_shift = 0;     // combine, gather: element i goes to output element i - out_shift
-  bool from_input = false;   // gather: from the peer's input (allgather)
+  int64_t peer = -1;                 // gather, ring combine: the device index in the tuple
+  bool to_scratch = false;           // combine: into the scratch at begin (oneshot in place, ring reduce_scatter)
+  bool all_outputs = false;          // combine: into every device's output (twoshot with push)
+  int64_t out_shift = 0;             // combine, gather: element i goes to output element i - out_shift
+  bool from_input = false;           // gather, ring combine: from the peer's input (allgather; the ring's first step)
+  bool from_scratch = false;         // ring combine: from the peer's scratch (the ring's reduce_scatter)
+  std::array<FusedWait, 2> waits{};  // before the step (ring_fused)
+  bool signal = false;               // after the step, this device signals once (ring_fused)
+
+  bool ring() const { return kind == Kind::combine && peer >= 0; }
+  bool waits_for_peers() const { return waits[0].device >= 0 || waits[1].device >= 0; }
 };
 
+// The most steps a device's launch of a fused collective has: its list fits in a GPU kernel's
+// arguments (codegen/render_hip.cpp render_hip_collective). ring_fused cuts its chunks into fewer
+// slices the more devices it has to stay within it.
+inline constexpr int64_t kFusedMaxSteps = 48;
+// How many slices ring_fused cuts each chunk into, for n devices and chunks of chunk_bytes: one per
+// kRingSliceBytes (at least one), at most what keeps a device's steps within kFusedMaxSteps.
+inline constexpr int64_t kRingSliceBytes = int64_t{1} << 19;
+int64_t ring_slices(int64_t ndev, int64_t chunk_bytes);
+
 // Device d's steps (d in [0, ndev)) for a buffer of numel elements per device; in_place: the output
-// is the input; push: every device may store into every other's memory. Every device's list has the
-// same number of barriers (fused_barriers). Empty ranges are left out.
+// is the input; push: every device may store into every other's memory; slices: ring_fused's slices
+// per chunk (ring_slices). Every device's list has the same number of barriers (fused_barriers) and of
+// signals (fused_signals). Empty ranges are left out, but for the ring's steps, which signal.
 std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push,
-                                   FusedCollective c = FusedCollective::allreduce);
-int fused_barriers(FusedAlgorithm a, bool in_place, bool push, FusedCollective c = FusedCollective::allreduce);
+                                   FusedCollective c = FusedCollective::allreduce, int64_t slices = 1);
+// Whether a phase of steps that began at `from` ends before steps[at]: at the end, at a barrier, or at a
+// step after the first that waits for peers' signals. Where a launch's steps do not run concurrently on
+// the devices (the cpu backend's inline phases, Device::launch_collective's default), every device runs
+// one phase, then all meet: the ring's waits are then met by the order of the phases (each step's waits
+// are for earlier steps of the same list, which has one wait-free step per slice first).
+inline bool fused_phase_end(const std::vector<FusedStep>& steps, size_t from, size_t at) {
+  return at >= steps.size() || steps[at].kind == FusedStep::Kind::barrier || (at > from && steps[at].waits_for_peers());
+}
+// How many of steps are barriers, and how many signal.
+int64_t fused_barriers(const std::vector<FusedStep>& steps);
+int64_t fused_signals(const std::vector<FusedStep>& steps);
 // Whether the algorithm needs a scratch buffer of numel elements on each device.
 bool fused_needs_scratch(FusedAlgorithm a, bool in_place, FusedCollective c = FusedCollective::allreduce);
 

@@ -28,7 +28,7 @@
 namespace ringrt {
 namespace {
 
-constexpr std::array<std::string_view, 5> kModelled{"naive", "ring", "all2all", "oneshot", "twoshot"};
+constexpr std::array<std::string_view, 6> kModelled{"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"};
 
 // The hip backend's figures, unmeasured (runtime/hip/ registers no measurement): a kernel launch costs
 // about 5 us on the host, a step across GPUs (an event one stream waits for, a barrier over peer memory)
@@ -135,6 +135,7 @@ AlgorithmCost algorithm_cost(std::string_view algorithm, int64_t ndev, int64_t b
   if (algorithm == "all2all") return {1 + copies * 2 * (n - 1), 1 + copies, 2 * s + copies * 4 * (n - 1) * chunk};
   if (algorithm == "oneshot") return {1, 1, (n + 1) * s};
   if (algorithm == "twoshot") return {1, 1 + copies, 2 * s + copies * 2 * (n - 1) * chunk};
+  if (algorithm == "ring_fused") return {1, 2 * (n - 1), (n - 1) * (5 + copies * 2) * chunk};
   throw InternalError(fmt::format("algorithm_cost: no algorithm {}", algorithm));
 }
 

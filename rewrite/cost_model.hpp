@@ -14,9 +14,11 @@
 //   all2all  1 launch,          1 step,       2 S        (own chunk of every input read, written to all)
 //   oneshot  1 launch,          1 barrier,    (n+1) S
 //   twoshot  1 launch,          1 barrier,    2 S
+//   ring_fused 1 launch,        2(n-1) waits for a neighbour's flag, 5(n-1)/n S (the ring's bytes)
 // Without peer access the copies are launches and bytes too (naive n-1 copies of S, ring and all2all
 // one chunk in and out per step, twoshot a second barrier and the gathers). The cheapest wins; a tie
-// goes to the first of naive, ring, all2all, oneshot, twoshot (the unfused form over its fused twin).
+// goes to the first of naive, ring, all2all, oneshot, twoshot, ring_fused (the unfused form over its
+// fused twin).
 //
 // Figures per device kind: the cpu backend measures them once per machine (runtime/cpu/cpu_cost.cpp,
 // at most 0.4 s) at the first automatic choice on cpu devices, and the cost file in the cache
@@ -51,7 +53,8 @@ struct AlgorithmCost {
 AlgorithmCost algorithm_cost(std::string_view algorithm, int64_t ndev, int64_t bytes, bool peer);
 // T of the table above, microseconds.
 double modelled_us(const CostFigures& f, std::string_view algorithm, int64_t ndev, int64_t bytes);
-// The cheapest of naive, ring, all2all, oneshot, twoshot (ties to the first); naive for ndev < 2.
+// The cheapest of naive, ring, all2all, oneshot, twoshot, ring_fused (ties to the first); naive for
+// ndev < 2.
 std::string modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes);
 
 // A backend's measurement of its figures (bounded, well under a second; thread-safe to call once).

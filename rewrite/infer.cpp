@@ -208,9 +208,10 @@ void infer_collective(Node& n) {
   if (!src[0].device().tuple() || src[1].device() != src[0].device())
     shape_error(n.op, src, "reduces a value on a device tuple onto that tuple");
   const auto* arg = std::get_if<std::vector<int64_t>>(&n.arg);
-  if (!arg || arg->size() != 3 || !is_reduce_op(static_cast<Ops>((*arg)[0])) || (*arg)[1] < 0 || (*arg)[1] > 1 ||
+  if (!arg || arg->size() != 3 || !is_reduce_op(static_cast<Ops>((*arg)[0])) || (*arg)[1] < 0 || (*arg)[1] > 2 ||
       (*arg)[2] < 0 || (*arg)[2] > 2)
-    shape_error(n.op, src, "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot, allreduce|reduce_scatter|allgather}");
+    shape_error(n.op, src,
+                "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot|ring_fused, allreduce|reduce_scatter|allgather}");
   n.shape = src[0].shape();
   n.device = src[0].device();
   if ((*arg)[2] == 1) {  // reduce_scatter: device d holds chunk d of the flat value

@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/files.hpp"
 #include "rewrite/params.hpp"
@@ -109,15 +110,14 @@ struct Reader {
     if (out.bytes < out.min_bytes || out.bytes >= out.max_bytes)
       fail(c, at, "bytes outside its band [min_bytes, max_bytes)");
     const YAML::Node algo = need(c, c["algorithm"], at + ".algorithm");
-    out.algorithm = word(algo, at + ".algorithm", {"naive", "ring", "all2all", "oneshot", "twoshot"});
-    if ((out.algorithm == "naive" || out.algorithm == "oneshot" || out.algorithm == "twoshot") &&
-        out.collective != "allreduce")
+    out.algorithm = word(algo, at + ".algorithm", {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"});
+    if ((out.algorithm == "naive" || fused_algorithm(out.algorithm)) && out.collective != "allreduce")
       fail(algo, at + ".algorithm",
            fmt::format("{} has ring and all2all (its direct form), not {}", out.collective, out.algorithm));
     if (const YAML::Node us = c["us"]) {
       if (!us.IsMap()) fail(us, at + ".us", "expected a map of algorithm: microseconds");
       for (const auto& kv : us) {
-        std::string algo = word(kv.first, at + ".us", {"naive", "ring", "all2all", "oneshot", "twoshot"});
+        std::string algo = word(kv.first, at + ".us", {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"});
         out.us[algo] = micros(kv.second, at + ".us." + algo);
       }
     }

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "rewrite/collective.hpp"
 #include "rewrite/errors.hpp"
 #include "rewrite/node.hpp"
 #include "rewrite/node_map.hpp"
@@ -473,7 +474,8 @@ std::string UOp::to_string() const {
     if (op() == Ops::ALLREDUCE)
       s += " " + std::string(op_name(static_cast<Ops>(arg_int())));
     else if (op() == Ops::COLLECTIVE && arg_ints().size() == 3)  // rewrite/collective.hpp
-      s += fmt::format(" {} {}{}", op_name(static_cast<Ops>(arg_ints()[0])), arg_ints()[1] == 0 ? "oneshot" : "twoshot",
+      s += fmt::format(" {} {}{}", op_name(static_cast<Ops>(arg_ints()[0])),
+                       fused_name(static_cast<FusedAlgorithm>(arg_ints()[1])),
                        arg_ints()[2] == 1   ? " reduce_scatter"
                        : arg_ints()[2] == 2 ? " allgather"
                                             : "");

@@ -477,11 +477,12 @@ std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s, std:
   std::string algo = collective_algorithm(c, s);
   // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
   // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, or another collective, its unfused
-  // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all)
+  // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all),
+  // ring_fused is the ring
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
     if ((collective != "allreduce" && collective != "reduce_scatter" && collective != "allgather") ||
         red.src(1).device() != buf.device() || c.ranks > 1)
-      return *fused == FusedAlgorithm::oneshot ? "naive" : "all2all";
+      return *fused == FusedAlgorithm::oneshot ? "naive" : *fused == FusedAlgorithm::twoshot ? "all2all" : "ring";
   return algo;
 }
 

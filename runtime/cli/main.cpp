@@ -352,8 +352,8 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
       fmt::format("{}", fmt::join(options.collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
       std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters,
       tune_timing_text(tune_timing(cfg)).c_str());
-  std::printf("# %14s %7s %12s %12s %12s %12s %12s %12s %8s %8s\n", "collective", "devices", "bytes", "naive(us)",
-              "ring(us)", "all2all(us)", "oneshot(us)", "twoshot(us)", "choice", "rule");
+  std::printf("# %14s %7s %12s %12s %12s %12s %12s %12s %15s %10s %8s\n", "collective", "devices", "bytes", "naive(us)",
+              "ring(us)", "all2all(us)", "oneshot(us)", "twoshot(us)", "ring_fused(us)", "choice", "rule");
   std::fflush(stdout);
   ProgressBar bar;
   options.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
@@ -364,10 +364,10 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
       return it == c.us.end() ? std::string("-") : fmt::format("{:.1f}", it->second);
     };
     bar.clear();
-    std::printf("  %14s %7lld %12lld %12s %12s %12s %12s %12s %8s %8s\n", c.collective.c_str(),
+    std::printf("  %14s %7lld %12lld %12s %12s %12s %12s %12s %15s %10s %8s\n", c.collective.c_str(),
                 static_cast<long long>(c.devices), static_cast<long long>(c.bytes), us("naive").c_str(),
                 us("ring").c_str(), us("all2all").c_str(), us("oneshot").c_str(), us("twoshot").c_str(),
-                c.algorithm.c_str(),
+                us("ring_fused").c_str(), c.algorithm.c_str(),
                 (c.collective == "allreduce" || rule == "ring" ? rule : std::string("all2all")).c_str());
     std::fflush(stdout);
   };

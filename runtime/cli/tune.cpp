@@ -30,7 +30,7 @@ namespace {
 
 // The algorithms a collective can be forced to, and the settings that force each.
 std::vector<std::string> algorithms_of(const std::string& collective) {
-  if (collective == "allreduce") return {"naive", "ring", "all2all", "oneshot", "twoshot"};
+  if (collective == "allreduce") return {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"};
   return {"ring", "all2all"};  // the others: ring or the direct form (naive is the direct form there)
 }
 AllreduceSettings forced(AllreduceSettings s, const std::string& algorithm) {

@@ -64,7 +64,7 @@ void run_collective_step(const CollectiveLaunch& l, size_t i, size_t itemsize, i
       return copy_bytes(to, at(from.at(static_cast<size_t>(s.peer)), begin), bytes);
     }
     case FusedStep::Kind::publish:
-      return copy_bytes(out, at(l.scratch, begin), bytes);
+      return copy_bytes(out, at(l.scratch(), begin), bytes);
     case FusedStep::Kind::barrier:
       return;
   }
@@ -72,21 +72,27 @@ void run_collective_step(const CollectiveLaunch& l, size_t i, size_t itemsize, i
 
 void run_collective(const CollectiveLaunch& l, const CollectiveCall& call, std::chrono::milliseconds timeout) {
   uint64_t barrier = call.base;
+  const std::string who = fmt::format("{} on {}", call.name, l.device->name());
   try {
     for (size_t i = 0; i < l.steps.size(); ++i) {
       const FusedStep& s = l.steps[i];
       if (s.kind == FusedStep::Kind::barrier) {
-        call.barrier->arrive_and_wait(barrier++, timeout, fmt::format("{} on {}", call.name, l.device->name()));
+        call.barrier->arrive_and_wait(barrier++, timeout, who);
         continue;
       }
+      for (const FusedWait& w : s.waits)
+        if (w.device >= 0)
+          call.barrier->wait_signals(w.device, call.signal_base + static_cast<uint64_t>(w.count), timeout, who);
       int64_t n = s.end - s.begin, grain = split_grain(n);
-      if (!perf_options().kernel_split || n <= grain) {
+      if (n == 0) {  // (a ring's empty slice)
+      } else if (!perf_options().kernel_split || n <= grain) {
         run_collective_step(l, i, call.itemsize, 0, n);
-        continue;
+      } else {
+        tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain), [&](const tbb::blocked_range<int64_t>& r) {
+          run_collective_step(l, i, call.itemsize, r.begin(), r.end());
+        });
       }
-      tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain), [&](const tbb::blocked_range<int64_t>& r) {
-        run_collective_step(l, i, call.itemsize, r.begin(), r.end());
-      });
+      if (s.signal) call.barrier->signal(l.rank);
     }
   } catch (...) {
     call.barrier->abort();

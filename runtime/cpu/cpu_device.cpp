@@ -413,16 +413,17 @@ class CpuDevice : public Device {
     std::vector<Piece> pieces;
     std::exception_ptr error;
     try {
-      for (bool more = true; more;) {  // a phase: every device's steps up to its next barrier
+      for (bool more = true; more;) {  // a phase: every device's steps up to its next barrier or wait
         pieces.clear();
         more = false;
         for (size_t d = 0; d < launches.size(); ++d) {
           const CollectiveLaunch& l = launches[d];
-          for (; at[d] < l.steps.size() && l.steps[at[d]].kind != FusedStep::Kind::barrier; ++at[d]) {
+          for (size_t from = at[d]; !fused_phase_end(l.steps, from, at[d]); ++at[d]) {
             int64_t n = l.steps[at[d]].end - l.steps[at[d]].begin, grain = split_grain(n);
             for (int64_t b = 0; b < n; b += grain) pieces.push_back({&l, at[d], b, std::min(n, b + grain)});
           }
-          if (at[d] < l.steps.size()) ++at[d], more = true;  // past its barrier
+          if (at[d] < l.steps.size()) more = true;
+          if (more && l.steps[at[d]].kind == FusedStep::Kind::barrier) ++at[d];  // past its barrier
         }
         auto run = [&](const Piece& p) { run_collective_step(*p.launch, p.step, call.itemsize, p.begin, p.end); };
         if (pieces.size() == 1 || !perf_options().kernel_split) {
@@ -436,11 +437,9 @@ class CpuDevice : public Device {
     } catch (...) {
       error = std::current_exception();
     }
-    // its barriers were the phases' ends: counted as passed (every device's queue was idle, so the counter
-    // stood at this call's first barrier)
-    call.barrier->pass(
-        static_cast<int>(std::count_if(launches[0].steps.begin(), launches[0].steps.end(),
-                                       [](const FusedStep& s) { return s.kind == FusedStep::Kind::barrier; })));
+    // its barriers and signals were the phases' ends: counted as passed (every device's queue was idle, so
+    // the counters stood at this call's start)
+    call.barrier->pass(fused_barriers(launches[0].steps), fused_signals(launches[0].steps));
     for (CpuDevice* d : devices) d->release();
     return std::vector<Event>(launches.size(), finished(error));
   }

@@ -139,13 +139,14 @@ struct GroupLaunch {
   int32_t dnum;
 };
 
-// The cross-device barriers of one fused collective item (rewrite/collective.hpp), shared by its
-// launches on every device and kept across its calls: arrivals count up and are never reset. Barrier
-// k of a call whose first barrier is `base` is passed once n (base + k + 1) arrivals happened.
-// Thread-safe; runtime/device/collective.cpp.
+// The cross-device barriers and flags of one fused collective item (rewrite/collective.hpp), shared by
+// its launches on every device and kept across its calls: arrivals and signals count up and are never
+// reset. Barrier k of a call whose first barrier is `base` is passed once n (base + k + 1) arrivals
+// happened; a wait for k signals of device p in a call whose devices signalled signal_base times each
+// before it, once p's flag reached signal_base + k. Thread-safe; runtime/device/collective.cpp.
 class CollectiveBarrier {
  public:
-  explicit CollectiveBarrier(int64_t ndev) : ndev_(ndev) {}
+  explicit CollectiveBarrier(int64_t ndev) : ndev_(ndev), flags_(static_cast<size_t>(ndev)) {}
   // Arrives at barrier `index` (base + k) and waits, spinning briefly, then sleeping, until every
   // device arrived. Throws TimeoutError naming `who` when that takes longer than `timeout` (the
   // barrier is broken then: every later wait on it throws DeviceError at once).
@@ -155,7 +156,12 @@ class CollectiveBarrier {
   void abort();
   // A call that met at its `barriers` barriers without this counter (the cpu backend's phases on one
   // thread) counts as every device's arrival at each, so the next call's barriers find it in step.
-  void pass(int barriers);
+  void pass(int64_t barriers, int64_t signals = 0);
+  // Device d's flag counts one more signal (ring_fused's steps), waking its waiters.
+  void signal(int64_t d);
+  // Waits, spinning briefly, then sleeping, until device `peer`'s flag reached `target`. Throws
+  // TimeoutError naming `who` after `timeout` (breaking the barrier), DeviceError once it is broken.
+  void wait_signals(int64_t peer, uint64_t target, std::chrono::milliseconds timeout, const std::string& who);
   // The barrier's word in memory every device of a backend can reach (the hip backend: mapped pinned
   // memory its kernels count arrivals into), made by `make` on first use and kept with the barrier.
   void* device_word(const std::function<std::shared_ptr<void>()>& make);
@@ -163,6 +169,8 @@ class CollectiveBarrier {
  private:
   int64_t ndev_;
   std::atomic<uint64_t> arrived_{0};
+  std::vector<std::atomic<uint64_t>> flags_;  // per device: its signals
+  std::atomic<int> sleepers_{0};              // wait_signals' sleepers: a signal takes the lock only for them
   std::atomic<bool> broken_{false};
   std::mutex mu_;  // sleepers (cv_), word_
   std::condition_variable cv_;
@@ -175,17 +183,21 @@ struct CollectiveLaunch {
   Device* device;
   int32_t rank;                                 // its index in the tuple
   std::vector<FusedStep> steps;                 // rewrite/collective.hpp
-  std::vector<const CompiledKernel*> combines;  // per step: a combine step's kernel, else null. Launched on
+  std::vector<const CompiledKernel*> combines;  // per step: a combine step's kernel, else (an empty one) null. On
                                                 // (out, in_0 .. in_{n-1}[, the n-1 other outputs]) (combine_buffers),
                                                 // each at the step's first element, it folds the n inputs in tuple
                                                 // order over end - begin elements
   std::vector<void*> outputs, inputs;           // every device's block, tuple order
-  void* scratch = nullptr;                      // this device's scratch block, where the steps use one
+  std::vector<void*> scratches;                 // every device's scratch block, tuple order, where the steps use one
+
+  void* scratch() const { return scratches.empty() ? nullptr : scratches.at(static_cast<size_t>(rank)); }
 };
 
 // The buffers of launch l's combine step s (FusedStep::combine): its output (this device's at element
 // s.begin - s.out_shift, or its scratch at s.begin), every device's input at s.begin, and with all_outputs
 // the outputs of the devices after it in the tuple (wrapping) at s.begin; elements of `itemsize` bytes.
+// A ring combine (s.ring()): its output, then device s.peer's input, scratch or output at s.begin, then
+// this device's input at s.begin.
 std::vector<void*> combine_buffers(const CollectiveLaunch& l, const FusedStep& s, size_t itemsize);
 
 // A call of a fused collective: what every launch shares.
@@ -193,6 +205,7 @@ struct CollectiveCall {
   size_t itemsize = 0;                         // bytes per element
   std::shared_ptr<CollectiveBarrier> barrier;  // the item's
   uint64_t base = 0;                           // the index of this call's first barrier
+  uint64_t signal_base = 0;                    // each device's signals in the item's earlier calls
   std::string name;                            // for errors: "item 3 (allreduce twoshot on (CPU:0, CPU:1))"
   DType dtype = DType::float32;                // of every input and output
 };

@@ -272,7 +272,7 @@ class Program::Binding {
     for (size_t d = 0; d < target.size(); ++d) {
       BindingPlan::Launch launch{target[d].device, static_cast<int32_t>(d), outs};
       launch.bufs.insert(launch.bufs.end(), ins.begin(), ins.end());
-      if (!scratch.empty()) launch.bufs.push_back(sym(scratch[d].ptr));
+      for (const Block& b : scratch) launch.bufs.push_back(sym(b.ptr));  // every device's (the ring reads peers')
       launch.in_place = in_place;
       plan_.launches[i].push_back(std::move(launch));
     }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +27,11 @@ namespace ringrt {
 
 // A fused collective item's (rewrite/collective.hpp): its combine kernels, compiled for each device, and
 // its barrier with the index of the next call's first barrier (changed under collective_submit_mutex()).
+// A combine step's kernel: its length, whether it stores into every device's output (twoshot with
+// push), whether it is the ring's two-operand combine. An empty step has none.
+using CombineKey = std::tuple<int64_t, bool, bool>;
+CombineKey combine_key(const FusedStep& s);
+
 struct PreparedCollective {
   CollectiveArg arg;
   int64_t ndev = 0, numel = 0;
@@ -33,11 +39,12 @@ struct PreparedCollective {
   // each device's steps (fused_steps with push: the binding requires peer access between every pair), out
   // of place [0] and in place [1], worked out once
   std::array<std::vector<std::vector<FusedStep>>, 2> steps;
-  // per combine step's length (end - begin) and whether it stores into every device's output
-  std::map<std::pair<int64_t, bool>, codegen::Kernel> kernels;
-  std::unordered_map<Device*, std::map<std::pair<int64_t, bool>, std::shared_ptr<CompiledKernel>>> compiled;
+  // a combine step's kernel by its key (combine_key)
+  std::map<CombineKey, codegen::Kernel> kernels;
+  std::unordered_map<Device*, std::map<CombineKey, std::shared_ptr<CompiledKernel>>> compiled;
   std::shared_ptr<CollectiveBarrier> barrier;
   uint64_t next_barrier = 0;
+  uint64_t next_signal = 0;  // each device's signals in the earlier calls (ring_fused)
 };
 
 struct Program::PreparedKernel {

@@ -10,6 +10,8 @@
 
 namespace ringrt {
 
+CombineKey combine_key(const FusedStep& s) { return {s.end - s.begin, s.all_outputs, s.ring()}; }
+
 std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item) {
   auto c = std::make_shared<PreparedCollective>();
   c->arg = collective_arg(item.ast);
@@ -17,15 +19,17 @@ std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item)
   c->numel = prod(item.ast.src(0).shape());  // every device's input (a reduce_scatter writes a chunk of it)
   c->dtype = item.ast.dtype();
   c->barrier = std::make_shared<CollectiveBarrier>(c->ndev);
+  // ring_fused's slices: its chunks are the allreduce's (or n equal ones), about numel / n elements
+  int64_t slices = ring_slices(c->ndev, c->numel / std::max<int64_t>(1, c->ndev) * itemsize(c->dtype));
   for (bool in_place : {false, true})
     for (int64_t d = 0; d < c->ndev; ++d) {
       c->steps[in_place].push_back(
-          fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, /*push=*/true, c->arg.collective));
+          fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, /*push=*/true, c->arg.collective, slices));
       for (const FusedStep& s : c->steps[in_place].back()) {
-        std::pair<int64_t, bool> key{s.end - s.begin, s.all_outputs};
-        if (s.kind != FusedStep::Kind::combine || c->kernels.count(key)) continue;
-        codegen::Kernel k = collective_combine_kernel(item, key.first);
-        c->kernels.emplace(key, key.second ? codegen::with_peer_outputs(k, static_cast<int>(c->ndev - 1)) : k);
+        CombineKey key = combine_key(s);
+        if (s.kind != FusedStep::Kind::combine || s.begin == s.end || c->kernels.count(key)) continue;
+        codegen::Kernel k = collective_combine_kernel(item, std::get<0>(key), std::get<2>(key) ? 2 : c->ndev);
+        c->kernels.emplace(key, std::get<1>(key) ? codegen::with_peer_outputs(k, static_cast<int>(c->ndev - 1)) : k);
       }
     }
   return c;
@@ -45,29 +49,34 @@ std::vector<Event> Program::submit_collective(size_t i, const BindingPlan& plan,
   auto n = static_cast<size_t>(c.ndev);
   std::vector<CollectiveLaunch> launches;
   for (const BindingPlan::Launch& l : planned) {
-    CollectiveLaunch cl{l.device, l.dnum, c.steps[l.in_place].at(static_cast<size_t>(l.dnum)), {}, {}, {}, nullptr};
-    for (const FusedStep& s : cl.steps)  // (an allgather has no combine step, and no kernel)
-      cl.combines.push_back(s.kind == FusedStep::Kind::combine
-                                ? c.compiled.at(l.device).at({s.end - s.begin, s.all_outputs}).get()
+    CollectiveLaunch cl{l.device, l.dnum, c.steps[l.in_place].at(static_cast<size_t>(l.dnum)), {}, {}, {}, {}};
+    for (const FusedStep& s : cl.steps)  // (an allgather has no combine step, and no kernel; an empty one none)
+      cl.combines.push_back(s.kind == FusedStep::Kind::combine && s.begin < s.end
+                                ? c.compiled.at(l.device).at(combine_key(s)).get()
                                 : nullptr);
     for (size_t j = 0; j < n; ++j) cl.outputs.push_back(slots.real(l.bufs[j]));
     for (size_t j = 0; j < n; ++j) cl.inputs.push_back(slots.real(l.bufs[n + j]));
-    if (l.bufs.size() > 2 * n) cl.scratch = slots.real(l.bufs[2 * n]);
+    for (size_t j = 2 * n; j < l.bufs.size(); ++j) cl.scratches.push_back(slots.real(l.bufs[j]));
     launches.push_back(std::move(cl));
   }
   if (launches.empty()) return {};
-  CollectiveCall call{static_cast<size_t>(itemsize(c.dtype)), nullptr, 0, describe_item(plan_.items[i], i), c.dtype};
+  CollectiveCall call;
+  call.itemsize = static_cast<size_t>(itemsize(c.dtype));
+  call.name = describe_item(plan_.items[i], i);
+  call.dtype = c.dtype;
   Device& first = *launches[0].device;
   std::lock_guard<std::mutex> lock(collective_submit_mutex());
   if (c.barrier->broken()) {  // an earlier call failed: its launches keep the old barrier
     c.barrier = std::make_shared<CollectiveBarrier>(c.ndev);
     c.next_barrier = 0;
+    c.next_signal = 0;
   }
   call.barrier = c.barrier;
   call.base = c.next_barrier;
-  const std::vector<FusedStep>& steps = launches[0].steps;  // every device has as many barriers
-  c.next_barrier += static_cast<uint64_t>(
-      std::count_if(steps.begin(), steps.end(), [](const FusedStep& s) { return s.kind == FusedStep::Kind::barrier; }));
+  call.signal_base = c.next_signal;
+  const std::vector<FusedStep>& steps = launches[0].steps;  // every device has as many barriers and signals
+  c.next_barrier += static_cast<uint64_t>(fused_barriers(steps));
+  c.next_signal += static_cast<uint64_t>(fused_signals(steps));
   return first.launch_collective(std::move(launches), call, after);
 }
 

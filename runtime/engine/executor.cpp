@@ -121,7 +121,7 @@ Program::Program(ItemPlan plan, std::vector<UOp> roots)
   for (auto& [dev, all] : wanted) {
     std::vector<codegen::Kernel> ks;
     std::vector<size_t> items, peer;  // kernel items; items whose kernel has a peer form, in ks after the plain ones
-    std::vector<std::pair<PreparedCollective*, std::pair<int64_t, bool>>> combines;  // collectives', after those
+    std::vector<std::pair<PreparedCollective*, CombineKey>> combines;  // collectives', after those
     for (size_t i : all)
       if (kernels_[i]->collective) {
         for (const auto& [key, k] : kernels_[i]->collective->kernels)

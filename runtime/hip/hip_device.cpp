@@ -239,20 +239,24 @@ class HipDevice final : public Device {
     const size_t n = launches.size();
     std::vector<HipDevice*> devs;
     for (const CollectiveLaunch& l : launches)
-      if (auto* h = dynamic_cast<HipDevice*>(l.device); h && l.steps.size() <= n + 3) devs.push_back(h);
+      if (auto* h = dynamic_cast<HipDevice*>(l.device); h && static_cast<int64_t>(l.steps.size()) <= kFusedMaxSteps)
+        devs.push_back(h);
     if (devs.size() != n || n > kMaxFusedDevices) return Device::launch_collective(std::move(launches), call, after);
     for (const Event& e : after)  // a failure known now fails the call before any device spins at a barrier
       if (e.done() && !e.succeeded()) e.wait_for(std::chrono::milliseconds(0));
-    std::vector<codegen::Kernel> combines;  // the combine IRs, the same on every device
-    for (const CompiledKernel* c : launches[0].combines)
-      if (c && std::none_of(combines.begin(), combines.end(),
-                            [&](const codegen::Kernel& k) { return k.name == c->kernel().name; }))
-        combines.push_back(c->kernel());
+    std::vector<codegen::Kernel> combines;  // every device's combine IRs (one device's may all be empty steps)
+    for (const CollectiveLaunch& l : launches)
+      for (const CompiledKernel* c : l.combines)
+        if (c && std::none_of(combines.begin(), combines.end(),
+                              [&](const codegen::Kernel& k) { return k.name == c->kernel().name; }))
+          combines.push_back(c->kernel());
+    std::sort(combines.begin(), combines.end(),
+              [](const codegen::Kernel& a, const codegen::Kernel& b) { return a.name < b.name; });
     std::string key = fmt::format("{}|{}", n, dtype_name(call.dtype));
     // a combine's name is the hash of its code (equal names, equal kernels; lengths are arguments)
     for (const codegen::Kernel& k : combines) key += "|" + k.name;
     std::string name = "rt_collective_" + codegen::stable_hash_hex(key);
-    auto* word = static_cast<PinnedWord*>(call.barrier->device_word([&] { return devs[0]->pinned_word(); }));
+    void* words = call.barrier->device_word([&] { return devs[0]->collective_words(n); });
     const bool sim = kSimulated;
     const unsigned blocks = sim ? 1 : static_cast<unsigned>(std::max(1, multiprocessors_ / static_cast<int>(n)));
     const unsigned threads = sim ? 1 : hip_launch::kBlockSize;
@@ -263,19 +267,28 @@ class HipDevice final : public Device {
       std::vector<uint64_t> args;  // NAME_args (codegen/render.hpp), every field 8 bytes
       for (void* p : l.outputs) args.push_back(reinterpret_cast<uint64_t>(p));
       for (void* p : l.inputs) args.push_back(reinterpret_cast<uint64_t>(p));
-      args.push_back(reinterpret_cast<uint64_t>(l.scratch));
-      args.push_back(reinterpret_cast<uint64_t>(word->device));
+      for (size_t j = 0; j < n; ++j)
+        args.push_back(reinterpret_cast<uint64_t>(l.scratches.empty() ? nullptr : l.scratches[j]));
+      args.push_back(reinterpret_cast<uint64_t>(words));
       args.push_back(call.base);
+      args.push_back(call.signal_base);
       args.push_back(static_cast<uint64_t>(l.rank));
       args.push_back(l.steps.size());
-      for (size_t i = 0; i < n + 3; ++i) {
+      auto wait = [](const FusedWait& w) {
+        return w.device < 0 ? uint64_t{0}
+                            : (static_cast<uint64_t>(w.device + 1) << 40) | static_cast<uint64_t>(w.count);
+      };
+      for (size_t i = 0; i < static_cast<size_t>(kFusedMaxSteps); ++i) {
         FusedStep s = i < l.steps.size() ? l.steps[i] : FusedStep{FusedStep::Kind::barrier};
         args.push_back(static_cast<uint64_t>(s.kind));
         args.push_back(static_cast<uint64_t>(s.begin));
         args.push_back(static_cast<uint64_t>(s.end));
         args.push_back(static_cast<uint64_t>(s.peer));
-        args.push_back((s.to_scratch ? 1u : 0u) | (s.all_outputs ? 2u : 0u) | (s.from_input ? 4u : 0u));
+        args.push_back((s.to_scratch ? 1u : 0u) | (s.all_outputs ? 2u : 0u) | (s.from_input ? 4u : 0u) |
+                       (s.from_scratch ? 8u : 0u) | (s.signal ? 16u : 0u) | (s.ring() ? 32u : 0u));
         args.push_back(static_cast<uint64_t>(s.out_shift));
+        args.push_back(wait(s.waits[0]));
+        args.push_back(wait(s.waits[1]));
       }
       HipDevice& dev = *devs[d];
       out.push_back(dev.queue_->enqueue(fmt::format("{} ({})", call.name, name), after, [&](hipStream_t stream) {
@@ -396,21 +409,22 @@ class HipDevice final : public Device {
 
   // A zeroed 64-byte word of mapped pinned memory every device can reach (a fused collective's barrier),
   // freed with the last holder.
-  struct PinnedWord {
-    void* host = nullptr;
-    void* device = nullptr;
-  };
-  std::shared_ptr<void> pinned_word() {
+  // A fused collective's words for n devices (codegen/render.hpp render_hip_collective: the barrier's
+  // arrivals, its give-up mark, a flag per device), zeroed, in this device's memory: every device of the
+  // collective reaches it (the binding requires peer access between every pair), and its atomics stay
+  // on the GPU where the devices share one. Freed with the collective's barrier.
+  std::shared_ptr<void> collective_words(size_t n) {
     DeviceGuard guard(gpu_, name_);
-    void* host = nullptr;
-    RINGRT_HIP_CHECK(name_, hipHostMalloc(&host, 64, hipHostMallocMapped | hipHostMallocPortable));
-    auto word = std::shared_ptr<PinnedWord>(new PinnedWord{host, nullptr}, [name = name_](PinnedWord* w) {
-      if (!g_hip_gone) RINGRT_HIP_LOG(name, hipHostFree(w->host));
-      delete w;
+    const size_t bytes = (2 + n) * sizeof(uint32_t);
+    void* p = nullptr;
+    RINGRT_HIP_CHECK(name_, hipMalloc(&p, bytes));
+    std::shared_ptr<void> words(p, [name = name_](void* w) {
+      if (!g_hip_gone) RINGRT_HIP_LOG(name, hipFree(w));
     });
-    std::memset(host, 0, 64);
-    RINGRT_HIP_CHECK(name_, hipHostGetDevicePointer(&word->device, host, 0));
-    return word;
+    RINGRT_HIP_CHECK(name_, hipMemset(p, 0, bytes));
+    // on the null stream, which the queues' non-blocking streams do not wait for: done before any launch
+    RINGRT_HIP_CHECK(name_, hipStreamSynchronize(nullptr));
+    return words;
   }
 
   // HipQueue's fallback for a gate without hipStreamWaitValue32: one thread of a kernel spins until the

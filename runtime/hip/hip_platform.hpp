@@ -113,6 +113,7 @@ struct hipKernelNodeParams {
 #define hipHostMalloc cudaHostAlloc  // (void** p, size_t bytes, unsigned flags)
 #define hipHostFree cudaFreeHost
 #define hipMemcpy cudaMemcpy
+#define hipMemset cudaMemset
 #define hipMemcpyAsync cudaMemcpyAsync
 #define hipMemcpyPeerAsync cudaMemcpyPeerAsync
 #define hipStreamCreateWithFlags cudaStreamCreateWithFlags

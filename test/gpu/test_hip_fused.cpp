@@ -1,5 +1,5 @@
 // Fused collectives on the hip backend (rewrite/collective.hpp; runtime/hip/hip_device.cpp
-// launch_collective): oneshot and twoshot allreduce as one kernel per device
+// launch_collective): oneshot, twoshot and ring_fused allreduce as one kernel per device
 // (codegen::render_hip_collective), its barriers a word in mapped pinned memory that every device's
 // blocks count into; label gpu (and simgpu: on runtime/hip/sim/'s simulated GPUs, whose counters show
 // one kernel per device and no copy). Values against the interpreter, bit for bit, on every device;
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_SUITE(two_devices, *boost::unit_test::precondition(GpusAtLeast{2
 // Out of place, for sizes below the device count, odd and a few thousand, float32 and int32: each
 // device's bytes are the interpreter's; one kernel per device per call, no copy.
 BOOST_AUTO_TEST_CASE(one_kernel_per_device_matches_the_interpreter) {
-  for (const std::string algo : {"oneshot", "twoshot"}) {
+  for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     ringrt::ScopedSettings scope(forced(algo));
     for (int64_t cols : {int64_t{1}, int64_t{257}, int64_t{4099}})
       for (ringrt::DType dtype : {ringrt::DType::float32, ringrt::DType::int32, ringrt::DType::float16}) {
@@ -111,7 +111,7 @@ void expect_one_kernel_per_device(Tensor y, const std::string& label) {
 
 // FSDP's gradient step and parameter step: a reduce_scatter and an allgather, one kernel per device each.
 BOOST_AUTO_TEST_CASE(a_reduce_scatter_and_an_allgather_are_one_kernel_per_device) {
-  for (const std::string algo : {"oneshot", "twoshot"}) {
+  for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     ringrt::ScopedSettings scope(forced(algo));
     Tensor x = (Tensor::rand({2, 2 * 515}, 11, kTwo, 0) * 100.0f).realize();
     expect_one_kernel_per_device(x.reduce_scatter(ringrt::Ops::ADD, 1), algo + " reduce_scatter");
@@ -123,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_reduce_scatter_and_an_allgather_are_one_kernel_per_device
 // DDP's step: a bucket written each step and allreduced in place, 20 steps on one barrier word (it
 // counts up across calls); every step's sums against host arithmetic.
 BOOST_AUTO_TEST_CASE(in_place_steps_count_the_word_up) {
-  for (const std::string algo : {"oneshot", "twoshot"}) {
+  for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     ringrt::ScopedSettings scope(forced(algo));
     const int64_t n = 1031;
     Tensor bucket = Tensor::full({2, n}, 0.0f).contiguous().shard(kTwo, 0).realize();

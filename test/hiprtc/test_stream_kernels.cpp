@@ -96,7 +96,8 @@ BOOST_AUTO_TEST_CASE(index_widths_and_vector_paths_are_the_intended_ones) {
 }
 
 // Fused collectives' kernels (render_hip_collective): n devices' combine as device functions, the plain
-// one and the one storing into every output (twoshot), and the step loop with its barrier.
+// one, the one storing into every output (twoshot) and the ring's two-operand one (ring_fused), and the
+// step loop with its barrier, flag waits and signals.
 struct Collectives {
   UOpGraph g;
   std::vector<std::pair<std::string, std::string>> sources;  // (name, source)
@@ -106,6 +107,7 @@ struct Collectives {
       for (int j = 0; j < n; ++j) in.push_back(new_buffer(DeviceSpec("HIP:0"), 4099, dtype, &g));
       Kernel plain = lower_kernel(fold(Ops::ADD, in), fmt::format("combine_{}", n));
       std::vector<Kernel> both{plain, with_peer_outputs(plain, n - 1)};
+      if (n > 2) both.push_back(lower_kernel(fold(Ops::ADD, {in[0], in[1]}), fmt::format("ring_{}", n)));
       std::string name = fmt::format("rt_collective_test_{}", n);
       sources.emplace_back(name, render_hip_collective(name, n, dtype, both));
       name += "_gather";  // an allgather's: no combine

@@ -158,7 +158,7 @@ BOOST_AUTO_TEST_CASE(exit_status_2_for_bad_command_lines) {
 
 // A fused allreduce (allreduce.algorithm, rewrite/collective.hpp) is one item, no copies, named in "fused".
 BOOST_AUTO_TEST_CASE(schedule_json_names_a_fused_allreduce) {
-  for (const std::string algo : {"oneshot", "twoshot"}) {
+  for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     nlohmann::ordered_json j = schedule_json({"--set", "allreduce.algorithm=" + algo});
     BOOST_TEST((j["algorithms"].get<std::vector<std::string>>() == std::vector<std::string>{algo}));
     BOOST_TEST(j["copies"].empty());

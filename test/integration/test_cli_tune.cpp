@@ -50,7 +50,7 @@ BOOST_AUTO_TEST_CASE(tune_writes_the_fastest_and_run_follows_it) {
     BOOST_TEST(c.collective == "allreduce");
     BOOST_TEST(c.kind == "CPU");
     BOOST_TEST(c.devices == 2);
-    BOOST_TEST_REQUIRE(c.us.size() == 5u);  // naive, ring, all2all, oneshot, twoshot
+    BOOST_TEST_REQUIRE(c.us.size() == 6u);      // naive, ring, all2all, oneshot, twoshot, ring_fused
     std::string fastest = c.us.begin()->first;  // ties: the first by name
     for (const auto& [algo, us] : c.us) {
       BOOST_TEST(us > 0.0);

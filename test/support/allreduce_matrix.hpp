@@ -1,8 +1,9 @@
 // The multi-device allreduce test matrix, shared by the lowering tests (test/rewrite/rules/
 // test_allreduce.cpp) and the code generation tests (test/codegen/test_matrix_kernels.cpp,
-// test/hiprtc/test_matrix_hiprtc.cpp): ndev {1, 2, 3, 4, 5, 8} x naive/ring/all2all/oneshot/twoshot/hierarchical x
-// float32/float16/bfloat16/int32 x sum/max x numel {1, 3, 32 ndev, 32 ndev + 5, 100, 257}, an
-// allreduce being x.sum({0}) or x.max({0}) of a realized (ndev, numel) tensor sharded on axis 0.
+// test/hiprtc/test_matrix_hiprtc.cpp): ndev {1, 2, 3, 4, 5, 8} x
+// naive/ring/all2all/oneshot/twoshot/ring_fused/hierarchical x float32/float16/bfloat16/int32 x sum/max x numel {1, 3,
+// 32 ndev, 32 ndev + 5, 100, 257}, an allreduce being x.sum({0}) or x.max({0}) of a realized (ndev, numel) tensor
+// sharded on axis 0.
 #pragma once
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 
 #include "codegen/item_kernel.hpp"
 #include "codegen/render.hpp"
+#include "rewrite/collective.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
@@ -25,17 +27,17 @@
 namespace ringrt::test {
 
 inline const std::vector<int> kMatrixDevices{1, 2, 3, 4, 5, 8};
-inline const std::vector<std::string> kMatrixAlgorithms{"naive",   "ring",    "all2all",
-                                                        "oneshot", "twoshot", "hierarchical"};
+inline const std::vector<std::string> kMatrixAlgorithms{"naive",   "ring",       "all2all",     "oneshot",
+                                                        "twoshot", "ring_fused", "hierarchical"};
 inline const std::vector<DType> kMatrixDTypes{DType::float32, DType::float16, DType::bfloat16, DType::int32};
 inline const std::vector<Ops> kMatrixOps{Ops::ADD, Ops::MAX};
 inline std::vector<int64_t> matrix_sizes(int ndev) { return {1, 3, 32 * ndev, 32 * ndev + 5, 100, 257}; }
 
 // The default settings with algo (naive, ring or all2all) forced at level 2 (always), or algo (oneshot,
-// twoshot: the fused forms, rewrite/collective.hpp) forced by allreduce.algorithm.
+// twoshot, ring_fused: the fused forms, rewrite/collective.hpp) forced by allreduce.algorithm.
 inline AllreduceSettings forced_settings(const std::string& algo) {
   AllreduceSettings s;
-  if (algo == "oneshot" || algo == "twoshot") {
+  if (fused_algorithm(algo)) {
     s.algorithm = algo;
     return s;
   }

@@ -136,6 +136,7 @@ hipError_t hipHostMalloc(void** ptr, size_t bytes, unsigned flags);
 hipError_t hipHostFree(void* ptr);
 hipError_t hipHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned flags);
 hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind);
+hipError_t hipMemset(void* dst, int value, size_t bytes);
 hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind kind, hipStream_t stream);
 hipError_t hipMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
                               hipStream_t stream);

@@ -406,6 +406,12 @@ hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind kin
   return hipSuccess;
 }
 
+hipError_t hipMemset(void* dst, int value, size_t bytes) {  // (not a copy: the counters do not count it)
+  if (bytes && !dst) return fail(hipErrorInvalidValue);
+  if (bytes) std::memset(dst, value, bytes);
+  return hipSuccess;
+}
+
 std::function<void()> ringrt::sim::detail::copy_op(void* dst, const void* src, size_t bytes, int gpu) {
   return [dst, src, bytes, gpu] {
     if (faulted(gpu)) return;

@@ -102,7 +102,7 @@ for ndev in sorted({r["ndev"] for r in rows}):
         auto_rows = [r for r in rows if r["system"] == "ringrt" and r["ndev"] == ndev and r["bytes"] == size
                      and r["algo"].startswith("auto")]
         forced = [r for r in rows if r["system"] == "ringrt" and r["ndev"] == ndev and r["bytes"] == size
-                  and r["algo"] in ("naive", "ring", "all2all", "oneshot", "twoshot")]
+                  and r["algo"] in ("naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused")]
         if not auto_rows or not forced:
             continue
         auto, chosen = auto_rows[0]["t"], auto_rows[0]["algo"].partition(":")[2]
@@ -122,7 +122,7 @@ for ndev in sorted({r["ndev"] for r in rows}):
         if not unfused:
             continue
         best = min(unfused, key=lambda a: at[a])
-        for fused in ("oneshot", "twoshot"):
+        for fused in ("oneshot", "twoshot", "ring_fused"):
             if fused in at:
                 print(f"ndev {ndev} {size_label(size):>8}: ringrt {fused}/best unfused ({best}) = "
                       f"{at[fused] / at[best]:6.3f}{' (the fused form wins)' if at[fused] < at[best] else ''}")

@@ -11,8 +11,8 @@
 //
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
 //   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, oneshot, twoshot,
-//   auto, in-place;
-//   sizes in bytes per device. Iterations per block adapt to the size (a block lasts >= ~20 ms).
+//   ring_fused, auto, in-place; sizes in bytes per device. Iterations per block adapt to the size (a block lasts >= ~20
+//   ms).
 // Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>",
 // in-place: "in-place:<chosen>");
 // exit status 1 when any result is wrong, 2 on bad arguments.
@@ -39,7 +39,8 @@ AllreduceSettings settings_for(const std::string& algo) {
   if (algo == "naive") s.ring = 0, s.all2all = 0;
   if (algo == "ring") s.ring = 2, s.all2all = 0;
   if (algo == "all2all") s.all2all = 2;
-  if (algo == "oneshot" || algo == "twoshot") s.algorithm = algo;  // fused (rewrite/collective.hpp)
+  if (algo == "oneshot" || algo == "twoshot" || algo == "ring_fused")
+    s.algorithm = algo;  // fused (rewrite/collective.hpp)
   return s;
 }
 
@@ -150,9 +151,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> algos;
   std::stringstream list(argv[5]);
   for (std::string a; std::getline(list, a, ',');) {
-    if (a != "naive" && a != "ring" && a != "all2all" && a != "oneshot" && a != "twoshot" && a != "auto" &&
-        a != "in-place")
-      return bad("ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, auto, in-place; got '" + a + "'");
+    if (a != "naive" && a != "ring" && a != "all2all" && a != "oneshot" && a != "twoshot" && a != "ring_fused" &&
+        a != "auto" && a != "in-place")
+      return bad("ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, ring_fused, auto, in-place; got '" +
+                 a + "'");
     algos.push_back(a);
   }
   if (algos.empty()) return bad("ALGOS names no algorithm");

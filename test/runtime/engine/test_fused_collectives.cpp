@@ -1,8 +1,9 @@
-// Fused collectives (rewrite/collective.hpp): oneshot and twoshot allreduce, one item and one launch per
-// device, checked against the interpreter (bit for bit: the same fold in tuple order) and host
-// arithmetic, on every path that runs them: the cpu backend's phases on the calling thread, its device
-// threads meeting at atomic barriers, and the step-by-step default of Device::launch_collective that
-// any backend gets. The allreduce matrix (test/support/allreduce_matrix.hpp) covers them too.
+// Fused collectives (rewrite/collective.hpp): oneshot, twoshot and ring_fused allreduce, reduce_scatter
+// and allgather, one item and one launch per device, checked against the interpreter (bit for bit:
+// oneshot and twoshot fold in tuple order, ring_fused as the lowered ring) and host arithmetic, on every path that runs
+// them: the cpu backend's phases on the calling thread, its device threads meeting at atomic barriers, and the
+// step-by-step default of Device::launch_collective that any backend gets. The allreduce matrix
+// (test/support/allreduce_matrix.hpp) covers them too.
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
@@ -85,8 +86,9 @@ BOOST_AUTO_TEST_SUITE(test_fused_collectives)
 // for dtypes that round (16-bit floats) and wrap (int8), every reduce op, a buffer smaller than the
 // device count (empty twoshot chunks) and an odd one; one fused item, no copies.
 BOOST_DATA_TEST_CASE(match_the_interpreter_bit_for_bit,
-                     bdata::make({"oneshot", "twoshot"}) * bdata::make({2, 3, 4}) * bdata::make({false, true}), algo,
-                     ndev, queued) {
+                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) *
+                         bdata::make({false, true}),
+                     algo, ndev, queued) {
   ScopedSettings scope(forced(algo));
   Path path(queued);
   auto devs = cpu_devices(ndev);
@@ -124,7 +126,8 @@ BOOST_DATA_TEST_CASE(match_the_interpreter_bit_for_bit,
 // barrier's counter runs on across calls (never reset), also where calls on the calling thread and on the
 // device threads alternate (mixed); after the first step nothing is built again.
 BOOST_DATA_TEST_CASE(in_place_steps_count_barriers_up,
-                     bdata::make({"oneshot", "twoshot"}) * bdata::make({"inline", "queued", "mixed"}), algo, paths) {
+                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({"inline", "queued", "mixed"}),
+                     algo, paths) {
   ScopedSettings scope(forced(algo));
   std::optional<Path> path;
   const int n = 4, steps = 40;
@@ -167,7 +170,7 @@ namespace {
 std::vector<std::vector<int32_t>> run_by_hand(FusedAlgorithm algo, int ndev, int64_t numel, bool in_place, bool push,
                                               const std::string& path, CollectiveCall& call,
                                               const std::vector<Event>& after = {},
-                                              std::vector<Event>* events = nullptr) {
+                                              std::vector<Event>* events = nullptr, int64_t slices = 1) {
   auto names = cpu_devices(ndev);
   UOp buf = new_buffer(DeviceSpec(DeviceTuple(names)), numel, DType::int32);
   ScheduleItem item{ScheduleItem::Kind::collective, fused_allreduce(buf, Ops::ADD, algo), {}, buf.device(), {}, {}};
@@ -184,13 +187,14 @@ std::vector<std::vector<int32_t>> run_by_hand(FusedAlgorithm algo, int ndev, int
   }
   for (int d = 0; d < ndev; ++d) {
     Device& dev = device(names[static_cast<size_t>(d)]);
-    CollectiveLaunch l{&dev, d, fused_steps(algo, ndev, numel, d, in_place, push), {}, {}, {}, nullptr};
+    CollectiveLaunch l{
+        &dev, d, fused_steps(algo, ndev, numel, d, in_place, push, FusedCollective::allreduce, slices), {}, {}, {}, {}};
     for (const FusedStep& s : l.steps) {
-      if (s.kind != FusedStep::Kind::combine) {
+      if (s.kind != FusedStep::Kind::combine || s.begin == s.end) {
         l.combines.push_back(nullptr);
         continue;
       }
-      codegen::Kernel k = collective_combine_kernel(item, s.end - s.begin);
+      codegen::Kernel k = collective_combine_kernel(item, s.end - s.begin, s.ring() ? 2 : ndev);
       if (s.all_outputs) k = codegen::with_peer_outputs(k, ndev - 1);
       kernels.push_back(dev.compile(k));
       l.combines.push_back(kernels.back().get());
@@ -199,7 +203,7 @@ std::vector<std::vector<int32_t>> run_by_hand(FusedAlgorithm algo, int ndev, int
       l.outputs.push_back(out[static_cast<size_t>(e)].data());
       l.inputs.push_back(in_place ? out[static_cast<size_t>(e)].data() : in[static_cast<size_t>(e)].data());
     }
-    l.scratch = scratch[static_cast<size_t>(d)].data();
+    for (int e = 0; e < ndev; ++e) l.scratches.push_back(scratch[static_cast<size_t>(e)].data());
     launches.push_back(std::move(l));
   }
   Path queued(path != "inline");
@@ -207,30 +211,36 @@ std::vector<std::vector<int32_t>> run_by_hand(FusedAlgorithm algo, int ndev, int
   std::vector<Event> done = path == "generic" ? first.Device::launch_collective(std::move(launches), call, after)
                                               : first.launch_collective(std::move(launches), call, after);
   BOOST_TEST_REQUIRE(done.size() == static_cast<size_t>(ndev));
+  std::vector<FusedStep> steps = fused_steps(algo, ndev, numel, 0, in_place, push, FusedCollective::allreduce, slices);
+  call.base += static_cast<uint64_t>(fused_barriers(steps));
+  call.signal_base += static_cast<uint64_t>(fused_signals(steps));
   if (events) {
     *events = done;
     return {};
   }
   for (const Event& e : done) BOOST_TEST_REQUIRE(e.wait_for(std::chrono::seconds(30)));
-  call.base += static_cast<uint64_t>(fused_barriers(algo, in_place, push));
   return out;
 }
 
 }  // namespace
 
-// Every step list (in place or not; twoshot storing into its peers or gathering from them) on every
-// path, three calls in a row on one barrier, against host sums.
+// Every step list (in place or not; twoshot storing into its peers or gathering from them; the ring in
+// one slice per chunk and in several) on every path, three calls in a row on one barrier, against host
+// sums.
 BOOST_DATA_TEST_CASE(every_step_list_on_every_path,
-                     bdata::make({"oneshot", "twoshot"}) * bdata::make({false, true}) * bdata::make({false, true}) *
-                         bdata::make({"generic", "queued", "inline"}),
+                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({false, true}) *
+                         bdata::make({false, true}) * bdata::make({"generic", "queued", "inline"}),
                      name, in_place, push, path) {
   const int ndev = 3;
   FusedAlgorithm algo = fused_algorithm(name).value();
-  CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, "test collective", DType::int32};
-  for (int64_t numel : {int64_t{2}, int64_t{70001}, int64_t{5}}) {
+  CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, 0, "test collective",
+                      DType::int32};
+  for (int64_t numel : {int64_t{2}, int64_t{70001}, int64_t{5}, int64_t{70001}}) {
+    int64_t slices = algo == FusedAlgorithm::ring && numel > 5 ? 1 + call.base % 2 * 4 : 1;  // 1, then 5 slices
     BOOST_TEST_CONTEXT(fused_name(algo) << " in place " << in_place << " push " << push << " " << path << " numel "
-                                        << numel) {
-      std::vector<std::vector<int32_t>> out = run_by_hand(algo, ndev, numel, in_place, push, path, call);
+                                        << numel << " slices " << slices) {
+      std::vector<std::vector<int32_t>> out =
+          run_by_hand(algo, ndev, numel, in_place, push, path, call, {}, nullptr, slices);
       for (int d = 0; d < ndev; ++d)
         for (int64_t j = 0; j < numel; ++j)
           BOOST_TEST_REQUIRE(out[static_cast<size_t>(d)][static_cast<size_t>(j)] == 3000 + 3 * j,
@@ -246,15 +256,16 @@ BOOST_AUTO_TEST_CASE(a_failed_dependency_fails_every_device_at_once) {
   const int ndev = 3;
   Event failed;
   failed.set_done(std::make_exception_ptr(DeviceError("the input's producer failed")));
-  for (std::string algo : {"oneshot", "twoshot"}) {
-    CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, "test collective", DType::int32};
+  for (std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
+    CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, 0, "test collective",
+                        DType::int32};
     std::vector<Event> events;
     run_by_hand(fused_algorithm(algo).value(), ndev, 1000, false, true, "queued", call, {failed}, &events);
     for (const Event& e : events)
       BOOST_CHECK_EXCEPTION(e.wait_for(std::chrono::seconds(30)), DeviceError, [](const DeviceError&) { return true; });
     BOOST_TEST(call.barrier->broken());
     call.barrier = std::make_shared<CollectiveBarrier>(ndev);  // as the executor does (collective_run.cpp)
-    call.base = 0;
+    call.base = call.signal_base = 0;
     std::vector<std::vector<int32_t>> out =
         run_by_hand(fused_algorithm(algo).value(), ndev, 1000, false, true, "queued", call);
     for (int d = 0; d < ndev; ++d) BOOST_TEST(out[static_cast<size_t>(d)][999] == 3000 + 3 * 999);
@@ -294,15 +305,35 @@ BOOST_AUTO_TEST_CASE(a_missing_device_times_out_and_breaks_the_barrier) {
     });
   for (auto& t : threads) t.join();
   BOOST_TEST(!ok.broken());
+
+  CollectiveBarrier silent(2);  // the ring's flags: a peer that never signals times out the wait, naming it
+  silent.signal(0);
+  silent.wait_signals(0, 1, std::chrono::seconds(30), "ring");  // reached: returns
+  BOOST_CHECK_EXCEPTION(silent.wait_signals(1, 1, std::chrono::milliseconds(50), "item 3 on CPU:0"), TimeoutError,
+                        [](const TimeoutError& e) {
+                          std::string m = e.what();
+                          return m.find("item 3 on CPU:0") != std::string::npos &&
+                                 m.find("device 1") != std::string::npos;
+                        });
+  BOOST_TEST(silent.broken());
+  CollectiveBarrier woken(2);  // a sleeping waiter is woken by the signal it waits for
+  std::thread signaller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    woken.signal(1);
+    woken.signal(1);
+  });
+  woken.wait_signals(1, 2, std::chrono::seconds(60), "waiter");
+  signaller.join();
+  BOOST_TEST(!woken.broken());
 }
 
 // allreduce.algorithm forces a fused form where the destination is the source's devices in one
-// process; onto one device it is oneshot's unfused counterpart (naive), twoshot's is all2all; so is
-// an allreduce across ranks. broadcast and alltoall take their direct form.
+// process; onto one device it is oneshot's unfused counterpart (naive), twoshot's is all2all, ring_fused's
+// the ring; so is an allreduce across ranks. broadcast and alltoall take their direct form.
 BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
-  for (const std::string algo : {"oneshot", "twoshot"}) {
+  for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     AllreduceSettings s = forced(algo);
-    std::string unfused = algo == "oneshot" ? "naive" : "all2all";
+    std::string unfused = algo == "oneshot" ? "naive" : algo == "twoshot" ? "all2all" : "ring";
     UOp local = new_buffer(DeviceSpec(DeviceTuple{"CPU:0", "CPU:1"}), 8, DType::float32);
     BOOST_TEST(allreduce_algorithm(local.allreduce(Ops::ADD, local.device()), s) == algo);
     BOOST_TEST(allreduce_algorithm(local.allreduce(Ops::ADD, DeviceSpec("CPU:0")), s) == unfused);
@@ -321,11 +352,53 @@ BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
   }
 }
 
+// ring_fused's lowering, interpreted, against the lowered ring's (allreduce.cpp reduce_scatter_ring): bit
+// for bit on every device, chunk c folded from device c round the ring (c+1 for a reduce_scatter), for
+// float dtypes whose sums depend on that order; and the allgather's against its direct form. Also run: the
+// realized values are the interpreted ones.
+BOOST_DATA_TEST_CASE(ring_fused_interprets_as_the_lowered_ring, bdata::make({3, 4, 5}) * bdata::make({false, true}),
+                     ndev, queued) {
+  auto devs = cpu_devices(ndev);
+  Path path(queued);
+  uint32_t seed = 120;
+  auto ring = [](const std::string& a) {  // the lowered ring: RING=2
+    AllreduceSettings s = forced(a == "ring" ? "auto" : a);
+    if (a == "ring") s.ring = 2, s.all2all = 0;
+    return s;
+  };
+  for (DType dtype : {DType::float32, DType::float16, DType::bfloat16, DType::int32})
+    for (int64_t numel : {int64_t{ndev}, int64_t{ndev * 37}}) {
+      BOOST_TEST_CONTEXT(dtype_name(dtype) << " numel " << numel) {
+        Tensor x = Tensor::from_host(make_data(dtype, ndev, numel, seed++)).shard(devs, 0);
+        x.realize();
+        for (const std::string kind : {"allreduce", "reduce_scatter", "allgather"}) {
+          auto build = [&](const std::string& a) {
+            ScopedSettings scope(ring(a));
+            Tensor r = kind == "allreduce"        ? x.sum({0})
+                       : kind == "reduce_scatter" ? x.reduce_scatter(Ops::ADD, 1)
+                                                  : x.allgather();
+            Schedule s = r.schedule();
+            BOOST_TEST(s.algorithms == std::vector<std::string>{a}, boost::test_tools::per_element());
+            BOOST_TEST(s.fused_items.size() == (a == "ring_fused" ? 1u : 0u), kind);
+            std::vector<HostBuffer> v = r.interpret_shards();
+            if (a == "ring_fused") realized_as_interpreted(r);
+            return v;
+          };
+          std::vector<HostBuffer> fused = build("ring_fused"), lowered = build("ring");
+          BOOST_TEST_REQUIRE(fused.size() == lowered.size());
+          for (size_t d = 0; d < fused.size(); ++d)
+            BOOST_TEST((fused[d].bytes == lowered[d].bytes), kind << " device " << d);
+        }
+      }
+    }
+}
+
 // A reduce_scatter under a fused setting: one fused item, device d holding chunk d of the interpreter's
 // fold, bit for bit (local shape (1, numel), numel a multiple of n, scattered along axis 1); both cpu paths.
 BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item,
-                     bdata::make({"oneshot", "twoshot"}) * bdata::make({2, 3, 4}) * bdata::make({false, true}), algo,
-                     ndev, queued) {
+                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) *
+                         bdata::make({false, true}),
+                     algo, ndev, queued) {
   ScopedSettings scope(forced(algo));
   Path path(queued);
   auto devs = cpu_devices(ndev);
@@ -350,8 +423,9 @@ BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item,
 // device holding every shard in order, bit for bit (-0.0 included); sharded on axis 1 the shards interleave
 // and the direct form runs. Both cpu paths.
 BOOST_DATA_TEST_CASE(allgather_is_one_fused_item_where_shards_lie_in_order,
-                     bdata::make({"oneshot", "twoshot"}) * bdata::make({2, 3, 4}) * bdata::make({false, true}), algo,
-                     ndev, queued) {
+                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) *
+                         bdata::make({false, true}),
+                     algo, ndev, queued) {
   ScopedSettings scope(forced(algo));
   Path path(queued);
   auto devs = cpu_devices(ndev);
