@@ -19,8 +19,9 @@ std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item)
   c->numel = prod(item.ast.src(0).shape());  // every device's input (a reduce_scatter writes a chunk of it)
   c->dtype = item.ast.dtype();
   c->barrier = std::make_shared<CollectiveBarrier>(c->ndev);
-  // ring_fused's slices: its chunks are the allreduce's (or n equal ones), about numel / n elements
-  int64_t slices = ring_slices(c->ndev, c->numel / std::max<int64_t>(1, c->ndev) * itemsize(c->dtype));
+  // ring_fused's slices: its chunks are about numel / n elements (an allgather's: every device's numel)
+  int64_t chunk = c->arg.collective == FusedCollective::allgather ? c->numel : c->numel / std::max<int64_t>(1, c->ndev);
+  int64_t slices = ring_slices(c->ndev, chunk * itemsize(c->dtype));
   for (bool in_place : {false, true})
     for (int64_t d = 0; d < c->ndev; ++d) {
       c->steps[in_place].push_back(
