@@ -325,6 +325,17 @@ add_test(NAME install_consumer COMMAND "${CMAKE_COMMAND}"
   "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}" "-DLINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
   -P "${PROJECT_SOURCE_DIR}/cmake/InstallConsumerTest.cmake")
 set_tests_properties(install_consumer PROPERTIES LABELS integration TIMEOUT 600 COST 6)
+# install_user_tests: the same with examples/user-tests/, a user's own tests on the testing library
+# (ringrt::testing, ringrt_add_boost_tests) and a `ringrt regress` folder, run by its own CTest; the JUnit files
+# and the regression summary are checked (RUN=ctest in cmake/InstallConsumerTest.cmake).
+add_test(NAME install_user_tests COMMAND "${CMAKE_COMMAND}"
+  "-DBUILD_DIR=${PROJECT_BINARY_DIR}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}/examples/user-tests"
+  "-DWORK_DIR=${PROJECT_BINARY_DIR}/install-user-tests" "-DGENERATOR=${CMAKE_GENERATOR}"
+  "-DCXX_COMPILER=${CMAKE_CXX_COMPILER}" "-DBUILD_TYPE=${CMAKE_BUILD_TYPE}"
+  "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}" "-DLINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}" -DRUN=ctest
+  -P "${PROJECT_SOURCE_DIR}/cmake/InstallConsumerTest.cmake")
+set_tests_properties(install_user_tests PROPERTIES LABELS integration TIMEOUT 600 COST 10
+  ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache;${RINGRT_TEST_ENVIRONMENT}")
 
 # soak_short: 2,000 steps of each soak loop (scripts/soak/soak.cpp): values right, programs built,
 # graph nodes, storages and tensor states flat after warm-up (counts only; the full soak prints memory).
