@@ -1,6 +1,6 @@
-// The references and rules of runtime/api/reference.hpp. The host's loops poll for a stop every
-// kPollElements, so that a SIGINT during the check of a 64 MiB result stops `ringrt run` within
-// milliseconds (rewrite/interrupt.hpp).
+// The references and rules of runtime/api/reference.hpp. The host's loops poll for a stop
+// (runtime/api/host_loop.hpp), so that a SIGINT during the check of a 64 MiB result stops `ringrt run` within
+// milliseconds.
 #include "runtime/api/reference.hpp"
 
 #include <fmt/format.h>
@@ -10,17 +10,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/interrupt.hpp"
+#include "runtime/api/host_loop.hpp"
 
 namespace ringrt {
 namespace {
-
-constexpr int64_t kPollElements = int64_t{1} << 16;
-void stop_if_interrupted(int64_t i, const char* what) {
-  if (i % kPollElements == 0 && interrupt_signal() != 0)
-    throw Interrupted(fmt::format("{} stopped by signal {}", what, interrupt_signal()));
-}
 
 // The largest magnitude up to which every integer is exact in dt: 2^(significand bits + 1).
 double integer_limit(DType dt) {

@@ -22,20 +22,12 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
 #include "rewrite/interrupt.hpp"
+#include "runtime/api/host_loop.hpp"
 #include "runtime/cli/experiment_check.hpp"
 #include "runtime/cli/memory_budget.hpp"
 
 namespace ringrt {
 namespace {
-// The host's loops over a row's elements (its input, its reference, its check: seconds at 64 MiB on 4
-// devices) poll for a stop every kPollElements and end with Interrupted (run_experiment: stopped), so a
-// SIGINT or SIGTERM stops a run within milliseconds, as between allreduces.
-constexpr int64_t kPollElements = int64_t{1} << 16;
-void stop_if_interrupted(int64_t i, const char* what) {
-  if (i % kPollElements == 0 && interrupt_signal() != 0)
-    throw Interrupted(fmt::format("{} stopped by signal {}", what, interrupt_signal()));
-}
-
 // Small integers keep every partial result exact in the type: integers and 16-bit floats.
 bool small_integer_data(DType dt) { return !is_float(dt) || itemsize(dt) == 2; }
 
