@@ -18,6 +18,7 @@
 #include "rewrite/interrupt.hpp"
 #include "rewrite/params.hpp"
 #include "rewrite/tuning.hpp"
+#include "runtime/api/tensor.hpp"
 #include "runtime/cli/experiment.hpp"
 #include "runtime/cli/outputs.hpp"
 #include "runtime/cli/regress_report.hpp"
@@ -130,8 +131,9 @@ void compare_rows(ExperimentVerdict& e, const RegressContext& ctx) {
     }
 }
 
-// --record: the baseline of e's rows, written unless a row is wrong (then those rows are regressions).
-void record_rows(ExperimentVerdict& e, const RegressContext& ctx) {
+// --record: the baseline of e's rows, written (by the writer: rank 0 under mpirun) unless a row is wrong (then those
+// rows are regressions).
+void record_rows(ExperimentVerdict& e, const RegressContext& ctx, bool writer) {
   bool wrong = std::any_of(e.rows.begin(), e.rows.end(), [](const RowVerdict& v) { return v.wrong > 0; });
   for (RowVerdict& v : e.rows) {
     v.verdict = v.wrong > 0 ? Verdict::regression : Verdict::recorded;
@@ -149,7 +151,7 @@ void record_rows(ExperimentVerdict& e, const RegressContext& ctx) {
   b.busbw_tolerance = e.tolerance;
   for (const RowVerdict& v : e.rows)
     b.rows.push_back({v.row, v.algo, v.busbw, v.wrong < 0 ? std::nullopt : std::optional(v.wrong)});
-  write_file(e.baseline_path, baseline_json(b));  // IOError: the experiment's error (exit 2)
+  if (writer) write_file(e.baseline_path, baseline_json(b));  // IOError: the experiment's error (exit 2)
   for (RowVerdict& v : e.rows) v.note = "recorded in " + e.baseline_path;
 }
 
@@ -181,7 +183,8 @@ void run_one(ExperimentVerdict& e) {
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void report_regressions(const ExperimentVerdict& e) {
+void report_regressions(const ExperimentVerdict& e, bool writer) {
+  if (!writer) return;
   std::string out;
   for (const RowVerdict& v : e.rows)
     for (const std::string& f : v.failures) out += fmt::format("ringrt: regression: {}: {}: {}\n", e.name, v.row, f);
@@ -195,6 +198,10 @@ int regress_command(const RegressOptions& o) {
   std::string baselines = o.baselines.empty() ? (fs::path(o.dir) / "baselines").string() : o.baselines;
   RegressContext ctx{o.dir, baselines, host_name(), machine_identity(), ringrt_version(), o.record};
   std::vector<ExperimentVerdict> experiments = read_experiments(o, baselines);
+  // Under mpirun every rank runs every experiment (run_experiment is collective) and rank 0 reports and writes
+  // for the job; the job's status is rank 0's. The other ranks print nothing on stdout.
+  bool writer = rank_info().rank == 0;
+  if (!writer && std::freopen("/dev/null", "w", stdout) == nullptr) throw IOError("cannot silence this rank's stdout");
   std::vector<std::pair<std::string, std::string>> inputs;
   for (const ExperimentVerdict& e : experiments) {
     inputs.push_back({"an experiment", e.path});
@@ -202,10 +209,10 @@ int regress_command(const RegressOptions& o) {
   }
   check_distinct_outputs({{"--junit", o.junit}, {"--summary", o.summary}}, inputs);
   std::optional<OutputFile> junit, summary;  // opened now: a bad path fails before anything runs
-  if (!o.junit.empty()) junit.emplace(o.junit);
-  if (!o.summary.empty()) summary.emplace(o.summary);
+  if (!o.junit.empty() && writer) junit.emplace(o.junit);
+  if (!o.summary.empty() && writer) summary.emplace(o.summary);
   std::error_code ec;
-  if (o.record && (fs::create_directories(baselines, ec), ec))
+  if (o.record && writer && (fs::create_directories(baselines, ec), ec))
     throw IOError(fmt::format("{}: cannot create the baselines' folder: {}", baselines, ec.message()));
   std::string started = junit_timestamp();
   std::printf("# ringrt regress %s: %zu experiments, baselines in %s%s\n# this run: ringrt %s on host '%s' (%s)\n",
@@ -218,14 +225,14 @@ int regress_command(const RegressOptions& o) {
     set_tolerance(e);
     run_one(e);
     try {
-      o.record ? record_rows(e, ctx) : compare_rows(e, ctx);
+      o.record ? record_rows(e, ctx, writer) : compare_rows(e, ctx);
     } catch (const UserError& ex) {  // a baseline that cannot be written
       e.error = ex.what(), e.error_status = 2;
     }
     ++done;
     std::fputs(experiment_text(e).c_str(), stdout);
     std::fflush(stdout);
-    report_regressions(e);
+    report_regressions(e, writer);
     bool regressed =
         std::any_of(e.rows.begin(), e.rows.end(), [](auto& v) { return v.verdict == Verdict::regression; });
     status = std::max({status, e.error_status, regressed ? 1 : 0});
@@ -234,6 +241,7 @@ int regress_command(const RegressOptions& o) {
   experiments.resize(done);
   bool stopped = !experiments.empty() && experiments.back().stopped;
   if (stopped) status = 128 + interrupt_signal();
+  status = static_cast<int>(sum_over_ranks(writer ? status : 0));  // rank 0's, on every rank
   std::fputs(closing_text(experiments, status).c_str(), stdout);
   if (junit) junit->write(junit_xml(regress_suites(ctx, experiments, started)));
   if (summary) summary->write(summary_markdown(ctx, experiments, status));

@@ -19,6 +19,8 @@
 //   - stdout: a line per row and a summary; stderr: each regression, naming the experiment, the row and the
 //     figure; --junit FILE: a test suite per experiment, a test case per row; --summary FILE: Markdown (for a CI
 //     job's summary page). Files are written through rewrite/files.hpp (never through a link).
+//   - Under mpirun every rank runs every experiment and rank 0 reports, writes the files, and gives the job its
+//     status (the busbw compared is rank 0's, as `ringrt run` prints rank 0's times).
 // Exit status: 0 no regression; 1 a regression; 2 a bad folder, experiment, baseline, option or output file, or an
 // experiment that failed with a user or device error; 3 an internal, compile or timeout error in an experiment;
 // 130/143 stopped by SIGINT/SIGTERM (the reports hold what finished). The highest applies.
