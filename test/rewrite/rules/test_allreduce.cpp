@@ -56,13 +56,13 @@ HostBuffer make_data(DType dtype, int ndev, int64_t numel, uint32_t seed) {
   return b;
 }
 
-// The rows of a (ndev, numel) buffer: device d's local values.
+// The rows of a (ndev, numel) buffer: device d's local value, a (1, numel) row.
 std::vector<HostBuffer> rows_of(const HostBuffer& x) {
   int64_t ndev = x.shape[0], numel = x.shape[1];
   size_t row = static_cast<size_t>(numel * itemsize(x.dtype));
   std::vector<HostBuffer> out;
   for (int64_t d = 0; d < ndev; ++d) {
-    HostBuffer b(x.dtype, {numel});
+    HostBuffer b(x.dtype, {1, numel});
     std::copy_n(x.bytes.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(d) * row), row, b.bytes.begin());
     out.push_back(std::move(b));
   }
