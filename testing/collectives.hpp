@@ -71,8 +71,9 @@ inline std::vector<Reference> collective_expected(const std::string& kind, const
                                                   int root) {
   if (in.empty()) throw std::invalid_argument("collective_expected(" + kind + "): no devices' values");
   if (kind == "allreduce" && (in[0].shape.empty() || in[0].shape[0] != 1))
-    throw std::invalid_argument("collective_expected(allreduce): each device's value must be one row, shape (1, ...), "
-                                "as x.reduce(op, {0}) reduces every row");
+    throw std::invalid_argument(
+        "collective_expected(allreduce): each device's value must be one row, shape (1, ...), "
+        "as x.reduce(op, {0}) reduces every row");
   int64_t n = static_cast<int64_t>(in.size()), numel = in[0].numel();
   int64_t count = kind == "allgather" ? n * numel : numel;  // rccl-tests' count: the gathered buffer
   int64_t each = kind == "reduce_scatter" ? numel / n : count;
