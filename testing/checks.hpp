@@ -127,8 +127,8 @@ inline ResultCheck check_values(const std::vector<std::pair<std::string, HostBuf
 
 // Checks `result` (best lazy: its schedule goes into the report) on each of this process's devices against
 // `expected` (one Reference per device of Tensor::devices(), or one for all): realizes it and reads every local
-// device's value (Tensor::local_host_shards). `collective` names it in the message. Throws what realizing
-// throws.
+// device's value (Tensor::local_host_shards; under mpirun this rank's devices, the realize collective as ever).
+// `collective` names it in the message. Throws what planning and realizing throw.
 inline ResultCheck check_result(const Tensor& result, const std::vector<Reference>& expected,
                                 const std::string& collective = "") {
   ResultInfo info = describe(result, collective);

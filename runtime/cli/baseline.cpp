@@ -21,7 +21,11 @@ struct Reader {
   std::string name;
 
   [[noreturn]] void fail(const std::string& key, const std::string& expected, const Json& got) const {
-    std::string shown = got.is_string() ? quote_value(got.get<std::string>()) : got.dump();
+    // a list or an object by its kind only: dumping one nested a million deep would recurse as deep
+    std::string shown = got.is_string()   ? quote_value(got.get<std::string>())
+                        : got.is_array()  ? std::string("a list")
+                        : got.is_object() ? std::string("an object")
+                                          : got.dump();
     if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
     throw ConfigError(fmt::format("{}: key '{}': expected {}, got {}", name, key, expected, shown));
   }
@@ -81,6 +85,10 @@ Baseline parse_baseline(std::string_view text, const std::string& name) {
     size_t at = what.find(": ", what.find("parse error"));
     throw ConfigError(fmt::format("{}:{}: JSON syntax error{}", name, position(text, e.byte == 0 ? 0 : e.byte - 1),
                                   at == std::string::npos ? "" : what.substr(at)));
+  } catch (const Json::exception& e) {  // a number past double's range: "[json.exception.out_of_range.406] ..."
+    std::string what = e.what();
+    size_t at = what.find("] ");
+    throw ConfigError(fmt::format("{}: JSON error: {}", name, at == std::string::npos ? what : what.substr(at + 2)));
   }
   Reader r{name};
   r.only_keys(root, "",
