@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <span>
 #include <system_error>
 
 #include "rewrite/errors.hpp"
@@ -236,6 +237,10 @@ int regress_command(const RegressOptions& o) {
     bool regressed =
         std::any_of(e.rows.begin(), e.rows.end(), [](auto& v) { return v.verdict == Verdict::regression; });
     status = std::max({status, e.error_status, regressed ? 1 : 0});
+    // the reports so far, kept up to date as `ringrt run` keeps --csv: a job killed part way leaves what finished
+    std::span<const ExperimentVerdict> finished(experiments.data(), done);
+    if (junit) junit->rewrite(junit_xml(regress_suites(ctx, finished, started)));
+    if (summary) summary->rewrite(summary_markdown(ctx, finished, status));
     if (e.stopped) break;
   }
   experiments.resize(done);

@@ -18,7 +18,8 @@
 //     not recorded (a regression).
 //   - stdout: a line per row and a summary; stderr: each regression, naming the experiment, the row and the
 //     figure; --junit FILE: a test suite per experiment, a test case per row; --summary FILE: Markdown (for a CI
-//     job's summary page). Files are written through rewrite/files.hpp (never through a link).
+//     job's summary page), both opened before anything runs and rewritten after each experiment (a job killed
+//     part way leaves what finished). Files are written through rewrite/files.hpp (never through a link).
 //   - Under mpirun every rank runs every experiment and rank 0 reports, writes the files, and gives the job its
 //     status (the busbw compared is rank 0's, as `ringrt run` prints rank 0's times).
 // Exit status: 0 no regression; 1 a regression; 2 a bad folder, experiment, baseline, option or output file, or an

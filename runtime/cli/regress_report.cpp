@@ -63,7 +63,7 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
-RegressCounts count_verdicts(const std::vector<ExperimentVerdict>& experiments) {
+RegressCounts count_verdicts(std::span<const ExperimentVerdict> experiments) {
   RegressCounts c;
   for (const ExperimentVerdict& e : experiments) {
     c.errors += e.error.empty() ? 0 : 1;
@@ -97,12 +97,12 @@ std::string experiment_text(const ExperimentVerdict& e) {
   return out;
 }
 
-std::string closing_text(const std::vector<ExperimentVerdict>& experiments, int status) {
+std::string closing_text(std::span<const ExperimentVerdict> experiments, int status) {
   RegressCounts c = count_verdicts(experiments);
   return fmt::format("# {}\n# result: {}\n", counts_text(c), result_text(c, status));
 }
 
-std::string summary_markdown(const RegressContext& ctx, const std::vector<ExperimentVerdict>& experiments, int status) {
+std::string summary_markdown(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments, int status) {
   RegressCounts c = count_verdicts(experiments);
   std::string out = fmt::format(
       "# ringrt regress\n\nExperiments `{}`, baselines `{}`{}; ringrt {} on host `{}` ({}).\n\n**Result: {}**: {}.\n\n",
@@ -121,7 +121,7 @@ std::string summary_markdown(const RegressContext& ctx, const std::vector<Experi
   return out;
 }
 
-std::vector<JunitSuite> regress_suites(const RegressContext& ctx, const std::vector<ExperimentVerdict>& experiments,
+std::vector<JunitSuite> regress_suites(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments,
                                        const std::string& timestamp) {
   std::vector<JunitSuite> out;
   for (const ExperimentVerdict& e : experiments) {

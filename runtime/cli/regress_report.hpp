@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -56,19 +57,19 @@ struct RegressContext {
 struct RegressCounts {
   int64_t rows = 0, ok = 0, regressions = 0, not_comparable = 0, no_baseline = 0, recorded = 0, errors = 0;
 };
-RegressCounts count_verdicts(const std::vector<ExperimentVerdict>& experiments);
+RegressCounts count_verdicts(std::span<const ExperimentVerdict> experiments);
 
 const char* verdict_name(Verdict v);  // "ok", "REGRESSION", "not comparable", "no baseline", "recorded"
 
 // The lines stdout shows for one experiment once it ran: a header line, then one per row.
 std::string experiment_text(const ExperimentVerdict& e);
 // The closing lines: the counts and the result.
-std::string closing_text(const std::vector<ExperimentVerdict>& experiments, int status);
+std::string closing_text(std::span<const ExperimentVerdict> experiments, int status);
 // The Markdown summary: a heading, the context, the result, and a table of every row.
-std::string summary_markdown(const RegressContext& ctx, const std::vector<ExperimentVerdict>& experiments, int status);
+std::string summary_markdown(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments, int status);
 // A JUnit suite per experiment, a test case per row: failed for a regression (its figures in the message),
 // skipped for not comparable and no baseline, an error case for an experiment that failed to run.
-std::vector<JunitSuite> regress_suites(const RegressContext& ctx, const std::vector<ExperimentVerdict>& experiments,
+std::vector<JunitSuite> regress_suites(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments,
                                        const std::string& timestamp);
 
 }  // namespace ringrt
