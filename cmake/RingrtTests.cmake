@@ -305,9 +305,19 @@ if(RINGRT_WITH_MPI)
 --trace ${_trace} && for r in 0 1; do grep -q '\"rank\":'$r ${_trace}.rank$r && \
 grep -q 'rank'$r'/CPU:0 mpi' ${_trace}.rank$r || exit 1; done"
     bash "${MPIEXEC_EXECUTABLE}" $<TARGET_FILE:ringrt_cli> "${PROJECT_SOURCE_DIR}/configs/default.yaml")
+  # `ringrt regress` under mpirun (examples/user-tests/regress/, 2 devices per rank): every rank runs each
+  # experiment, rank 0 records the baselines and then compares (busbw may fall to 1% on this shared machine)
+  set(_regress "${PROJECT_BINARY_DIR}/test/mpi/regress-baselines")
+  add_test(NAME mpi.cli_regress COMMAND bash -c "rm -rf \"$4\" && \"$1\" -np 2 \"$2\" regress \"$3\" --record \
+--baselines \"$4\" --set devices.count=2 && out=$(\"$1\" -np 2 \"$2\" regress \"$3\" --baselines \"$4\" --set \
+devices.count=2 --set regress.busbw_tolerance=0.99); rc=$?; printf '%s\\n' \"$out\"; test $rc -eq 0 && \
+printf '%s\\n' \"$out\" | grep -q '^# 4 rows: 4 ok, ' && grep -q '\"devices\": 4' \"$4/allreduce.json\""
+    bash "${MPIEXEC_EXECUTABLE}" $<TARGET_FILE:ringrt_cli> "${PROJECT_SOURCE_DIR}/examples/user-tests/regress" "${_regress}")
   add_test(NAME mpi.faults COMMAND bash "${PROJECT_SOURCE_DIR}/test/mpi/faults.sh" $<TARGET_FILE:ringrt_cli>
     "${PROJECT_SOURCE_DIR}/configs")
   set(_mpi_cli mpi.cli_run mpi.cli_per_rank_groups mpi.cli_job_devices mpi.cli_fsdp)
+  set_tests_properties(mpi.cli_regress PROPERTIES LABELS mpi TIMEOUT 600 RUN_SERIAL ON
+    ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
   set_tests_properties(mpi.cli_trace PROPERTIES LABELS mpi TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
   set_tests_properties(mpi.ranks_2 mpi.ranks_4 ${_mpi_cli} mpi.faults PROPERTIES
     LABELS mpi TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
@@ -325,6 +335,17 @@ add_test(NAME install_consumer COMMAND "${CMAKE_COMMAND}"
   "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}" "-DLINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
   -P "${PROJECT_SOURCE_DIR}/cmake/InstallConsumerTest.cmake")
 set_tests_properties(install_consumer PROPERTIES LABELS integration TIMEOUT 600 COST 6)
+# install_user_tests: the same with examples/user-tests/, a user's own tests on the testing library
+# (ringrt::testing, ringrt_add_boost_tests) and a `ringrt regress` folder, run by its own CTest; the JUnit files
+# and the regression summary are checked (RUN=ctest in cmake/InstallConsumerTest.cmake).
+add_test(NAME install_user_tests COMMAND "${CMAKE_COMMAND}"
+  "-DBUILD_DIR=${PROJECT_BINARY_DIR}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}/examples/user-tests"
+  "-DWORK_DIR=${PROJECT_BINARY_DIR}/install-user-tests" "-DGENERATOR=${CMAKE_GENERATOR}"
+  "-DCXX_COMPILER=${CMAKE_CXX_COMPILER}" "-DBUILD_TYPE=${CMAKE_BUILD_TYPE}"
+  "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}" "-DLINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}" -DRUN=ctest
+  -P "${PROJECT_SOURCE_DIR}/cmake/InstallConsumerTest.cmake")
+set_tests_properties(install_user_tests PROPERTIES LABELS integration TIMEOUT 600 COST 10
+  ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache;${RINGRT_TEST_ENVIRONMENT}")
 
 # soak_short: 2,000 steps of each soak loop (scripts/soak/soak.cpp): values right, programs built,
 # graph nodes, storages and tensor states flat after warm-up (counts only; the full soak prints memory).

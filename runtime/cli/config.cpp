@@ -228,6 +228,15 @@ struct Loader {
     leaves["experiment.sharding"] = [this](auto& n, auto& k) {
       cfg.sharding = choice(n, k, {"no_shard", "shard_grad_op", "full_shard"});
     };
+    leaves["regress.busbw_tolerance"] = [this](auto& n, auto& k) {
+      const char* expected = "a fraction in [0, 1) (0.5: busbw may fall to half its baseline's)";
+      const std::string& t = scalar(n, k, expected);
+      double v = -1;
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !(v >= 0 && v < 1))
+        fail(where(n), k, expected, describe(n));
+      cfg.busbw_tolerance = v;
+    };
   }
 
   // The setters of every tunable (rewrite/params.hpp), parsed by set_param. A file may not set a

@@ -40,6 +40,9 @@
 //                                            reduce-scatters the gradients (experiment_fsdp.cpp); here
 //                                            experiment.collective (reduce_scatter | allgather) only names
 //                                            the one `ringrt schedule` plans
+//   regress.busbw_tolerance: T               `ringrt regress` only (runtime/cli/regress.hpp): a row's busbw may
+//                                            fall to (1 - T) of its baseline's, 0 <= T < 1; unset: the
+//                                            baseline's tolerance, else 0.5
 //
 // Precedence: --set > environment (the tunables' variables) > YAML > default. The ringrt program
 // installs `runtime` for the process (set_runtime_params) before it runs anything; parsing itself
@@ -52,6 +55,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,6 +94,8 @@ struct ExperimentConfig {
   bool in_place = true;  // SweepForm::buckets: write_shards + allreduce_in_place per bucket and step
   // SweepForm::buckets: no_shard (DDP: allreduce per bucket) | shard_grad_op | full_shard (FSDP units)
   std::string sharding = "no_shard";
+  // regress.busbw_tolerance, in [0, 1); nullopt when not set (`ringrt regress` then takes the baseline's, else 0.5)
+  std::optional<double> busbw_tolerance;
   // Where each key that was set got its value: "FILE:LINE:COL", "environment variable RING" or
   // "--set k=v". Keys left at their default are absent (dumps print "default").
   std::map<std::string, std::string> origins;

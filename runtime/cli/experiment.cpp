@@ -22,48 +22,14 @@
 #include "rewrite/errors.hpp"
 #include "rewrite/hash.hpp"
 #include "rewrite/interrupt.hpp"
+#include "runtime/api/host_loop.hpp"
 #include "runtime/cli/experiment_check.hpp"
 #include "runtime/cli/memory_budget.hpp"
 
 namespace ringrt {
 namespace {
-// The host's loops over a row's elements (its input, its reference, its check: seconds at 64 MiB on 4
-// devices) poll for a stop every kPollElements and end with Interrupted (run_experiment: stopped), so a
-// SIGINT or SIGTERM stops a run within milliseconds, as between allreduces.
-constexpr int64_t kPollElements = int64_t{1} << 16;
-void stop_if_interrupted(int64_t i, const char* what) {
-  if (i % kPollElements == 0 && interrupt_signal() != 0)
-    throw Interrupted(fmt::format("{} stopped by signal {}", what, interrupt_signal()));
-}
-
 // Small integers keep every partial result exact in the type: integers and 16-bit floats.
 bool small_integer_data(DType dt) { return !is_float(dt) || itemsize(dt) == 2; }
-
-double epsilon(DType dt) {
-  switch (dt) {
-    case DType::float64:
-      return std::ldexp(1.0, -52);
-    case DType::float16:
-      return std::ldexp(1.0, -10);
-    case DType::bfloat16:
-      return std::ldexp(1.0, -7);
-    default:
-      return std::ldexp(1.0, -23);
-  }
-}
-
-double combine(Ops op, double a, double b) {
-  switch (op) {
-    case Ops::MAX:
-      return std::max(a, b);
-    case Ops::MIN:
-      return std::min(a, b);
-    case Ops::MUL:
-      return a * b;
-    default:
-      return a + b;
-  }
-}
 
 // Device d's input element i as stored in the dtype (input_value rounded or wrapped, as the input data).
 StoredValue stored_input(const ExperimentConfig& cfg) {
@@ -74,46 +40,9 @@ StoredValue stored_input(const ExperimentConfig& cfg) {
   };
 }
 
-// Elements [first, first + len) of the expected result on device j of collective over count elements
-// per device, device d's local element i being v(d, i) (see collective_reference).
-Reference device_reference(const ExperimentConfig& cfg, const std::string& k, int64_t count, int64_t j, int64_t first,
-                           int64_t len, const StoredValue& v) {
-  int64_t n = static_cast<int64_t>(cfg.devices.size()), c = count / n, root = cfg.root;
-  DType dt = cfg.dtype;
-  if (k == "reduce_scatter")
-    return reference_of(dt, n, first, len, cfg.op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });
-  if (k == "allgather")
-    return reference_of(dt, 1, first, len, cfg.op, [&](int64_t, int64_t e) { return v(e / c, e % c); });
-  if (k == "alltoall")
-    return reference_of(dt, 1, first, len, cfg.op, [&](int64_t, int64_t e) { return v(e / c, j * c + e % c); });
-  if (k == "broadcast") return reference_of(dt, 1, first, len, cfg.op, [&](int64_t, int64_t e) { return v(root, e); });
-  return reference_of(dt, n, first, len, cfg.op, v);  // allreduce, reduce
-}
-
 // The elements of each device's result: reduce_scatter's chunk, else count.
 int64_t result_numel(const ExperimentConfig& cfg, const std::string& k, int64_t count) {
   return k == "reduce_scatter" ? count / static_cast<int64_t>(cfg.devices.size()) : count;
-}
-
-// #wrong of got against ref, element by element (both the same range of a result).
-int64_t count_wrong(const Reference& ref, const HostBuffer& got) {
-  int64_t wrong = 0, n = ref.exact.numel();
-  if (got.numel() != n || got.dtype != ref.exact.dtype) return n;
-  bool is_int = !is_float(got.dtype);
-  for (int64_t i = 0; i < n; ++i) {
-    stop_if_interrupted(i, "checking a result");
-    bool ok;
-    if (is_int) {
-      ok = got.get_int(i) == ref.exact.get_int(i);
-    } else if (ref.tolerance.empty()) {
-      double g = got.get(i), e = ref.exact.get(i);
-      ok = g == e || (std::isnan(g) && std::isnan(e));
-    } else {
-      ok = std::abs(got.get(i) - ref.value[static_cast<size_t>(i)]) <= ref.tolerance[static_cast<size_t>(i)];
-    }
-    wrong += ok ? 0 : 1;
-  }
-  return wrong;
 }
 
 bool corrupt_for_tests() {  // test-only: see run_experiment's comment
@@ -146,45 +75,6 @@ HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d) {
   return row;
 }
 
-Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops op, const StoredValue& value) {
-  bool is_int = !is_float(dt);
-  // Rounding-free cases: integers (wrapping is exact), max/min, and small integers in 16-bit floats
-  // while every partial result fits the significand (2^11 for float16, 2^8 for bfloat16).
-  int64_t exact_limit = dt == DType::float16 ? 2048 : 256;
-  bool exact = is_int || op == Ops::MAX || op == Ops::MIN ||
-               (small_integer_data(dt) && (op == Ops::MUL || 4 * ndev <= exact_limit));
-  stop_if_interrupted(0, "computing the reference");  // before the arrays are made
-  Reference r{HostBuffer(dt, {count}), {}, {}};
-  if (!exact) r.tolerance.resize(static_cast<size_t>(count));
-  if (!is_int) r.value.resize(static_cast<size_t>(count));
-  for (int64_t k = 0; k < count; ++k) {
-    stop_if_interrupted(k, "computing the reference");
-    int64_t i = first + k;
-    if (is_int) {
-      int64_t acc = static_cast<int64_t>(value(0, i));
-      for (int64_t d = 1; d < ndev; ++d) {
-        int64_t v = static_cast<int64_t>(value(d, i));
-        acc = op == Ops::MAX   ? std::max(acc, v)
-              : op == Ops::MIN ? std::min(acc, v)
-              : op == Ops::MUL ? static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v))
-                               : static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
-      }
-      r.exact.set_int(k, acc);
-      continue;
-    }
-    double acc = value(0, i), mag = std::abs(acc);
-    for (int64_t d = 1; d < ndev; ++d) {
-      double v = value(d, i);
-      acc = combine(op, acc, v);
-      mag = op == Ops::MUL ? mag * std::abs(v) : mag + std::abs(v);
-    }
-    r.value[static_cast<size_t>(k)] = acc;
-    r.exact.set(k, acc);
-    if (!exact) r.tolerance[static_cast<size_t>(k)] = static_cast<double>(ndev) * epsilon(dt) * mag;
-  }
-  return r;
-}
-
 ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string& collective, int64_t count,
                                   StoredValue value) {
   // every device gets the same value: one range made serves them all
@@ -201,8 +91,9 @@ ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string
   out.range = [&cfg, collective, count, value = std::move(value), last, same](size_t d, int64_t first,
                                                                               int64_t len) -> const Reference& {
     if (last->first != first || last->count != len || (!same && last->device != d)) {
-      last->first = -1;  // not valid while it is remade (device_reference may throw Interrupted)
-      last->ref = device_reference(cfg, collective, count, static_cast<int64_t>(d), first, len, value);
+      last->first = -1;  // not valid while it is remade (collective_reference may throw Interrupted)
+      last->ref = ringrt::collective_reference(collective, cfg.dtype, cfg.op, static_cast<int64_t>(cfg.devices.size()),
+                                               cfg.root, count, static_cast<int64_t>(d), first, len, value);
       last->device = d;
       last->first = first;
       last->count = len;

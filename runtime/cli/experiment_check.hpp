@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/api/reference.hpp"  // Reference, StoredValue, reference_of: the rules #wrong counts by
 #include "runtime/cli/experiment.hpp"
 
 namespace ringrt {
@@ -23,23 +24,6 @@ double micros(Clock::duration d);  // d in microseconds
 double input_value(DType dt, Ops op, int64_t d, int64_t i);
 // Device d's input data: a (1, count) row of input_value, rounded or wrapped into cfg.dtype.
 HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d);
-
-// The expected values of a range of one collective's result on one device, and how far each element
-// may be from them.
-struct Reference {
-  HostBuffer exact;               // the reference rounded (or wrapped) into the dtype
-  std::vector<double> value;      // floats: in double, before rounding
-  std::vector<double> tolerance;  // floats: allowed |got - value|; empty: compare `exact` bit for bit
-};
-
-// Device d's element i as it is stored in the dtype (rounded or wrapped), read back as double.
-using StoredValue = std::function<double(int64_t d, int64_t i)>;
-
-// Elements [first, first + count) of the reduction with op over ndev devices, from their stored values
-// (element k of the result is element first + k of the reduction): exact for integers (wrapping like
-// the devices), max/min and small-integer 16-bit data; otherwise within ndev * epsilon * sum|x_d|
-// (prod: of |prod x_d|). Polls for a stop (rewrite/interrupt.hpp) every 65536 elements: Interrupted.
-Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops op, const StoredValue& value);
 
 // The expected result of a collective on each device, made a range at a time so that the host never
 // holds a whole one (a 64 MiB float32 result's reference is 320 MiB): range(device, first, count) is
@@ -145,11 +129,11 @@ RowTimes time_calls(const ExperimentConfig& cfg, const std::function<Tensor()>& 
 class StepTimer {
  public:
   StepTimer(const ExperimentConfig& cfg, size_t collectives, const Tick& tick);
-  int steps() const;                    // warmup + iters per mode
-  bool timed(int step) const;           // past the warm-up
-  bool pipelined(int step) const;       // a timed step of the pipelined mode
-  void begin(int step);                 // before the step's first collective
-  void realize(size_t i, Tensor& y);    // collective i of the step: realized (latency: waited for, timed), tick()
+  int steps() const;                  // warmup + iters per mode
+  bool timed(int step) const;         // past the warm-up
+  bool pipelined(int step) const;     // a timed step of the pipelined mode
+  void begin(int step);               // before the step's first collective
+  void realize(size_t i, Tensor& y);  // collective i of the step: realized (latency: waited for, timed), tick()
   // The step's collectives, ys[i] collective i: a pipelined step realizes them together (one program: on
   // GPUs one graph launch for every bucket, DDP's step as one), otherwise realize(i, ys[i]) in turn.
   void realize_all(std::vector<Tensor>& ys);

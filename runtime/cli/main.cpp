@@ -1,9 +1,10 @@
 // The `ringrt` program (DESIGN.md "The ringrt program and YAML"):
-//   ringrt run CONFIG.yaml [--set key=value]... [--csv FILE] [--json FILE] [--trace FILE]
+//   ringrt run CONFIG.yaml [--set key=value]... [--csv FILE] [--json FILE] [--junit FILE] [--trace FILE]
 //   ringrt schedule CONFIG.yaml --count N [--json] [--dot FILE] [--emit-source DIR --target hip|nvidia|cpu]
 //   ringrt config CONFIG.yaml [--set key=value]... [--dump]
 //   ringrt tune [CONFIG.yaml] [--set key=value]... [--out FILE] [--collectives LIST] [--rounds N]
-// Exit status: 0 ok, 1 wrong results, 2 bad input (command line, config, environment, shapes,
+//   ringrt regress DIR [--set key=value]... [--baselines DIR] [--record] [--junit FILE] [--summary FILE]
+// Exit status: 0 ok, 1 wrong results (regress: a regression), 2 bad input (command line, config, environment, shapes,
 // devices), 3 an internal or toolchain failure (a bug: CompileError, TimeoutError, InternalError),
 // 130/143 a run stopped by SIGINT/SIGTERM (128 + the signal; see install_stop_handlers).
 #include <fmt/format.h>
@@ -36,6 +37,9 @@
 #include "runtime/api/trace.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"
+#include "runtime/cli/junit.hpp"
+#include "runtime/cli/outputs.hpp"
+#include "runtime/cli/regress.hpp"
 #include "runtime/cli/report.hpp"
 #include "runtime/cli/tune.hpp"
 
@@ -199,45 +203,38 @@ class TraceOutput {
   std::optional<Trace> trace_;
 };
 
-// Whether two paths name one file: the same file when both exist (links, "./", hard links), else the same
-// path once made absolute and normal.
-bool same_file(const std::string& a, const std::string& b) {
-  std::error_code ec1, ec2;
-  if (std::filesystem::exists(a, ec1) && std::filesystem::exists(b, ec2))
-    return std::filesystem::equivalent(a, b, ec1) && !ec1;
-  return std::filesystem::weakly_canonical(a, ec1) == std::filesystem::weakly_canonical(b, ec2) && !ec1 && !ec2;
-}
-
 // The files a run writes must differ from each other and from its config, checked before any is opened
-// (none is created when they do not): --csv, --json, and --trace, which under mpirun is FILE.rank<R> for
-// every rank R (rank 0 writes the CSV and JSON, so one rank's trace must not land on them). Throws IOError.
-void check_distinct_outputs(const std::string& config, const std::string& csv, const std::string& json,
-                            const std::string& trace) {
-  std::vector<std::pair<std::string, std::string>> outs;  // (option, path)
-  if (!csv.empty()) outs.push_back({"--csv", csv});
-  if (!json.empty()) outs.push_back({"--json", json});
+// (none is created when they do not): --csv, --json, --junit, and --trace, which under mpirun is FILE.rank<R>
+// for every rank R (rank 0 writes the CSV, JSON and JUnit, so one rank's trace must not land on them). Throws
+// IOError.
+void check_run_outputs(const std::string& config, const std::vector<std::pair<std::string, std::string>>& files,
+                       const std::string& trace) {
+  std::vector<std::pair<std::string, std::string>> outs = files;  // (option, path)
   int ranks = rank_info().ranks;
   for (int r = 0; r < ranks && !trace.empty(); ++r)
     outs.push_back({"--trace", ranks > 1 ? fmt::format("{}.rank{}", trace, r) : trace});
-  for (size_t i = 0; i < outs.size(); ++i) {
-    if (same_file(outs[i].second, config))
-      throw IOError(fmt::format("{} {} names the config file", outs[i].first, outs[i].second));
-    for (size_t j = i + 1; j < outs.size(); ++j)
-      if (same_file(outs[i].second, outs[j].second))
-        throw IOError(fmt::format("{} {} and {} {} name the same file", outs[i].first, outs[i].second, outs[j].first,
-                                  outs[j].second));
-  }
+  check_distinct_outputs(outs, {{"the config file", config}});
 }
 
-int run_command(const std::string& config, const std::vector<std::string>& sets, const std::string& csv,
-                const std::string& json, const std::string& trace) {
+// The output files of `ringrt run` besides --trace.
+struct RunFiles {
+  std::string csv, json, junit;
+};
+
+int run_command(const std::string& config, const std::vector<std::string>& sets, const RunFiles& files,
+                const std::string& trace) {
   install_stop_handlers();
   ExperimentConfig cfg = load_and_install(config, sets);
-  check_distinct_outputs(config, csv, json, trace);
-  std::optional<OutputFile> csv_file, json_file;  // opened now: a bad path fails before the run, not after
-  bool writer = rank_info().rank == 0;            // under mpirun, rank 0 writes for the job
-  if (!csv.empty() && writer) csv_file.emplace(csv);
-  if (!json.empty() && writer) json_file.emplace(json);
+  check_run_outputs(config, {{"--csv", files.csv}, {"--json", files.json}, {"--junit", files.junit}}, trace);
+  std::optional<OutputFile> csv_file, json_file, junit_file;  // opened now: a bad path fails before the run
+  bool writer = rank_info().rank == 0;                        // under mpirun, rank 0 writes for the job
+  if (!files.csv.empty() && writer) csv_file.emplace(files.csv);
+  if (!files.json.empty() && writer) json_file.emplace(files.json);
+  if (!files.junit.empty() && writer) junit_file.emplace(files.junit);
+  // --junit: a test case per row, each timed from the end of the row before (the run's start for the first)
+  std::string started = junit_timestamp();
+  auto last_row = std::chrono::steady_clock::now();
+  std::vector<double> row_seconds;
   TraceOutput trace_out(trace);
   std::fputs(format_header(cfg).c_str(), stdout);
   std::fflush(stdout);
@@ -247,7 +244,9 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   trace_out.observe(observer);
   auto write_outputs = [&](const ExperimentResult& r) {
     write_all({[&] { csv_file ? write_csv(*csv_file, cfg, r) : void(); },
-               [&] { json_file ? write_json(*json_file, cfg, r) : void(); }, [&] { trace_out.write(); }});
+               [&] { json_file ? write_json(*json_file, cfg, r) : void(); },
+               [&] { junit_file ? junit_file->write(junit_xml({run_suite(cfg, r, row_seconds, started)})) : void(); },
+               [&] { trace_out.write(); }});
   };
   // The rows so far, in --csv/--json from the start (none) and each row before it is printed: a run
   // killed part way (a second signal, another rank's MPI_Abort, the OOM killer) leaves at least the rows
@@ -256,9 +255,13 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   auto write_finished = [&] {
     if (csv_file) csv_file->rewrite(csv_text(cfg, finished));
     if (json_file) json_file->rewrite(json_text(cfg, finished));
+    if (junit_file) junit_file->rewrite(junit_xml({run_suite(cfg, finished, row_seconds, started)}));
   };
   write_finished();
   observer.row = [&](const ResultRow& row) {
+    auto now = std::chrono::steady_clock::now();
+    row_seconds.push_back(std::chrono::duration<double>(now - last_row).count());
+    last_row = now;
     finished.rows.push_back(row);
     write_finished();
     bar.clear();
@@ -452,7 +455,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag(
       "--version", [] { return "ringrt " + ringrt_version(); }, "print ringrt's version and exit");
-  std::string config, csv, json, trace, dot, emit_dir, target;
+  std::string config, trace, dot, emit_dir, target;
+  RunFiles run_files;
   const CLI::Validator non_empty(
       [](std::string& path) { return path.empty() ? std::string("an empty path") : std::string(); }, "PATH");
   std::vector<std::string> sets;
@@ -462,8 +466,10 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "run a YAML experiment and print an rccl-tests-style table");
   run->add_option("config", config, "YAML experiment file")->required();
   add_set_option(run, sets);
-  run->add_option("--csv", csv, "also write the rows as CSV")->check(non_empty);
-  run->add_option("--json", json, "also write the rows as JSON")->check(non_empty);
+  run->add_option("--csv", run_files.csv, "also write the rows as CSV")->check(non_empty);
+  run->add_option("--json", run_files.json, "also write the rows as JSON")->check(non_empty);
+  run->add_option("--junit", run_files.junit, "also write JUnit XML: a test case per row, failed where #wrong > 0")
+      ->check(non_empty);
   run->add_option("--trace", trace,
                   "write a Chrome trace-event JSON of the last timed iteration of each row (FILE.rank<R> per rank "
                   "under mpirun)")
@@ -509,6 +515,27 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--rounds", rounds, "rounds of every algorithm per point (the best counts)")
       ->check(CLI::Range(1, 100));
 
+  RegressOptions regress_options;
+  CLI::App* regress = app.add_subcommand(
+      "regress",
+      "run every YAML experiment of DIR and compare each row with its stored baseline: #wrong stays 0, "
+      "busbw within a tolerance (regress.busbw_tolerance, else the baseline's, else 0.5)");
+  regress->add_option("dir", regress_options.dir, "the folder of YAML experiments: DIR/*.yaml")
+      ->required()
+      ->check(non_empty);
+  add_set_option(regress, sets);
+  regress->add_option("--baselines", regress_options.baselines, "the folder of baselines (default DIR/baselines)")
+      ->check(non_empty);
+  regress->add_flag("--record", regress_options.record, "write every experiment's baseline from this run");
+  regress->add_option("--junit", regress_options.junit, "write JUnit XML: a suite per experiment, a case per row")
+      ->check(non_empty);
+  regress->add_option("--summary", regress_options.summary, "write a Markdown summary")->check(non_empty);
+  regress->footer(
+      "Exit status: 0 no regression (rows not comparable or without a baseline are reported, not failed), 1 a "
+      "regression (a row's #wrong > 0, its busbw below the limit, or a baseline row missing), 2 bad input (folder, "
+      "YAML, baseline, option, output file) or an experiment's user or device error, 3 an internal, compile or "
+      "timeout error, 130/143 stopped by SIGINT/SIGTERM.");
+
   // CLI11 answers an unknown subcommand with "A subcommand is required": name it, and the ones there are
   if (argc > 1 && argv[1][0] != '-') {
     try {
@@ -528,10 +555,15 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   int status = report_errors([&] {
-    if (run->parsed()) return with_stdout_checked(run_command(config, sets, csv, json, trace));
+    if (run->parsed()) return with_stdout_checked(run_command(config, sets, run_files, trace));
     if (sched->parsed())
       return with_stdout_checked(schedule_command(config, sets, count, as_json, dot, emit_dir, target));
     if (tune_cmd->parsed()) return with_stdout_checked(tune_command(config, sets, out, collectives, rounds));
+    if (regress->parsed()) {
+      install_stop_handlers();
+      regress_options.sets = sets;
+      return with_stdout_checked(regress_command(regress_options));
+    }
     return with_stdout_checked(config_command(config, sets, dump));
   });
   // Under mpirun, a rank that fails ends the job (MPI_Abort with its status): the others would wait for it.

@@ -231,6 +231,8 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("experiment.timing", cfg.timing);
   line("experiment.in_place", cfg.in_place ? "true" : "false");
   line("experiment.sharding", cfg.sharding);
+  line("regress.busbw_tolerance",
+       cfg.busbw_tolerance ? fmt::format("{}", *cfg.busbw_tolerance) : "the baseline's, else 0.5 (ringrt regress)");
   return out;
 }
 
@@ -275,6 +277,13 @@ std::string format_row(const ResultRow& r) {
   if (!r.phase.empty()) step = Cells{r.collective, r.phase, std::to_string(r.bucket)};
   return table_line({std::to_string(r.bytes), std::to_string(r.count), r.type, r.redop, r.algo}, times,
                     r.wrong < 0 ? "N/A" : std::to_string(r.wrong), step, r.timing);
+}
+
+std::string row_name(const ResultRow& r) {
+  std::string out = r.collective + (r.redop.empty() || r.redop == "none" ? "" : " " + r.redop) + " " + r.type + " " +
+                    format_bytes(r.bytes);
+  if (r.bucket >= 0) out += " bucket " + std::to_string(r.bucket);
+  return r.phase.empty() ? out : out + " " + r.phase;
 }
 
 std::string format_footer(const ExperimentResult& result) {

@@ -28,6 +28,11 @@ std::string format_header(const ExperimentConfig& cfg);
 // #wrong ("N/A" when not checked), FSDP's collective, phase and bucket, and the timing (latency |
 // pipelined | both).
 std::string format_row(const ResultRow& row);
+// A row's name, the same in every run of its experiment: "allreduce sum float32 1 KiB" (the collective, the op
+// where it reduces, the dtype, the bytes per device: format_bytes), then " bucket 3" for a bucket step's row and
+// " fwd" / " bwd" for FSDP's. `ringrt run --junit` names a test case so; `ringrt regress` matches a row with its
+// baseline's by it.
+std::string row_name(const ResultRow& row);
 // The closing "# " lines: the step summary (with buckets; timing both: a second line for the pipelined
 // steps), #wrong in all ("0 OK", "N FAILED", "not checked"; a stopped run: "0 stopped after N of M
 // rows", never OK), the mean busbw of the timed rows (timing both: and of their pipelined busbw).

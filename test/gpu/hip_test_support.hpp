@@ -1,4 +1,4 @@
-// Helpers of the hip backend's tests (test/gpu/test_hip_device.cpp): preconditions, waits, byte
+// Helpers of the hip backend's tests (test/gpu/test_hip_device.cpp): waits, byte
 // patterns, running a kernel on a device against the interpreter, hand-written graphs with data,
 // reading a code object's kernel-argument metadata, and child processes with logical HIP devices. Included where HIP is
 // built (RINGRT_HAVE_HIP).
@@ -29,6 +29,7 @@
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_device.hpp"
 #include "test/support/checks.hpp"
+#include "testing/devices.hpp"  // ringrt::testing::needs({"HIP", n}): the cases that need n HIP devices
 
 namespace hip_test {
 
@@ -50,18 +51,6 @@ constexpr const char* kDriverNode = "/dev/nvidiactl";  // NVIDIA's control node
 #else
 constexpr const char* kDriverNode = "/dev/kfd";  // AMD's kernel fusion driver
 #endif
-
-// A precondition: at least n HIP devices (the case is skipped, not failed, without them): n GPUs, or
-// logical devices on fewer GPUs when RINGRT_HIP_LOGICAL_DEVICES is set.
-struct GpusAtLeast {
-  size_t n;
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
-    size_t have = ringrt::hip_device_names().size();
-    boost::test_tools::assertion_result r(have >= n);
-    r.message() << "needs " << n << " HIP device(s); there are " << have;
-    return r;
-  }
-};
 
 // Host work that blocks a device's queue until release() (or `limit` passes, so that a test which
 // fails to release it still ends).

@@ -67,7 +67,7 @@ struct Async {
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(two_devices, Async, *boost::unit_test::precondition(GpusAtLeast{2}))
+BOOST_FIXTURE_TEST_SUITE(two_devices, Async, *ringrt::testing::needs({"HIP", 2}))
 
 BOOST_AUTO_TEST_CASE(realize_returns_once_the_work_is_enqueued) {
   Tensor x = rows();

@@ -5,7 +5,7 @@
 // the device names are fixed at the first enumeration), with ring and all2all forced, float32 sum and int32
 // max (the op where the collective reduces), on an odd size: 1001 elements per device, or (4, 251) where
 // the local value must split into 4 chunks (reduce_scatter, alltoall). The values on every device are
-// compared with host arithmetic (test/support/collectives_oracle.hpp); the schedule's algorithm name with
+// compared with host arithmetic (testing/collectives.hpp, testing/checks.hpp); the schedule's algorithm name with
 // the one forced. Without a GPU the cases are skipped (a false precondition); built without HIP
 // (RINGRT_HAVE_HIP undefined), the one case exits 77, which CTest reports as skipped.
 #include <boost/test/unit_test.hpp>
@@ -27,7 +27,7 @@
 #include "rewrite/settings.hpp"
 #include "runtime/api/tensor.hpp"
 #include "test/gpu/hip_test_support.hpp"
-#include "test/support/collectives_oracle.hpp"
+#include "testing/checks.hpp"
 #endif
 
 BOOST_AUTO_TEST_SUITE(test_hip_collectives)
@@ -56,28 +56,16 @@ void check_collective(const std::string& kind, const std::vector<std::string>& n
   s.all2all = algo == "all2all" ? 2 : 0;
   ringrt::ScopedSettings scope(s);
   Shape local = kind == "reduce_scatter" || kind == "alltoall" ? Shape{n, 251} : Shape{1001};
-  std::vector<HostBuffer> in = ringrt::test::collective_locals(n, local, dtype, static_cast<int>(dtype) + 1);
-  Tensor r = ringrt::test::apply_collective(kind, Tensor::from_shards(in, names, 0), op, kRoot);
-  BOOST_TEST(r.algorithms() == std::vector<std::string>{ringrt::test::expected_algorithm(kind, algo)});
-  std::vector<std::vector<double>> want = ringrt::test::host_collective(kind, in, op, kRoot);
-  r.realize();
-  std::vector<Tensor> got = r.devices().size() == 1 ? std::vector<Tensor>{r} : r.shards();
-  BOOST_TEST_REQUIRE(got.size() == want.size());
-  for (size_t d = 0; d < got.size(); ++d) {
-    HostBuffer h = got[d].host();
-    BOOST_TEST_REQUIRE(h.numel() == static_cast<int64_t>(want[d].size()), "device " << d);
-    int64_t wrong = 0, first = -1;
-    for (int64_t e = 0; e < h.numel(); ++e)
-      if (h.get(e) != want[d][static_cast<size_t>(e)] && wrong++ == 0) first = e;
-    BOOST_TEST(wrong == 0, "device " << d << ": " << wrong << " wrong, the first element " << first << " is "
-                                     << (first < 0 ? 0.0 : h.get(first)) << ", the host says "
-                                     << (first < 0 ? 0.0 : want[d][static_cast<size_t>(first)]));
-  }
+  std::vector<HostBuffer> in = ringrt::testing::collective_locals(n, local, dtype, static_cast<int>(dtype) + 1);
+  Tensor r = ringrt::testing::apply_collective(kind, Tensor::from_shards(in, names, 0), op, kRoot);
+  BOOST_TEST(r.algorithms() == std::vector<std::string>{ringrt::testing::expected_algorithm(kind, algo)});
+  RINGRT_CHECK_RESULT(
+      ringrt::testing::check_result(r, ringrt::testing::collective_expected(kind, in, op, kRoot), kind));
 }
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(gpu, *boost::unit_test::precondition(GpusAtLeast{1}))
+BOOST_AUTO_TEST_SUITE(gpu, *ringrt::testing::needs({"HIP", 1}))
 
 BOOST_DATA_TEST_CASE(collective_on_four_logical_devices, bdata::make(kKinds), kind) {
   const int gpus = gpu_count();

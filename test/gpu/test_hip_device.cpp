@@ -265,7 +265,7 @@ BOOST_AUTO_TEST_SUITE_END()
 // ---------------------------------------------------------------------------------------------
 // on a GPU
 
-BOOST_AUTO_TEST_SUITE(gpu, *boost::unit_test::precondition(GpusAtLeast{1}))
+BOOST_AUTO_TEST_SUITE(gpu, *ringrt::testing::needs({"HIP", 1}))
 
 BOOST_AUTO_TEST_CASE(allocate_and_copy_round_trip) {
   Device& dev = ringrt::device("HIP:0");
@@ -522,7 +522,7 @@ BOOST_AUTO_TEST_SUITE_END()
 // ---------------------------------------------------------------------------------------------
 // on two GPUs
 
-BOOST_AUTO_TEST_SUITE(two_gpus, *boost::unit_test::precondition(GpusAtLeast{2}))
+BOOST_AUTO_TEST_SUITE(two_gpus, *ringrt::testing::needs({"HIP", 2}))
 
 BOOST_AUTO_TEST_CASE(peer_copies_both_ways) {
   Device& d0 = ringrt::device("HIP:0");

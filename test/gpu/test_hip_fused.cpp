@@ -60,7 +60,7 @@ constexpr bool kCounted = false;
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(two_devices, *boost::unit_test::precondition(GpusAtLeast{2}))
+BOOST_AUTO_TEST_SUITE(two_devices, *ringrt::testing::needs({"HIP", 2}))
 
 // Out of place, for sizes below the device count, odd and a few thousand, float32 and int32: each
 // device's bytes are the interpreter's; one kernel per device per call, no copy.

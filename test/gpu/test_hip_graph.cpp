@@ -82,7 +82,7 @@ struct Graphs {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(two_devices, *boost::unit_test::precondition(GpusAtLeast{2}))
+BOOST_AUTO_TEST_SUITE(two_devices, *ringrt::testing::needs({"HIP", 2}))
 
 BOOST_AUTO_TEST_CASE(an_allreduce_is_one_launch_once_recorded) {
   Tensor x = rows(1.0f);

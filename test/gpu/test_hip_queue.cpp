@@ -89,7 +89,7 @@ struct Chain {
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(two_devices, *boost::unit_test::precondition(GpusAtLeast{2}))
+BOOST_AUTO_TEST_SUITE(two_devices, *ringrt::testing::needs({"HIP", 2}))
 
 // The chain is submitted while HIP:0's queue is blocked: the submitting thread waits for no GPU work
 // (every launch and copy returns, none of it done), then, released, the work runs in order.
@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(another_devices_host_work_is_waited_for_on_the_gpu) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_SUITE(one_device, *boost::unit_test::precondition(GpusAtLeast{1}))
+BOOST_AUTO_TEST_SUITE(one_device, *ringrt::testing::needs({"HIP", 1}))
 
 // DeviceClock on a GPU: its markers are timing events in the queue; host work of 30 ms queued between
 // them (it gates the stream) is inside the time.
@@ -255,7 +255,7 @@ BOOST_AUTO_TEST_SUITE_END()
 #ifdef RINGRT_GPU_SIM
 // The simulated GPUs can fault a kernel on purpose (RINGRT_SIM_FAULT_KERNEL) and do without
 // hipStreamWaitValue32 (RINGRT_SIM_WAIT_VALUE=0): each case runs again in a child process with that set.
-BOOST_AUTO_TEST_SUITE(simulated, *boost::unit_test::precondition(GpusAtLeast{2}))
+BOOST_AUTO_TEST_SUITE(simulated, *ringrt::testing::needs({"HIP", 2}))
 
 BOOST_AUTO_TEST_CASE(a_kernel_fault_poisons_its_device) {
   RINGRT_RUN_IN_CHILD();  // the fault poisons HIP:0 for the rest of the process

@@ -115,7 +115,7 @@ void run_shifted(Device& dev, const codegen::Kernel& k, const ringrt::BufferLook
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(gpu, *boost::unit_test::precondition(GpusAtLeast{1}))
+BOOST_AUTO_TEST_SUITE(gpu, *ringrt::testing::needs({"HIP", 1}))
 
 BOOST_AUTO_TEST_CASE(streaming_kernels_match_interpreter_at_every_alignment) {
   Device& dev = ringrt::device("HIP:0");

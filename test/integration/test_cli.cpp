@@ -413,7 +413,8 @@ BOOST_AUTO_TEST_CASE(bad_input_found_by_the_breaker) {
     BOOST_TEST(r.err.find(words) != std::string::npos, r.err);
   };
   expect_2(run_cli({"run", dir.path().string()}), "is a directory");
-  expect_2(run_cli({"frob", "configs/naive.yaml"}), "unknown subcommand 'frob': run, schedule, config or tune");
+  expect_2(run_cli({"frob", "configs/naive.yaml"}),
+           "unknown subcommand 'frob': run, schedule, config, tune or regress");
   std::string two_docs = dir.write("two.yaml", "backend: cpu\n---\nbogus: 1\n");
   expect_2(run_cli({"config", two_docs}), two_docs + ":2:1: a second YAML document");
   for (const char* opt : {"--csv", "--json"})

@@ -37,7 +37,8 @@ std::ostream& operator<<(std::ostream& os, const BadConfig& b) { return os << b.
 const BadConfig kBad[] = {
     {"yaml_syntax_error", "backend: cpu\ndevices:\n  count: 4\n bad: 1\n", "", ":4:2: YAML syntax error"},
     {"unknown_top_key", "backend: cpu\nbakend: cpu\n", "",
-     ":2:1: key 'bakend': expected one of allreduce, backend, debug, devices, experiment, runtime, got an unknown key"},
+     ":2:1: key 'bakend': expected one of allreduce, backend, debug, devices, experiment, regress, runtime, got an "
+     "unknown key"},
     {"unknown_nested_key", "experiment:\n  op: sum\n  itters: 3\n", "",
      ":3:3: key 'experiment.itters': expected one of experiment.buckets, experiment.check,"},
     {"unknown_allreduce_key", "allreduce:\n  rings: 2\n", "", ":2:3: key 'allreduce.rings': expected one of"},

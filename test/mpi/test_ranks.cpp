@@ -19,6 +19,8 @@
 
 #include "rewrite/settings.hpp"
 #include "runtime/engine/internal.hpp"
+#include "testing/checks.hpp"
+#include "testing/devices.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_ranks)
 
@@ -69,20 +71,15 @@ int64_t wrong_values(const Case& c) {
     for (int64_t i = 0; i < c.count; ++i) row.set(i, input_value(g, i));
     rows.push_back(std::move(row));
   }
-  Tensor result = Tensor::from_shards(std::move(rows), devs, 0).reduce(c.op, {0});
-  int64_t wrong = 0;
-  auto shards = result.local_shards();
-  BOOST_TEST(shards.size() == static_cast<size_t>(c.per_rank));
-  for (const auto& [name, shard] : shards) {
-    HostBuffer got = shard.host();
-    for (int64_t i = 0; i < c.count; ++i) {
-      double want = input_value(0, i);
-      for (int64_t g = 1; g < ndev; ++g)
-        want = c.op == Ops::ADD ? want + input_value(g, i) : std::max(want, input_value(g, i));
-      wrong += got.get(i) == want ? 0 : 1;
-    }
-  }
-  return wrong;
+  Tensor result = Tensor::from_shards(rows, devs, 0).reduce(c.op, {0});
+  // this rank's devices against the host (testing/checks.hpp), without the schedule: planning alone would not meet
+  // the other ranks at the same calls
+  testing::ResultCheck check =
+      testing::check_values(result.local_host_shards(), devs, testing::reduction_expected(rows, c.op),
+                            {"allreduce", c.algo, std::string(dtype_name(c.dtype)), ""});
+  BOOST_TEST(check.devices.size() == static_cast<size_t>(c.per_rank));
+  BOOST_TEST(check.ok(), check.message());
+  return check.wrong();
 }
 
 const std::vector<Case> kCases = {
@@ -108,10 +105,11 @@ const std::vector<Case> kCases = {
 
 BOOST_AUTO_TEST_SUITE(ranks)
 
-BOOST_AUTO_TEST_CASE(the_global_device_list_names_rank_and_device) {
-  const RankInfo& me = rank_info();
+BOOST_FIXTURE_TEST_CASE(the_global_device_list_names_rank_and_device, testing::MpiRanks<2>) {
+  const RankInfo& me = rank;
   BOOST_TEST_REQUIRE(me.ranks >= 2);  // run by mpirun (CTest mpi.ranks_<np>)
-  std::vector<std::string> devs = devices_with(2);
+  const std::vector<std::string>& devs = devices;
+  BOOST_TEST(local == (std::vector<std::string>{"CPU:0", "CPU:1"}));
   BOOST_TEST(devs.size() == static_cast<size_t>(2 * me.ranks));
   for (int r = 0; r < me.ranks; ++r)
     for (int d = 0; d < 2; ++d) {
@@ -199,36 +197,17 @@ void expect_collectives(const std::vector<std::string>& kinds, bool grouped) {
     rows.push_back(HostBuffer(DType::int32, {count}));
     for (int64_t i = 0; i < count; ++i) rows.back().set(i, input_value(g, i));
   }
-  Tensor x = Tensor::from_shards(std::move(rows), devs, 0);
-  auto sum = [&](int64_t i) {
-    double acc = 0;
-    for (int64_t g = 0; g < n; ++g) acc += input_value(g, i);
-    return acc;
-  };
+  Tensor x = Tensor::from_shards(rows, devs, 0);
   for (const std::string& kind : kinds) {
-    Tensor r = kind == "reduce_scatter" ? x.reduce_scatter()
-               : kind == "allgather"    ? x.allgather()
-               : kind == "alltoall"     ? x.alltoall()
-               : kind == "broadcast"    ? x.broadcast(static_cast<int>(root), devs)
-                                        : x.reduce_to(static_cast<int>(root));
+    Tensor r = testing::apply_collective(kind, x, Ops::ADD, static_cast<int>(root));
     if (grouped) BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"}, kind);
-    auto want = [&](int64_t j, int64_t e) {
-      if (kind == "reduce_scatter") return sum(j * c + e);
-      if (kind == "allgather") return input_value(e / count, e % count);
-      if (kind == "alltoall") return input_value(e / c, j * c + e % c);
-      if (kind == "broadcast") return input_value(root, e);
-      return sum(e);
-    };
-    int64_t wrong = 0;
-    auto shards = r.local_shards();
+    testing::ResultCheck check = testing::check_values(
+        r.local_host_shards(), r.devices(), testing::collective_expected(kind, rows, Ops::ADD, static_cast<int>(root)),
+        {kind, grouped ? "hierarchical" : "ring", "int32", ""});
     size_t mine = kind != "reduce" ? 2u : is_local_device(devs.back()) ? 1u : 0u;
-    BOOST_TEST(shards.size() == mine, kind);
-    for (const auto& [name, shard] : shards) {
-      int64_t j = std::find(devs.begin(), devs.end(), name) - devs.begin();
-      HostBuffer got = shard.host();
-      for (int64_t e = 0; e < got.numel(); ++e) wrong += got.get(e) == want(j, e) ? 0 : 1;
-    }
-    BOOST_TEST(sum_over_ranks(wrong) == 0, kind);
+    BOOST_TEST(check.devices.size() == mine, kind);
+    BOOST_TEST(check.ok(), check.message());
+    BOOST_TEST(sum_over_ranks(check.wrong()) == 0, kind);
   }
 }
 }  // namespace

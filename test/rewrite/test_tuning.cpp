@@ -16,8 +16,8 @@
 #include "rewrite/tuning.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/devices.hpp"
-#include "test/support/collectives_oracle.hpp"
 #include "test/support/null_device.hpp"
+#include "testing/checks.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_tuning)
 
@@ -217,16 +217,12 @@ BOOST_AUTO_TEST_CASE(tuned_reduce_scatter_keeps_its_values) {
     AllreduceSettings s;
     s.tuning = file;
     ScopedSettings scope(s);
-    std::vector<HostBuffer> in = test::collective_locals(3, {3, 6}, DType::float32, 5);
+    std::vector<HostBuffer> in = testing::collective_locals(3, {3, 6}, DType::float32, 5);
     Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(Ops::ADD, 0);
     BOOST_TEST(r.algorithms() == std::vector<std::string>{algo});
-    std::vector<HostBuffer> got = r.interpret_shards();
-    std::vector<std::vector<double>> want = test::host_collective("reduce_scatter", in, Ops::ADD, 0);
-    BOOST_TEST_REQUIRE(got.size() == want.size());
-    for (size_t d = 0; d < got.size(); ++d) {
-      BOOST_TEST_REQUIRE(got[d].numel() == static_cast<int64_t>(want[d].size()));
-      for (size_t i = 0; i < want[d].size(); ++i) BOOST_TEST(got[d].get(static_cast<int64_t>(i)) == want[d][i]);
-    }
+    RINGRT_CHECK_RESULT(testing::check_values(testing::interpreter_values(r), r.devices(),
+                                              testing::collective_expected("reduce_scatter", in, Ops::ADD, 0),
+                                              testing::describe(r, "reduce_scatter")));
   }
 }
 

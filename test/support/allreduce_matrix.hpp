@@ -1,9 +1,9 @@
 // The multi-device allreduce test matrix, shared by the lowering tests (test/rewrite/rules/
 // test_allreduce.cpp) and the code generation tests (test/codegen/test_matrix_kernels.cpp,
-// test/hiprtc/test_matrix_hiprtc.cpp): ndev {1, 2, 3, 4, 5, 8} x
-// naive/ring/all2all/oneshot/twoshot/ring_fused/hierarchical x float32/float16/bfloat16/int32 x sum/max x numel {1, 3,
-// 32 ndev, 32 ndev + 5, 100, 257}, an allreduce being x.sum({0}) or x.max({0}) of a realized (ndev, numel) tensor
-// sharded on axis 0.
+// test/hiprtc/test_matrix_hiprtc.cpp): the testing library's axes (testing/datasets.hpp), ndev {1, 2, 3, 4, 5,
+// 8} x naive/ring/all2all/oneshot/twoshot/ring_fused/hierarchical x float32/float16/bfloat16/int32 x sum/max x numel {1, 3,
+// 32 ndev, 32 ndev + 5, 100, 257}, an allreduce being x.sum({0}) or x.max({0}) of a realized (ndev, numel)
+// tensor sharded on axis 0. Its kernels, collected here, use the internal IR.
 #pragma once
 
 #include <fmt/format.h>
@@ -18,43 +18,21 @@
 
 #include "codegen/item_kernel.hpp"
 #include "codegen/render.hpp"
-#include "rewrite/collective.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/engine/internal.hpp"
+#include "testing/datasets.hpp"
 
 namespace ringrt::test {
 
-inline const std::vector<int> kMatrixDevices{1, 2, 3, 4, 5, 8};
-inline const std::vector<std::string> kMatrixAlgorithms{"naive",   "ring",       "all2all",     "oneshot",
-                                                        "twoshot", "ring_fused", "hierarchical"};
-inline const std::vector<DType> kMatrixDTypes{DType::float32, DType::float16, DType::bfloat16, DType::int32};
-inline const std::vector<Ops> kMatrixOps{Ops::ADD, Ops::MAX};
-inline std::vector<int64_t> matrix_sizes(int ndev) { return {1, 3, 32 * ndev, 32 * ndev + 5, 100, 257}; }
-
-// The default settings with algo (naive, ring or all2all) forced at level 2 (always), or algo (oneshot,
-// twoshot, ring_fused: the fused forms, rewrite/collective.hpp) forced by allreduce.algorithm.
-inline AllreduceSettings forced_settings(const std::string& algo) {
-  AllreduceSettings s;
-  if (fused_algorithm(algo)) {
-    s.algorithm = algo;
-    return s;
-  }
-  s.ring = algo == "ring" ? 2 : 0;
-  s.all2all = algo == "all2all" ? 2 : 0;
-  return s;
-}
+// The default settings with algo (naive, ring, all2all, oneshot, twoshot, ring_fused) forced (testing::algorithm_settings).
+inline AllreduceSettings forced_settings(const std::string& algo) { return testing::algorithm_settings(algo, {}); }
 
 // The settings that force algo on ndev cpu devices; "hierarchical" makes two groups, the first half
 // of the devices and the rest.
 inline AllreduceSettings matrix_settings(const std::string& algo, int ndev) {
-  AllreduceSettings s = forced_settings(algo);
-  if (algo == "hierarchical") {
-    auto devs = cpu_devices(ndev);
-    for (int i = 0; i < ndev; ++i) s.groups[devs[static_cast<size_t>(i)]] = i < (ndev + 1) / 2 ? 0 : 1;
-  }
-  return s;
+  return testing::algorithm_settings(algo, cpu_devices(ndev));
 }
 
 // The allreduce of one matrix point, x.sum({0}) (op ADD) or x.max({0}) (op MAX) of a realized
@@ -108,9 +86,9 @@ std::vector<MatrixKernel> matrix_kernels(int ndev, const std::vector<std::string
   std::map<std::string, size_t>& by_source = seen ? *seen : local;
   for (const std::string& algo : algos) {
     AllreduceSettings settings = matrix_settings(algo, ndev);
-    for (DType dtype : kMatrixDTypes)
-      for (int64_t numel : matrix_sizes(ndev))
-        for (Ops op : kMatrixOps)
+    for (DType dtype : testing::kDTypes)
+      for (int64_t numel : testing::counts_for(ndev))
+        for (Ops op : testing::kOps)
           add_point_kernels(matrix_allreduce(ndev, dtype, op, numel), settings,
                             fmt::format("ndev {} {} {} {} numel {}", ndev, algo, dtype_name(dtype), op_name(op), numel),
                             render, out, by_source, items_seen);
@@ -130,8 +108,8 @@ const MatrixKernels& all_matrix_kernels(Render render) {
   static const MatrixKernels all = [&] {
     MatrixKernels m;
     std::map<std::string, size_t> seen;
-    for (int ndev : kMatrixDevices) {
-      std::vector<MatrixKernel> more = matrix_kernels(ndev, kMatrixAlgorithms, render, &m.items, &seen);
+    for (int ndev : testing::kDeviceCounts) {
+      std::vector<MatrixKernel> more = matrix_kernels(ndev, testing::kAlgorithms, render, &m.items, &seen);
       std::move(more.begin(), more.end(), std::back_inserter(m.kernels));
     }
     return m;

@@ -1,8 +1,8 @@
 // Small helpers shared by the Boost.Test suites (header only; include after <boost/test/unit_test.hpp>).
 //
-// - same_element(got, want, i): an element compared bit for bit, any NaN matching any NaN.
-// - message_has(...): a predicate for BOOST_CHECK_EXCEPTION that checks what() names every given part
-//   (the op, the shapes, the axis, ...), and prints the message when it does not.
+// - same_element(got, want, i) and message_has(...): the testing library's (testing/checks.hpp): an element
+//   compared bit for bit, any NaN matching any NaN; a BOOST_CHECK_EXCEPTION predicate that checks what() names
+//   every given part (the op, the shapes, the axis, ...).
 // - RINGRT_RUN_IN_CHILD(): runs the rest of the current test case in a child process (this executable
 //   again, with --run_test=<this case>), so that a crash such as a stack overflow fails this one case
 //   with a clear message instead of ending the whole run. Use it for tests of bounds and limits, and
@@ -13,44 +13,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "rewrite/host_buffer.hpp"
+#include "testing/checks.hpp"
 
 extern char** environ;
 
 namespace ringrt::test {
 
-// Element i of got matches want's: the same bytes, or NaN in both. IEEE 754 leaves the sign and payload
-// of an arithmetic NaN to the hardware: x86 returns one operand's, in the order the compiler chose (a
-// kernel at -O3 and the interpreter at -O0 differ), a GPU a canonical NaN.
-inline bool same_element(const HostBuffer& got, const HostBuffer& want, int64_t i) {
-  size_t size = static_cast<size_t>(itemsize(got.dtype));
-  if (std::memcmp(got.bytes.data() + static_cast<size_t>(i) * size, want.bytes.data() + static_cast<size_t>(i) * size,
-                  size) == 0)
-    return true;
-  return is_float(got.dtype) && std::isnan(got.get(i)) && std::isnan(want.get(i));
-}
-
-// A BOOST_CHECK_EXCEPTION predicate: true when e.what() contains every part.
-inline auto message_has(std::vector<std::string> parts) {
-  return [parts = std::move(parts)](const std::exception& e) {
-    std::string what = e.what();
-    bool ok = true;
-    for (const auto& p : parts) {
-      if (what.find(p) == std::string::npos) {
-        BOOST_TEST_MESSAGE("error message '" << what << "' does not contain '" << p << "'");
-        ok = false;
-      }
-    }
-    if (!ok) BOOST_TEST_MESSAGE("full message: " << what);
-    return ok;
-  };
-}
+// The comparisons of the testing library (testing/checks.hpp), under their old names here.
+using testing::message_has;
+using testing::same_element;
 
 constexpr const char* kChildEnv = "RINGRT_TEST_CHILD";
 

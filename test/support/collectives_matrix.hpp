@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "test/support/allreduce_matrix.hpp"
-#include "test/support/collectives_oracle.hpp"
+#include "testing/collectives.hpp"
 
 namespace ringrt::test {
 
@@ -44,7 +44,7 @@ inline std::vector<CollectiveShape> collective_shapes(const std::string& kind, i
 
 // The ops of kind's points: sum and max where the collective reduces, else the one (unused) ADD.
 inline std::vector<Ops> collective_ops(const std::string& kind) {
-  if (kind == "reduce_scatter" || kind == "reduce") return kMatrixOps;
+  if (kind == "reduce_scatter" || kind == "reduce") return testing::kOps;
   return {Ops::ADD};
 }
 
@@ -63,13 +63,13 @@ const MatrixKernels& all_collective_kernels(Render render) {
       for (int ndev : kCollectiveDevices)
         for (const std::string& algo : kCollectiveAlgorithms) {
           AllreduceSettings settings = matrix_settings(algo, ndev);
-          for (DType dtype : kMatrixDTypes)
+          for (DType dtype : testing::kDTypes)
             for (const CollectiveShape& cs : collective_shapes(kind, ndev))
               for (Ops op : collective_ops(kind)) {
                 Shape logical = cs.local;
                 logical[0] *= ndev;
                 Tensor x = Tensor::placeholder(logical, dtype, cpu_devices(ndev), 0);
-                Tensor r = apply_collective(kind, x, op, ndev / 2, cs.axis);
+                Tensor r = testing::apply_collective(kind, x, op, ndev / 2, cs.axis);
                 add_point_kernels(uop_of(r), settings,
                                   fmt::format("{} ndev {} {} {} {} local {} axis {}", kind, ndev, algo,
                                               dtype_name(dtype), op_name(op), shape_str(cs.local), cs.axis),

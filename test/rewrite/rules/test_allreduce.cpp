@@ -1,5 +1,6 @@
 // The allreduce lowering across device counts, algorithms, dtypes, ops and sizes (the matrix of
-// test/support/allreduce_matrix.hpp), checked against host arithmetic and the unsharded computation,
+// test/support/allreduce_matrix.hpp), checked against host arithmetic (testing/checks.hpp) and the unsharded
+// computation,
 // plus the graph invariants of DESIGN.md.
 #include <fmt/format.h>
 
@@ -22,6 +23,7 @@
 #include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 #include "test/support/null_device.hpp"
+#include "testing/checks.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_allreduce)
 
@@ -54,24 +56,21 @@ HostBuffer make_data(DType dtype, int ndev, int64_t numel, uint32_t seed) {
   return b;
 }
 
-// out[j] = op over d of x[d, j], in double, plus the float32 summation bound sum_d |x[d, j]|.
-std::pair<std::vector<double>, std::vector<double>> host_reduce(const HostBuffer& x, Ops op) {
+// The rows of a (ndev, numel) buffer: device d's local value, a (1, numel) row.
+std::vector<HostBuffer> rows_of(const HostBuffer& x) {
   int64_t ndev = x.shape[0], numel = x.shape[1];
-  std::vector<double> out(static_cast<size_t>(numel)), mag(static_cast<size_t>(numel), 0.0);
-  for (int64_t j = 0; j < numel; ++j) {
-    double acc = x.get(j);
-    for (int64_t d = 1; d < ndev; ++d) {
-      double v = x.get(d * numel + j);
-      acc = op == Ops::ADD ? acc + v : std::max(acc, v);
-    }
-    for (int64_t d = 0; d < ndev; ++d) mag[static_cast<size_t>(j)] += std::fabs(x.get(d * numel + j));
-    out[static_cast<size_t>(j)] = acc;
+  size_t row = static_cast<size_t>(numel * itemsize(x.dtype));
+  std::vector<HostBuffer> out;
+  for (int64_t d = 0; d < ndev; ++d) {
+    HostBuffer b(x.dtype, {1, numel});
+    std::copy_n(x.bytes.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(d) * row), row, b.bytes.begin());
+    out.push_back(std::move(b));
   }
-  return {out, mag};
+  return out;
 }
 
-const std::vector<int>& kDevices = test::kMatrixDevices;
-const std::vector<std::string>& kAlgorithms = test::kMatrixAlgorithms;
+const std::vector<int>& kDevices = testing::kDeviceCounts;
+const std::vector<std::string>& kAlgorithms = testing::kAlgorithms;
 
 }  // namespace
 
@@ -79,10 +78,10 @@ const std::vector<std::string>& kAlgorithms = test::kMatrixAlgorithms;
 BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), ndev, algo) {
   ScopedSettings scope(settings_for(algo, ndev));
   auto devs = cpu_devices(ndev);
-  std::vector<int64_t> sizes = test::matrix_sizes(ndev);
+  std::vector<int64_t> sizes = testing::counts_for(ndev);
   uint32_t seed = 1;
-  for (DType dtype : test::kMatrixDTypes) {
-    for (Ops op : test::kMatrixOps) {
+  for (DType dtype : testing::kDTypes) {
+    for (Ops op : testing::kOps) {
       for (int64_t numel : sizes) {
         BOOST_TEST_CONTEXT("ndev " << ndev << " " << algo << " " << dtype_name(dtype) << " " << op_name(op) << " numel "
                                    << numel) {
@@ -91,25 +90,19 @@ BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), n
           x.realize();
           Tensor r = op == Ops::ADD ? x.sum({0}) : x.max({0});
           BOOST_TEST(r.schedule().algorithms == std::vector<std::string>{expected_algorithm(algo, ndev)});
-          auto [want, mag] = host_reduce(data, op);
           // the unsharded computation on one device, by the interpreter
           Tensor single = Tensor::from_host(data);
           HostBuffer alone = (op == Ops::ADD ? single.sum({0}) : single.max({0})).interpret();
           // the lowered per-device graph, by the interpreter
-          std::vector<HostBuffer> replicas = r.interpret_shards();
-          BOOST_TEST_REQUIRE(replicas.size() == static_cast<size_t>(ndev));
-          HostBuffer first = replicas[0];
-          BOOST_TEST((first.shape == Shape{numel}));
-          for (const HostBuffer& rep : replicas) BOOST_TEST((rep.bytes == first.bytes));  // bit for bit
-          // float32 sums: recursive summation of ndev terms errs by at most (ndev-1) * 2^-24 * sum |x|
-          double u = std::ldexp(1.0, -24);
-          for (int64_t j = 0; j < numel; ++j) {
-            double got = first.get(j), tol = 0;
-            if (dtype == DType::float32 && op == Ops::ADD) tol = 1.01 * (ndev - 1) * u * mag[static_cast<size_t>(j)];
-            BOOST_TEST(std::fabs(got - want[static_cast<size_t>(j)]) <= tol,
-                       "element " << j << ": " << got << " vs " << want[static_cast<size_t>(j)]);
-            BOOST_TEST(std::fabs(alone.get(j) - want[static_cast<size_t>(j)]) <= tol);
-          }
+          std::vector<std::pair<std::string, HostBuffer>> got = testing::interpreter_values(r);
+          BOOST_TEST_REQUIRE(got.size() == static_cast<size_t>(ndev));
+          BOOST_TEST((got[0].second.shape == Shape{numel}));
+          for (const auto& [dev, rep] : got) BOOST_TEST((rep.bytes == got[0].second.bytes), dev);  // bit for bit
+          // both against host arithmetic, under the project's rules (runtime/api/reference.hpp): float32 sums
+          // within ndev * 2^-23 * sum |x|, the rest exactly
+          got.emplace_back("one device, unsharded", alone);
+          RINGRT_CHECK_RESULT(testing::check_values(got, r.devices(), testing::reduction_expected(rows_of(data), op),
+                                                    testing::describe(r, "allreduce")));
         }
       }
     }
@@ -129,11 +122,7 @@ BOOST_DATA_TEST_CASE(runtime_matches_interpreter,
         Tensor x = Tensor::from_host(make_data(dtype, ndev, numel, seed++)).shard(devs, 0);
         x.realize();
         Tensor r = op == Ops::ADD ? x.sum({0}) : x.max({0});
-        std::vector<HostBuffer> want = r.interpret_shards();
-        r.realize();
-        std::vector<Tensor> got = r.shards();
-        BOOST_TEST_REQUIRE(got.size() == want.size());
-        for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+        RINGRT_CHECK_RESULT(testing::check_with_interpreter(r, "allreduce", /*bitwise=*/true));
       }
     }
   }
@@ -369,17 +358,13 @@ AllreduceSettings rs_groups(int m, int k, const std::string& prefix) {
   return s;
 }
 
-// Every replica equals the host reduction of data (float32 sums within the summation bound).
+// Every replica (the devices' values, in device order) equals the host reduction of data under the project's
+// rules (testing/checks.hpp: float32 sums within the bound of n terms, the rest exactly).
 void expect_reduced(const std::vector<HostBuffer>& replicas, const HostBuffer& data, Ops op) {
-  auto [want, mag] = host_reduce(data, op);
-  int64_t ndev = data.shape[0];
-  for (size_t d = 0; d < replicas.size(); ++d)
-    for (size_t j = 0; j < want.size(); ++j) {
-      double tol =
-          data.dtype == DType::float32 && op == Ops::ADD ? 1.01 * (ndev - 1) * std::ldexp(1.0, -24) * mag[j] : 0;
-      BOOST_TEST(std::fabs(replicas[d].get(static_cast<int64_t>(j)) - want[j]) <= tol,
-                 "device " << d << " element " << j);
-    }
+  std::vector<std::pair<std::string, HostBuffer>> got;
+  for (size_t d = 0; d < replicas.size(); ++d) got.emplace_back("device " + std::to_string(d), replicas[d]);
+  RINGRT_CHECK_RESULT(testing::check_values(got, {}, testing::reduction_expected(rows_of(data), op),
+                                            {"allreduce", "hierarchical_rs", std::string(dtype_name(data.dtype)), ""}));
 }
 }  // namespace
 

@@ -15,8 +15,9 @@
 #include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 #include "test/support/checks.hpp"
-#include "test/support/collectives_oracle.hpp"
 #include "test/support/null_device.hpp"
+#include "testing/checks.hpp"
+#include "testing/collectives.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_collectives)
 
@@ -27,15 +28,12 @@ namespace {
 
 const std::vector<std::string> kCollectives{"reduce_scatter", "allgather", "alltoall", "broadcast", "reduce"};
 
-// The interpreter's values of r on every device against the host's.
-void expect_values(const Tensor& r, const std::vector<std::vector<double>>& want) {
-  std::vector<HostBuffer> got = r.interpret_shards();
-  BOOST_TEST_REQUIRE(got.size() == want.size());
-  for (size_t d = 0; d < got.size(); ++d) {
-    BOOST_TEST(got[d].numel() == static_cast<int64_t>(want[d].size()), "device " << d);
-    for (int64_t e = 0; e < got[d].numel() && e < static_cast<int64_t>(want[d].size()); ++e)
-      BOOST_TEST(got[d].get(e) == want[d][static_cast<size_t>(e)], "device " << d << " element " << e);
-  }
+// The interpreter's values of r, the collective `kind` of the locals `in`, on every device against the host's
+// (testing/checks.hpp). Nothing is compiled.
+void expect_values(const Tensor& r, const std::string& kind, const std::vector<HostBuffer>& in, Ops op, int root) {
+  RINGRT_CHECK_RESULT(testing::check_values(testing::interpreter_values(r), r.devices(),
+                                            testing::collective_expected(kind, in, op, root),
+                                            testing::describe(r, kind)));
 }
 
 }  // namespace
@@ -50,8 +48,8 @@ BOOST_AUTO_TEST_CASE(values_match_host_arithmetic) {
   for (const std::string& kind : kCollectives)
     for (const std::string& algo : {std::string("naive"), std::string("ring"), std::string("all2all")})
       for (int ndev = 1; ndev <= 8; ++ndev)
-        for (DType dtype : test::kMatrixDTypes)
-          for (Ops op : test::kMatrixOps) {
+        for (DType dtype : testing::kDTypes)
+          for (Ops op : testing::kOps) {
             if (op != Ops::ADD && kind != "reduce_scatter" && kind != "reduce") continue;  // nothing reduced
             ++point;
             int root = ndev - 1 - point % ndev;
@@ -59,12 +57,12 @@ BOOST_AUTO_TEST_CASE(values_match_host_arithmetic) {
             BOOST_TEST_CONTEXT(kind << " " << algo << " ndev " << ndev << " " << dtype_name(dtype) << " " << op_name(op)
                                     << " rows " << rows << " root " << root) {
               ScopedSettings scope(test::matrix_settings(algo, ndev));
-              std::vector<HostBuffer> in = test::collective_locals(ndev, {rows, 5}, dtype, point);
+              std::vector<HostBuffer> in = testing::collective_locals(ndev, {rows, 5}, dtype, point);
               Tensor x = Tensor::from_shards(in, cpu_devices(ndev), 0);
-              Tensor r = test::apply_collective(kind, x, op, root);
+              Tensor r = testing::apply_collective(kind, x, op, root);
               if (ndev > 1)
-                BOOST_TEST(r.algorithms() == std::vector<std::string>{test::expected_algorithm(kind, algo)});
-              expect_values(r, test::host_collective(kind, in, op, root));
+                BOOST_TEST(r.algorithms() == std::vector<std::string>{testing::expected_algorithm(kind, algo)});
+              expect_values(r, kind, in, op, root);
             }
           }
 }
@@ -78,7 +76,7 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
         AllreduceSettings s = test::matrix_settings(algo, 3);
         s.cast = cast;
         ScopedSettings scope(s);
-        std::vector<HostBuffer> in = test::collective_locals(3, {2, 6}, DType::bfloat16, 11);
+        std::vector<HostBuffer> in = testing::collective_locals(3, {2, 6}, DType::bfloat16, 11);
         Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(Ops::ADD, -1);
         BOOST_TEST((r.shape() == Shape{2, 6}));
         BOOST_TEST((r.shard_axis() == std::optional<int>(1)));
@@ -90,7 +88,7 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
           for (int64_t row = 0; row < 2; ++row)
             for (int64_t col = 0; col < 2; ++col)
               BOOST_TEST(got[static_cast<size_t>(d)].get(row * 2 + col) ==
-                             test::host_reduced(in, Ops::ADD, row * 6 + 2 * d + col),
+                             testing::host_reduced(in, Ops::ADD, row * 6 + 2 * d + col),
                          "device " << d << " (" << row << ", " << col << ")");
       }
     }
@@ -101,17 +99,13 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
 BOOST_AUTO_TEST_CASE(runtime_matches_interpreter) {
   for (const std::string& algo : {std::string("ring"), std::string("all2all")}) {
     ScopedSettings scope(test::matrix_settings(algo, 3));
-    std::vector<HostBuffer> in = test::collective_locals(3, {3, 5}, DType::float32, 7);
+    std::vector<HostBuffer> in = testing::collective_locals(3, {3, 5}, DType::float32, 7);
     in[1].set(2, -0.0);
     Tensor x = Tensor::from_shards(in, cpu_devices(3), 0);
     for (const std::string& kind : kCollectives) {
       BOOST_TEST_CONTEXT(algo << " " << kind) {
-        Tensor r = test::apply_collective(kind, x, Ops::ADD, 1);
-        std::vector<HostBuffer> want = r.interpret_shards();
-        r.realize();
-        std::vector<Tensor> got = r.devices().size() == 1 ? std::vector<Tensor>{r} : r.shards();
-        BOOST_TEST_REQUIRE(got.size() == want.size());
-        for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+        Tensor r = testing::apply_collective(kind, x, Ops::ADD, 1);
+        RINGRT_CHECK_RESULT(testing::check_with_interpreter(r, kind, /*bitwise=*/true));
       }
     }
     std::vector<float> g = x.allgather().to_vector<float>();
@@ -240,7 +234,7 @@ BOOST_AUTO_TEST_CASE(alltoall_copies_read_chunks_in_place) {
 BOOST_AUTO_TEST_CASE(allreduce_read_per_device_is_a_reduce_scatter) {
   AllreduceSettings s = forced_settings("ring");
   ScopedSettings scope(s);
-  std::vector<HostBuffer> in = test::collective_locals(3, {1, 12}, DType::int32, 3);
+  std::vector<HostBuffer> in = testing::collective_locals(3, {1, 12}, DType::int32, 3);
   Tensor x = Tensor::from_shards(in, cpu_devices(3), 0);
   Tensor y = x.sum({0}).shard(cpu_devices(3), 0);
   std::ostringstream captured;
@@ -259,7 +253,7 @@ BOOST_AUTO_TEST_CASE(allreduce_read_per_device_is_a_reduce_scatter) {
   BOOST_TEST(t.copies == 6u);
   expect_even(t, cpu_devices(3), 2 * 4 * 4);
   std::vector<int32_t> got = y.to_vector<int32_t>();
-  for (int64_t e = 0; e < 12; ++e) BOOST_TEST(got[static_cast<size_t>(e)] == test::host_reduced(in, Ops::ADD, e));
+  for (int64_t e = 0; e < 12; ++e) BOOST_TEST(got[static_cast<size_t>(e)] == testing::host_reduced(in, Ops::ADD, e));
 }
 
 // Bad input: a clear error naming the op, the shapes and the devices.
@@ -315,10 +309,10 @@ BOOST_AUTO_TEST_CASE(hierarchical_values_match_host_arithmetic) {
         BOOST_TEST_CONTEXT(l.ngroups << "x" << l.m << (l.interleaved ? " interleaved " : " ") << kind << " " << algo
                                      << " " << dtype_name(dtype) << " rows " << rows) {
           ScopedSettings scope(grouped(l.ngroups, l.m, l.interleaved, algo));
-          std::vector<HostBuffer> in = test::collective_locals(n, {rows, 1}, dtype, point);
-          Tensor r = test::apply_collective(kind, Tensor::from_shards(in, cpu_devices(n), 0), op, 0);
+          std::vector<HostBuffer> in = testing::collective_locals(n, {rows, 1}, dtype, point);
+          Tensor r = testing::apply_collective(kind, Tensor::from_shards(in, cpu_devices(n), 0), op, 0);
           BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
-          expect_values(r, test::host_collective(kind, in, op, 0));
+          expect_values(r, kind, in, op, 0);
         }
       }
 }
@@ -327,17 +321,13 @@ BOOST_AUTO_TEST_CASE(hierarchical_values_match_host_arithmetic) {
 // -0.0 survives the hierarchical allgather (selected into place, never summed).
 BOOST_AUTO_TEST_CASE(hierarchical_runtime_matches_interpreter) {
   ScopedSettings scope(grouped(2, 2, false, "ring"));
-  std::vector<HostBuffer> in = test::collective_locals(4, {4, 3}, DType::float32, 5);
+  std::vector<HostBuffer> in = testing::collective_locals(4, {4, 3}, DType::float32, 5);
   in[2].set(1, -0.0);
   Tensor x = Tensor::from_shards(in, cpu_devices(4), 0);
   for (const std::string& kind : {std::string("reduce_scatter"), std::string("allgather")}) {
     BOOST_TEST_CONTEXT(kind) {
-      Tensor r = test::apply_collective(kind, x, Ops::ADD, 0);
-      std::vector<HostBuffer> want = r.interpret_shards();
-      r.realize();
-      std::vector<Tensor> got = r.shards();
-      BOOST_TEST_REQUIRE(got.size() == want.size());
-      for (size_t d = 0; d < got.size(); ++d) BOOST_TEST((got[d].host().bytes == want[d].bytes), "device " << d);
+      Tensor r = testing::apply_collective(kind, x, Ops::ADD, 0);
+      RINGRT_CHECK_RESULT(testing::check_with_interpreter(r, kind, /*bitwise=*/true));
     }
   }
   std::vector<float> g = x.allgather().to_vector<float>();
@@ -409,8 +399,9 @@ BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
        {std::pair{unequal, "groups of unequal size"}, std::pair{partial, "groups do not cover the tuple"}})
     for (const std::string& kind : {std::string("reduce_scatter"), std::string("allgather")}) {
       BOOST_TEST_CONTEXT(kind << " " << why) {
-        std::vector<HostBuffer> in = test::collective_locals(4, {kind == "reduce_scatter" ? 4 : 1, 3}, DType::int32, 9);
-        Tensor r = test::apply_collective(kind, Tensor::from_shards(in, devs, 0), Ops::ADD, 0);
+        std::vector<HostBuffer> in =
+            testing::collective_locals(4, {kind == "reduce_scatter" ? 4 : 1, 3}, DType::int32, 9);
+        Tensor r = testing::apply_collective(kind, Tensor::from_shards(in, devs, 0), Ops::ADD, 0);
         AllreduceSettings debug = s;
         debug.debug = 2;
         std::ostringstream captured;
@@ -426,7 +417,7 @@ BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
             captured.str().find(" | " + kind + " as the hierarchical allreduce: " + why + "\n") != std::string::npos,
             captured.str());
         ScopedSettings scope(s);
-        expect_values(r, test::host_collective(kind, in, Ops::ADD, 0));
+        expect_values(r, kind, in, Ops::ADD, 0);
       }
     }
 }
@@ -437,13 +428,13 @@ BOOST_AUTO_TEST_CASE(hierarchical_reduce_scatter_widened) {
   AllreduceSettings s = grouped(2, 2, false, "all2all");
   s.cast = false;
   ScopedSettings scope(s);
-  std::vector<HostBuffer> in = test::collective_locals(4, {4, 3}, DType::bfloat16, 2);
+  std::vector<HostBuffer> in = testing::collective_locals(4, {4, 3}, DType::bfloat16, 2);
   Tensor r = Tensor::from_shards(in, cpu_devices(4), 0).reduce_scatter(Ops::ADD, 0);
   BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
   for (const CopyItem& c : r.schedule().copies())
     BOOST_TEST(c.bytes == 4 * (s.groups.at(c.src) == s.groups.at(c.dst) ? 6 : 3));
   BOOST_TEST(r.dtype() == DType::bfloat16);
-  expect_values(r, test::host_collective("reduce_scatter", in, Ops::ADD, 0));
+  expect_values(r, "reduce_scatter", in, Ops::ADD, 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

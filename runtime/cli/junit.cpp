@@ -1,0 +1,177 @@
+#include "runtime/cli/junit.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include "runtime/cli/report.hpp"
+
+namespace ringrt {
+namespace {
+
+// The length of the UTF-8 sequence at text[i] that XML 1.0 may hold (1 to 4), or 0: a byte that starts no
+// sequence, a cut or overlong one, a surrogate, past U+10FFFF, or U+FFFE / U+FFFF.
+size_t utf8_length(std::string_view text, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned char b = byte(i);
+  if (b < 0x80) return 1;
+  size_t n = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
+  if (n == 0 || b > 0xf4 || i + n > text.size()) return 0;
+  uint32_t cp = b & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3f);
+  }
+  static const uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kLeast[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff) return 0;
+  return n;
+}
+
+std::string attr(const std::string& name, const std::string& value) {
+  return fmt::format(" {}=\"{}\"", name, xml_escaped(value));
+}
+
+std::string seconds_text(double s) { return fmt::format("{:.6f}", s > 0 ? s : 0.0); }
+
+std::string properties_xml(const JunitProperties& p, const char* indent) {
+  if (p.empty()) return "";
+  std::string out = fmt::format("{}<properties>\n", indent);
+  for (const auto& [name, value] : p)
+    out += fmt::format("{}  <property{}{}/>\n", indent, attr("name", name), attr("value", value));
+  return out + fmt::format("{}</properties>\n", indent);
+}
+
+std::string case_xml(const JunitCase& c) {
+  std::string out = fmt::format("    <testcase{}{}{}>\n", attr("name", c.name), attr("classname", c.classname),
+                                attr("time", seconds_text(c.seconds)));
+  out += properties_xml(c.properties, "      ");
+  using O = JunitCase::Outcome;
+  if (c.outcome == O::failed || c.outcome == O::error) {
+    const char* tag = c.outcome == O::failed ? "failure" : "error";
+    out += fmt::format("      <{}{}{}>{}</{}>\n", tag, attr("message", c.message),
+                       attr("type", c.outcome == O::failed ? "regression" : "error"), xml_escaped(c.details), tag);
+  } else if (c.outcome == O::skipped) {
+    out += fmt::format("      <skipped{}/>\n", attr("message", c.message));
+  }
+  if (!c.output.empty()) out += fmt::format("      <system-out>{}</system-out>\n", xml_escaped(c.output));
+  return out + "    </testcase>\n";
+}
+
+struct Counts {
+  size_t tests = 0, failures = 0, errors = 0, skipped = 0;
+  double seconds = 0;
+  void add(const JunitCase& c) {
+    ++tests;
+    failures += c.outcome == JunitCase::Outcome::failed;
+    errors += c.outcome == JunitCase::Outcome::error;
+    skipped += c.outcome == JunitCase::Outcome::skipped;
+  }
+  std::string attrs() const {
+    return fmt::format(" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{}\"", tests, failures,
+                       errors, skipped, seconds_text(seconds));
+  }
+};
+
+}  // namespace
+
+std::string xml_escaped(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    char c = text[i];
+    size_t n = utf8_length(text, i);
+    if (n == 0 ||
+        (n == 1 && ((static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f))) {
+      out += '?';
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      out.append(text.substr(i, n));
+    } else if (c == '&') {
+      out += "&amp;";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '"') {
+      out += "&quot;";
+    } else if (c == '\'') {
+      out += "&apos;";
+    } else {
+      out += c;
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string junit_xml(const std::vector<JunitSuite>& suites) {
+  Counts all;
+  std::string body;
+  for (const JunitSuite& s : suites) {
+    Counts one;
+    one.seconds = s.seconds;
+    std::string cases;
+    for (const JunitCase& c : s.cases) {
+      one.add(c);
+      all.add(c);
+      cases += case_xml(c);
+    }
+    all.seconds += s.seconds;
+    body += fmt::format("  <testsuite{}{}{}>\n", attr("name", s.name), one.attrs(),
+                        s.timestamp.empty() ? "" : attr("timestamp", s.timestamp));
+    body += properties_xml(s.properties, "    ") + cases + "  </testsuite>\n";
+  }
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites{}>\n{}</testsuites>\n", all.attrs(),
+                     body);
+}
+
+std::string junit_timestamp() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+JunitSuite run_suite(const ExperimentConfig& cfg, const ExperimentResult& result, const std::vector<double>& seconds,
+                     const std::string& timestamp) {
+  JunitSuite suite;
+  suite.name = cfg.file;
+  suite.timestamp = timestamp;
+  suite.properties = {{"backend", cfg.backend},
+                      {"devices", fmt::format("{}", cfg.devices.size())},
+                      {"collective", cfg.collective},
+                      {"timing", cfg.timing}};
+  std::string experiment = std::filesystem::path(cfg.file).filename().string();
+  std::string header = format_header(cfg);  // its last two lines: the table's column titles
+  size_t titles = header.rfind('\n', header.rfind('\n', header.size() - 2) - 1) + 1;
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const ResultRow& r = result.rows[i];
+    JunitCase c;
+    c.name = row_name(r);
+    c.classname = experiment;
+    c.seconds = i < seconds.size() ? seconds[i] : 0.0;
+    c.output = header.substr(titles) + format_row(r);
+    c.properties = {{"algo", r.algo}, {"count", std::to_string(r.count)}, {"wrong", std::to_string(r.wrong)}};
+    if (r.timed)
+      c.properties.insert(c.properties.end(), {{"time_us", fmt::format("{:.3f}", r.time_us)},
+                                               {"algbw_gbs", fmt::format("{:.4f}", r.algbw)},
+                                               {"busbw_gbs", fmt::format("{:.4f}", r.busbw)}});
+    if (r.wrong > 0) {
+      c.outcome = JunitCase::Outcome::failed;
+      c.message =
+          fmt::format("{}: #wrong {} (elements that differ from the host's reference; must be 0)", c.name, r.wrong);
+      c.details = c.output;
+    }
+    suite.seconds += c.seconds;
+    suite.cases.push_back(std::move(c));
+  }
+  return suite;
+}
+
+}  // namespace ringrt
