@@ -42,7 +42,7 @@ inline std::string render_hip(const Kernel& k) { return render_hip(std::span<con
 // hipRTC and NVRTC:
 //   extern "C" __global__ void NAME(NAME_args a)
 //   struct NAME_args { T* out[ndev]; T* in[ndev]; T* scratch[ndev]; unsigned* words;
-//                      long long base, signal_base, rank, nsteps; rt_coll_step steps[kFusedMaxSteps]; };
+//                      long long base, signal_base, rank, nsteps, timeout; rt_coll_step steps[kFusedMaxSteps]; };
 //   rt_coll_step { long long kind, begin, end, peer, flags, shift, wait0, wait1; }
 // every field 8 bytes (the host packs them in this order). It runs device `rank`'s step list: kind 0
 // combine (flags 1: into the scratch; 2: into every output, the combine with n-1 peer outputs; 32: the
@@ -52,7 +52,10 @@ inline std::string render_hip(const Kernel& k) { return render_hip(std::span<con
 // before the step, until device (w >> 40) - 1 signalled (w & (2^40 - 1)) times in this call; flags 16:
 // after it, signal. `combines` are the collective_combine_kernel IRs (codegen/item_kernel.hpp) its
 // combine steps call: the plain one, the one with peer outputs and/or the ring's two-operand one,
-// rendered as device functions over each step's range (none for an allgather); T is dtype's C type.
+// rendered as device functions over each step's range (none for an allgather; of several kernels of one
+// role, different lengths, the longest, called with each step's length); T is dtype's C type. A wait or
+// barrier that does not pass within `timeout` ticks of the device's constant clock (ns on NVIDIA; the
+// wall clock on AMD) marks words[1] and traps: the launch fails.
 // words (device memory): [0] the barrier's arrivals, [1] the give-up mark, [2 + d] device d's flag.
 // Barrier k waits for ndev * gridDim.x * (base + k + 1) arrivals and a wait for k signals for
 // gridDim.x * (signal_base + k) (wrapping): every launch of one call needs the same grid, and all of them

@@ -158,28 +158,55 @@ static __device__ inline unsigned rt_coll_load(unsigned* p) {
   return *(volatile unsigned*)p;
 #endif
 }
+// A clock that runs at a constant rate: nanoseconds on NVIDIA (globaltimer) and on the simulated GPU, the
+// wall clock on AMD (s_memrealtime: hipDeviceAttributeWallClockRate kHz). The host gives a wait's limit in
+// its ticks (NAME_args::timeout).
+static __device__ inline unsigned long long rt_coll_clock() {
+#if defined(RT_SIM_GPU)
+  return rt_sim_clock_ns();
+#elif defined(__CUDA_ARCH__)
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return __builtin_amdgcn_s_memrealtime();
+#endif
+}
+// Ends the kernel with an error the host sees (the launch fails: a DeviceError; on NVIDIA the context is
+// lost, as after any trap).
+static __device__ inline void rt_coll_trap() {
+#if defined(RT_SIM_GPU)
+  rt_sim_trap();
+#elif defined(__CUDA_ARCH__)
+  __trap();
+#else
+  __builtin_trap();
+#endif
+}
 // Thread 0 spins until *p reaches target (wrapping), then the block goes on. A device that never arrives
-// (its launch refused, its queue poisoned) must not hang this one: after 2^26 polls (about a minute) it
-// gives up, marking words[1] (its results are then not to be trusted).
-static __device__ inline void rt_coll_spin(unsigned* words, unsigned* p, unsigned target) {
+// (its launch refused, its queue poisoned, a peer stuck) must neither hang this one nor let it go on with
+// what is not there: past `timeout` ticks (runtime.watchdog_s) it marks words[1] and traps.
+static __device__ inline void rt_coll_spin(unsigned* words, unsigned* p, unsigned target, unsigned long long timeout) {
   if (threadIdx.x == 0) {
-    for (unsigned long long polls = 0; (int)(rt_coll_load(p) - target) < 0; ++polls)
-      if (polls == (1ull << 26)) {
+    const unsigned long long start = rt_coll_clock();
+    for (unsigned polls = 1; (int)(rt_coll_load(p) - target) < 0; ++polls)
+      if (polls % 1024 == 0 && rt_coll_clock() - start > timeout) {
         atomicAdd_system(words + 1, 1u);
-        break;
+        rt_coll_trap();
       }
     __threadfence_system();
   }
   __syncthreads();
 }
 // Barrier `index` of the collective: every block of the n devices' kernels (grid blocks each) arrives.
-static __device__ inline void rt_coll_barrier(unsigned* words, unsigned long long index, unsigned n) {
+static __device__ inline void rt_coll_barrier(unsigned* words, unsigned long long index, unsigned n,
+                                              unsigned long long timeout) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system();
     atomicAdd_system(words, 1u);
   }
-  rt_coll_spin(words, words, (unsigned)((unsigned long long)n * gridDim.x * (index + 1)));
+  rt_coll_spin(words, words, (unsigned)((unsigned long long)n * gridDim.x * (index + 1)), timeout);
 }
 // This block is done with the step: its device's flag counts it.
 static __device__ inline void rt_coll_signal(unsigned* words, long long rank) {
@@ -190,11 +217,12 @@ static __device__ inline void rt_coll_signal(unsigned* words, long long rank) {
   }
 }
 // Until every block of device (w >> 40) - 1 signalled (w & 2^40-1) times in this call (after signal_base each).
-static __device__ inline void rt_coll_wait(unsigned* words, long long w, unsigned long long signal_base) {
+static __device__ inline void rt_coll_wait(unsigned* words, long long w, unsigned long long signal_base,
+                                           unsigned long long timeout) {
   if (w == 0) return;
   const long long peer = (w >> 40) - 1;
   const unsigned long long count = (unsigned long long)w & ((1ull << 40) - 1);
-  rt_coll_spin(words, words + 2 + peer, (unsigned)(gridDim.x * (signal_base + count)));
+  rt_coll_spin(words, words + 2 + peer, (unsigned)(gridDim.x * (signal_base + count)), timeout);
 }
 #endif
 )";
@@ -208,17 +236,22 @@ std::string render_hip_collective(const std::string& name, int ndev, DType dtype
   const Kernel* plain = nullptr;  // the fold of the n inputs
   const Kernel* peer = nullptr;   // it, storing into every device's output
   const Kernel* ring = nullptr;   // the ring's two operands (the plain one too for two devices)
+  // per role the combine of the most elements: the kernel of one element reads element 0 only, and its
+  // index form (32 or 64 bits) fits the longest step (the others call it with their own length)
+  auto longest = [](const Kernel*& at, const Kernel& k) {
+    if (!at || k.numel > at->numel) at = &k;
+  };
   for (const Kernel& k : combines) {
-    if (k.peer_outputs) peer = &k;
-    if (!k.peer_outputs && k.inputs.size() == static_cast<size_t>(ndev)) plain = &k;
-    if (!k.peer_outputs && k.inputs.size() == 2) ring = &k;
+    if (k.peer_outputs) longest(peer, k);
+    if (!k.peer_outputs && k.inputs.size() == static_cast<size_t>(ndev)) longest(plain, k);
+    if (!k.peer_outputs && k.inputs.size() == 2) longest(ring, k);
   }
   const std::string t = cstyle::c_type(dtype);
   std::string src = render_hip_as(combines, "static __device__");
   src += kCollectivePrelude;
   src += fmt::format(
       "\nstruct {0}_args {{ {1}* out[{2}]; {1}* in[{2}]; {1}* scratch[{2}]; unsigned* words; long long base, "
-      "signal_base, rank, nsteps; rt_coll_step steps[{3}]; }};\n",
+      "signal_base, rank, nsteps, timeout; rt_coll_step steps[{3}]; }};\n",
       name, t, ndev, kFusedMaxSteps);
   src += fmt::format("extern \"C\" __global__ void {0}({0}_args a) {{\n", name);
   src += "  const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
@@ -228,8 +261,8 @@ std::string render_hip_collective(const std::string& name, int ndev, DType dtype
   src += "    const rt_coll_step st = a.steps[s];\n";
   src += fmt::format("    {}* out = a.out[a.rank] + st.begin;\n", t);
   src += "    const long long len = st.end - st.begin;\n";
-  src += "    rt_coll_wait(a.words, st.wait0, a.signal_base);\n";
-  src += "    rt_coll_wait(a.words, st.wait1, a.signal_base);\n";
+  src += "    rt_coll_wait(a.words, st.wait0, a.signal_base, a.timeout);\n";
+  src += "    rt_coll_wait(a.words, st.wait1, a.signal_base, a.timeout);\n";
   src += "    if (st.kind == 0) {  // combine\n";
   auto call = [&](const Kernel& k, const std::string& dest) {
     std::vector<std::string> args{dest};
@@ -251,7 +284,7 @@ std::string render_hip_collective(const std::string& name, int ndev, DType dtype
         chain = "      else ";
   if (plain) src += chain + call(*plain, dest);
   src += "    } else if (st.kind == 1) {  // barrier\n";
-  src += fmt::format("      rt_coll_barrier(a.words, barrier++, {}u);\n", ndev);
+  src += fmt::format("      rt_coll_barrier(a.words, barrier++, {}u, a.timeout);\n", ndev);
   src += "    } else {  // gather (from a peer's output), publish (from the scratch)\n";
   src += fmt::format(
       "      const {}* from = (st.kind == 2 ? ((st.flags & 4) ? a.in[st.peer] : a.out[st.peer]) : a.scratch[a.rank]) + "

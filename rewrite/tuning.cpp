@@ -152,7 +152,10 @@ Tuning load_tuning(const std::string& setting, const std::string& path) {
   if (own && ::lstat(path.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR))  // no file: not a fault
     return {nullptr, fmt::format("none: tinygrad's rule (no file {})", path)};
   auto ignored = [&](const std::string& why) {
-    warn_once("tuning " + path, fmt::format("the tuning file {} is ignored: {}; tinygrad's rule chooses", path, why));
+    warn_once("tuning " + path,
+              fmt::format(
+                  "the tuning file {} is ignored: {}; the cost model chooses an allreduce, tinygrad's rule the others",
+                  path, why));
     return Tuning{nullptr, fmt::format("ignored: tinygrad's rule ({}: {})", path, why)};
   };
   if (std::string dir = std::filesystem::path(path).parent_path().string(); own)

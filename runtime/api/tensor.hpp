@@ -51,7 +51,7 @@ struct KernelItem {
 struct FusedItem {
   size_t item = 0;         // its index among all items, as in Schedule::to_string()
   std::string device;      // the device tuple, e.g. "(CPU:0, CPU:1)"
-  std::string collective;  // "allreduce" | "reduce_scatter"
+  std::string collective;  // "allreduce" | "reduce_scatter" | "allgather"
   std::string algorithm;   // "oneshot" | "twoshot" | "ring_fused"
   std::string op;          // "ADD" | "MUL" | "MAX" | "MIN"; "none" for an allgather
   int64_t numel = 0;       // elements per device of the collective's input

@@ -1,6 +1,7 @@
 #include "runtime/engine/executor.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -441,8 +442,13 @@ std::string Program::late_item(const Events& events, const BindingPlan& plan, ui
       if (events[i][j].done()) continue;
       const ScheduleItem& item = plan_.items[i];
       std::string where = item.device.to_string();
-      if (item.device.tuple() && !plan.elided[i] && j < plan.launches[i].size())
-        where = fmt::format("{} of {}", plan.launches[i][j].device->name(), where);
+      if (item.device.tuple() && !plan.elided[i] && j < plan.launches[i].size()) {
+        // a fused collective's launches wait for each other: every one not done, the late one among them
+        std::vector<std::string> late{plan.launches[i][j].device->name()};
+        for (size_t k = j + 1; item.kind == ScheduleItem::Kind::collective && k < events[i].size(); ++k)
+          if (!events[i][k].done() && k < plan.launches[i].size()) late.push_back(plan.launches[i][k].device->name());
+        where = fmt::format("{} of {}", fmt::join(late, ", "), where);
+      }
       return fmt::format("{} on {}{} did not complete within {} ms", describe_item(item, i), where,
                          cross_rank_part(item, run), timeout.count());
     }

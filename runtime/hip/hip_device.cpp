@@ -257,6 +257,8 @@ class HipDevice final : public Device {
     for (const codegen::Kernel& k : combines) key += "|" + k.name;
     std::string name = "rt_collective_" + codegen::stable_hash_hex(key);
     void* words = call.barrier->device_word([&] { return devs[0]->collective_words(n); });
+    // a wait's limit (runtime.watchdog_s) in ticks of the kernel's clock (render_hip_collective)
+    const uint64_t timeout = static_cast<uint64_t>(current_runtime_params().watchdog_s * clock_hz());
     const bool sim = kSimulated;
     const unsigned blocks = sim ? 1 : static_cast<unsigned>(std::max(1, multiprocessors_ / static_cast<int>(n)));
     const unsigned threads = sim ? 1 : hip_launch::kBlockSize;
@@ -274,6 +276,7 @@ class HipDevice final : public Device {
       args.push_back(call.signal_base);
       args.push_back(static_cast<uint64_t>(l.rank));
       args.push_back(l.steps.size());
+      args.push_back(timeout);
       auto wait = [](const FusedWait& w) {
         return w.device < 0 ? uint64_t{0}
                             : (static_cast<uint64_t>(w.device + 1) << 40) | static_cast<uint64_t>(w.count);
@@ -409,6 +412,17 @@ class HipDevice final : public Device {
 
   // A zeroed 64-byte word of mapped pinned memory every device can reach (a fused collective's barrier),
   // freed with the last holder.
+  // Ticks per second of the clock a fused collective's kernel reads (render_hip_collective rt_coll_clock):
+  // nanoseconds on NVIDIA and the simulated GPU; on AMD the wall clock, 100 MHz on MI200 and MI300 (Debian's
+  // HIP 5.2 has no hipDeviceAttributeWallClockRate to ask).
+  static constexpr double clock_hz() {
+#if defined(RINGRT_GPU_NVIDIA) || defined(RINGRT_GPU_SIM)
+    return 1e9;
+#else
+    return 1e8;
+#endif
+  }
+
   // A fused collective's words for n devices (codegen/render.hpp render_hip_collective: the barrier's
   // arrivals, its give-up mark, a flag per device), zeroed, in this device's memory: every device of the
   // collective reaches it (the binding requires peer access between every pair), and its atomics stay

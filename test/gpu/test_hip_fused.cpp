@@ -1,6 +1,6 @@
 // Fused collectives on the hip backend (rewrite/collective.hpp; runtime/hip/hip_device.cpp
 // launch_collective): oneshot, twoshot and ring_fused allreduce as one kernel per device
-// (codegen::render_hip_collective), its barriers a word in mapped pinned memory that every device's
+// (codegen::render_hip_collective), its barrier and flags words in device memory that every device's
 // blocks count into; label gpu (and simgpu: on runtime/hip/sim/'s simulated GPUs, whose counters show
 // one kernel per device and no copy). Values against the interpreter, bit for bit, on every device;
 // calls in a row (the word counts up across them) and in place. Built without HIP, the one case exits
@@ -13,12 +13,16 @@
 
 #ifdef RINGRT_HAVE_HIP
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "rewrite/errors.hpp"
 #include "rewrite/settings.hpp"
 #include "runtime/api/tensor.hpp"
+#include "runtime/device/device.hpp"
 #include "test/gpu/hip_test_support.hpp"
 #endif
 
@@ -62,12 +66,13 @@ constexpr bool kCounted = false;
 
 BOOST_AUTO_TEST_SUITE(two_devices, *ringrt::testing::needs({"HIP", 2}))
 
-// Out of place, for sizes below the device count, odd and a few thousand, float32 and int32: each
-// device's bytes are the interpreter's; one kernel per device per call, no copy.
+// Out of place, for sizes below the device count, odd (3 and 5: a chunk of one element beside longer ones,
+// whose combine kernels differ) and a few thousand, float32, int32 and float16: each device's bytes are
+// the interpreter's; one kernel per device per call, no copy.
 BOOST_AUTO_TEST_CASE(one_kernel_per_device_matches_the_interpreter) {
   for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     ringrt::ScopedSettings scope(forced(algo));
-    for (int64_t cols : {int64_t{1}, int64_t{257}, int64_t{4099}})
+    for (int64_t cols : {int64_t{1}, int64_t{3}, int64_t{5}, int64_t{257}, int64_t{4099}})
       for (ringrt::DType dtype : {ringrt::DType::float32, ringrt::DType::int32, ringrt::DType::float16}) {
         BOOST_TEST_CONTEXT(algo << " " << ringrt::dtype_name(dtype) << " " << cols << " columns") {
           Tensor x = (Tensor::rand({2, cols}, 7, kTwo, 0) * 1000.0f).cast(dtype).realize();
@@ -145,6 +150,31 @@ BOOST_AUTO_TEST_CASE(in_place_steps_count_the_word_up) {
       }
     }
   }
+}
+
+// A device that arrives late, past runtime.watchdog_s (its queue held by a host function): the run ends
+// with the executor's TimeoutError naming both devices (each launch waits for the other), and the kernels
+// stop waiting and fail (a DeviceError where the executor's watchdog has not spoken first), never with
+// results computed from what had not arrived. In a child process: a failed kernel poisons its device for
+// good.
+BOOST_AUTO_TEST_CASE(a_late_device_fails_the_call_not_its_values) {
+  if (!in_child_with("RINGRT_WATCHDOG_S", "0.3")) return;
+  ringrt::ScopedSettings scope(forced("ring_fused"));
+  Tensor x = two_device_rows(1000, 1.0f);
+  Tensor y = x.sum({0});
+  ringrt::device("HIP:1").submit([] { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); }, {});
+  std::string error;
+  try {
+    y.realize();
+    ringrt::synchronize();
+    for (const Tensor& s : y.shards()) s.host();
+  } catch (const ringrt::TimeoutError& e) {
+    error = e.what();
+    BOOST_TEST(error.find("HIP:0, HIP:1 of (HIP:0, HIP:1)") != std::string::npos, error);
+  } catch (const ringrt::DeviceError& e) {
+    error = e.what();
+  }
+  BOOST_TEST(!error.empty(), "the late device's call completed");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -42,6 +42,8 @@ const char* hipGetErrorName(hipError_t error) {
       return "hipErrorNotReady";
     case hipErrorIllegalAddress:
       return "hipErrorIllegalAddress";
+    case hipErrorLaunchFailure:
+      return "hipErrorLaunchFailure";
     case hipErrorPeerAccessAlreadyEnabled:
       return "hipErrorPeerAccessAlreadyEnabled";
     case hipErrorPeerAccessNotEnabled:
@@ -68,6 +70,8 @@ const char* hipGetErrorString(hipError_t error) {
       return "device not ready";
     case hipErrorIllegalAddress:
       return "an illegal memory access was encountered (simulated fault)";
+    case hipErrorLaunchFailure:
+      return "unspecified launch failure (a simulated kernel trapped)";
     default:
       return hipGetErrorName(error);
   }
@@ -205,7 +209,12 @@ std::function<void()> ringrt::sim::detail::kernel_op(hipFunction_t f, unsigned b
       set_fault(gpu, hipErrorIllegalAddress);
       return;
     }
-    f->launch(args.data(), blocks, threads);
+    try {
+      f->launch(args.data(), blocks, threads);
+    } catch (...) {  // the kernel trapped (rt_sim_trap): the launch fails, as on a GPU
+      set_fault(gpu, hipErrorLaunchFailure);
+      return;
+    }
     ++cells().kernels;
   };
 }

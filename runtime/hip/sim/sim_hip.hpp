@@ -49,6 +49,7 @@ enum hipError_t {
   hipErrorNotFound = 500,
   hipErrorNotReady = 600,
   hipErrorIllegalAddress = 700,
+  hipErrorLaunchFailure = 719,
   hipErrorPeerAccessAlreadyEnabled = 704,
   hipErrorPeerAccessNotEnabled = 705,
   hipErrorNotSupported = 801,

@@ -22,6 +22,7 @@ namespace {
 constexpr const char* kPrelude = R"(// simulated GPU prelude (runtime/hip/sim/sim_rtc.cpp)
 #include <math.h>
 #include <stddef.h>
+#include <time.h>
 #include <tuple>
 #define __global__
 #define __device__
@@ -33,6 +34,14 @@ static thread_local rt_sim_dim3 blockIdx, threadIdx, blockDim, gridDim;
 static inline void __syncthreads() {}
 static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline unsigned atomicAdd_system(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline unsigned long long rt_sim_clock_ns() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+// a trap: the launch fails (kernel_op in runtime/hip/sim/sim_device.cpp catches it)
+struct rt_sim_trapped {};
+[[noreturn]] static inline void rt_sim_trap() { throw rt_sim_trapped{}; }
 static inline unsigned __float_as_uint(float f) { return __builtin_bit_cast(unsigned, f); }
 static inline float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x); }
 template <class T> static inline void rt_sim_take(T& v, const char* args, size_t& at) {
