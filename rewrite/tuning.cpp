@@ -296,12 +296,12 @@ bool automatic_levels(const AllreduceSettings& s) {
          s.algorithm == kDefaults.algorithm;
 }
 
-std::string utc_now() {
+std::string utc_now(const char* format) {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  std::strftime(buf, sizeof buf, format, &tm);
   return buf;
 }
 

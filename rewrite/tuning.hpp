@@ -110,8 +110,8 @@ Tuning tuning_for(const std::string& setting);
 // their defaults. A level or a threshold the user set asks for tinygrad's rule with it.
 bool automatic_levels(const AllreduceSettings& settings);
 
-// Now as the tuning and cost files record it: "2026-12-02 13:09 UTC".
-std::string utc_now();
+// Now, UTC, in strftime's `format`: by default as the tuning and cost files record it, "2026-12-02 13:09 UTC".
+std::string utc_now(const char* format = "%Y-%m-%d %H:%M UTC");
 // s as a YAML double-quoted scalar ("a \"b\""), for the files' text.
 std::string yaml_quoted(const std::string& s);
 

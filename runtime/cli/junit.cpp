@@ -6,6 +6,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "rewrite/tuning.hpp"
 #include "runtime/cli/report.hpp"
 
 namespace ringrt {
@@ -129,14 +130,7 @@ std::string junit_xml(const std::vector<JunitSuite>& suites) {
                      body);
 }
 
-std::string junit_timestamp() {
-  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
-}
+std::string junit_timestamp() { return utc_now("%Y-%m-%dT%H:%M:%S"); }
 
 JunitSuite run_suite(const ExperimentConfig& cfg, const ExperimentResult& result, const std::vector<double>& seconds,
                      const std::string& timestamp) {
