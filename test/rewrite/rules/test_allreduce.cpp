@@ -229,6 +229,7 @@ BOOST_AUTO_TEST_CASE(hierarchical_routes_through_leaders) {
   // inner reduce: D1->D0, D3->D2; leaders (2 devices, naive): D2->D0, D0->D2; broadcast: D0->D1, D2->D3.
   AllreduceSettings s;
   s.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 1}, {"CPU:3", 1}};
+  s.tuning = "off";  // tinygrad's rule for the leaders (naive on 2), not this machine's measured cost figures
   ScopedSettings scope(s);
   Tensor r = sharded_ones(4, 400).sum({0});
   BOOST_TEST(r.schedule().algorithms == std::vector<std::string>{"hierarchical"});
