@@ -551,7 +551,9 @@ int main(int argc, char** argv) {
       "regress",
       "run every YAML experiment of DIR and compare each row with its stored baseline: #wrong stays 0, "
       "busbw within a tolerance (regress.busbw_tolerance, else the baseline's, else 0.5)");
-  regress->add_option("dir", regress_options.dir, "the folder of YAML experiments: DIR/*.yaml")
+  regress
+      ->add_option("dir", regress_options.dir,
+                   "the folder of YAML experiments: the regular files DIR/*.yaml (not .yml, not subfolders, not links)")
       ->required()
       ->check(non_empty);
   add_set_option(regress, sets);
