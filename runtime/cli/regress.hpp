@@ -1,10 +1,9 @@
 // `ringrt regress DIR`: a regression run of every YAML experiment in a folder against stored baselines, for a
 // nightly job. Design (docs/testing.md):
-//   - DIR/*.yaml are the experiments (regular files only: not subfolders; a symbolic link is refused), in name order;
-//   BASELINES (default DIR/baselines) holds
-//     one baseline per experiment, <name>.json (runtime/cli/baseline.hpp). Every experiment and every baseline
-//     is read before anything runs, so a bad file stops the command at once (exit 2, naming the file, line and
-//     key).
+//   - DIR/*.yaml are the experiments (regular files only: not subfolders; a symbolic link is refused), in name
+//     order; BASELINES (default DIR/baselines) holds one baseline per experiment, <name>.json
+//     (runtime/cli/baseline.hpp). Every experiment and every baseline is read before anything runs, so a bad file
+//     stops the command at once (exit 2, naming the file, line and key).
 //   - Each experiment runs as `ringrt run` runs it (run_experiment, with the experiment's runtime.* settings),
 //     each row checked: #wrong counted by runtime/api/reference.hpp's rules.
 //   - A row compares with the baseline's row of the same name (row_name): #wrong must stay 0, and busbw must
@@ -22,7 +21,8 @@
 //   - stdout: a line per row and a summary; stderr: each regression, naming the experiment, the row and the
 //     figure; --junit FILE: a test suite per experiment, a test case per row; --summary FILE: Markdown (for a CI
 //     job's summary page), both written before anything runs ("RUNNING") and replaced whole after each experiment
-//     (a job killed part way leaves what finished). Files are written through rewrite/files.hpp (never through a link).
+//     (a job killed part way leaves what finished). Files are written through rewrite/files.hpp (never through a
+//     link).
 //   - Under mpirun every rank runs every experiment and rank 0 reports, writes the files, and gives the job its
 //     status (the busbw compared is rank 0's, as `ringrt run` prints rank 0's times).
 // Exit status: 0 no regression; 1 a regression; 2 a bad folder, experiment, baseline, option or output file, or an
