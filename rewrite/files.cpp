@@ -7,11 +7,14 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <set>
 #include <utility>
 
@@ -130,6 +133,73 @@ int write_bytes(int fd, std::string_view bytes) {
 }
 
 void write_file(const std::string& path, const std::string& text) { OutputFile(path).write(text); }
+
+void replace_file(const std::string& path, const std::string& text) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+    fail(path, "is a symbolic link; ringrt does not write through links");
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail(path, "is not a regular file (a folder, a FIFO or a device); not written");
+  std::filesystem::path target(path);
+  std::filesystem::path dir = target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
+  static std::atomic<uint64_t> serial{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {  // an unpredictable name; O_EXCL refuses a planted one
+    // the name's first 100 bytes: a name near NAME_MAX (255) must leave room for the suffix
+    tmp = (dir / fmt::format(".{}.{}-{}-{:x}.tmp", target.filename().string().substr(0, 100), ::getpid(), serial++,
+                             std::random_device{}()))
+              .string();
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) fail(path, fmt::format("cannot write the file: {}", std::strerror(errno)));
+  int err = write_bytes(fd, text);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    fail(path, fmt::format("writing the file failed: {}; the file is left as it was", std::strerror(err)));
+  }
+  if (int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {  // the rename survives a crash
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+size_t utf8_length(std::string_view text, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned char b = byte(i);
+  if (b < 0x80) return 1;
+  size_t n = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
+  if (n == 0 || b > 0xf4 || i + n > text.size()) return 0;
+  uint32_t cp = b & (0x7f >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3f);
+  }
+  static const uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kLeast[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff) return 0;
+  return n;
+}
+
+std::string printable_name(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    auto b = static_cast<unsigned char>(text[i]);
+    size_t n = utf8_length(text, i);
+    if (n == 0 || (n == 1 && (b < 0x20 || b == 0x7f))) {
+      out += fmt::format("\\x{:02X}", b);
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
 
 std::filesystem::path user_cache_dir() {
   auto env = [](const char* name) {

@@ -32,6 +32,15 @@ int write_bytes(int fd, std::string_view bytes);
 // and the reason.
 void write_file(const std::string& path, const std::string& text);
 
+// Replaces the file at path with text so that a reader, or a crash part way, sees the old file or the new
+// one, whole: text goes to a temporary file beside path (an unpredictable name, created O_CREAT | O_EXCL |
+// O_NOFOLLOW, mode 0644 before the umask), is fsync'ed, then renamed over path. On any failure the temporary
+// file is removed and path is left as it was. A symbolic link at path is refused (not replaced, not
+// followed), and so is anything but a regular file (a folder, a FIFO, a device). Throws IOError naming the
+// path and the reason. runtime/cli/tune.hpp's TuningWriter does the same for a file opened long before it is
+// written.
+void replace_file(const std::string& path, const std::string& text);
+
 // A file opened for writing now and written later: a long run checks its output paths before it
 // starts, so a path that cannot be written fails at once, not after hours of work. Opening creates the
 // file (mode 0644 before the umask) and leaves what is in it; write() replaces it. The same refusals as
@@ -57,6 +66,15 @@ class OutputFile {
   std::string path_;
   int fd_ = -1;
 };
+
+// The length of the UTF-8 sequence at text[i] that XML 1.0 and JSON may hold (1 to 4), or 0: a byte that
+// starts no sequence, a cut or overlong one, a surrogate, past U+10FFFF, or U+FFFE / U+FFFF.
+size_t utf8_length(std::string_view text, size_t i);
+
+// text (a file name) as one printable line that JSON, XML, Markdown and a terminal all take: every byte
+// that is not valid UTF-8, every control character (newline, ESC, ...) and DEL written as \xHH, so a name
+// such as "b\xFF.yaml" or one with a newline or an escape sequence in it is shown, never obeyed.
+std::string printable_name(std::string_view text);
 
 // The folder of ringrt's per-user cache, read at every call: the tunable runtime.cache_dir
 // ($RINGRT_CACHE_DIR), else $XDG_CACHE_HOME/ringrt (an absolute $XDG_CACHE_HOME only, as the XDG base

@@ -66,7 +66,8 @@ inline StoredValue stored_values(const std::vector<HostBuffer>& in) {
 // root. One Reference per device of the result in device order (reduce_scatter, alltoall), or one for every
 // device where they are the same (allreduce, allgather, broadcast, reduce). Floats within the bound of
 // runtime/api/reference.hpp where the reduction may round. Throws std::invalid_argument for another kind, no
-// locals, or allreduce locals of more than one row.
+// locals, locals of different shapes or dtypes, allreduce locals of more than one row, or (broadcast, reduce) a
+// root that is not a device index (0 to n - 1).
 inline std::vector<Reference> collective_expected(const std::string& kind, const std::vector<HostBuffer>& in, Ops op,
                                                   int root) {
   if (in.empty()) throw std::invalid_argument("collective_expected(" + kind + "): no devices' values");
@@ -75,6 +76,14 @@ inline std::vector<Reference> collective_expected(const std::string& kind, const
         "collective_expected(allreduce): each device's value must be one row, shape (1, ...), "
         "as x.reduce(op, {0}) reduces every row");
   int64_t n = static_cast<int64_t>(in.size()), numel = in[0].numel();
+  for (const HostBuffer& b : in)
+    if (b.shape != in[0].shape || b.dtype != in[0].dtype)
+      throw std::invalid_argument("collective_expected(" + kind +
+                                  "): every device's locals must have one shape and one dtype");
+  if ((kind == "broadcast" || kind == "reduce") && (root < 0 || root >= n))
+    throw std::invalid_argument("collective_expected(" + kind + "): root " + std::to_string(root) +
+                                " is not a device index: there are " + std::to_string(n) + " devices (0 to " +
+                                std::to_string(n - 1) + ")");
   int64_t count = kind == "allgather" ? n * numel : numel;  // rccl-tests' count: the gathered buffer
   int64_t each = kind == "reduce_scatter" ? numel / n : count;
   bool same = kind != "reduce_scatter" && kind != "alltoall";

@@ -40,13 +40,13 @@ struct Reader {
       if (std::find(keys.begin(), keys.end(), k) == keys.end())
         throw ConfigError(fmt::format("{}: key '{}': unknown", name, at.empty() ? k : at + "." + k));
   }
-  // One line a person reads: at most 200 characters, no control characters.
-  std::string line(const Json& v, const std::string& key) const {
+  // One line a person reads: at most `most` characters, no control characters.
+  std::string line(const Json& v, const std::string& key, size_t most = 200) const {
     if (!v.is_string()) fail(key, "a text", v);
     std::string t = v.get<std::string>();
-    if (t.size() > 200 ||
+    if (t.size() > most ||
         std::any_of(t.begin(), t.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
-      fail(key, "one line of at most 200 characters without control characters", v);
+      fail(key, fmt::format("one line of at most {} characters without control characters", most), v);
     return t;
   }
   int64_t integer(const Json& v, const std::string& key, int64_t lo) const {
@@ -96,7 +96,7 @@ Baseline parse_baseline(std::string_view text, const std::string& name) {
   Baseline b;
   if (std::string f = r.line(r.need(root, "format", "format"), "format"); f != kBaselineFormat)
     r.fail("format", std::string(kBaselineFormat), root["format"]);
-  b.experiment = r.line(r.need(root, "experiment", "experiment"), "experiment");
+  b.experiment = r.line(r.need(root, "experiment", "experiment"), "experiment", kMaxExperimentName);
   b.ringrt = r.line(r.need(root, "ringrt", "ringrt"), "ringrt");
   const Json& machine = r.need(root, "machine", "machine");
   r.only_keys(machine, "machine", {"host", "cpu"});

@@ -24,6 +24,9 @@
 namespace ringrt {
 
 inline constexpr std::string_view kBaselineFormat = "ringrt-baseline-1";
+// The longest "experiment": a file name (at most 255 bytes) as printable_name (rewrite/files.hpp) writes it,
+// each byte at most 4 characters ("\xFF").
+inline constexpr size_t kMaxExperimentName = 1024;
 inline constexpr size_t kMaxBaselineBytes = size_t{4} << 20;  // 4 MiB: tens of thousands of rows
 
 struct BaselineRow {
@@ -52,7 +55,8 @@ std::string host_name();
 // "NAME:LINE:COL: JSON syntax error: ..." for a file that is not JSON, and "NAME: key 'rows[2].busbw': expected
 // ..., got ..." for a missing or unknown key, a value of the wrong type or out of range (busbw >= 0, wrong >= 0,
 // devices >= 1, busbw_tolerance in [0, 1)), another format, a text with control characters or over 200
-// characters, or a row named twice.
+// characters (kMaxExperimentName for "experiment", the file name as printable_name writes it), or a row named
+// twice.
 Baseline parse_baseline(std::string_view json, const std::string& name);
 // The file's text, indented, with a final newline: parse_baseline(baseline_json(b)) == b.
 std::string baseline_json(const Baseline& b);

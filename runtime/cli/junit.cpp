@@ -3,32 +3,16 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <csignal>
 #include <ctime>
 #include <filesystem>
 
+#include "rewrite/files.hpp"
 #include "rewrite/tuning.hpp"
 #include "runtime/cli/report.hpp"
 
 namespace ringrt {
 namespace {
-
-// The length of the UTF-8 sequence at text[i] that XML 1.0 may hold (1 to 4), or 0: a byte that starts no
-// sequence, a cut or overlong one, a surrogate, past U+10FFFF, or U+FFFE / U+FFFF.
-size_t utf8_length(std::string_view text, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  unsigned char b = byte(i);
-  if (b < 0x80) return 1;
-  size_t n = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
-  if (n == 0 || b > 0xf4 || i + n > text.size()) return 0;
-  uint32_t cp = b & (0x7f >> n);
-  for (size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3f);
-  }
-  static const uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kLeast[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff) return 0;
-  return n;
-}
 
 std::string attr(const std::string& name, const std::string& value) {
   return fmt::format(" {}=\"{}\"", name, xml_escaped(value));
@@ -128,6 +112,22 @@ std::string junit_xml(const std::vector<JunitSuite>& suites) {
   }
   return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites{}>\n{}</testsuites>\n", all.attrs(),
                      body);
+}
+
+JunitCase run_error_case(const std::string& classname, const std::string& message) {
+  JunitCase c;
+  c.name = "(the run)";
+  c.classname = classname;
+  c.outcome = JunitCase::Outcome::error;
+  c.message = message;
+  c.details = message;
+  return c;
+}
+
+std::string stopped_text(int sig) {
+  return sig == SIGINT    ? std::string("stopped by SIGINT")
+         : sig == SIGTERM ? std::string("stopped by SIGTERM")
+                          : fmt::format("stopped by signal {}", sig);
 }
 
 std::string junit_timestamp() { return utc_now("%Y-%m-%dT%H:%M:%S"); }

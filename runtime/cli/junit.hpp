@@ -49,6 +49,13 @@ std::string xml_escaped(std::string_view text);
 // The XML document of the suites, with its declaration and a final newline.
 std::string junit_xml(const std::vector<JunitSuite>& suites);
 
+// The error case that keeps a report of a run that did not finish from reading as a pass: named "(the run)",
+// in classname, with message ("kernel compile failed: ...", stopped_text(SIGINT)) as its message and body.
+JunitCase run_error_case(const std::string& classname, const std::string& message);
+
+// "stopped by SIGINT", "stopped by SIGTERM", "stopped by signal N".
+std::string stopped_text(int sig);
+
 // Now, UTC, as a JUnit timestamp.
 std::string junit_timestamp();
 

@@ -131,9 +131,17 @@ std::string error_prefix() {
   }
 }
 
-// One error message on stderr, in one write (the ranks of a job share the terminal).
+// One error message on stderr, in one write (the ranks of a job share the terminal). Each of its lines as
+// printable_name (rewrite/files.hpp) writes it: a file name with an escape sequence or bytes that are not UTF-8
+// is shown, not obeyed by the terminal.
 void report(const std::string& message) {
-  std::string line = error_prefix() + message + "\n";
+  std::string line = error_prefix();
+  std::string_view rest = message;
+  do {
+    size_t end = std::min(rest.find('\n'), rest.size());
+    line += printable_name(rest.substr(0, end)) + "\n";
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  } while (!rest.empty());
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
@@ -269,13 +277,32 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
     std::fflush(stdout);
   };
   observer.stop = [] { return interrupt_signal() != 0; };
+  // --junit of a run that did not finish: an error case "(the run)" with why, so CI does not read it as a pass
+  std::string experiment_name = std::filesystem::path(cfg.file).filename().string();
+  auto suite_with_error = [&](const ExperimentResult& r, const std::string& why) {
+    JunitSuite suite = run_suite(cfg, r, row_seconds, started);
+    suite.cases.push_back(run_error_case(experiment_name, why));
+    return suite;
+  };
   ExperimentResult result;
   try {
     result = run_experiment(cfg, observer);
   } catch (...) {  // a timeout, a size refused, ...: keep what finished, then report the error as usual
     bar.clear();
+    std::string why = "the run failed";
     try {
-      write_outputs(finished);
+      throw;
+    } catch (const Interrupted&) {
+      why = stopped_text(interrupt_signal());
+    } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {
+    }
+    try {
+      write_all({[&] { csv_file ? write_csv(*csv_file, cfg, finished) : void(); },
+                 [&] { json_file ? write_json(*json_file, cfg, finished) : void(); },
+                 [&] { junit_file ? junit_file->write(junit_xml({suite_with_error(finished, why)})) : void(); },
+                 [&] { trace_out.write(); }});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ringrt: %s\n", e.what());
     }
@@ -284,6 +311,10 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   bar.clear();
   std::fputs(format_footer(result).c_str(), stdout);
   std::fflush(stdout);
+  if (result.stopped && junit_file) {  // the others as usual; the JUnit marked stopped
+    junit_file->rewrite(junit_xml({suite_with_error(result, stopped_text(interrupt_signal()))}));
+    junit_file.reset();
+  }
   write_outputs(result);
   if (result.stopped) {
     int sig = interrupt_signal();
@@ -520,7 +551,9 @@ int main(int argc, char** argv) {
       "regress",
       "run every YAML experiment of DIR and compare each row with its stored baseline: #wrong stays 0, "
       "busbw within a tolerance (regress.busbw_tolerance, else the baseline's, else 0.5)");
-  regress->add_option("dir", regress_options.dir, "the folder of YAML experiments: DIR/*.yaml")
+  regress
+      ->add_option("dir", regress_options.dir,
+                   "the folder of YAML experiments: the regular files DIR/*.yaml (not .yml, not subfolders, not links)")
       ->required()
       ->check(non_empty);
   add_set_option(regress, sets);

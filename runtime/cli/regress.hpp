@@ -1,9 +1,9 @@
 // `ringrt regress DIR`: a regression run of every YAML experiment in a folder against stored baselines, for a
 // nightly job. Design (docs/testing.md):
-//   - DIR/*.yaml are the experiments (not its subfolders), in name order; BASELINES (default DIR/baselines) holds
-//     one baseline per experiment, <name>.json (runtime/cli/baseline.hpp). Every experiment and every baseline
-//     is read before anything runs, so a bad file stops the command at once (exit 2, naming the file, line and
-//     key).
+//   - DIR/*.yaml are the experiments (regular files only: not subfolders; a symbolic link is refused), in name
+//     order; BASELINES (default DIR/baselines) holds one baseline per experiment, <name>.json
+//     (runtime/cli/baseline.hpp). Every experiment and every baseline is read before anything runs, so a bad file
+//     stops the command at once (exit 2, naming the file, line and key).
 //   - Each experiment runs as `ringrt run` runs it (run_experiment, with the experiment's runtime.* settings),
 //     each row checked: #wrong counted by runtime/api/reference.hpp's rules.
 //   - A row compares with the baseline's row of the same name (row_name): #wrong must stay 0, and busbw must
@@ -14,12 +14,15 @@
 //   - A baseline from another host or CPU, backend or device count is "not comparable": its rows are reported so,
 //     not failed. An experiment without a baseline is reported "no baseline".
 //   - --record runs the same and writes the baselines (this machine, ringrt version, backend, device count, each
-//     row's busbw and #wrong, the tolerance in force) in place of the old ones; an experiment with a wrong row is
-//     not recorded (a regression).
+//     row's busbw and #wrong, the tolerance in force) in place of the old ones, each replaced whole
+//     (rewrite/files.hpp replace_file); an experiment with a wrong row is not recorded (a regression), nor one with
+//     two rows of one name (exit 2). A row is "recorded" once its baseline is written.
+//   - File names are shown and stored as printable_name (rewrite/files.hpp) writes them.
 //   - stdout: a line per row and a summary; stderr: each regression, naming the experiment, the row and the
 //     figure; --junit FILE: a test suite per experiment, a test case per row; --summary FILE: Markdown (for a CI
-//     job's summary page), both opened before anything runs and rewritten after each experiment (a job killed
-//     part way leaves what finished). Files are written through rewrite/files.hpp (never through a link).
+//     job's summary page), both written before anything runs ("RUNNING") and replaced whole after each experiment
+//     (a job killed part way leaves what finished). Files are written through rewrite/files.hpp (never through a
+//     link).
 //   - Under mpirun every rank runs every experiment and rank 0 reports, writes the files, and gives the job its
 //     status (the busbw compared is rank 0's, as `ringrt run` prints rank 0's times).
 // Exit status: 0 no regression; 1 a regression; 2 a bad folder, experiment, baseline, option or output file, or an

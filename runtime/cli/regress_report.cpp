@@ -5,6 +5,9 @@
 
 #include <optional>
 
+#include "rewrite/files.hpp"
+#include "rewrite/interrupt.hpp"
+
 namespace ringrt {
 namespace {
 
@@ -80,8 +83,8 @@ RegressCounts count_verdicts(std::span<const ExperimentVerdict> experiments) {
 }
 
 std::string experiment_text(const ExperimentVerdict& e) {
-  std::string base =
-      e.baseline ? fmt::format("baseline of ringrt {}, {}", e.baseline->ringrt, e.baseline->made) : e.baseline_path;
+  std::string base = e.baseline ? fmt::format("baseline of ringrt {}, {}", e.baseline->ringrt, e.baseline->made)
+                                : printable_name(e.baseline_path);
   std::string out = fmt::format("## {}: {} {} devices, {} row{} in {:.1f} s; {}; busbw tolerance {} ({})\n", e.name,
                                 e.cfg.devices.size(), e.cfg.backend, e.rows.size(), e.rows.size() == 1 ? "" : "s",
                                 e.seconds, base, e.tolerance, e.tolerance_from);
@@ -102,12 +105,15 @@ std::string closing_text(std::span<const ExperimentVerdict> experiments, int sta
   return fmt::format("# {}\n# result: {}\n", counts_text(c), result_text(c, status));
 }
 
-std::string summary_markdown(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments, int status) {
+std::string summary_markdown(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments,
+                             std::optional<int> status) {
   RegressCounts c = count_verdicts(experiments);
+  std::string result =
+      status ? result_text(c, *status) : fmt::format("RUNNING: {} experiment(s) finished so far", experiments.size());
   std::string out = fmt::format(
       "# ringrt regress\n\nExperiments `{}`, baselines `{}`{}; ringrt {} on host `{}` ({}).\n\n**Result: {}**: {}.\n\n",
-      ctx.dir, ctx.baselines, ctx.record ? " (recording)" : "", ctx.version, ctx.host, ctx.machine,
-      result_text(c, status), counts_text(c));
+      ctx.dir, ctx.baselines, ctx.record ? " (recording)" : "", ctx.version, ctx.host, ctx.machine, result,
+      counts_text(c));
   out += "| experiment | row | verdict | #wrong | busbw (GB/s) | baseline busbw | limit | algo | why |\n";
   out += "|---|---|---|---:|---:|---:|---:|---|---|\n";
   for (const ExperimentVerdict& e : experiments) {
@@ -134,7 +140,7 @@ std::vector<JunitSuite> regress_suites(const RegressContext& ctx, std::span<cons
                     {"host", ctx.host},
                     {"machine", ctx.machine},
                     {"ringrt", ctx.version},
-                    {"baseline", e.baseline_path},
+                    {"baseline", printable_name(e.baseline_path)},
                     {"baseline_ringrt", e.baseline ? e.baseline->ringrt : ""},
                     {"busbw_tolerance", fmt::format("{} ({})", e.tolerance, e.tolerance_from)}};
     for (const RowVerdict& v : e.rows) {
@@ -158,15 +164,8 @@ std::vector<JunitSuite> regress_suites(const RegressContext& ctx, std::span<cons
       }
       s.cases.push_back(std::move(c));
     }
-    if (!e.error.empty()) {
-      JunitCase c;
-      c.name = "(the run)";
-      c.classname = e.name;
-      c.outcome = JunitCase::Outcome::error;
-      c.message = e.error;
-      c.details = e.error;
-      s.cases.push_back(std::move(c));
-    }
+    if (!e.error.empty()) s.cases.push_back(run_error_case(e.name, e.error));
+    if (e.stopped) s.cases.push_back(run_error_case(e.name, stopped_text(interrupt_signal())));
     out.push_back(std::move(s));
   }
   return out;

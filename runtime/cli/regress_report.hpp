@@ -65,10 +65,13 @@ const char* verdict_name(Verdict v);  // "ok", "REGRESSION", "not comparable", "
 std::string experiment_text(const ExperimentVerdict& e);
 // The closing lines: the counts and the result.
 std::string closing_text(std::span<const ExperimentVerdict> experiments, int status);
-// The Markdown summary: a heading, the context, the result, and a table of every row.
-std::string summary_markdown(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments, int status);
+// The Markdown summary: a heading, the context, the result, and a table of every row. status: the exit status,
+// nullopt while the run goes on (the result then reads "RUNNING").
+std::string summary_markdown(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments,
+                             std::optional<int> status);
 // A JUnit suite per experiment, a test case per row: failed for a regression (its figures in the message),
-// skipped for not comparable and no baseline, an error case for an experiment that failed to run.
+// skipped for not comparable and no baseline, an error case "(the run)" for an experiment that failed to run or
+// was stopped by a signal (interrupt_signal()).
 std::vector<JunitSuite> regress_suites(const RegressContext& ctx, std::span<const ExperimentVerdict> experiments,
                                        const std::string& timestamp);
 

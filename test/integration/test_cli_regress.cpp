@@ -256,4 +256,140 @@ BOOST_AUTO_TEST_CASE(bad_input_is_exit_2_naming_the_file) {
   BOOST_TEST(has(tolerance.err, "key 'regress.busbw_tolerance': expected a fraction in [0, 1)"), tolerance.err);
 }
 
+// File names a baseline, the JUnit file and a terminal cannot hold as they are (bytes that are not UTF-8, an
+// escape sequence, over 200 bytes): shown and stored as printable_name writes them (\xFF), every experiment runs,
+// and what --record writes the next compare accepts.
+BOOST_AUTO_TEST_CASE(names_that_are_not_printable_are_escaped_and_recorded) {
+  Folder f;
+  const std::string yaml = "devices: {count: 2}\nexperiment: {counts: [64], warmup: 1, iters: 2}\n";
+  const std::string odd = "b\xff\x1b[31m.yaml", longer = std::string(240, 'l') + ".yaml";
+  std::ofstream(f.experiments + "/" + odd) << yaml;
+  std::ofstream(f.experiments + "/" + longer) << yaml;
+  std::string junit = (f.dir.path() / "r.xml").string(), summary = (f.dir.path() / "r.md").string();
+  CliResult r = f.regress({"--record", "--junit", junit, "--summary", summary});
+  BOOST_TEST_REQUIRE(r.status == 0, r.out << r.err);
+  BOOST_TEST(has(r.out, "## b\\xFF\\x1B[31m.yaml: "), r.out);
+  BOOST_TEST(!has(r.out, "\x1b"), r.out);
+  BOOST_TEST(has(r.out, "5 recorded"), r.out);
+  BOOST_TEST(has(r.out, "# result: OK (exit 0)"), r.out);
+  json j = json::parse(read_file(f.baselines + "/b\xff\x1b[31m.json"));
+  BOOST_TEST(j.at("experiment") == "b\\xFF\\x1B[31m.yaml");
+  BOOST_TEST(attr(parse_xml(junit).get_child("testsuites"), "tests") == "5");
+  BOOST_TEST(has(read_file(summary), "| b\\xFF\\x1B[31m.yaml | allreduce sum float32 256 B | recorded |"));
+  for (const char* stem : {"allreduce", "gather"})
+    f.edit(stem, [](json& b) {
+      for (json& row : b["rows"]) row["busbw"] = 1e-9;
+    });
+  for (const std::string& stem : {std::string("b\xff\x1b[31m"), std::string(240, 'l')}) {
+    json b = json::parse(read_file(f.baseline(stem)));
+    for (json& row : b["rows"]) row["busbw"] = 1e-9;
+    std::ofstream(f.baseline(stem)) << b.dump(2);
+  }
+  CliResult compare = f.regress();
+  BOOST_TEST(compare.status == 0, compare.out << compare.err);
+  BOOST_TEST(has(compare.out, "# 5 rows: 5 ok"), compare.out);
+}
+
+// Two rows of one name (a size given twice) could never be compared: --record refuses that experiment (exit 2,
+// naming the file and the row), writes no baseline for it and records the others.
+BOOST_AUTO_TEST_CASE(record_refuses_two_rows_of_one_name) {
+  Folder f;
+  std::ofstream(f.experiments + "/dup.yaml") << "devices: {count: 2}\nexperiment: {counts: [64, 64], iters: 1}\n";
+  std::string junit = (f.dir.path() / "r.xml").string();
+  CliResult r = f.regress({"--record", "--junit", junit});
+  BOOST_TEST(r.status == 2, r.out << r.err);
+  BOOST_TEST(has(r.err, "dup.yaml: two rows are named 'allreduce sum float32 256 B'"), r.err);
+  BOOST_TEST(!fs::exists(f.baseline("dup")));
+  BOOST_TEST(fs::exists(f.baseline("gather")));
+  BOOST_TEST(has(r.out, "3 recorded"), r.out);
+  BOOST_TEST(has(r.out, "# result: ERROR: 1 experiment(s) failed to run (exit 2)"), r.out);
+  BOOST_TEST(attr(parse_xml(junit).get_child("testsuites"), "errors") == "1");
+}
+
+// A baseline that cannot be written (a link planted in its place, a folder there) fails its experiment, exit 2,
+// with the reason; its rows are not "recorded"; the link's target is untouched, and nothing is left behind.
+BOOST_AUTO_TEST_CASE(a_baseline_not_written_is_not_recorded) {
+  Folder f;
+  fs::create_directories(f.baselines);
+  std::string target = (f.dir.path() / "target.txt").string();
+  std::ofstream(target) << "keep";
+  BOOST_TEST_REQUIRE(::symlink(target.c_str(), f.baseline("allreduce").c_str()) == 0);
+  fs::create_directories(f.baseline("gather"));
+  CliResult r = f.regress({"--record"});
+  BOOST_TEST(r.status == 2, r.out << r.err);
+  BOOST_TEST(has(r.err, f.baseline("allreduce") + ": is a symbolic link; ringrt does not write through links"), r.err);
+  BOOST_TEST(has(r.err, f.baseline("gather") + ": is not a regular file"), r.err);
+  BOOST_TEST(has(r.out, "0 recorded"), r.out);
+  BOOST_TEST(has(r.out, "not recorded: the baseline could not be written"), r.out);
+  BOOST_TEST(read_file(target) == "keep");
+  size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(f.baselines)) files += entry.path().filename().string()[0] == '.';
+  BOOST_TEST(files == 0u);  // no temporary file left
+  // a good baseline survives a record that fails: it is replaced whole or not at all
+  fs::remove(f.baseline("allreduce"));
+  fs::remove(f.baseline("gather"));
+  BOOST_TEST_REQUIRE(f.regress({"--record"}).status == 0);
+  std::string before = read_file(f.baseline("allreduce"));
+  CliResult wrong = f.regress({"--record"}, {"RINGRT_TEST_CORRUPT=1"});
+  BOOST_TEST(wrong.status == 1);
+  BOOST_TEST(read_file(f.baseline("allreduce")) == before);
+}
+
+// Output files that name one file, one spelled relative and one absolute, though it does not exist yet: a usage
+// error before anything runs.
+BOOST_AUTO_TEST_CASE(outputs_spelled_relative_and_absolute_collide) {
+  Folder f;
+  std::string rel = "regress-same-file-" + std::to_string(::getpid()) + ".xml";
+  std::string abs = std::string(RINGRT_SOURCE_DIR) + "/" + rel;
+  CliResult r = f.regress({"--junit", rel, "--summary", abs});
+  BOOST_TEST(r.status == 2, r.out << r.err);
+  BOOST_TEST(has(r.err, "name the same file"), r.err);
+  BOOST_TEST(!fs::exists(abs));
+  CliResult run = run_cli({"run", f.experiments + "/gather.yaml", "--csv", rel, "--json", abs});
+  BOOST_TEST(run.status == 2, run.out << run.err);
+  BOOST_TEST(has(run.err, "name the same file"), run.err);
+  BOOST_TEST(!fs::exists(abs));
+}
+
+// What regress reads: a link planted among the experiments or the baselines is refused (exit 2) and not read; a
+// subfolder named x.yaml is skipped; --baselines that names no folder is exit 2 when comparing; recording
+// creates a missing one and refuses a file or a link.
+BOOST_AUTO_TEST_CASE(links_folders_and_baselines_folders) {
+  Folder f;
+  std::string secret = (f.dir.path() / "secret").string();
+  std::ofstream(secret) << "password: hunter2\n";
+  fs::create_directories(f.experiments + "/sub.yaml");
+  BOOST_TEST_REQUIRE(::symlink(secret.c_str(), (f.experiments + "/zz.yaml").c_str()) == 0);
+  CliResult link = f.regress();
+  BOOST_TEST(link.status == 2, link.out << link.err);
+  BOOST_TEST(has(link.err, "zz.yaml: is a symbolic link; regress reads only regular files in DIR"), link.err);
+  BOOST_TEST(!has(link.err, "hunter2"), link.err);
+  fs::remove(f.experiments + "/zz.yaml");
+  CliResult sub = f.regress();
+  BOOST_TEST(sub.status == 0, sub.out << sub.err);
+  BOOST_TEST(has(sub.out, ": 2 experiments,"), sub.out);
+  CliResult typo = f.regress({"--baselines", (f.dir.path() / "typo").string()});
+  BOOST_TEST(typo.status == 2, typo.out << typo.err);
+  BOOST_TEST(has(typo.err, "typo: no such folder"), typo.err);
+  CliResult file = f.regress({"--baselines", secret});
+  BOOST_TEST(file.status == 2);
+  BOOST_TEST(has(file.err, "secret: not a folder"), file.err);
+  CliResult record_file = f.regress({"--record", "--baselines", secret});
+  BOOST_TEST(record_file.status == 2);
+  BOOST_TEST(has(record_file.err, "the baselines' folder is not a folder"), record_file.err);
+  std::string made = (f.dir.path() / "made").string();
+  BOOST_TEST(f.regress({"--record", "--baselines", made}).status == 0);
+  BOOST_TEST(fs::exists(made + "/gather.json"));
+  std::string linked = (f.dir.path() / "linked").string();
+  BOOST_TEST_REQUIRE(::symlink(made.c_str(), linked.c_str()) == 0);
+  CliResult record_link = f.regress({"--record", "--baselines", linked});
+  BOOST_TEST(record_link.status == 2);
+  BOOST_TEST(has(record_link.err, "is a symbolic link"), record_link.err);
+  fs::rename(made + "/gather.json", made + "/real.json");
+  BOOST_TEST_REQUIRE(::symlink((made + "/real.json").c_str(), (made + "/gather.json").c_str()) == 0);
+  CliResult base_link = f.regress({"--baselines", made});
+  BOOST_TEST(base_link.status == 2);
+  BOOST_TEST(has(base_link.err, "gather.json: is a symbolic link"), base_link.err);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -82,8 +82,9 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_keeps_the_rows_finished) {
   TempDir dir;
   fs::create_directories(dir.path() / "tmp");
   std::string csv = (dir.path() / "out.csv").string(), err = (dir.path() / "err").string();
+  std::string junit = (dir.path() / "out.xml").string();
   std::vector<std::string> extra = kLongRun;
-  extra.insert(extra.end(), {"--csv", csv});
+  extra.insert(extra.end(), {"--csv", csv, "--junit", junit});
   bool signalled = false;
   Watched w = run_watched(extra, dir.path() / "tmp", err, [&](pid_t pid, const std::string& text) {
     // twice at once, as coreutils `timeout` does (the command, then its process group): one orderly stop
@@ -107,6 +108,13 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_keeps_the_rows_finished) {
   BOOST_TEST(written.find("\n256,64,float32,sum,") != std::string::npos,
              written);                           // (the algorithm: the machine's choice)
   BOOST_TEST(fs::is_empty(dir.path() / "tmp"));  // no ringrt-cc-* folder, no compiler temporaries
+  // the JUnit file of a stopped run is not green: an error case says it was stopped
+  std::string xml = read_file(junit);
+  BOOST_TEST(xml.find("<testcase name=\"(the run)\"") != std::string::npos, xml);
+  BOOST_TEST(xml.find("message=\"stopped by SIGTERM\"") != std::string::npos, xml);
+  BOOST_TEST(
+      xml.find(fmt::format("<testsuites tests=\"{}\" failures=\"0\" errors=\"1\"", rows + 1)) != std::string::npos,
+      xml);
 }
 
 // A run killed outright (SIGKILL: as by a second signal, another rank's MPI_Abort or the OOM killer)

@@ -86,4 +86,33 @@ BOOST_AUTO_TEST_CASE(a_link_to_a_private_folder_is_refused_however_spelled) {
     BOOST_TEST(private_dir_problem((d.path() / "link").string() + tail) == "a symbolic link", tail);
 }
 
+// replace_file: the old text or the new, whole; a link at the path refused and its target untouched; a failed
+// write leaves no temporary file and the old file as it was.
+BOOST_AUTO_TEST_CASE(replace_file_is_atomic_and_refuses_links) {
+  TempDir d;
+  fs::path f = d.path() / "b.json", target = d.path() / "target";
+  replace_file(f.string(), "one");
+  replace_file(f.string(), "two");
+  BOOST_TEST(contents(f) == "two");
+  std::ofstream(target) << "keep";
+  fs::create_symlink(target, d.path() / "link.json");
+  BOOST_CHECK_THROW(replace_file((d.path() / "link.json").string(), "x"), IOError);
+  BOOST_TEST(contents(target) == "keep");
+  fs::create_directories(d.path() / "dir.json");
+  BOOST_CHECK_THROW(replace_file((d.path() / "dir.json").string(), "x"), IOError);
+  BOOST_CHECK_THROW(replace_file((d.path() / "no" / "x.json").string(), "x"), IOError);
+  replace_file((d.path() / std::string(250, 'n')).string(), "long");  // a name near NAME_MAX
+  size_t hidden = 0;
+  for (const auto& e : fs::directory_iterator(d.path())) hidden += e.path().filename().string()[0] == '.';
+  BOOST_TEST(hidden == 0u);
+}
+
+// printable_name: bytes that are not UTF-8 and control characters as \xHH; UTF-8 text kept.
+BOOST_AUTO_TEST_CASE(printable_name_escapes_what_a_terminal_or_json_cannot_take) {
+  BOOST_TEST(printable_name("b\xff.yaml") == "b\\xFF.yaml");
+  BOOST_TEST(printable_name("a\nb\x1b[31m\x7f") == "a\\x0Ab\\x1B[31m\\x7F");
+  BOOST_TEST(printable_name("r\xc3\xa9sum\xc3\xa9.yaml") == "r\xc3\xa9sum\xc3\xa9.yaml");
+  BOOST_TEST(printable_name("\xc3") == "\\xC3");  // cut short
+}
+
 BOOST_AUTO_TEST_SUITE_END()

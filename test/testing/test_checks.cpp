@@ -124,6 +124,27 @@ BOOST_AUTO_TEST_CASE(every_collective_against_the_host_and_the_interpreter) {
   std::vector<HostBuffer> rows = testing::collective_locals(4, {4, 3}, DType::float32, 2);
   BOOST_CHECK_THROW(testing::collective_expected("allreduce", rows, Ops::ADD, 0), std::invalid_argument);
   BOOST_CHECK_THROW(testing::collective_expected("gather", rows, Ops::ADD, 0), std::invalid_argument);
+  // a root past the devices, or below 0: invalid_argument naming the root and the count, not a memory violation
+  std::vector<HostBuffer> two = testing::collective_locals(2, {4, 3}, DType::float32, 2);
+  for (int root : {7, -1, 2})
+    for (const char* kind : {"broadcast", "reduce"}) {
+      try {
+        testing::collective_expected(kind, two, Ops::ADD, root);
+        BOOST_ERROR("no exception for root " << root);
+      } catch (const std::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find("root " + std::to_string(root) +
+                                              " is not a device index: there are 2 "
+                                              "devices") != std::string::npos,
+                   e.what());
+      }
+    }
+  // ragged locals, mixed dtypes
+  std::vector<HostBuffer> ragged = two;
+  ragged[1] = testing::collective_locals(1, {2, 3}, DType::float32, 2)[0];
+  BOOST_CHECK_THROW(testing::collective_expected("allgather", ragged, Ops::ADD, 0), std::invalid_argument);
+  std::vector<HostBuffer> mixed = two;
+  mixed[1] = testing::collective_locals(1, {4, 3}, DType::int32, 2)[0];
+  BOOST_CHECK_THROW(testing::collective_expected("allgather", mixed, Ops::ADD, 0), std::invalid_argument);
 }
 
 // A result realized before its check has no schedule left: the report says so.
