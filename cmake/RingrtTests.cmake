@@ -347,6 +347,11 @@ add_test(NAME install_user_tests COMMAND "${CMAKE_COMMAND}"
 set_tests_properties(install_user_tests PROPERTIES LABELS integration TIMEOUT 600 COST 10
   ENVIRONMENT "XDG_CACHE_HOME=${PROJECT_BINARY_DIR}/test-cache;${RINGRT_TEST_ENVIRONMENT}")
 
+# ringrt_add_boost_tests' misuse refused at configure time (test/testing/add_boost_tests_misuse.sh)
+add_test(NAME ringrt_add_boost_tests_misuse COMMAND bash "${PROJECT_SOURCE_DIR}/test/testing/add_boost_tests_misuse.sh"
+  "${PROJECT_SOURCE_DIR}" "${PROJECT_BINARY_DIR}/add-boost-tests-misuse")
+set_tests_properties(ringrt_add_boost_tests_misuse PROPERTIES LABELS integration TIMEOUT 300)
+
 # soak_short: 2,000 steps of each soak loop (scripts/soak/soak.cpp): values right, programs built,
 # graph nodes, storages and tensor states flat after warm-up (counts only; the full soak prints memory).
 add_test(NAME soak_short COMMAND ringrt_soak --steps 2000 --report-every 1000 --warmup 500 --devices 4 --count 64)
