@@ -325,7 +325,10 @@ std::chrono::milliseconds watchdog_timeout() {
 uint64_t runtime_params_generation() { return store().generation.load(std::memory_order_acquire); }
 
 std::string quote_value(std::string_view text) {
+  constexpr size_t kShown = 120;  // an error shows the start of a value, never a whole file's line
   std::string out = "'";
+  bool cut = text.size() > kShown;
+  if (cut) text = text.substr(0, kShown);
   for (char c : text) {
     auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f)
@@ -333,7 +336,7 @@ std::string quote_value(std::string_view text) {
     else
       out += c;
   }
-  return out + "'";
+  return out + (cut ? "...'" : "'");
 }
 
 std::optional<bool> parse_bool(std::string_view text) {

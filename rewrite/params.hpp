@@ -200,7 +200,8 @@ uint64_t runtime_params_generation();
 // The one boolean syntax of settings, YAML values and --set.
 std::optional<bool> parse_bool(std::string_view text);
 // `text` in single quotes for an error message, each control byte (below 0x20, and 0x7f) written as \xNN:
-// a value from a file, the environment or the command line echoed back cannot drive the terminal.
+// a value from a file, the environment or the command line echoed back cannot drive the terminal. At most its
+// first 120 bytes, then "...": an error never echoes a whole line of a file it was pointed at.
 std::string quote_value(std::string_view text);
 // A device name "KIND:index" (CPU:0, HIP:12; index at most 5 digits, no sign, no leading zero, so
 // each device has one name) split into its kind and index; nothing for any other form. The one device-name syntax of

@@ -196,6 +196,9 @@ BOOST_AUTO_TEST_CASE(values_parse_with_clear_errors) {
              "f.yaml:2:3: key 'allreduce.hierarchical': expected leader or reduce_scatter, got "
              "'cpu\\x01\\x1b[31mRED\\x7f'");
   BOOST_TEST(quote_value("tab\there, é") == "'tab\\x09here, é'");
+  // a long value (a line of a file the config was pointed at) is cut to its first 120 bytes
+  BOOST_TEST(quote_value(std::string(500, 'x')) == "'" + std::string(120, 'x') + "...'");
+  BOOST_TEST(quote_value(std::string(120, 'y')) == "'" + std::string(120, 'y') + "'");
   BOOST_TEST(error_of([&] { set_tunable(a, "runtime.peer_reads", "1", "code"); }) ==
              "code: 'runtime.peer_reads' is a process-wide setting, not an allreduce setting");
 }
