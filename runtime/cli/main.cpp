@@ -55,35 +55,6 @@ int with_stdout_checked(int status) {
 
 using namespace ringrt;
 
-// A one-line progress bar on stderr, drawn only when stderr is a terminal (nothing when piped).
-class ProgressBar {
- public:
-  ProgressBar() : on_(isatty(STDERR_FILENO) != 0) {}
-  void update(int64_t done, int64_t total) {
-    if (!on_ || total <= 0) return;
-    auto now = std::chrono::steady_clock::now();
-    if (done < total && shown_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    constexpr int kWidth = 40;
-    int filled = static_cast<int>(kWidth * done / total);
-    std::fprintf(stderr, "\r[%s%s] %3d%% (%lld/%lld)", std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(), static_cast<int>(100 * done / total),
-                 static_cast<long long>(done), static_cast<long long>(total));
-    std::fflush(stderr);
-    shown_ = true;
-  }
-  void clear() {
-    if (!shown_) return;
-    std::fputs("\r\033[K", stderr);
-    std::fflush(stderr);
-    shown_ = false;
-  }
-
- private:
-  bool on_, shown_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
-
 // SIGINT/SIGTERM during `ringrt run`: the first one only records a stop request (async-signal-safe:
 // rewrite/interrupt.hpp), and the run stops at its next safe point: the experiment runner between two
 // allreduces, a compile in progress by killing the compiler (its temporary folder is removed). The
@@ -386,23 +357,14 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
       fmt::format("{}", fmt::join(options.collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
       std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters,
       tune_timing_text(tune_timing(cfg)).c_str());
-  std::printf("# %14s %7s %12s %12s %12s %12s %12s %12s %15s %10s %8s\n", "collective", "devices", "bytes", "naive(us)",
-              "ring(us)", "all2all(us)", "oneshot(us)", "twoshot(us)", "ring_fused(us)", "choice", "rule");
+  std::printf("%s\n", tune_table_header().c_str());
   std::fflush(stdout);
   ProgressBar bar;
   options.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
   options.stop = [] { return interrupt_signal() != 0; };
   options.point = [&](const TunedChoice& c, const std::string& rule) {
-    auto us = [&](const char* algo) {
-      auto it = c.us.find(algo);
-      return it == c.us.end() ? std::string("-") : fmt::format("{:.1f}", it->second);
-    };
     bar.clear();
-    std::printf("  %14s %7lld %12lld %12s %12s %12s %12s %12s %15s %10s %8s\n", c.collective.c_str(),
-                static_cast<long long>(c.devices), static_cast<long long>(c.bytes), us("naive").c_str(),
-                us("ring").c_str(), us("all2all").c_str(), us("oneshot").c_str(), us("twoshot").c_str(),
-                us("ring_fused").c_str(), c.algorithm.c_str(),
-                (c.collective == "allreduce" || rule == "ring" ? rule : std::string("all2all")).c_str());
+    std::printf("%s\n", tune_table_line(c, rule).c_str());
     std::fflush(stdout);
   };
   TuningTable table;

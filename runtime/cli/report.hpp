@@ -4,7 +4,11 @@
 // nlohmann_json and the graph writer stay inside report.cpp.
 #pragma once
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "rewrite/files.hpp"
@@ -72,5 +76,34 @@ std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count,
 // Graphviz DOT of `lazy`'s graph after the multi-device lowering (lower_multi with `settings`), as
 // UOpGraph::write_dot writes it. Throws IOError (path and reason) when the file cannot be written.
 void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings);
+
+// A one-line progress bar on stderr, drawn only when stderr is a terminal (nothing when piped).
+class ProgressBar {
+ public:
+  ProgressBar() : on_(isatty(STDERR_FILENO) != 0) {}
+  void update(int64_t done, int64_t total) {
+    if (!on_ || total <= 0) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done < total && shown_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    constexpr int kWidth = 40;
+    int filled = static_cast<int>(kWidth * done / total);
+    std::fprintf(stderr, "\r[%s%s] %3d%% (%lld/%lld)", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(), static_cast<int>(100 * done / total),
+                 static_cast<long long>(done), static_cast<long long>(total));
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (!shown_) return;
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    shown_ = false;
+  }
+
+ private:
+  bool on_, shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
 
 }  // namespace ringrt

@@ -139,6 +139,24 @@ const std::vector<std::string>& tunable_collectives() {
   return kAll;
 }
 
+std::string tune_table_header() {
+  return fmt::format("# {:>14} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>15} {:>10} {:>8}", "collective",
+                     "devices", "bytes", "naive(us)", "ring(us)", "all2all(us)", "oneshot(us)", "twoshot(us)",
+                     "ring_fused(us)", "choice", "rule");
+}
+
+std::string tune_table_line(const TunedChoice& c, const std::string& rule) {
+  auto us = [&](const char* algo) {
+    auto it = c.us.find(algo);
+    return it == c.us.end() ? std::string("-") : fmt::format("{:.1f}", it->second);
+  };
+  // the other collectives' rule is ring or their direct form, all2all
+  return fmt::format("  {:>14} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>15} {:>10} {:>8}", c.collective,
+                     c.devices, c.bytes, us("naive"), us("ring"), us("all2all"), us("oneshot"), us("twoshot"),
+                     us("ring_fused"), c.algorithm,
+                     c.collective == "allreduce" || rule == "ring" ? rule : std::string("all2all"));
+}
+
 std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOptions& options) {
   for (const std::string& c : options.collectives)
     if (std::find(tunable_collectives().begin(), tunable_collectives().end(), c) == tunable_collectives().end())

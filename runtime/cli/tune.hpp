@@ -57,6 +57,11 @@ double tune_time(const std::vector<double>& rounds_us, const TuneTiming& timing)
 // rounds".
 std::string tune_timing_text(const TuneTiming& timing);
 
+// The table `ringrt tune` prints: its column header, and the line of a measured point whose rule (tinygrad's)
+// chose `rule`: the microseconds of each algorithm ("-" where not measured), the choice and the rule.
+std::string tune_table_header();
+std::string tune_table_line(const TunedChoice& c, const std::string& rule);
+
 // The collectives tune can choose for: kTunedCollectives (rewrite/tuning.hpp).
 const std::vector<std::string>& tunable_collectives();
 
