@@ -13,7 +13,8 @@ namespace ringrt {
 std::string_view fused_collective_name(FusedCollective c) {
   return c == FusedCollective::allreduce        ? "allreduce"
          : c == FusedCollective::reduce_scatter ? "reduce_scatter"
-                                                : "allgather";
+         : c == FusedCollective::allgather      ? "allgather"
+                                                : "broadcast";
 }
 
 std::string_view fused_name(FusedAlgorithm a) {
@@ -27,10 +28,12 @@ std::optional<FusedAlgorithm> fused_algorithm(std::string_view name) {
 }
 
 CollectiveArg collective_arg(const UOp& u) {
-  if (u.op() != Ops::COLLECTIVE || !std::holds_alternative<std::vector<int64_t>>(u.arg()) || u.arg_ints().size() != 3)
+  if (u.op() != Ops::COLLECTIVE || !std::holds_alternative<std::vector<int64_t>>(u.arg()) ||
+      (u.arg_ints().size() != 3 && u.arg_ints().size() != 4))
     throw InternalError("collective_arg: not a COLLECTIVE node: " + u.to_string());
   const std::vector<int64_t>& a = u.arg_ints();
-  return {static_cast<Ops>(a[0]), static_cast<FusedAlgorithm>(a[1]), static_cast<FusedCollective>(a[2])};
+  return {static_cast<Ops>(a[0]), static_cast<FusedAlgorithm>(a[1]), static_cast<FusedCollective>(a[2]),
+          a.size() > 3 ? a[3] : 0};
 }
 
 UOp fused_allreduce(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
@@ -41,6 +44,12 @@ UOp fused_allreduce(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
 UOp fused_allgather(const UOp& buf, FusedAlgorithm algorithm) {
   return buf.graph().make(Ops::COLLECTIVE, buf.dtype(), {buf, device_uop(buf.device(), &buf.graph())},
                           std::vector<int64_t>{static_cast<int64_t>(Ops::ADD), static_cast<int64_t>(algorithm), 2});
+}
+
+UOp fused_broadcast(const UOp& buf, int64_t root, FusedAlgorithm algorithm) {
+  return buf.graph().make(
+      Ops::COLLECTIVE, buf.dtype(), {buf, device_uop(buf.device(), &buf.graph())},
+      std::vector<int64_t>{static_cast<int64_t>(Ops::ADD), static_cast<int64_t>(algorithm), 3, root});
 }
 
 UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
@@ -91,6 +100,8 @@ std::vector<HostBuffer> collective_values(
     throw InternalError("collective_values: not a collective: " + u.to_string());
   CollectiveArg a = u.op() == Ops::COLLECTIVE ? collective_arg(u)
                                               : CollectiveArg{static_cast<Ops>(u.arg_int()), FusedAlgorithm::oneshot};
+  if (a.collective == FusedCollective::broadcast)
+    return std::vector<HostBuffer>(width, in.at(static_cast<size_t>(a.root)));
   if (a.collective == FusedCollective::allgather) {  // the devices' values one after another, on each
     HostBuffer all(u.dtype(), u.shape());
     size_t at = 0;
@@ -185,15 +196,51 @@ std::vector<FusedStep> ring_steps(int64_t n, int64_t numel, int64_t d, FusedColl
   return out;
 }
 
+// A broadcast's steps on device d: oneshot and twoshot copy the root's input whole; ring_fused forwards
+// `slices` slices down the chain root, root+1, ...: the root copies its own input, slice by slice, and device
+// d at position k = d - root (mod n) takes slice j from the previous device's output once it has it. Before
+// its slices device k has k empty steps that only start phases: where the steps run phase by phase (the cpu
+// backend's inline path, the default of Device::launch_collective) its slice j then comes after the previous
+// device's slice j.
+std::vector<FusedStep> broadcast_steps(FusedAlgorithm a, int64_t n, int64_t numel, int64_t d, int64_t root,
+                                       int64_t slices) {
+  using K = FusedStep::Kind;
+  std::vector<FusedStep> out;
+  const int64_t k = ((d - root) % n + n) % n, prev = (d + n - 1) % n;
+  if (a != FusedAlgorithm::ring || n < 2) {
+    FusedStep copy{K::gather, 0, numel, root};
+    copy.from_input = true;
+    if (numel > 0) out.push_back(copy);
+    out.push_back({K::barrier});  // no device reads the root's input any more
+    return out;
+  }
+  for (int64_t s = 0; s < k; ++s) {  // (phases only: a wait that has passed)
+    FusedStep spacer{K::gather, 0, 0, prev};
+    spacer.waits[0] = {prev, 0};
+    out.push_back(spacer);
+  }
+  for (int64_t j = 0; j < slices; ++j) {
+    auto [b, e] = slice_of({0, numel}, slices, j);
+    FusedStep st{K::gather, b, e, k == 0 ? d : prev};
+    st.from_input = k == 0;
+    if (k > 0) st.waits[0] = {prev, j + 1};
+    st.signal = true;
+    out.push_back(st);
+  }
+  out.push_back({K::barrier});  // no device reads another's memory any more
+  return out;
+}
+
 }  // namespace
 
 std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push,
-                                   FusedCollective c, int64_t slices) {
+                                   FusedCollective c, int64_t slices, int64_t root) {
   using K = FusedStep::Kind;
   std::vector<FusedStep> out;
   auto add = [&](FusedStep s) {
     if (s.kind == K::barrier || s.begin < s.end) out.push_back(s);
   };
+  if (c == FusedCollective::broadcast) return broadcast_steps(a, ndev, numel, d, root, slices);
   if (a == FusedAlgorithm::ring && ndev > 1) return ring_steps(ndev, numel, d, c, slices);
   if (c == FusedCollective::allgather) {  // every device's input into its range, this device's own first
     for (int64_t k = 0; k < ndev; ++k) {

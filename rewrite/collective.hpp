@@ -52,7 +52,8 @@ enum class FusedAlgorithm : uint8_t { oneshot, twoshot, ring };
 // What a fused collective computes: the allreduce (every device the whole fold), the reduce_scatter
 // (device d chunk d of it: numel / n elements, numel a multiple of n), or the allgather (every device the
 // n devices' values one after another: n numel elements).
-enum class FusedCollective : uint8_t { allreduce, reduce_scatter, allgather };
+// n devices' values one after another: n numel elements), or the broadcast (every device the root's value).
+enum class FusedCollective : uint8_t { allreduce, reduce_scatter, allgather, broadcast };
 
 // "allreduce", "reduce_scatter".
 std::string_view fused_collective_name(FusedCollective c);
@@ -65,6 +66,7 @@ struct CollectiveArg {
   Ops op;
   FusedAlgorithm algorithm;
   FusedCollective collective = FusedCollective::allreduce;
+  int64_t root = 0;  // a broadcast's: the device index in the tuple whose value every device takes
 };
 // The arg of a COLLECTIVE node; InternalError for another node or a malformed arg.
 CollectiveArg collective_arg(const UOp& u);
@@ -81,12 +83,17 @@ UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm);
 // in tuple order (shape {n numel}). Both algorithms gather: device d copies every device's input into its
 // range of d's output, then a barrier.
 UOp fused_allgather(const UOp& buf, FusedAlgorithm algorithm);
+// COLLECTIVE(buf, DEVICE), {ADD, algorithm, broadcast, root}: every device's value is device root's (shape
+// {numel}). oneshot and twoshot: every device copies the root's input; ring_fused: slices forwarded down the
+// chain root, root+1, ... (NCCL's pipelined ring broadcast). Throws ShapeError when root is not in the tuple.
+UOp fused_broadcast(const UOp& buf, int64_t root, FusedAlgorithm algorithm);
 
 // Every device's value of an ALLREDUCE or COLLECTIVE node u (the interpreter's semantics,
 // rewrite/interpreter.cpp) from every device's value of its source, `in` (one per device, in tuple
 // order), `width` values (u's devices: one for an allreduce onto one device): the left fold of the reduce
 // op over `in` in tuple order, by `combine` (elementwise, rounding as the dtype does); a reduce_scatter's
-// device d takes chunk d of it; an allgather's every device the values one after another. InternalError
+// device d takes chunk d of it; an allgather's every device the values one after another; a broadcast's every
+// device the root's. InternalError
 // for another node.
 std::vector<HostBuffer> collective_values(
     const UOp& u, const std::vector<HostBuffer>& in, size_t width,
@@ -141,7 +148,8 @@ int64_t ring_slices(int64_t ndev, int64_t chunk_bytes);
 // per chunk (ring_slices). Every device's list has the same number of barriers (fused_barriers) and of
 // signals (fused_signals). Empty ranges are left out, but for the ring's steps, which signal.
 std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel, int64_t d, bool in_place, bool push,
-                                   FusedCollective c = FusedCollective::allreduce, int64_t slices = 1);
+                                   FusedCollective c = FusedCollective::allreduce, int64_t slices = 1,
+                                   int64_t root = 0);
 // Whether a phase of steps that began at `from` ends before steps[at]: at the end, at a barrier, or at a
 // step after the first that waits for peers' signals. Where a launch's steps do not run concurrently on
 // the devices (the cpu backend's inline phases, Device::launch_collective's default), every device runs

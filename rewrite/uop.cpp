@@ -479,6 +479,8 @@ std::string UOp::to_string() const {
                        arg_ints()[2] == 1   ? " reduce_scatter"
                        : arg_ints()[2] == 2 ? " allgather"
                                             : "");
+    else if (op() == Ops::COLLECTIVE && arg_ints().size() == 4)  // a broadcast from root
+      s += fmt::format(" {} broadcast root {}", fused_name(static_cast<FusedAlgorithm>(arg_ints()[1])), arg_ints()[3]);
     else
       s += " " + arg_str(arg());
   }

@@ -133,8 +133,12 @@ optional<CollectiveUse> broadcast_of(const UOp& c, const Readers& readers, const
   if (n < 2 || numel == 0 || std::find(devs.begin(), devs.end(), root) == devs.end()) return std::nullopt;
   const std::vector<UOp>& users = readers.at(c.node());
   if (std::any_of(users.begin(), users.end(), device_dependent)) return std::nullopt;  // a scatter
-  return CollectiveUse{
-      "broadcast", ring_or_direct(collective_algorithm(CollectiveSize::of("broadcast", devs, numel, c.dtype()), s))};
+  std::string algo = collective_algorithm(CollectiveSize::of("broadcast", devs, numel, c.dtype()), s);
+  // fused (rewrite/collective.hpp) from a value on the tuple itself, in one process
+  if (fused_algorithm(algo) && x.device() == c.device() &&
+      CollectiveSize::of("broadcast", devs, 1, c.dtype()).ranks <= 1)
+    return CollectiveUse{"broadcast", algo};
+  return CollectiveUse{"broadcast", ring_or_direct(algo)};
 }
 
 std::vector<std::pair<int64_t, int64_t>> equal_chunks(int64_t numel, int64_t n) {
@@ -255,6 +259,15 @@ optional<UOp> own_chunk(const UOp& shrink, const Readers& readers, const Allredu
   return std::nullopt;
 }
 
+// The fused broadcast (rewrite/collective.hpp) of a value on the broadcast's own tuple from its device root,
+// stored into a new buffer on every device (the result's memory takes it), in the broadcast's shape.
+UOp fused_broadcast_of(const UOp& c, FusedAlgorithm algorithm) {
+  UOp x = copy_source(c.src(0));
+  int64_t numel = prod(x.shape());
+  UOp out = new_buffer(x.device(), numel, x.dtype(), &x.graph());
+  return out.after({out.store(fused_broadcast(x.reshape({numel}), c.arg_int(), algorithm))}).reshape(c.shape());
+}
+
 // ring broadcast: the root's value in allreduce_chunks, each forwarded around the ring from the root.
 UOp broadcast_ring(const UOp& c) {
   const UOp& x = c.src(0);
@@ -360,11 +373,14 @@ PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr
          return hierarchical_allgather(m["red"], *unshard_axis(pad, static_cast<int64_t>(pad.device().count())),
                                        settings);
        }},
-      // a ring broadcast (the direct one is the copy rules' BROADCAST)
+      // a ring broadcast or a fused one (the direct one is the copy rules' BROADCAST)
       {UPat(Ops::COPY).named("c"),
        [settings, readers](const Match& m) -> optional<UOp> {
          optional<CollectiveUse> use = collective_of(m["c"], *readers, settings);
-         if (!use || use->algorithm != "ring") return std::nullopt;
+         if (!use) return std::nullopt;
+         if (std::optional<FusedAlgorithm> fused = fused_algorithm(use->algorithm))
+           return fused_broadcast_of(m["c"], *fused);
+         if (use->algorithm != "ring") return std::nullopt;
          return broadcast_ring(m["c"]);
        }},
   });

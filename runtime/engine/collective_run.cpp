@@ -24,8 +24,8 @@ std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item)
   int64_t slices = ring_slices(c->ndev, chunk * itemsize(c->dtype));
   for (bool in_place : {false, true})
     for (int64_t d = 0; d < c->ndev; ++d) {
-      c->steps[in_place].push_back(
-          fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, /*push=*/true, c->arg.collective, slices));
+      c->steps[in_place].push_back(fused_steps(c->arg.algorithm, c->ndev, c->numel, d, in_place, /*push=*/true,
+                                               c->arg.collective, slices, c->arg.root));
       for (const FusedStep& s : c->steps[in_place].back()) {
         CombineKey key = combine_key(s);
         if (s.kind != FusedStep::Kind::combine || s.begin == s.end || c->kernels.count(key)) continue;

@@ -513,11 +513,12 @@ Schedule schedule_of(const UOp& root, bool borrowed) {
     }
     if (item.kind == ScheduleItem::Kind::collective) {
       CollectiveArg a = collective_arg(item.ast);
-      s.fused_items.push_back(
-          {i, item.device.to_string(), std::string(fused_collective_name(a.collective)),
-           std::string(fused_name(a.algorithm)),
-           a.collective == FusedCollective::allgather ? std::string("none") : std::string(op_name(a.op)),
-           ringrt::prod(item.ast.src(0).shape())});  // the input's elements per device
+      s.fused_items.push_back({i, item.device.to_string(), std::string(fused_collective_name(a.collective)),
+                               std::string(fused_name(a.algorithm)),
+                               a.collective == FusedCollective::allgather || a.collective == FusedCollective::broadcast
+                                   ? std::string("none")
+                                   : std::string(op_name(a.op)),
+                               ringrt::prod(item.ast.src(0).shape())});  // the input's elements per device
       continue;
     }
     const UOp& c = item.ast;

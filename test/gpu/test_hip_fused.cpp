@@ -114,7 +114,8 @@ void expect_one_kernel_per_device(Tensor y, const std::string& label) {
 }
 }  // namespace
 
-// FSDP's gradient step and parameter step: a reduce_scatter and an allgather, one kernel per device each.
+// FSDP's gradient step and parameter step: a reduce_scatter and an allgather, one kernel per device each; and a
+// broadcast from the second device.
 BOOST_AUTO_TEST_CASE(a_reduce_scatter_and_an_allgather_are_one_kernel_per_device) {
   for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     ringrt::ScopedSettings scope(forced(algo));
@@ -122,6 +123,7 @@ BOOST_AUTO_TEST_CASE(a_reduce_scatter_and_an_allgather_are_one_kernel_per_device
     expect_one_kernel_per_device(x.reduce_scatter(ringrt::Ops::ADD, 1), algo + " reduce_scatter");
     Tensor p = (Tensor::rand({4, 301}, 13, kTwo, 0) * 100.0f).realize();
     expect_one_kernel_per_device(p.allgather(), algo + " allgather");
+    expect_one_kernel_per_device(p.broadcast(1, kTwo), algo + " broadcast");
   }
 }
 

@@ -329,7 +329,8 @@ BOOST_AUTO_TEST_CASE(a_missing_device_times_out_and_breaks_the_barrier) {
 
 // allreduce.algorithm forces a fused form where the destination is the source's devices in one
 // process; onto one device it is oneshot's unfused counterpart (naive), twoshot's is all2all, ring_fused's
-// the ring; so is an allreduce across ranks. broadcast and alltoall take their direct form.
+// the ring; so is an allreduce across ranks. alltoall takes its direct form; a broadcast from a value on
+// its own tuple is fused (below).
 BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
   for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     AllreduceSettings s = forced(algo);
@@ -347,9 +348,42 @@ BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
     BOOST_TEST(root.schedule().algorithms == std::vector<std::string>{unfused}, boost::test_tools::per_element());
     HostBuffer sums = root.host();
     for (int64_t j = 0; j < 8; ++j) BOOST_TEST(sums.get(j) == 2.0);
-    Tensor sent = x.broadcast(0, cpu_devices(2));
-    BOOST_TEST(sent.schedule().fused_items.empty());
   }
+}
+
+// A broadcast from a value on its own tuple under a fused setting: one fused item (op none), every device
+// holding the root's bytes (the interpreter's, and the root's shard itself), for roots first and last, sizes
+// of one element, odd, and several of ring_fused's 512 KiB slices; both cpu paths. From a single device (the
+// tensor on the root only) the direct form runs.
+BOOST_DATA_TEST_CASE(a_broadcast_from_its_own_tuple_is_one_fused_item,
+                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) *
+                         bdata::make({false, true}),
+                     algo, ndev, queued) {
+  ScopedSettings scope(forced(algo));
+  Path path(queued);
+  auto devs = cpu_devices(ndev);
+  uint32_t seed = 150;
+  for (int64_t numel : {int64_t{1}, int64_t{1001}, int64_t{300007}})
+    for (int root : {0, ndev - 1}) {
+      BOOST_TEST_CONTEXT("numel " << numel << " root " << root) {
+        HostBuffer data = make_data(DType::float32, ndev, numel, seed++);
+        Tensor x = Tensor::from_host(data).shard(devs, 0);
+        x.realize();
+        Tensor b = x.broadcast(root, devs);
+        Schedule s = b.schedule();
+        BOOST_TEST_REQUIRE(s.fused_items.size() == 1u);
+        BOOST_TEST(s.fused_items[0].collective == "broadcast");
+        BOOST_TEST(s.fused_items[0].algorithm == algo);
+        BOOST_TEST(s.fused_items[0].op == "none");
+        BOOST_TEST(s.copies().empty());
+        std::vector<Tensor> got = realized_as_interpreted(b);
+        HostBuffer want = x.shards()[static_cast<size_t>(root)].host();
+        for (const Tensor& shard : got) BOOST_TEST((shard.host().bytes == want.bytes));
+      }
+    }
+  Tensor one = Tensor::full({5}, 2.0).to(devs[0]);
+  one.realize();
+  BOOST_TEST(one.broadcast(0, devs).schedule().fused_items.empty());
 }
 
 // ring_fused's lowering, interpreted, against the lowered ring's (allreduce.cpp reduce_scatter_ring): bit
