@@ -63,6 +63,11 @@ HostBuffer make_data(DType dtype, int ndev, int64_t numel, uint32_t seed) {
   return b;
 }
 
+// Every fused algorithm x 2, 3 and 4 devices x the cpu backend's inline (false) and queued (true) paths.
+auto fused_paths() {
+  return bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) * bdata::make({false, true});
+}
+
 struct Case {
   DType dtype;
   Ops op;
@@ -85,10 +90,7 @@ BOOST_AUTO_TEST_SUITE(test_fused_collectives)
 // Every device's result is the interpreter's, byte for byte (so every device holds the same bytes),
 // for dtypes that round (16-bit floats) and wrap (int8), every reduce op, a buffer smaller than the
 // device count (empty twoshot chunks) and an odd one; one fused item, no copies.
-BOOST_DATA_TEST_CASE(match_the_interpreter_bit_for_bit,
-                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) *
-                         bdata::make({false, true}),
-                     algo, ndev, queued) {
+BOOST_DATA_TEST_CASE(match_the_interpreter_bit_for_bit, fused_paths(), algo, ndev, queued) {
   ScopedSettings scope(forced(algo));
   Path path(queued);
   auto devs = cpu_devices(ndev);
@@ -355,10 +357,7 @@ BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
 // holding the root's bytes (the interpreter's, and the root's shard itself), for roots first and last, sizes
 // of one element, odd, and several of ring_fused's 512 KiB slices; both cpu paths. From a single device (the
 // tensor on the root only) the direct form runs.
-BOOST_DATA_TEST_CASE(a_broadcast_from_its_own_tuple_is_one_fused_item,
-                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) *
-                         bdata::make({false, true}),
-                     algo, ndev, queued) {
+BOOST_DATA_TEST_CASE(a_broadcast_from_its_own_tuple_is_one_fused_item, fused_paths(), algo, ndev, queued) {
   ScopedSettings scope(forced(algo));
   Path path(queued);
   auto devs = cpu_devices(ndev);
@@ -429,10 +428,7 @@ BOOST_DATA_TEST_CASE(ring_fused_interprets_as_the_lowered_ring, bdata::make({3, 
 
 // A reduce_scatter under a fused setting: one fused item, device d holding chunk d of the interpreter's
 // fold, bit for bit (local shape (1, numel), numel a multiple of n, scattered along axis 1); both cpu paths.
-BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item,
-                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) *
-                         bdata::make({false, true}),
-                     algo, ndev, queued) {
+BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item, fused_paths(), algo, ndev, queued) {
   ScopedSettings scope(forced(algo));
   Path path(queued);
   auto devs = cpu_devices(ndev);
@@ -456,10 +452,7 @@ BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item,
 // An allgather under a fused setting (shards one after another: sharded on axis 0): one fused item, every
 // device holding every shard in order, bit for bit (-0.0 included); sharded on axis 1 the shards interleave
 // and the direct form runs. Both cpu paths.
-BOOST_DATA_TEST_CASE(allgather_is_one_fused_item_where_shards_lie_in_order,
-                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({2, 3, 4}) *
-                         bdata::make({false, true}),
-                     algo, ndev, queued) {
+BOOST_DATA_TEST_CASE(allgather_is_one_fused_item_where_shards_lie_in_order, fused_paths(), algo, ndev, queued) {
   ScopedSettings scope(forced(algo));
   Path path(queued);
   auto devs = cpu_devices(ndev);
