@@ -59,6 +59,14 @@ UOp fused_reduce_scatter(const UOp& buf, Ops op, FusedAlgorithm algorithm) {
 
 namespace {
 
+// The chunks ring_fused moves for collective c of numel elements per device on n devices: the allreduce's
+// (allreduce_chunks, as the lowered ring), a reduce_scatter's n equal ones, an allgather's n inputs.
+std::vector<std::pair<int64_t, int64_t>> ring_chunks(FusedCollective c, int64_t numel, int64_t n) {
+  if (c == FusedCollective::allreduce) return allreduce_chunks(numel, n);
+  if (c == FusedCollective::reduce_scatter) return equal_chunks(numel, n);
+  return equal_chunks(n * numel, n);
+}
+
 // Elements [begin, end) of b.
 HostBuffer slice(const HostBuffer& b, int64_t begin, int64_t end) {
   HostBuffer out(b.dtype, Shape{end - begin});
@@ -75,9 +83,7 @@ HostBuffer ring_fold(const CollectiveArg& a, const std::vector<HostBuffer>& in,
   auto n = static_cast<int64_t>(in.size());
   int64_t numel = static_cast<int64_t>(in.at(0).bytes.size() / itemsize(in[0].dtype));
   bool rs = a.collective == FusedCollective::reduce_scatter;
-  std::vector<std::pair<int64_t, int64_t>> chunks =
-      rs ? std::vector<std::pair<int64_t, int64_t>>{} : allreduce_chunks(numel, n);
-  for (int64_t c = 0; rs && c < n; ++c) chunks.push_back({c * numel / n, (c + 1) * numel / n});
+  std::vector<std::pair<int64_t, int64_t>> chunks = ring_chunks(a.collective, numel, n);
   HostBuffer out = in[0];
   size_t item = itemsize(out.dtype);
   for (int64_t c = 0; c < n; ++c) {
@@ -145,11 +151,7 @@ std::vector<FusedStep> ring_steps(int64_t n, int64_t numel, int64_t d, FusedColl
   using K = FusedStep::Kind;
   const int64_t prev = (d + n - 1) % n, next = (d + 1) % n;
   auto mod = [n](int64_t x) { return ((x % n) + n) % n; };
-  std::vector<std::pair<int64_t, int64_t>> chunks;
-  if (c == FusedCollective::allreduce) chunks = allreduce_chunks(numel, n);
-  for (int64_t i = 0; i < n && c == FusedCollective::reduce_scatter; ++i)
-    chunks.push_back({i * numel / n, (i + 1) * numel / n});
-  for (int64_t i = 0; i < n && c == FusedCollective::allgather; ++i) chunks.push_back({i * numel, (i + 1) * numel});
+  std::vector<std::pair<int64_t, int64_t>> chunks = ring_chunks(c, numel, n);
   auto part = [&](int64_t chunk, int64_t j) { return slice_of(chunks[static_cast<size_t>(chunk)], slices, j); };
   std::vector<FusedStep> out;
   int64_t units = 0;                      // the steps so far, each of `slices` slices

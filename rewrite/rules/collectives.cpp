@@ -141,12 +141,6 @@ optional<CollectiveUse> broadcast_of(const UOp& c, const Readers& readers, const
   return CollectiveUse{"broadcast", ring_or_direct(algo)};
 }
 
-std::vector<std::pair<int64_t, int64_t>> equal_chunks(int64_t numel, int64_t n) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  for (int64_t i = 0; i < n; ++i) out.push_back({i * numel / n, (i + 1) * numel / n});
-  return out;
-}
-
 // The collective over buf's tuple, the chunks given.
 Allreduce over_tuple(const UOp& buf, Ops op, std::vector<std::pair<int64_t, int64_t>> chunks) {
   const DeviceTuple& devs = buf.device().names();
@@ -291,6 +285,12 @@ UOp broadcast_ring(const UOp& c) {
 }
 
 }  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> equal_chunks(int64_t numel, int64_t n) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t i = 0; i < n; ++i) out.push_back({i * numel / n, (i + 1) * numel / n});
+  return out;
+}
 
 Readers readers_of(const UOp& root) {
   Readers out;

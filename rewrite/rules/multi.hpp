@@ -98,6 +98,8 @@ PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr
 // Chunk bounds of a flat buffer of numel elements cut into ndev pieces: multiples of the first of
 // 32, 16, 8, 4, 2 dividing numel (else 1), the first `left` chunks one factor larger.
 std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t ndev);
+// numel cut into n pieces [i numel / n, (i + 1) numel / n): a reduce_scatter's chunks (collectives.cpp).
+std::vector<std::pair<int64_t, int64_t>> equal_chunks(int64_t numel, int64_t n);
 
 // Helpers shared by the rule files.
 // The in-place input switch (environment RINGRT_ALLREDUCE_IN_PLACE, read once; default on, 0 turns it
