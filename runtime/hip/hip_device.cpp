@@ -410,8 +410,6 @@ class HipDevice final : public Device {
     return kernels_.emplace(name, std::move(hk)).first->second;
   }
 
-  // A zeroed 64-byte word of mapped pinned memory every device can reach (a fused collective's barrier),
-  // freed with the last holder.
   // Ticks per second of the clock a fused collective's kernel reads (render_hip_collective rt_coll_clock):
   // nanoseconds on NVIDIA and the simulated GPU; on AMD the wall clock, 100 MHz on MI200 and MI300 (Debian's
   // HIP 5.2 has no hipDeviceAttributeWallClockRate to ask).
