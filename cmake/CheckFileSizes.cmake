@@ -1,8 +1,8 @@
-# lint_file_sizes: fails when a C++ source or header of ringrt (rewrite/, codegen/, runtime/, testing/, test/,
-# scripts/, examples/) is longer than MAX_LINES lines (issue 13: one file, one concern; split by feature).
+# lint_file_sizes: fails when a C++ source or header of ringrt (core/, rewrite/, codegen/, runtime/, testing/, test/,
+# scripts/, examples/) is longer than MAX_LINES lines (one file, one concern; split by feature).
 #   cmake -DSOURCE_DIR=<repo> -DMAX_LINES=600 -P cmake/CheckFileSizes.cmake
 file(GLOB_RECURSE _files RELATIVE "${SOURCE_DIR}"
-  "${SOURCE_DIR}/rewrite/*.cpp" "${SOURCE_DIR}/rewrite/*.hpp" "${SOURCE_DIR}/codegen/*.cpp" "${SOURCE_DIR}/codegen/*.hpp"
+  "${SOURCE_DIR}/core/*.cpp" "${SOURCE_DIR}/core/*.hpp" "${SOURCE_DIR}/rewrite/*.cpp" "${SOURCE_DIR}/rewrite/*.hpp" "${SOURCE_DIR}/codegen/*.cpp" "${SOURCE_DIR}/codegen/*.hpp"
   "${SOURCE_DIR}/runtime/*.cpp" "${SOURCE_DIR}/runtime/*.hpp" "${SOURCE_DIR}/test/*.cpp" "${SOURCE_DIR}/test/*.hpp"
   "${SOURCE_DIR}/scripts/*.cpp" "${SOURCE_DIR}/scripts/*.hpp" "${SOURCE_DIR}/testing/*.hpp"
   "${SOURCE_DIR}/examples/*.cpp" "${SOURCE_DIR}/examples/*.hpp")

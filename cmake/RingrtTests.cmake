@@ -59,7 +59,7 @@ target_link_libraries(ringrt_test_flags INTERFACE Boost::unit_test_framework)
 target_compile_definitions(ringrt_test_flags INTERFACE
   BOOST_TEST_DYN_LINK RINGRT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")   # for configs/, reference/
 add_library(ringrt_test_options INTERFACE)
-target_link_libraries(ringrt_test_options INTERFACE ringrt ringrt_test_flags)
+target_link_libraries(ringrt_test_options INTERFACE ringrt_internal ringrt_test_flags)
 if(RINGRT_WITH_HIP)
   ringrt_gpu_test_options(ringrt_test_options INTERFACE ${RINGRT_GPU_PLATFORM})  # tests may call the platform
 endif()
@@ -335,6 +335,12 @@ add_test(NAME install_consumer COMMAND "${CMAKE_COMMAND}"
   "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}" "-DLINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
   -P "${PROJECT_SOURCE_DIR}/cmake/InstallConsumerTest.cmake")
 set_tests_properties(install_consumer PROPERTIES LABELS integration TIMEOUT 600 COST 6)
+# installed_headers: the installed include folder holds ringrt/ alone, each public header compiles alone, and no
+# internal name is reachable through them (cmake/InstalledHeadersTest.cmake).
+add_test(NAME installed_headers COMMAND "${CMAKE_COMMAND}" "-DBUILD_DIR=${PROJECT_BINARY_DIR}"
+  "-DWORK_DIR=${PROJECT_BINARY_DIR}/installed-headers" "-DCXX_COMPILER=${CMAKE_CXX_COMPILER}"
+  -P "${PROJECT_SOURCE_DIR}/cmake/InstalledHeadersTest.cmake")
+set_tests_properties(installed_headers PROPERTIES LABELS integration TIMEOUT 300)
 # install_user_tests: the same with examples/user-tests/, a user's own tests on the testing library
 # (ringrt::testing, ringrt_add_boost_tests) and a `ringrt regress` folder, run by its own CTest; the JUnit files
 # and the regression summary are checked (RUN=ctest in cmake/InstallConsumerTest.cmake).
@@ -385,6 +391,16 @@ set_tests_properties(gpu_ratio_fixture PROPERTIES LABELS unit)
 add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=600
   -P "${PROJECT_SOURCE_DIR}/cmake/CheckFileSizes.cmake")
 set_tests_properties(lint_file_sizes PROPERTIES LABELS unit)
+
+# lint_includes: no include from a lower room to a higher one (cmake/CheckIncludes.cmake; docs/architecture.md);
+# lint_includes_fails: the lint fails, naming the file and both rooms, on a tree where core includes the API.
+add_test(NAME lint_includes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}"
+  -P "${PROJECT_SOURCE_DIR}/cmake/CheckIncludes.cmake")
+add_test(NAME lint_includes_fails COMMAND "${CMAKE_COMMAND}"
+  "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}/test/lint/lower_includes_higher" -P "${PROJECT_SOURCE_DIR}/cmake/CheckIncludes.cmake")
+set_tests_properties(lint_includes_fails PROPERTIES
+  PASS_REGULAR_EXPRESSION "core/value.hpp \\(core\\) includes runtime/api/tensor.hpp \\(runtime/api\\)")
+set_tests_properties(lint_includes lint_includes_fails PROPERTIES LABELS unit)
 
 # fuzz_*: the fuzz targets and their short replay runs (cmake/RingrtFuzz.cmake).
 include(RingrtFuzz)

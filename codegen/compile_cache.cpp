@@ -17,10 +17,10 @@
 #include <set>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "rewrite/hash.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "core/hash.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt::codegen {
 

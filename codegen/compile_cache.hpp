@@ -30,7 +30,7 @@
 #include <string>
 #include <string_view>
 
-#include "rewrite/files.hpp"
+#include "core/files.hpp"
 
 namespace ringrt::codegen {
 
@@ -46,7 +46,7 @@ void count_compile();       // for Compiler implementations
 void count_cache_hit();     // for Compiler implementations
 void count_compiler_run();  // for Compiler implementations
 
-// The cache directory: user_cache_dir() (rewrite/files.hpp: runtime.cache_dir, else
+// The cache directory: user_cache_dir() (core/files.hpp: runtime.cache_dir, else
 // $XDG_CACHE_HOME/ringrt, else $HOME/.cache/ringrt, else empty: no persistent cache, kernels are kept
 // for the process only).
 std::filesystem::path cache_dir();
@@ -105,6 +105,6 @@ CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
 std::optional<CachedArtifact> find_cached(const std::string& key, std::string_view suffix);
 std::filesystem::path publish_artifact(const std::string& key, std::string_view suffix, std::string_view bytes);
 
-using ringrt::warn_once;  // rewrite/files.hpp
+using ringrt::warn_once;  // core/files.hpp
 
 }  // namespace ringrt::codegen

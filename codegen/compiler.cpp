@@ -26,10 +26,10 @@
 #include <sstream>
 
 #include "codegen/render.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "rewrite/interrupt.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "core/interrupt.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt::codegen {
 
@@ -86,7 +86,7 @@ std::string resolve_program(const std::string& name) {
 // run: No such file or directory" (then *start_error, if given, is the errno). Counts a compiler run.
 // Thread-safe: the pipe is close-on-exec, so a command started by another thread at the same time never
 // holds it open.
-// Interruption (rewrite/interrupt.hpp): the command runs in a process group of its own, and once a stop
+// Interruption (core/interrupt.hpp): the command runs in a process group of its own, and once a stop
 // is requested (checked every kPoll) the whole group (a compiler driver and what it started) gets
 // SIGTERM, then SIGKILL after kKillAfter; it is waited for, and the result is "interrupted by signal N".
 // A stop requested before the start runs nothing.

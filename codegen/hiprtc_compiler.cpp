@@ -15,7 +15,7 @@
 
 #include "codegen/compiler.hpp"
 #include "codegen/rtc_platform.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt::codegen {
 

@@ -2,8 +2,8 @@
 
 #include <unordered_map>
 
+#include "core/errors.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
 
 namespace ringrt {
 

@@ -14,8 +14,8 @@
 #include <unordered_map>
 
 #include "codegen/view.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/hash.hpp"
+#include "core/errors.hpp"
+#include "core/hash.hpp"
 #include "rewrite/interpreter.hpp"
 
 namespace ringrt::codegen {

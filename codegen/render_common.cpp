@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt::codegen::cstyle {
 

@@ -17,8 +17,8 @@
 
 #include "codegen/render.hpp"
 #include "codegen/render_common.hpp"
+#include "core/errors.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
 
 namespace ringrt::codegen {
 

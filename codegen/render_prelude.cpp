@@ -1,5 +1,5 @@
 // The helper functions every generated translation unit starts with (see render_common.hpp). They
-// mirror rewrite/dtype.hpp's float16/bfloat16 conversions bit for bit (round to nearest even, NaN
+// mirror core/dtype.hpp's float16/bfloat16 conversions bit for bit (round to nearest even, NaN
 // stays NaN) and rewrite/interpreter.cpp's integer and NaN rules, in plain C that g++, clang and hipRTC
 // all accept (no headers; the dialect spells the bit casts, isfinite and fabs).
 #include <fmt/format.h>
@@ -18,7 +18,7 @@ RT_FN unsigned rt_sel(unsigned c, unsigned a, unsigned b) {  // c (0 or 1) ? a :
 // constants only: g++ vectorizes loops over them (with ternaries it kept branches, since a float op under
 // a condition may trap, and float16 kernels ran ~15x slower than float32). They give the bits the earlier
 // branching forms gave for every float32 and float16 pattern (compared once, outside the suite); the kernel
-// tests compare them with rewrite/dtype.hpp's on every float16 pattern and pair. The subnormal rounding
+// tests compare them with core/dtype.hpp's on every float16 pattern and pair. The subnormal rounding
 // relies on round-to-nearest float addition that no compiler reassociates: no fast-math anywhere.
 RT_FN unsigned short rt_f2h(float f) {
   unsigned x = rt_fbits(f);

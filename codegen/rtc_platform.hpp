@@ -10,7 +10,7 @@
 #include <vector>
 
 #if defined(RINGRT_GPU_SIM)
-#include "runtime/hip/sim/sim_rtc.hpp"  // the simulated GPU's compiler, under hipRTC's names
+#include "codegen/sim_rtc.hpp"  // the simulated GPU's compiler, under hipRTC's names
 #elif defined(RINGRT_GPU_NVIDIA)
 #include <cuda.h>  // CUDA_VERSION
 #include <nvrtc.h>

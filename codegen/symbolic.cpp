@@ -7,7 +7,7 @@
 #include <limits>
 #include <numeric>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt::codegen {
 

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt::codegen {
 

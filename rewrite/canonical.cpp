@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/node.hpp"
 
 namespace ringrt {

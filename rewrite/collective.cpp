@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/rules/multi.hpp"
 
 namespace ringrt {

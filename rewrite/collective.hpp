@@ -43,7 +43,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rewrite/host_buffer.hpp"
+#include "core/host_buffer.hpp"
 #include "rewrite/uop.hpp"
 
 namespace ringrt {

@@ -19,11 +19,11 @@
 #include <mutex>
 #include <set>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "core/params_internal.hpp"
+#include "core/yaml_document.hpp"
 #include "rewrite/tuning.hpp"
-#include "rewrite/yaml_document.hpp"
 
 namespace ringrt {
 namespace {
@@ -185,7 +185,7 @@ CostModel cost_model_for(const std::string& kind) {
 }
 
 std::string cost_figures_path(const std::string& kind) {
-  // a kind names a file: upper-case letters only (device names' kinds are, rewrite/params.cpp)
+  // a kind names a file: upper-case letters only (device names' kinds are, core/params.cpp)
   if (kind.empty() || kind.size() > 16 ||
       !std::all_of(kind.begin(), kind.end(), [](char c) { return c >= 'A' && c <= 'Z'; }))
     return "";

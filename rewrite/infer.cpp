@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/node.hpp"
 
 namespace ringrt {

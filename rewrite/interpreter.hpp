@@ -13,7 +13,7 @@
 #include <functional>
 #include <vector>
 
-#include "rewrite/host_buffer.hpp"
+#include "core/host_buffer.hpp"
 #include "rewrite/uop.hpp"
 
 namespace ringrt {

@@ -1,8 +1,12 @@
 #include "rewrite/ops.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <limits>
 #include <ostream>
+
+#include "core/errors.hpp"
 
 namespace ringrt {
 
@@ -58,6 +62,34 @@ double reduce_identity(Ops op) {
     default:
       return 0.0;
   }
+}
+
+Ops ir_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return Ops::ADD;
+    case ReduceOp::prod:
+      return Ops::MUL;
+    case ReduceOp::max:
+      return Ops::MAX;
+    case ReduceOp::min:
+      return Ops::MIN;
+  }
+  throw InternalError(fmt::format("ir_op: ReduceOp {}", static_cast<int>(op)));
+}
+
+Ops ir_op(BinaryOp op) {
+  static constexpr Ops kIr[] = {Ops::ADD, Ops::SUB,   Ops::MUL,   Ops::FDIV,  Ops::IDIV, Ops::MOD, Ops::MAX,
+                                Ops::MIN, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,  Ops::OR,  Ops::XOR};
+  auto i = static_cast<size_t>(op);
+  if (i >= std::size(kIr)) throw InternalError(fmt::format("ir_op: BinaryOp {}", i));
+  return kIr[i];
+}
+
+ReduceOp reduce_op_of(Ops op) {
+  for (ReduceOp r : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min})
+    if (ir_op(r) == op) return r;
+  throw InternalError(fmt::format("reduce_op_of: {} is not a reduce op", op_name(op)));
 }
 
 }  // namespace ringrt

@@ -7,6 +7,8 @@
 #include <iosfwd>
 #include <string_view>
 
+#include "core/reduce_op.hpp"
+
 namespace ringrt {
 
 // clang-format off
@@ -75,6 +77,12 @@ const OpSet& compare();   // CMPLT CMPNE CMPEQ: results are bool
 
 // The ops a reduction may combine with: ADD (sum), MUL (prod), MAX, MIN.
 bool is_reduce_op(Ops op);
+// The IR op of a public op (core/reduce_op.hpp): sum ADD, prod MUL, max MAX, min MIN; BinaryOp's in order
+// ADD SUB MUL FDIV IDIV MOD MAX MIN CMPLT CMPNE CMPEQ AND OR XOR.
+Ops ir_op(ReduceOp op);
+Ops ir_op(BinaryOp op);
+// The public op of a reducing IR op (ADD, MUL, MAX, MIN). Throws InternalError for another op.
+ReduceOp reduce_op_of(Ops op);
 // The identity of a reduce op (0, 1, -inf, +inf); integer code clamps the infinities to the type range.
 double reduce_identity(Ops op);
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt {
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/node_map.hpp"
 
 namespace ringrt {

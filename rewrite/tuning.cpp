@@ -17,11 +17,11 @@
 #include <thread>
 #include <tuple>
 
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "core/params_internal.hpp"
+#include "core/yaml_document.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "rewrite/params.hpp"
-#include "rewrite/yaml_document.hpp"
 #include "ringrt_version.hpp"  // generated: RINGRT_VERSION_TEXT (cmake/RingrtVersion.cmake)
 
 namespace ringrt {

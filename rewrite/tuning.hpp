@@ -36,8 +36,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rewrite/dtype.hpp"
-#include "rewrite/params.hpp"
+#include "core/dtype.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt {
 

@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/errors.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
 #include "rewrite/node.hpp"
 #include "rewrite/node_map.hpp"
 #include "rewrite/node_table.hpp"
@@ -26,23 +26,6 @@ namespace ringrt {
 
 // ---------------------------------------------------------------------------------------------
 // small value helpers
-
-int64_t prod(const Shape& shape) {
-  int64_t out = 1;
-  for (int64_t s : shape) {
-    if (s < 0) throw ShapeError(fmt::format("shape {} has a negative dimension", shape_str(shape)));
-    if (__builtin_mul_overflow(out, s, &out) || out > kMaxElements)
-      throw ShapeError(fmt::format("shape {} has more than 2^48 elements", shape_str(shape)));
-  }
-  return out;
-}
-
-int64_t to_int64(double v) { return std::isfinite(v) && std::fabs(v) < 9.2e18 ? static_cast<int64_t>(v) : 0; }
-
-std::string shape_str(const Shape& shape) {
-  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
-  return fmt::format("({})", fmt::join(shape, ", "));
-}
 
 Spans spans(const std::vector<std::pair<int64_t, int64_t>>& constant) {
   Spans out;

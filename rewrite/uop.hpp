@@ -18,9 +18,9 @@
 #include <variant>
 #include <vector>
 
-#include "rewrite/dtype.hpp"
+#include "core/dtype.hpp"
+#include "core/shape.hpp"
 #include "rewrite/ops.hpp"
-#include "rewrite/shape.hpp"
 
 namespace ringrt {
 

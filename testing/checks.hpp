@@ -3,7 +3,8 @@
 // -0.0 matches 0.0 unless compared bit for bit). A check returns a report (ResultCheck) that a test asserts:
 //
 //   ringrt::Tensor r = x.sum({0});                    // lazy: the check plans and realizes it
-//   RINGRT_CHECK_RESULT(ringrt::testing::check_result(r, ringrt::testing::reduction_expected(inputs, ringrt::Ops::ADD),
+//   RINGRT_CHECK_RESULT(ringrt::testing::check_result(r, ringrt::testing::reduction_expected(inputs,
+//   ringrt::ReduceOp::sum),
 //                                                     "allreduce"));
 //
 // and whose failure message names the collective, its algorithm, the dtype, each device with a wrong element,
@@ -20,14 +21,13 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <ringrt/core/host_buffer.hpp>
+#include <ringrt/runtime/api/reference.hpp>
+#include <ringrt/runtime/api/tensor.hpp>
+#include <ringrt/testing/collectives.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "rewrite/host_buffer.hpp"
-#include "runtime/api/reference.hpp"
-#include "runtime/api/tensor.hpp"
-#include "testing/collectives.hpp"
 
 namespace ringrt::testing {
 
@@ -154,7 +154,7 @@ inline std::vector<std::pair<std::string, HostBuffer>> interpreter_values(const 
 
 // The expected value of a reduction with op over the devices' local values `inputs` (all of one shape and
 // dtype), the same on every device: what an allreduce of them gives.
-inline std::vector<Reference> reduction_expected(const std::vector<HostBuffer>& inputs, Ops op) {
+inline std::vector<Reference> reduction_expected(const std::vector<HostBuffer>& inputs, ReduceOp op) {
   return collective_expected("allreduce", inputs, op, 0);
 }
 

@@ -5,13 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <ringrt/core/host_buffer.hpp>
+#include <ringrt/runtime/api/reference.hpp>
+#include <ringrt/runtime/api/tensor.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "rewrite/host_buffer.hpp"
-#include "runtime/api/reference.hpp"
-#include "runtime/api/tensor.hpp"
 
 namespace ringrt::testing {
 
@@ -21,7 +20,7 @@ inline const std::vector<std::string> kCollectives{"reduce_scatter", "allgather"
 // The collective `kind` (one of kCollectives, or "allreduce": reduce over axis 0) of x, a tensor sharded on a
 // device tuple: reduce op `op` (ADD, MUL, MAX, MIN; reduce_scatter along `axis`), root index `root` (broadcast
 // to x's devices, reduce_to). Lazy, as the Tensor methods are; throws what they throw.
-inline Tensor apply_collective(const std::string& kind, const Tensor& x, Ops op, int root, int axis = 0) {
+inline Tensor apply_collective(const std::string& kind, const Tensor& x, ReduceOp op, int root, int axis = 0) {
   if (kind == "allreduce") return x.reduce(op, {0});
   if (kind == "reduce_scatter") return x.reduce_scatter(op, axis);
   if (kind == "allgather") return x.allgather();
@@ -68,8 +67,8 @@ inline StoredValue stored_values(const std::vector<HostBuffer>& in) {
 // runtime/api/reference.hpp where the reduction may round. Throws std::invalid_argument for another kind, no
 // locals, locals of different shapes or dtypes, allreduce locals of more than one row, or (broadcast, reduce) a
 // root that is not a device index (0 to n - 1).
-inline std::vector<Reference> collective_expected(const std::string& kind, const std::vector<HostBuffer>& in, Ops op,
-                                                  int root) {
+inline std::vector<Reference> collective_expected(const std::string& kind, const std::vector<HostBuffer>& in,
+                                                  ReduceOp op, int root) {
   if (in.empty()) throw std::invalid_argument("collective_expected(" + kind + "): no devices' values");
   if (kind == "allreduce" && (in[0].shape.empty() || in[0].shape[0] != 1))
     throw std::invalid_argument(
@@ -95,7 +94,7 @@ inline std::vector<Reference> collective_expected(const std::string& kind, const
 }
 
 // Element e (flat) of the reduction with op over the devices' local values, in double.
-inline double host_reduced(const std::vector<HostBuffer>& in, Ops op, int64_t e) {
+inline double host_reduced(const std::vector<HostBuffer>& in, ReduceOp op, int64_t e) {
   Reference r = reference_of(in[0].dtype, static_cast<int64_t>(in.size()), e, 1, op, stored_values(in));
   return r.value.empty() ? static_cast<double>(r.exact.get_int(0)) : r.value[0];
 }

@@ -11,15 +11,14 @@
 
 #include <boost/test/data/monomorphic.hpp>
 #include <cstdint>
+#include <ringrt/core/dtype.hpp>
+#include <ringrt/core/reduce_op.hpp>
+#include <ringrt/core/settings.hpp>
+#include <ringrt/runtime/api/devices.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include "rewrite/dtype.hpp"
-#include "rewrite/ops.hpp"
-#include "rewrite/settings.hpp"
-#include "runtime/device/devices.hpp"
 
 namespace ringrt::testing {
 
@@ -30,7 +29,7 @@ inline const std::vector<int> kDeviceCounts{1, 2, 3, 4, 5, 8};
 inline const std::vector<std::string> kAlgorithms{"naive",   "ring",       "all2all",     "oneshot",
                                                   "twoshot", "ring_fused", "hierarchical"};
 inline const std::vector<DType> kDTypes{DType::float32, DType::float16, DType::bfloat16, DType::int32};
-inline const std::vector<Ops> kOps{Ops::ADD, Ops::MAX};
+inline const std::vector<ReduceOp> kOps{ReduceOp::sum, ReduceOp::max};
 // Elements per device: odd counts, counts below most device counts (1 and 3: some devices get no chunk of a
 // ring), and counts no device count above 1 divides evenly but 100's.
 inline const std::vector<int64_t> kCounts{1, 3, 100, 257};
@@ -73,7 +72,7 @@ inline auto algorithms(std::vector<std::string> values = kAlgorithms) {
   return boost::unit_test::data::make(std::move(values));
 }
 inline auto dtypes(std::vector<DType> values = kDTypes) { return boost::unit_test::data::make(std::move(values)); }
-inline auto ops(std::vector<Ops> values = kOps) { return boost::unit_test::data::make(std::move(values)); }
+inline auto ops(std::vector<ReduceOp> values = kOps) { return boost::unit_test::data::make(std::move(values)); }
 inline auto counts(std::vector<int64_t> values = kCounts) { return boost::unit_test::data::make(std::move(values)); }
 // device_counts() x algorithms() x dtypes() x ops() x counts(): samples (ndev, algo, dtype, op, count).
 inline auto matrix() { return device_counts() * algorithms() * dtypes() * ops() * counts(); }

@@ -14,12 +14,11 @@
 #include <boost/test/tree/decorator.hpp>
 #include <boost/test/unit_test.hpp>
 #include <ostream>
+#include <ringrt/core/errors.hpp>
+#include <ringrt/core/params.hpp>
+#include <ringrt/runtime/api/devices.hpp>
 #include <string>
 #include <vector>
-
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
-#include "runtime/device/devices.hpp"
 
 namespace ringrt::testing {
 

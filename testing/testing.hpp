@@ -21,8 +21,7 @@
 // clang-format on
 
 #include <ringrt/ringrt.hpp>  // in-tree: the forwarding header in the build tree (CMakeLists.txt)
-
-#include "testing/checks.hpp"
-#include "testing/collectives.hpp"
-#include "testing/datasets.hpp"
-#include "testing/devices.hpp"
+#include <ringrt/testing/checks.hpp>
+#include <ringrt/testing/collectives.hpp>
+#include <ringrt/testing/datasets.hpp>
+#include <ringrt/testing/devices.hpp>

@@ -69,7 +69,8 @@ BOOST_DATA_TEST_CASE(gradient_matches_the_host,
   Batch batch(devices);
   Tensor g = train::gradient(batch.xs, batch.ys, batch.ws);
   RINGRT_CHECK_RESULT(ringrt::testing::check_result(
-      g, ringrt::testing::reduction_expected(batch.partial_gradients(devices.size()), ringrt::Ops::ADD), "allreduce"));
+      g, ringrt::testing::reduction_expected(batch.partial_gradients(devices.size()), ringrt::ReduceOp::sum),
+      "allreduce"));
 }
 
 // Three steps on 4 cpu devices (the fixture's), each against the reference interpreter's value of the same step.
@@ -90,5 +91,6 @@ RINGRT_DEVICE_TEST_CASE(gradient_on_two_gpus, ringrt::testing::HipDevices<2>) {
   Batch batch(devices);
   RINGRT_CHECK_RESULT(ringrt::testing::check_result(
       train::gradient(batch.xs, batch.ys, batch.ws),
-      ringrt::testing::reduction_expected(batch.partial_gradients(devices.size()), ringrt::Ops::ADD), "allreduce"));
+      ringrt::testing::reduction_expected(batch.partial_gradients(devices.size()), ringrt::ReduceOp::sum),
+      "allreduce"));
 }

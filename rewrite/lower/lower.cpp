@@ -6,7 +6,7 @@
 #include <iostream>
 #include <memory>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt {
 

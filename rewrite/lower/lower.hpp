@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.hpp"
 #include "rewrite/rewrite.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "rewrite/settings.hpp"
 
 namespace ringrt {
 

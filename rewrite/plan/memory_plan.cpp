@@ -10,58 +10,10 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
-#include "runtime/device/device.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt {
-
-namespace {
-PerfOptions perf_options_of(const RuntimeParams& r) {
-  return {r.peer_reads, r.kernel_split, r.inline_small, r.peer_writes, r.stream_bytes};
-}
-}  // namespace
-
-// Read at the first call and again only after the runtime tunables change (set_runtime_params,
-// runtime_params_generation), so device threads pay a few atomic loads per call. Each switch is an atomic
-// of its own: a change made on one thread while others run (set_runtime_params is thread-safe) is seen
-// switch by switch at their next call, never a torn value (a reader may see one switch changed and the
-// next not yet, for the moment the change takes).
-PerfOptions perf_options() {
-  struct Live {
-    std::atomic<bool> peer_reads{false}, kernel_split{false}, inline_small{false}, peer_writes{false};
-    std::atomic<int64_t> stream_bytes{0};
-  };
-  static std::atomic<uint64_t> seen{UINT64_MAX};
-  static std::mutex mutex;
-  static Live live;  // trivially destructible: device threads may read it until the process ends
-  uint64_t generation = runtime_params_generation();  // before the read: a later change reads again
-  if (seen.load(std::memory_order_acquire) != generation) {
-    std::lock_guard lock(mutex);
-    PerfOptions now = perf_options_of(current_runtime_params());  // throws ConfigError for a bad variable
-    live.peer_reads.store(now.peer_reads, std::memory_order_relaxed);
-    live.kernel_split.store(now.kernel_split, std::memory_order_relaxed);
-    live.inline_small.store(now.inline_small, std::memory_order_relaxed);
-    live.peer_writes.store(now.peer_writes, std::memory_order_relaxed);
-    live.stream_bytes.store(now.stream_bytes, std::memory_order_relaxed);
-    seen.store(generation, std::memory_order_release);
-  }
-  return {live.peer_reads.load(std::memory_order_relaxed), live.kernel_split.load(std::memory_order_relaxed),
-          live.inline_small.load(std::memory_order_relaxed), live.peer_writes.load(std::memory_order_relaxed),
-          live.stream_bytes.load(std::memory_order_relaxed)};
-}
-
-void set_perf_options(const PerfOptions& options) {
-  RuntimeParams r;
-  r.peer_reads = options.peer_reads;
-  r.kernel_split = options.kernel_split;
-  r.inline_small = options.inline_small;
-  r.peer_writes = options.peer_writes;
-  r.stream_bytes = options.stream_bytes;
-  set_runtime_params(r, {"runtime.peer_reads", "runtime.kernel_split", "runtime.inline_small", "runtime.peer_writes",
-                         "runtime.stream_bytes"});
-  (void)perf_options();
-}
 
 Alias alias_of(const UOp& u) {
   switch (u.op()) {

@@ -8,7 +8,8 @@
 // a run allocates). A copy reads a contiguous range: reshapes and 1-D constant shrinks over a realized
 // value. Write sites: the (node, block) an item's target writes. Peer reads: copies a run may elide
 // into a read of the source in place. Peer writes: copies of a kernel's result that the kernel may
-// write itself. The switches themselves (PerfOptions) are declared in runtime/device/device.hpp.
+// write itself. The switches are the tunables
+// runtime.peer_reads and runtime.peer_writes (core/params.hpp).
 #pragma once
 
 #include <cstdint>

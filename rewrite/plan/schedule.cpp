@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/errors.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
 #include "rewrite/node_map.hpp"
 #include "rewrite/plan/memory_plan.hpp"
 

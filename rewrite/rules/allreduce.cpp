@@ -59,10 +59,10 @@
 #include <set>
 #include <string_view>
 
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 #include "rewrite/collective.hpp"
 #include "rewrite/cost_model.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/tuning.hpp"
@@ -439,18 +439,8 @@ optional<UOp> mstack_early_shrink(const UOp& ms, const UOp& shrink) {
 
 }  // namespace
 
-// The tunable runtime.allreduce_in_place (rewrite/params.hpp), cached until the runtime tunables
-// change: rules call it per match.
-bool allreduce_in_place() {
-  static std::atomic<uint64_t> seen{UINT64_MAX};
-  static std::atomic<bool> on{true};
-  uint64_t generation = runtime_params_generation();
-  if (seen.load(std::memory_order_acquire) != generation) {
-    on.store(current_runtime_params().allreduce_in_place, std::memory_order_relaxed);
-    seen.store(generation, std::memory_order_release);
-  }
-  return on.load(std::memory_order_relaxed);
-}
+// The tunable runtime.allreduce_in_place (core/params.hpp): rules call it per match.
+bool allreduce_in_place() { return runtime_params().allreduce_in_place; }
 
 std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t ndev) {
   int64_t factor = 1;

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "rewrite/settings.hpp"
+#include "core/settings.hpp"
 #include "rewrite/uop.hpp"
 
 namespace ringrt {

@@ -43,8 +43,8 @@
 
 #include <algorithm>
 
+#include "core/errors.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/collectives_hierarchical.hpp"
 #include "rewrite/rules/multi.hpp"

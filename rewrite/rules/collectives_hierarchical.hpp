@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "rewrite/settings.hpp"
+#include "core/settings.hpp"
 #include "rewrite/uop.hpp"
 
 namespace ringrt {

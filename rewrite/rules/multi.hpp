@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/settings.hpp"
 #include "rewrite/pattern.hpp"
 #include "rewrite/rewrite.hpp"
-#include "rewrite/settings.hpp"
 
 namespace ringrt {
 

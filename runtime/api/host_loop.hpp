@@ -1,5 +1,5 @@
 // The poll of the host's loops over a result's elements (making an input, a reference, a check: seconds at 64
-// MiB on 4 devices) for a stop request (rewrite/interrupt.hpp; the `ringrt` program's SIGINT and SIGTERM), so
+// MiB on 4 devices) for a stop request (core/interrupt.hpp; the `ringrt` program's SIGINT and SIGTERM), so
 // that such a loop ends within milliseconds. Internal: runtime/api/reference.cpp and runtime/cli/experiment.cpp.
 #pragma once
 
@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/interrupt.hpp"
+#include "core/errors.hpp"
+#include "core/interrupt.hpp"
 
 namespace ringrt {
 

@@ -29,13 +29,13 @@ double integer_limit(DType dt) {
   }
 }
 
-double combine(Ops op, double a, double b) {
+double combine(ReduceOp op, double a, double b) {
   switch (op) {
-    case Ops::MAX:
+    case ReduceOp::max:
       return std::max(a, b);
-    case Ops::MIN:
+    case ReduceOp::min:
       return std::min(a, b);
-    case Ops::MUL:
+    case ReduceOp::prod:
       return a * b;
     default:
       return a + b;
@@ -49,14 +49,14 @@ bool power_of_two_or_zero(double v) {
 }
 
 // One element of an integer reduction, wrapped at 64 bits (the dtype wraps it further when stored).
-int64_t integer_reduction(Ops op, int64_t ndev, int64_t i, const StoredValue& value) {
+int64_t integer_reduction(ReduceOp op, int64_t ndev, int64_t i, const StoredValue& value) {
   int64_t acc = static_cast<int64_t>(value(0, i));
   for (int64_t d = 1; d < ndev; ++d) {
     int64_t v = static_cast<int64_t>(value(d, i));
-    acc = op == Ops::MAX   ? std::max(acc, v)
-          : op == Ops::MIN ? std::min(acc, v)
-          : op == Ops::MUL ? static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v))
-                           : static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+    acc = op == ReduceOp::max    ? std::max(acc, v)
+          : op == ReduceOp::min  ? std::min(acc, v)
+          : op == ReduceOp::prod ? static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v))
+                                 : static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
   }
   return acc;
 }
@@ -77,10 +77,10 @@ double epsilon(DType dt) {
   }
 }
 
-Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops op, const StoredValue& value) {
+Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, ReduceOp op, const StoredValue& value) {
   bool is_int = !is_float(dt);
   // max, min and a single term never round; a sum or product may, unless its terms say otherwise (below)
-  bool may_round = !is_int && ndev > 1 && op != Ops::MAX && op != Ops::MIN;
+  bool may_round = !is_int && ndev > 1 && op != ReduceOp::max && op != ReduceOp::min;
   double limit = integer_limit(dt), bound = static_cast<double>(ndev) * epsilon(dt);
   stop_if_interrupted(0, "computing the reference");  // before the arrays are made
   Reference r{HostBuffer(dt, {count}), {}, {}};
@@ -98,7 +98,7 @@ Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops
     for (int64_t d = 1; d < ndev; ++d) {
       double v = value(d, i);
       acc = combine(op, acc, v);
-      mag = op == Ops::MUL ? mag * std::fabs(v) : mag + std::fabs(v);
+      mag = op == ReduceOp::prod ? mag * std::fabs(v) : mag + std::fabs(v);
       if (v != 0) nonzero *= std::fabs(v);
       integers = integers && integral(v);
       powers = powers && power_of_two_or_zero(v);
@@ -107,14 +107,14 @@ Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops
     r.exact.set(k, acc);
     if (!may_round) continue;
     // integer terms whose partial sums (products) all fit the significand are exact in any order
-    bool exact = integers && (op == Ops::MUL ? powers || nonzero <= limit : mag <= limit);
+    bool exact = integers && (op == ReduceOp::prod ? powers || nonzero <= limit : mag <= limit);
     r.tolerance[static_cast<size_t>(k)] = exact ? 0.0 : bound * mag;
   }
   return r;
 }
 
-Reference collective_reference(std::string_view k, DType dt, Ops op, int64_t n, int64_t root, int64_t count, int64_t j,
-                               int64_t first, int64_t len, const StoredValue& v) {
+Reference collective_reference(std::string_view k, DType dt, ReduceOp op, int64_t n, int64_t root, int64_t count,
+                               int64_t j, int64_t first, int64_t len, const StoredValue& v) {
   int64_t c = n > 0 ? count / n : 0;
   if (k == "reduce_scatter")
     return reference_of(dt, n, first, len, op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });

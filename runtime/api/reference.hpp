@@ -17,13 +17,12 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ringrt/core/dtype.hpp>
+#include <ringrt/core/host_buffer.hpp>
+#include <ringrt/core/reduce_op.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "rewrite/dtype.hpp"
-#include "rewrite/host_buffer.hpp"
-#include "rewrite/ops.hpp"
 
 namespace ringrt {
 
@@ -47,7 +46,7 @@ double epsilon(DType dt);
 // (element k of the reference is element first + k of the reduction): exact where it cannot round (the
 // header comment), else within the bound of n terms. Polls for a stop every 65536 elements (rewrite/
 // interrupt.hpp; the `ringrt` program's SIGINT): throws Interrupted then.
-Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops op, const StoredValue& value);
+Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, ReduceOp op, const StoredValue& value);
 
 // Elements [first, first + len) of the result of `collective` on device `device` (0 .. ndev-1), for count
 // elements per device as rccl-tests counts them (the buffer on each device; reduce_scatter's before the
@@ -58,8 +57,8 @@ Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Ops
 //   alltoall:                        slot i of device j is device i's chunk j
 //   broadcast:                       device root's values
 // Throws Interrupted as reference_of; std::invalid_argument for another collective.
-Reference collective_reference(std::string_view collective, DType dt, Ops op, int64_t ndev, int64_t root, int64_t count,
-                               int64_t device, int64_t first, int64_t len, const StoredValue& value);
+Reference collective_reference(std::string_view collective, DType dt, ReduceOp op, int64_t ndev, int64_t root,
+                               int64_t count, int64_t device, int64_t first, int64_t len, const StoredValue& value);
 
 // A reference that is the values of `expected` themselves: compared exactly (by value), or byte for byte.
 Reference exact_reference(HostBuffer expected, bool bitwise = false);

@@ -9,12 +9,12 @@
 #include <set>
 #include <sstream>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/engine/collect.hpp"
-#include "runtime/engine/internal.hpp"
 #include "runtime/engine/program_cache.hpp"
 #include "runtime/engine/realize.hpp"
 
@@ -174,10 +174,21 @@ Tensor Tensor::flip(std::vector<int> axes) const {
   return derive(uop().flip(flags));
 }
 
-Tensor Tensor::reduce(Ops op, std::vector<int> axes) const {
+Ops checked_ir_op(const char* what, ReduceOp op) {
+  if (static_cast<unsigned>(op) > static_cast<unsigned>(ReduceOp::min))
+    throw ShapeError(fmt::format("{}: {} is not a ReduceOp (sum, prod, max, min)", what, static_cast<int>(op)));
+  return ir_op(op);
+}
+
+Ops checked_ir_op(const char* what, BinaryOp op) {
+  if (static_cast<unsigned>(op) > static_cast<unsigned>(BinaryOp::bitwise_xor))
+    throw ShapeError(fmt::format("{}: {} is not a BinaryOp (add .. bitwise_xor)", what, static_cast<int>(op)));
+  return ir_op(op);
+}
+
+Tensor Tensor::reduce(ReduceOp rop, std::vector<int> axes) const {
   GraphUse use;
-  if (static_cast<size_t>(op) >= kNumOps || !is_reduce_op(op))
-    throw ShapeError(fmt::format("REDUCE_AXIS: {} is not a reduce op (ADD, MUL, MAX, MIN)", static_cast<int>(op)));
+  Ops op = checked_ir_op("REDUCE_AXIS", rop);
   int rank = static_cast<int>(shape().size());
   if (axes.empty())
     for (int i = 0; i < rank; ++i) axes.push_back(i);
@@ -195,19 +206,19 @@ Tensor Tensor::reduce(Ops op, std::vector<int> axes) const {
 Tensor Tensor::sum(std::vector<int> axes) const {
   GraphUse use;
   if (dtype() == DType::bool_) return cast(DType::int32).sum(std::move(axes));  // a count, as tinygrad's
-  return reduce(Ops::ADD, std::move(axes));
+  return reduce(ReduceOp::sum, std::move(axes));
 }
 Tensor Tensor::max(std::vector<int> axes) const {
   GraphUse use;
-  return reduce(Ops::MAX, std::move(axes));
+  return reduce(ReduceOp::max, std::move(axes));
 }
 Tensor Tensor::min(std::vector<int> axes) const {
   GraphUse use;
-  return reduce(Ops::MIN, std::move(axes));
+  return reduce(ReduceOp::min, std::move(axes));
 }
 Tensor Tensor::prod(std::vector<int> axes) const {
   GraphUse use;
-  return reduce(Ops::MUL, std::move(axes));
+  return reduce(ReduceOp::prod, std::move(axes));
 }
 Tensor Tensor::cast(DType d) const {
   GraphUse use;
@@ -219,12 +230,9 @@ Tensor Tensor::contiguous() const {
   return derive(uop().contiguous());
 }
 
-Tensor Tensor::binary(Ops op, const Tensor& o) const {
+Tensor Tensor::binary(BinaryOp bop, const Tensor& o) const {
   GraphUse use;
-  if (static_cast<size_t>(op) >= kNumOps || !group::binary().contains(op))
-    throw ShapeError(fmt::format("binary: {} is not a binary op", static_cast<size_t>(op) < kNumOps
-                                                                      ? std::string(op_name(op))
-                                                                      : std::to_string(static_cast<int>(op))));
+  Ops op = checked_ir_op("binary", bop);
   // numpy broadcasting: align ranks with leading ones, then expand both to the larger extents
   UOp a = uop(), b = o.uop();
   size_t rank = std::max(a.shape().size(), b.shape().size());
@@ -253,7 +261,7 @@ Tensor Tensor::binary(Ops op, const Tensor& o) const {
 }
 
 namespace {
-Tensor scalar_op(const Tensor& a, Ops op, double v) {
+Tensor scalar_op(const Tensor& a, BinaryOp op, double v) {
   DType d = a.dtype();
   if (!is_float(d) && v != static_cast<double>(static_cast<int64_t>(v))) d = DType::float32;
   return a.binary(op, Tensor::constant(v, d));
@@ -262,43 +270,43 @@ Tensor scalar_op(const Tensor& a, Ops op, double v) {
 
 Tensor operator+(const Tensor& a, const Tensor& b) {
   GraphUse use;
-  return a.binary(Ops::ADD, b);
+  return a.binary(BinaryOp::add, b);
 }
 Tensor operator-(const Tensor& a, const Tensor& b) {
   GraphUse use;
-  return a.binary(Ops::SUB, b);
+  return a.binary(BinaryOp::sub, b);
 }
 Tensor operator*(const Tensor& a, const Tensor& b) {
   GraphUse use;
-  return a.binary(Ops::MUL, b);
+  return a.binary(BinaryOp::mul, b);
 }
 Tensor operator/(const Tensor& a, const Tensor& b) {
   GraphUse use;
-  return a.binary(Ops::FDIV, b);
+  return a.binary(BinaryOp::div, b);
 }
 Tensor operator+(const Tensor& a, double b) {
   GraphUse use;
-  return scalar_op(a, Ops::ADD, b);
+  return scalar_op(a, BinaryOp::add, b);
 }
 Tensor operator-(const Tensor& a, double b) {
   GraphUse use;
-  return scalar_op(a, Ops::SUB, b);
+  return scalar_op(a, BinaryOp::sub, b);
 }
 Tensor operator*(const Tensor& a, double b) {
   GraphUse use;
-  return scalar_op(a, Ops::MUL, b);
+  return scalar_op(a, BinaryOp::mul, b);
 }
 Tensor operator/(const Tensor& a, double b) {
   GraphUse use;
-  return scalar_op(a, Ops::FDIV, b);
+  return scalar_op(a, BinaryOp::div, b);
 }
 Tensor Tensor::maximum(const Tensor& o) const {
   GraphUse use;
-  return binary(Ops::MAX, o);
+  return binary(BinaryOp::max, o);
 }
 Tensor Tensor::minimum(const Tensor& o) const {
   GraphUse use;
-  return binary(Ops::MIN, o);
+  return binary(BinaryOp::min, o);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,27 +10,29 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ringrt/core/dtype.hpp>
+#include <ringrt/core/errors.hpp>
+#include <ringrt/core/host_buffer.hpp>
+#include <ringrt/core/reduce_op.hpp>
+#include <ringrt/core/settings.hpp>
+#include <ringrt/core/shape.hpp>
+#include <ringrt/runtime/api/devices.hpp>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include "rewrite/dtype.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/host_buffer.hpp"
-#include "rewrite/ops.hpp"
-#include "rewrite/settings.hpp"
-#include "rewrite/shape.hpp"
-#include "runtime/device/devices.hpp"
 
 namespace ringrt {
 
 class UOp;            // the IR (internal: rewrite/uop.hpp)
 class Event;          // completion of device work (runtime/device/device.hpp)
 struct TensorState;   // what a Tensor handle points at (internal: runtime/engine/realize.hpp)
-struct TensorAccess;  // in-tree access to it (internal: runtime/engine/realize.hpp)
+struct TensorAccess;  // in-tree access to it (internal: runtime/api/internal.hpp)
 namespace detail {
-struct KernelIR;  // a Schedule's kernel IR (internal: runtime/engine/internal.hpp)
+struct KernelIR;  // a Schedule's kernel IR (internal: runtime/api/internal.hpp)
+}
+namespace codegen {
+struct Kernel;  // one kernel's IR (internal: codegen/kernel.hpp)
 }
 
 struct CopyItem {
@@ -85,7 +87,11 @@ struct Schedule {
   // Throws ConfigError for a bad target (before writing anything), IOError for a directory or file that
   // cannot be created or written. Reference: tinygrad's DEBUG=4 source dump (one kernel's source per item).
   std::vector<std::string> emit_sources(const std::string& dir, const std::string& target) const;
-  std::shared_ptr<const detail::KernelIR> ir;  // internal: the kernel IR of kernel_items, in order
+
+ private:
+  friend Schedule schedule_of(const UOp& root, bool borrowed);           // builds it (runtime/api/schedule.cpp)
+  friend const codegen::Kernel& kernel_of(const Schedule& s, size_t i);  // reads it (runtime/api/internal.hpp)
+  std::shared_ptr<const detail::KernelIR> ir_;                           // the kernel IR of kernel_items, in order
 };
 
 // What the engine holds now and has done, as counts (never times), for a long-running process to
@@ -139,7 +145,7 @@ class Tensor {
   Tensor max(std::vector<int> axes = {}) const;
   Tensor min(std::vector<int> axes = {}) const;
   Tensor prod(std::vector<int> axes = {}) const;
-  Tensor reduce(Ops op, std::vector<int> axes) const;
+  Tensor reduce(ReduceOp op, std::vector<int> axes) const;
   Tensor cast(DType dtype) const;
   // The tensor in memory of its own layout. Of a realized buffer seen through reshapes and shrinks
   // that leave its elements one contiguous range at one offset on every device, no kernel runs: the
@@ -191,7 +197,7 @@ class Tensor {
   // ShapeError for an op that is not a reduce op, or a view. (Not the switch runtime.allreduce_in_place,
   // which lets any allreduce read its input buffer without a contiguous copy.) Reference: PyTorch
   // dist.all_reduce(tensor, op) (in place); DDP's Reducer allreduces each bucket in place.
-  Tensor& allreduce_in_place(Ops op = Ops::ADD);
+  Tensor& allreduce_in_place(ReduceOp op = ReduceOp::sum);
 
   // ---- collectives (runtime/api/tensor_collectives.cpp): NCCL's set over the devices of a tuple, lazy like
   // every op. A device's "local value" is its shard of a sharded tensor (its copy of a replicated one);
@@ -214,7 +220,7 @@ class Tensor {
   // (ring and direct), half an allreduce. ShapeError (naming the op, shapes and devices) for a tensor that
   // is not sharded (one device, or replicated), an op that is not a reduce op, an axis out of range, or
   // L[axis] not a multiple of n.
-  Tensor reduce_scatter(Ops op = Ops::ADD, int axis = 0) const;
+  Tensor reduce_scatter(ReduceOp op = ReduceOp::sum, int axis = 0) const;
   // Allgather: a sharded tensor replicated on the same devices, every device holding the whole logical
   // tensor (shard i in place i along the shard axis, bit for bit: -0.0 stays -0.0); shard(devices(),
   // nullopt). A replicated tensor is returned as it is. DeviceError for a tensor not on a device tuple.
@@ -230,7 +236,7 @@ class Tensor {
   // local shape (NCCL's ncclReduce to the root). Not named reduce(op, root): reduce(op, {0}) would then
   // pick that overload over reduce(op, axes). ShapeError for an op that is not a reduce op; DeviceError
   // for a tensor not on a device tuple or a root outside [0, n).
-  Tensor reduce_to(int root, Ops op = Ops::ADD) const;
+  Tensor reduce_to(int root, ReduceOp op = ReduceOp::sum) const;
   // All-to-all: for a tensor sharded on axis s with local length n*c along s, device i's chunk j (c
   // along s) goes to device j's slot i (NCCL's ncclAllToAll: chunk j of rank i's buffer lands at
   // offset i of rank j's); the result has this shape and layout (sharded on s). Each device sends (n-1)/n
@@ -248,7 +254,7 @@ class Tensor {
   friend Tensor operator/(const Tensor& a, double b);
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
-  Tensor binary(Ops op, const Tensor& o) const;  // numpy broadcasting and dtype promotion
+  Tensor binary(BinaryOp op, const Tensor& o) const;  // numpy broadcasting and dtype promotion
 
   // Runs the schedule on the devices. On devices that queue asynchronously (GPUs; runtime.async) it
   // returns once the work is enqueued: reading the tensor, writing it, writing a buffer that work still

@@ -15,12 +15,12 @@
 #include <numeric>
 #include <set>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/uop.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/engine/collect.hpp"
-#include "runtime/engine/internal.hpp"
 
 namespace ringrt {
 
@@ -30,12 +30,6 @@ std::string described(const Tensor& t) {
   std::vector<std::string> devs = t.devices();
   return fmt::format("shape {} {}, on ({}){}", shape_str(t.shape()), dtype_name(t.dtype()), fmt::join(devs, ", "),
                      t.shard_axis() ? fmt::format(" sharded on axis {}", *t.shard_axis()) : std::string(" replicated"));
-}
-
-void check_reduce_op(const char* op, Ops r) {
-  if (static_cast<size_t>(r) >= kNumOps || !is_reduce_op(r))
-    throw ShapeError(fmt::format("{}: {} is not a reduce op (ADD, MUL, MAX, MIN)", op,
-                                 static_cast<size_t>(r) < kNumOps ? std::string(op_name(r)) : std::to_string(int(r))));
 }
 
 // The tensor's shard axis, or ShapeError naming op when it is not sharded.
@@ -56,9 +50,9 @@ Tensor Tensor::on_tuple(const char* op) const {
   return t;
 }
 
-Tensor Tensor::reduce_scatter(Ops op, int axis) const {
+Tensor Tensor::reduce_scatter(ReduceOp rop, int axis) const {
   GraphUse use;
-  check_reduce_op("reduce_scatter", op);
+  Ops op = checked_ir_op("reduce_scatter", rop);
   Tensor t = on_tuple("reduce_scatter");
   sharded_axis("reduce_scatter", t);
   UOp local = t.uop().src(0);
@@ -135,9 +129,9 @@ Tensor Tensor::broadcast(int root, const std::vector<std::string>& devices) cons
   return t.derive(local.copy_to_device(to, root));
 }
 
-Tensor Tensor::reduce_to(int root, Ops op) const {
+Tensor Tensor::reduce_to(int root, ReduceOp rop) const {
   GraphUse use;
-  check_reduce_op("reduce_to", op);
+  Ops op = checked_ir_op("reduce_to", rop);
   Tensor t = on_tuple("reduce_to");
   std::vector<std::string> devs = t.devices();
   if (root < 0 || static_cast<size_t>(root) >= devs.size())

@@ -15,12 +15,12 @@
 #include <numbers>
 #include <set>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/engine/collect.hpp"
-#include "runtime/engine/internal.hpp"
 
 namespace ringrt {
 

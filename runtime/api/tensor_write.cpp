@@ -5,8 +5,9 @@
 
 #include <cstring>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/uop.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/engine/collect.hpp"
 #include "runtime/engine/host_write.hpp"
@@ -106,12 +107,9 @@ Tensor& Tensor::write_shards(const std::vector<HostBuffer>& shards) {
   return *this;
 }
 
-Tensor& Tensor::allreduce_in_place(Ops op) {
+Tensor& Tensor::allreduce_in_place(ReduceOp rop) {
   GraphUse use;
-  if (static_cast<size_t>(op) >= kNumOps || !is_reduce_op(op))
-    throw ShapeError(fmt::format(
-        "allreduce_in_place: {} is not a reduce op (ADD, MUL, MAX, MIN)",
-        static_cast<size_t>(op) < kNumOps ? std::string(op_name(op)) : std::to_string(static_cast<int>(op))));
+  Ops op = checked_ir_op("allreduce_in_place", rop);
   check_writable(*s_, "allreduce_in_place");
   if (!uop().device().tuple() || uop().device().count() < 2) return *this;  // one value: its own reduction
   own(s_);  // the allreduce reads the tensor's memory (in place), not a lazy graph computed again

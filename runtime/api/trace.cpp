@@ -8,9 +8,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "runtime/device/devices.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "runtime/api/devices.hpp"
 #include "runtime/engine/trace_sink.hpp"
 
 namespace ringrt {
@@ -25,9 +25,16 @@ struct Trace::State {
   std::vector<TraceEvent> events;
 };
 
+// The Trace that exists, if any (Trace's friend: its State is private).
+class TraceRecorder {
+ public:
+  static std::mutex mu;  // guards current
+  static std::shared_ptr<Trace::State> current;
+};
+std::mutex TraceRecorder::mu;
+std::shared_ptr<Trace::State> TraceRecorder::current;
+
 namespace {
-std::mutex g_trace_mu;                  // guards g_trace
-std::shared_ptr<Trace::State> g_trace;  // the Trace that exists, if any
 
 int64_t ns_since(std::chrono::steady_clock::time_point origin, std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t - origin).count();
@@ -57,9 +64,9 @@ bool natural_less(const std::string& a, const std::string& b) {
 }  // namespace
 
 void record_trace_run(std::vector<TracedWork> work) {
-  std::lock_guard<std::mutex> global(g_trace_mu);
-  if (!g_trace) return;
-  Trace::State& s = *g_trace;
+  std::lock_guard<std::mutex> global(TraceRecorder::mu);
+  if (!TraceRecorder::current) return;
+  auto& s = *TraceRecorder::current;
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.recording) return;
   ++s.runs;
@@ -82,16 +89,16 @@ void record_trace_run(std::vector<TracedWork> work) {
 Trace::Trace(size_t max_events) : s_(std::make_shared<State>()) {
   if (max_events == 0) throw ConfigError("a Trace keeps at least one event: max_events is 0");
   s_->max_events = max_events;
-  std::lock_guard<std::mutex> global(g_trace_mu);
-  if (g_trace) throw ConfigError("a Trace exists already: one records at a time per process");
-  g_trace = s_;
+  std::lock_guard<std::mutex> global(TraceRecorder::mu);
+  if (TraceRecorder::current) throw ConfigError("a Trace exists already: one records at a time per process");
+  TraceRecorder::current = s_;
   set_trace_timing(true);
 }
 
 Trace::~Trace() {
-  std::lock_guard<std::mutex> global(g_trace_mu);
+  std::lock_guard<std::mutex> global(TraceRecorder::mu);
   set_trace_timing(false);
-  g_trace.reset();
+  TraceRecorder::current.reset();
 }
 
 void Trace::pause() {

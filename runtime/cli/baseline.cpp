@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt {
 namespace {

@@ -24,7 +24,7 @@
 namespace ringrt {
 
 inline constexpr std::string_view kBaselineFormat = "ringrt-baseline-1";
-// The longest "experiment": a file name (at most 255 bytes) as printable_name (rewrite/files.hpp) writes it,
+// The longest "experiment": a file name (at most 255 bytes) as printable_name (core/files.hpp) writes it,
 // each byte at most 4 characters ("\xFF").
 inline constexpr size_t kMaxExperimentName = 1024;
 inline constexpr size_t kMaxBaselineBytes = size_t{4} << 20;  // 4 MiB: tens of thousands of rows

@@ -1,5 +1,5 @@
 // The YAML loader of ExperimentConfig. Design: one table of leaf keys (the experiment's own keys
-// plus every tunable of rewrite/params.hpp); sections are the prefixes of leaf keys. A walker takes
+// plus every tunable of core/params.hpp); sections are the prefixes of leaf keys. A walker takes
 // a YAML node at a key path: a leaf goes to its setter, a section must be a map whose keys are known.
 // The same walker serves the file and each `--set key=value` (the value is parsed as YAML), so an
 // override can set any key, and both report errors the same way. Checks that join several keys
@@ -24,10 +24,10 @@
 #include <set>
 #include <sstream>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "rewrite/params.hpp"
-#include "rewrite/yaml_document.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "core/params_internal.hpp"
+#include "core/yaml_document.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/cli/config_ranks.hpp"
 
@@ -181,10 +181,7 @@ struct Loader {
     };
     leaves["experiment.op"] = [this](auto& n, auto& k) {
       cfg.op_name = choice(n, k, {"sum", "max", "min", "prod"});
-      cfg.op = cfg.op_name == "sum"   ? Ops::ADD
-               : cfg.op_name == "max" ? Ops::MAX
-               : cfg.op_name == "min" ? Ops::MIN
-                                      : Ops::MUL;
+      cfg.op = *parse_reduce_op(cfg.op_name);
     };
     leaves["experiment.dtype"] = [this](auto& n, auto& k) {
       const char* expected = "one of float32, float16, bfloat16, float64, int32, int64, int16, int8, uint32, uint8";
@@ -239,7 +236,7 @@ struct Loader {
     };
   }
 
-  // The setters of every tunable (rewrite/params.hpp), parsed by set_param. A file may not set a
+  // The setters of every tunable (core/params.hpp), parsed by set_param. A file may not set a
   // command or a folder (Tunable::from_files): the environment and --set may.
   void add_tunable_keys() {
     for (const Tunable& t : tunables()) {

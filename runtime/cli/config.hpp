@@ -1,6 +1,6 @@
 // Experiment configuration: the YAML file of `ringrt run`, validated into an ExperimentConfig.
 // Reference: DESIGN.md "The ringrt program and YAML"; the tunables are the ones declared in
-// rewrite/params.hpp (tunables(), set_param()), never repeated here.
+// core/params.hpp (tunables(), set_param()), never repeated here.
 //
 // Keys (every other key is an error):
 //   backend: auto | cpu | hip
@@ -48,7 +48,7 @@
 // installs `runtime` for the process (set_runtime_params) before it runs anything; parsing itself
 // installs runtime.hip_logical_devices when the config, the environment or --set gives it, since
 // resolving the devices enumerates the HIP devices, which fixes their names for the process. Only this header's
-// users see ExperimentConfig; yaml-cpp stays inside config.cpp (and rewrite/yaml_document.hpp, the loader it shares
+// users see ExperimentConfig; yaml-cpp stays inside config.cpp (and core/yaml_document.hpp, the loader it shares
 // with the tuning file).
 #pragma once
 
@@ -60,9 +60,9 @@
 #include <string_view>
 #include <vector>
 
-#include "rewrite/dtype.hpp"
-#include "rewrite/ops.hpp"
-#include "rewrite/settings.hpp"
+#include "core/dtype.hpp"
+#include "core/reduce_op.hpp"
+#include "core/settings.hpp"
 
 namespace ringrt {
 
@@ -79,7 +79,7 @@ struct ExperimentConfig {
   std::string collective = "allreduce";  // allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall
   int root = 0;                          // broadcast and reduce: index into devices
   std::string op_name = "sum";           // sum | max | min | prod
-  Ops op = Ops::ADD;                     // ADD | MAX | MIN | MUL
+  ReduceOp op = ReduceOp::sum;           // sum | max | min | prod
   DType dtype = DType::float32;
   SweepForm form = SweepForm::sizes;
   int64_t size_min = 1024, size_max = int64_t{64} << 20, size_factor = 4;  // bytes per device

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
-#include "runtime/device/devices.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
+#include "runtime/api/devices.hpp"
 
 namespace ringrt {
 

@@ -19,9 +19,9 @@
 #include <memory>
 #include <string_view>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/hash.hpp"
-#include "rewrite/interrupt.hpp"
+#include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "core/interrupt.hpp"
 #include "runtime/api/host_loop.hpp"
 #include "runtime/cli/experiment_check.hpp"
 #include "runtime/cli/memory_budget.hpp"
@@ -54,9 +54,9 @@ bool corrupt_for_tests() {  // test-only: see run_experiment's comment
 
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-double input_value(DType dt, Ops op, int64_t d, int64_t i) {
+double input_value(DType dt, ReduceOp op, int64_t d, int64_t i) {
   uint64_t h = splitmix64(static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(d) + 1);
-  if (op == Ops::MUL) {
+  if (op == ReduceOp::prod) {
     if (!small_integer_data(dt)) return 0.75 + static_cast<double>(h % 1001) / 2000.0;
     if (is_unsigned(dt)) return h % 2 ? 2 : 1;
     return h % 3 == 0 ? 1 : h % 3 == 1 ? -1 : 2;

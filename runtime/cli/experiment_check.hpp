@@ -21,7 +21,7 @@ double micros(Clock::duration d);  // d in microseconds
 // Device d's input element i for dtype and op: small integers for integer and 16-bit float types (every
 // partial result exact), fractions in [-3.3, 3.3] otherwise; products bounded (factors 1, -1, 2 or in
 // [0.75, 1.25]). Deterministic: a hash of (d, i).
-double input_value(DType dt, Ops op, int64_t d, int64_t i);
+double input_value(DType dt, ReduceOp op, int64_t d, int64_t i);
 // Device d's input data: a (1, count) row of input_value, rounded or wrapped into cfg.dtype.
 HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d);
 

@@ -7,7 +7,7 @@
 #include <ctime>
 #include <filesystem>
 
-#include "rewrite/files.hpp"
+#include "core/files.hpp"
 #include "rewrite/tuning.hpp"
 #include "runtime/cli/report.hpp"
 

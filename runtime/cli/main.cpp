@@ -29,10 +29,10 @@
 #include <system_error>
 #include <thread>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "rewrite/interrupt.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "core/interrupt.hpp"
+#include "core/params_internal.hpp"
 #include "rewrite/tuning.hpp"
 #include "runtime/api/trace.hpp"
 #include "runtime/cli/config.hpp"
@@ -56,7 +56,7 @@ int with_stdout_checked(int status) {
 using namespace ringrt;
 
 // SIGINT/SIGTERM during `ringrt run`: the first one only records a stop request (async-signal-safe:
-// rewrite/interrupt.hpp), and the run stops at its next safe point: the experiment runner between two
+// core/interrupt.hpp), and the run stops at its next safe point: the experiment runner between two
 // allreduces, a compile in progress by killing the compiler (its temporary folder is removed). The
 // rows finished are printed and written (--csv, --json), and the exit status is 128 + the signal. A
 // second signal ends the process at once, the default way, unless it repeats the first within a second:
@@ -103,7 +103,7 @@ std::string error_prefix() {
 }
 
 // One error message on stderr, in one write (the ranks of a job share the terminal). Each of its lines as
-// printable_name (rewrite/files.hpp) writes it: a file name with an escape sequence or bytes that are not UTF-8
+// printable_name (core/files.hpp) writes it: a file name with an escape sequence or bytes that are not UTF-8
 // is shown, not obeyed by the terminal.
 void report(const std::string& message) {
   std::string line = error_prefix();

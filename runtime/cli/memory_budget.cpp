@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/cli/experiment.hpp"
 #include "runtime/cli/experiment_check.hpp"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/cli/config.hpp"
 
 namespace ringrt {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt {
 

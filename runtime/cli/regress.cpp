@@ -15,10 +15,10 @@
 #include <span>
 #include <system_error>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "rewrite/interrupt.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "core/interrupt.hpp"
+#include "core/params_internal.hpp"
 #include "rewrite/tuning.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/cli/experiment.hpp"
@@ -277,7 +277,7 @@ int regress_command(const RegressOptions& o) {
   }
   check_distinct_outputs({{"--junit", o.junit}, {"--summary", o.summary}}, inputs);
   std::string started = junit_timestamp();
-  // the reports, each replaced whole (rewrite/files.hpp replace_file) from the start (no experiment yet,
+  // the reports, each replaced whole (core/files.hpp replace_file) from the start (no experiment yet,
   // "running") and after each experiment: a bad path fails before anything runs, a job killed part way leaves
   // what finished, and a reader never sees a file cut short
   auto write_reports = [&](std::span<const ExperimentVerdict> finished, std::optional<int> status) {

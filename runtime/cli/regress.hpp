@@ -15,13 +15,13 @@
 //     not failed. An experiment without a baseline is reported "no baseline".
 //   - --record runs the same and writes the baselines (this machine, ringrt version, backend, device count, each
 //     row's busbw and #wrong, the tolerance in force) in place of the old ones, each replaced whole
-//     (rewrite/files.hpp replace_file); an experiment with a wrong row is not recorded (a regression), nor one with
+//     (core/files.hpp replace_file); an experiment with a wrong row is not recorded (a regression), nor one with
 //     two rows of one name (exit 2). A row is "recorded" once its baseline is written.
-//   - File names are shown and stored as printable_name (rewrite/files.hpp) writes them.
+//   - File names are shown and stored as printable_name (core/files.hpp) writes them.
 //   - stdout: a line per row and a summary; stderr: each regression, naming the experiment, the row and the
 //     figure; --junit FILE: a test suite per experiment, a test case per row; --summary FILE: Markdown (for a CI
 //     job's summary page), both written before anything runs ("RUNNING") and replaced whole after each experiment
-//     (a job killed part way leaves what finished). Files are written through rewrite/files.hpp (never through a
+//     (a job killed part way leaves what finished). Files are written through core/files.hpp (never through a
 //     link).
 //   - Under mpirun every rank runs every experiment and rank 0 reports, writes the files, and gives the job its
 //     status (the busbw compared is rank 0's, as `ringrt run` prints rank 0's times).

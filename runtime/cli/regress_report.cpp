@@ -5,8 +5,8 @@
 
 #include <optional>
 
-#include "rewrite/files.hpp"
-#include "rewrite/interrupt.hpp"
+#include "core/files.hpp"
+#include "core/interrupt.hpp"
 
 namespace ringrt {
 namespace {

@@ -12,10 +12,10 @@
 #include <optional>
 #include <set>
 
+#include "core/errors.hpp"
+#include "core/files.hpp"
 #include "rewrite/collective.hpp"
 #include "rewrite/cost_model.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/tuning.hpp"
 

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "rewrite/files.hpp"
+#include "core/files.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment.hpp"

@@ -17,13 +17,13 @@
 #include <tuple>
 
 #include "codegen/compile_cache.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/tuning.hpp"
+#include "runtime/api/devices.hpp"
 #include "runtime/cli/experiment.hpp"
-#include "runtime/device/devices.hpp"
 
 namespace ringrt {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "rewrite/params.hpp"
+#include "core/params_internal.hpp"
 #include "runtime/cpu/cpu_kernel.hpp"
 
 namespace ringrt::cpu_detail {
@@ -19,12 +19,12 @@ size_t output_bytes(const CpuKernel& ck) {
 }
 
 // Whether a launch of ck on bufs takes its streaming entry (HostKernel::stream): when its outputs
-// together take at least perf_options().stream_bytes and none overlaps an input. Out of place, a store
+// together take at least runtime_params().stream_bytes and none overlaps an input. Out of place, a store
 // streamed past the cache skips the read of its line a plain store first makes (a third of an
 // out-of-place reduce's memory traffic: N=4, 64 MiB, 0.70x the all2all's time); in place the line was
 // just read into the cache, and streaming it out only costs (the in-place GPT-2 step: about 1.2x).
 bool streams(const CpuKernel& ck, const std::vector<void*>& bufs, size_t out_bytes) {
-  int64_t at = perf_options().stream_bytes;
+  int64_t at = runtime_params().stream_bytes;
   size_t outputs = 1 + static_cast<size_t>(ck.k.peer_outputs);
   if (!ck.host.stream || at <= 0 || out_bytes * outputs < static_cast<size_t>(at)) return false;
   auto overlap = [](const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
@@ -85,7 +85,7 @@ void run_collective(const CollectiveLaunch& l, const CollectiveCall& call, std::
           call.barrier->wait_signals(w.device, call.signal_base + static_cast<uint64_t>(w.count), timeout, who);
       int64_t n = s.end - s.begin, grain = split_grain(n);
       if (n == 0) {  // (a ring's empty slice)
-      } else if (!perf_options().kernel_split || n <= grain) {
+      } else if (!runtime_params().kernel_split || n <= grain) {
         run_collective_step(l, i, call.itemsize, 0, n);
       } else {
         tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, grain), [&](const tbb::blocked_range<int64_t>& r) {

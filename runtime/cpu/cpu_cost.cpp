@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "rewrite/cost_model.hpp"
-#include "rewrite/errors.hpp"
 #include "runtime/cpu/cpu_device.hpp"
 
 namespace ringrt {

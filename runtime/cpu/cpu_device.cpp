@@ -20,9 +20,9 @@
 
 #include "codegen/compiler.hpp"
 #include "codegen/render.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
 #include "runtime/cpu/cpu_kernel.hpp"
 
 namespace ringrt {
@@ -77,14 +77,14 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_for_host(const std::vector<
   return out;
 }
 
-// A copy that runs inline (run_inline): with perf_options().kernel_split, a copy of two pieces or more
+// A copy that runs inline (run_inline): with runtime_params().kernel_split, a copy of two pieces or more
 // is cut into pieces of at most kCopyPiece bytes that TBB workers copy, as a kernel's range is split.
 // Inline items run one after another on the calling thread, so an unsplit copy there is one core's work
 // however many cores there are (N=4, 4 MiB: 0.7x the allreduce's time split); a queued copy is not
 // split, the queue threads of the devices already copy at once (at 64 MiB splitting them was slower).
 constexpr size_t kCopyPiece = size_t{32} << 10;
 void copy_split(void* dst, const void* src, size_t bytes) {
-  if (bytes < 2 * kCopyPiece || !perf_options().kernel_split) return copy_bytes(dst, src, bytes);
+  if (bytes < 2 * kCopyPiece || !runtime_params().kernel_split) return copy_bytes(dst, src, bytes);
   tbb::parallel_for(tbb::blocked_range<size_t>(0, bytes, kCopyPiece), [&](const tbb::blocked_range<size_t>& r) {
     std::memcpy(static_cast<char*>(dst) + r.begin(), static_cast<const char*>(src) + r.begin(), r.size());
   });
@@ -162,10 +162,10 @@ class CpuDevice : public Device {
     bool stream = streams(ck, bufs, out_bytes);
     auto work = [fn = stream ? ck.host.stream : ck.host.fn, lib = ck.host.library, bufs = std::move(bufs), dnum,
                  n = ck.k.numel]() mutable {
-      // split the element range across TBB workers (perf_options().kernel_split); small kernels
+      // split the element range across TBB workers (runtime_params().kernel_split); small kernels
       // run inline
       int64_t grain = split_grain(n);
-      if (!perf_options().kernel_split || n <= grain) {
+      if (!runtime_params().kernel_split || n <= grain) {
         fn(bufs.data(), dnum, 0, n);
         return;
       }
@@ -270,7 +270,7 @@ class CpuDevice : public Device {
     Event done;
   };
 
-  // With `small`, runs fn at once on the calling thread when it may start now (perf_options().inline_small):
+  // With `small`, runs fn at once on the calling thread when it may start now (runtime_params().inline_small):
   // nothing is queued or running on this device and every event it waits for is done; returns its
   // event (done), or nothing when it must be queued. For work this small the hand-off to the queue
   // thread and the wake-up of the waiter cost more than the work (N=2, 256 KiB: most of the time went
@@ -292,7 +292,7 @@ class CpuDevice : public Device {
   // Whether work that waits for `after` may run on the calling thread now, as far as the switches and
   // the events go (the device must still be taken).
   static bool may_run_inline(const std::vector<Event>& after) {
-    return perf_options().inline_small && !trace_timing() &&
+    return runtime_params().inline_small && !trace_timing() &&
            std::all_of(after.begin(), after.end(), [](const Event& a) { return a.done(); });
   }
 
@@ -343,7 +343,7 @@ class CpuDevice : public Device {
   // kGroupBytes.
   static std::optional<std::vector<Event>> run_group_inline(const std::vector<GroupLaunch>& launches,
                                                             const std::vector<Event>& after) {
-    if (!perf_options().kernel_split || !may_run_inline(after)) return std::nullopt;
+    if (!runtime_params().kernel_split || !may_run_inline(after)) return std::nullopt;
     size_t moved = 0;  // bytes read and written by the whole group; nothing allocated before the checks
     for (const GroupLaunch& l : launches) {
       const auto& ck = static_cast<const CpuKernel&>(*l.kernel);
@@ -426,7 +426,7 @@ class CpuDevice : public Device {
           if (more && l.steps[at[d]].kind == FusedStep::Kind::barrier) ++at[d];  // past its barrier
         }
         auto run = [&](const Piece& p) { run_collective_step(*p.launch, p.step, call.itemsize, p.begin, p.end); };
-        if (pieces.size() == 1 || !perf_options().kernel_split) {
+        if (pieces.size() == 1 || !runtime_params().kernel_split) {
           for (const Piece& p : pieces) run(p);
         } else if (!pieces.empty()) {
           tbb::parallel_for(tbb::blocked_range<size_t>(0, pieces.size(), 1), [&](const tbb::blocked_range<size_t>& r) {

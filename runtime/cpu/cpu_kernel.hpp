@@ -26,7 +26,7 @@ void copy_bytes(void* dst, const void* src, size_t bytes);
 size_t output_bytes(const CpuKernel& ck);
 // Whether a launch of ck on bufs takes its streaming entry (HostKernel::stream; cpu_collective.cpp).
 bool streams(const CpuKernel& ck, const std::vector<void*>& bufs, size_t out_bytes);
-// The elements of a kernel's range per piece that TBB runs (perf_options().kernel_split).
+// The elements of a kernel's range per piece that TBB runs (runtime_params().kernel_split).
 inline int64_t split_grain(int64_t numel) { return numel / 64 > 4096 ? numel / 64 : 4096; }
 
 // Step i of launch l, which is no barrier, over elements [begin, end) of its range (offsets from the

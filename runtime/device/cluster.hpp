@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/rank_info.hpp"
 #include "runtime/device/device.hpp"
-#include "runtime/device/devices.hpp"
 
 namespace ringrt {
 

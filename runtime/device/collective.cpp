@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/device/device.hpp"
 
 namespace ringrt {

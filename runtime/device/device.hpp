@@ -21,8 +21,9 @@
 #include <vector>
 
 #include "codegen/kernel.hpp"
+#include "core/params_internal.hpp"
+#include "core/rank_info.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/params.hpp"
 #include "runtime/device/memory.hpp"
 
 namespace ringrt {
@@ -290,8 +291,8 @@ class Device {
     return true;
   }
   // True when kernels on this device may read and write `peer`'s memory in place (the executor then
-  // reads a copy's source directly instead of copying it, perf_options().peer_reads, and lets a kernel
-  // write its result's copies into peers itself, perf_options().peer_writes). Default: false.
+  // reads a copy's source directly instead of copying it, runtime_params().peer_reads, and lets a kernel
+  // write its result's copies into peers itself, runtime_params().peer_writes). Default: false.
   // cpu: every cpu device (one address space); hip: a HIP device on the same GPU or on one with peer access.
   virtual bool can_read_peer(const Device& peer) const {
     (void)peer;
@@ -323,34 +324,8 @@ class Device {
 bool trace_timing();
 void set_trace_timing(bool on);  // for Trace
 
-// Runtime performance switches: the tunables runtime.peer_reads, runtime.kernel_split,
-// runtime.inline_small, runtime.peer_writes and runtime.stream_bytes (rewrite/params.hpp; README,
-// "Performance switches"); every one is on by default and exists so that benchmarks can show what it buys.
-struct PerfOptions {
-  bool peer_reads = RuntimeParams{}.peer_reads;         // RINGRT_PEER_READS: a copy read only by kernels on a
-                                                        // peer-reading device is elided, the kernels read its
-                                                        // source in place
-  bool kernel_split = RuntimeParams{}.kernel_split;     // RINGRT_KERNEL_SPLIT: a cpu kernel's range, and a
-                                                        // copy that runs inline, is split across TBB workers
-  bool inline_small = RuntimeParams{}.inline_small;     // RINGRT_INLINE_SMALL: a cpu kernel or copy of at most
-                                                        // kInlineBytes that may start at once runs on the
-                                                        // launching thread instead of the device's queue thread
-  bool peer_writes = RuntimeParams{}.peer_writes;       // RINGRT_PEER_WRITES: a kernel whose result is copied
-                                                        // whole to peers its device may write writes them itself
-                                                        // (Kernel::peer_outputs), the copies are elided
-  int64_t stream_bytes = RuntimeParams{}.stream_bytes;  // RINGRT_STREAM_BYTES: a cpu kernel that writes at
-                                                        // least this many bytes (output and peer outputs)
-                                                        // streams its whole lines past the cache; 0 never
-  bool operator==(const PerfOptions&) const = default;
-};
 // The largest kernel output or copy, in bytes, that inline_small runs on the launching thread.
 inline constexpr size_t kInlineBytes = size_t{1} << 20;
-// The switches in force: set_perf_options's or set_runtime_params's values, else the environment's
-// (read once), else the defaults. Throws ConfigError for a malformed environment value. Thread-safe: a
-// change made while other threads run is seen, switch by switch, at their next call (rewrite/plan/memory_plan.cpp).
-PerfOptions perf_options();
-void set_perf_options(const PerfOptions& options);  // for benchmarks and tests (set_runtime_params)
-
 // ---- the registry: resolves device names; backends register with it (it includes none of them).
 
 // A backend: the devices of one kind ("CPU", "HIP"), named "KIND:0" .. "KIND:count()-1".
@@ -371,6 +346,10 @@ std::vector<std::string> device_names(const std::string& kind);
 // the exit handler that waits until every device's queue is empty, so that it runs before the
 // destructor of every static constructed so far (see runtime/device/registry.cpp). Thread-safe.
 void drain_devices_at_exit();
+// This process's rank and host (runtime/device/remote.cpp; the public API declares it for users in
+// runtime/api/devices.hpp, with the device lists, which are defined in runtime/device/registry.cpp).
+const RankInfo& rank_info();
+
 // The number of virtual cpu devices (default 4; raised on demand by cpu_devices(n); never lowered).
 // Throws DeviceError for n < 1. Implemented by the cpu backend (runtime/cpu/).
 void set_cpu_device_count(int n);

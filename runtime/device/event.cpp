@@ -5,7 +5,7 @@
 #include <mutex>
 #include <thread>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/device/device.hpp"
 
 namespace ringrt {

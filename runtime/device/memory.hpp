@@ -1,4 +1,5 @@
-// Per-device memory accounting, readable from the public API. Reference: PyTorch's caching allocator
+// Per-device memory accounting (internal): the bookkeeping behind Device::memory_stats, which the public API reads
+// (runtime/api/devices.hpp). Reference: PyTorch's caching allocator
 // statistics (torch.cuda.memory_stats: allocated, peak, reserved); tinygrad GlobalCounters.mem_used.
 #pragma once
 
@@ -7,25 +8,9 @@
 #include <mutex>
 #include <string>
 
+#include "core/memory_stats.hpp"
+
 namespace ringrt {
-
-// One device's memory, in bytes. in_use and peak count the bytes asked for (a tensor of n float32
-// elements on a device adds 4n there); cached counts whole blocks as the allocator holds them
-// (rounded up to its granularity: 64 bytes on the cpu backend; on hip, its size classes,
-// hip_launch::cache_block_size).
-struct MemoryStats {
-  int64_t in_use = 0;       // handed out to live allocations (tensor storages, an executor's scratch)
-  int64_t peak = 0;         // the highest in_use since the device was created or reset_peak_memory
-  int64_t cached = 0;       // freed blocks the allocator keeps for reuse (not in in_use)
-  int64_t allocations = 0;  // live allocations
-  bool operator==(const MemoryStats&) const = default;
-};
-
-// The statistics of device `device` ("CPU:0", "HIP:1"); creates the device like every other call.
-// Throws DeviceError for an unknown device. Thread-safe; a snapshot (other threads may allocate).
-MemoryStats memory_stats(const std::string& device);
-// Sets device's peak to its current in_use (to measure the peak of one step). Throws DeviceError.
-void reset_peak_memory(const std::string& device);
 
 // For backends: the bookkeeping behind Device::memory_stats. Thread-safe.
 class MemoryCounter {

@@ -27,11 +27,11 @@
 #include <map>
 #include <mutex>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/settings.hpp"
+#include "core/errors.hpp"
+#include "core/rank_info.hpp"
+#include "core/settings.hpp"
 #include "runtime/device/cluster.hpp"
 #include "runtime/device/device.hpp"
-#include "runtime/device/devices.hpp"
 #include "runtime/device/remote.hpp"
 
 namespace ringrt {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 #include "runtime/device/cluster.hpp"
 
 namespace ringrt {

@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/plan/memory_plan.hpp"
 
 namespace ringrt {
@@ -371,7 +371,7 @@ class Program::Binding {
 
 bool Program::BindingPlan::matches(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
                                    RunSlots& slots) const {
-  if (peer_reads != perf_options().peer_reads || peer_writes != perf_options().peer_writes ||
+  if (peer_reads != runtime_params().peer_reads || peer_writes != runtime_params().peer_writes ||
       outs.size() != out_blocks.size())
     return false;
   slots.fixed.clear();
@@ -400,8 +400,8 @@ std::shared_ptr<const Program::BindingPlan> Program::BindingPlan::build(const Pr
   slots.fixed.clear();
   slots.devices.clear();
   slots.held.clear();
-  plan->peer_reads = perf_options().peer_reads;
-  plan->peer_writes = perf_options().peer_writes;
+  plan->peer_reads = runtime_params().peer_reads;
+  plan->peer_writes = runtime_params().peer_writes;
   plan->launches.resize(p.plan_.items.size());
   plan->copies.resize(p.plan_.items.size());
   Binding binding(p, outs, inputs, *plan, slots);

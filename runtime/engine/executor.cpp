@@ -12,10 +12,10 @@
 #include <unordered_map>
 
 #include "codegen/item_kernel.hpp"
+#include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "core/params_internal.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/hash.hpp"
-#include "rewrite/params.hpp"
 #include "rewrite/plan/memory_plan.hpp"
 #include "runtime/device/cluster.hpp"
 #include "runtime/engine/binding.hpp"
@@ -76,7 +76,7 @@ std::string describe_item(const ScheduleItem& item, size_t i) {
   return fmt::format("item {} (kernel {} {})", i, dtype_name(item.ast.dtype()), shape_str(item.ast.shape()));
 }
 
-// set_watchdog_timeout: the tunable runtime.watchdog_s for the process (watchdog_timeout, rewrite/params.hpp).
+// set_watchdog_timeout: the tunable runtime.watchdog_s for the process (watchdog_timeout, core/params.hpp).
 void set_watchdog_timeout(std::chrono::milliseconds timeout) {
   RuntimeParams r;
   r.watchdog_s = static_cast<double>(timeout.count()) / 1000;

@@ -79,7 +79,7 @@ class DeviceStorage {
   mutable std::atomic<bool> has_pending_{false};        // pending_ set: pending() takes no lock without it
 };
 
-// Sets the watchdog (runtime.watchdog_s; watchdog_timeout() in rewrite/params.hpp reads it) for the process.
+// Sets the watchdog (runtime.watchdog_s; watchdog_timeout() in core/params.hpp reads it) for the process.
 void set_watchdog_timeout(std::chrono::milliseconds timeout);
 
 using StorageLookup = std::function<std::shared_ptr<DeviceStorage>(int64_t buffer_id)>;

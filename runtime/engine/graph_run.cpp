@@ -27,7 +27,7 @@
 #include <cstdio>
 #include <set>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/engine/binding.hpp"
 #include "runtime/engine/executor.hpp"
 

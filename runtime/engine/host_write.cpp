@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/engine/collect.hpp"
 
 namespace ringrt {

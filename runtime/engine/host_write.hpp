@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "rewrite/host_buffer.hpp"
+#include "core/host_buffer.hpp"
 #include "runtime/engine/realize.hpp"
 
 namespace ringrt {

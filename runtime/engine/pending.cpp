@@ -9,8 +9,8 @@
 #include <future>
 #include <mutex>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "rewrite/params.hpp"
+#include "core/params_internal.hpp"
 #include "rewrite/plan/schedule.hpp"
 
 namespace ringrt {

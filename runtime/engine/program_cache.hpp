@@ -7,16 +7,16 @@
 // graph is rebuilt in a graph of the entry's own (parameter i = BUFFER id i) and lowered and planned
 // there, so everything the lowering makes dies with the entry; a run binds parameter i to the storage
 // of the caller's i-th buffer. Bounded: least recently used entries are dropped beyond
-// runtime.program_cache programs (rewrite/params.hpp).
+// runtime.program_cache programs (core/params.hpp).
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <vector>
 
+#include "core/settings.hpp"
 #include "rewrite/canonical.hpp"
 #include "rewrite/lower/lower.hpp"
-#include "rewrite/settings.hpp"
 #include "runtime/engine/executor.hpp"
 
 namespace ringrt {

@@ -9,14 +9,13 @@
 
 #include "codegen/item_kernel.hpp"
 #include "codegen/view.hpp"
+#include "core/errors.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/memory_plan.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/engine/collect.hpp"
-#include "runtime/engine/internal.hpp"
 #include "runtime/engine/program_cache.hpp"
 
 namespace ringrt {
@@ -473,62 +472,6 @@ void own(const StatePtr& st) {
   } else if (!is_realized(*st)) {
     realize_states({st}, false);
   }
-}
-
-namespace {
-
-// The kernel items a run skips: a root's copy of a buffer that the lowering made (MemoryPlan::forwarded),
-// which a run binds to the root's memory instead (runtime/engine/binding.cpp).
-std::vector<char> skipped_items(const ItemPlan& plan, const std::vector<UOp>& roots, const UOp& root) {
-  std::vector<char> out(plan.items.size(), 0);
-  MemoryPlan memory(plan, roots);
-  std::unordered_set<const detail::Node*> inputs;
-  for (const UOp& u : root.graph().toposort({root}))
-    if (u.op() == Ops::BUFFER) inputs.insert(u.node());
-  for (size_t i = 0; i < plan.items.size(); ++i)
-    if (const detail::Node* buffer = memory.forwarded(i)) out[i] = !inputs.count(buffer);
-  return out;
-}
-
-}  // namespace
-
-Schedule schedule_of(const UOp& root, bool borrowed) {
-  GraphUse use;
-  // a view of a realized buffer, or a contiguous() that will be one: nothing to run
-  if (borrowed || as_buffer_view(root, current_settings())) return {};
-  Lowered low = lower_multi({root}, current_settings());
-  Schedule s;
-  s.algorithms = low.algorithms;
-  ItemPlan plan = plan_schedule(low.roots);
-  std::vector<char> skipped = skipped_items(plan, low.roots, root);
-  auto ir = std::make_shared<detail::KernelIR>();
-  for (size_t i = 0; i < plan.items.size(); ++i) {
-    const ScheduleItem& item = plan.items[i];
-    if (skipped[i]) continue;
-    if (item.kind == ScheduleItem::Kind::kernel) {  // the IR the executor would compile for it
-      codegen::Kernel k = lower_item(item).kernel;
-      s.kernel_items.push_back({i, item.device.to_string(), k.name, k.numel});
-      ir->kernels.push_back(std::move(k));
-      continue;
-    }
-    if (item.kind == ScheduleItem::Kind::collective) {
-      CollectiveArg a = collective_arg(item.ast);
-      s.fused_items.push_back({i, item.device.to_string(), std::string(fused_collective_name(a.collective)),
-                               std::string(fused_name(a.algorithm)),
-                               a.collective == FusedCollective::allgather || a.collective == FusedCollective::broadcast
-                                   ? std::string("none")
-                                   : std::string(op_name(a.op)),
-                               ringrt::prod(item.ast.src(0).shape())});  // the input's elements per device
-      continue;
-    }
-    const UOp& c = item.ast;
-    s.copy_items.push_back(
-        {c.src(0).device().name(), c.device().name(), ringrt::prod(c.shape()) * itemsize(c.dtype())});
-  }
-  s.kernel_count = static_cast<int64_t>(s.kernel_items.size());
-  s.listing = plan.to_string(skipped);
-  s.ir = std::move(ir);
-  return s;
 }
 
 std::vector<UOp> engine_roots() {

@@ -1,5 +1,5 @@
 // The realize engine (internal): the storage registry, the state behind a Tensor handle, assignment
-// ordering and realize. The Tensor front end (runtime/api/) builds graphs and calls this; the program
+// ordering and realize. The Tensor front end (runtime/api/, a room above) builds graphs and calls this; the program
 // cache (runtime/engine/program_cache.hpp) and the executor (runtime/engine/executor.hpp) run them.
 // Reference: tinygrad tensor.py realize, engine/realize.py, schedule.py (assign ordering).
 //
@@ -15,10 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/settings.hpp"
 #include "rewrite/interpreter.hpp"
-#include "rewrite/settings.hpp"
 #include "rewrite/uop.hpp"
-#include "runtime/api/tensor.hpp"
 #include "runtime/engine/executor.hpp"
 
 namespace ringrt {
@@ -39,12 +38,6 @@ struct TensorState {
   bool placeholder = false;
 };
 using StatePtr = std::shared_ptr<TensorState>;
-
-// In-tree access to a Tensor's state (Tensor's friend); the API never exposes it.
-struct TensorAccess {
-  static const StatePtr& state(const Tensor& t) { return t.s_; }
-  static Tensor wrap(StatePtr s) { return Tensor(std::move(s)); }
-};
 
 // Throws DeviceError naming op when st is a placeholder (Tensor::placeholder): it has no memory to
 // realize, read or write.
@@ -108,8 +101,5 @@ struct EngineCounts {
   size_t storages = 0, states = 0, assignments = 0;
 };
 EngineCounts engine_counts();
-
-// What realize() would run for root (nothing for a view of a buffer, borrowed or to be).
-Schedule schedule_of(const UOp& root, bool borrowed);
 
 }  // namespace ringrt

@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/engine/executor.hpp"
 
 namespace ringrt {

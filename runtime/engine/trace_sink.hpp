@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/api/trace.hpp"
+#include "core/trace_event.hpp"
 #include "runtime/device/device.hpp"
 
 namespace ringrt {

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/hip/hip_platform.hpp"
 
 namespace ringrt {

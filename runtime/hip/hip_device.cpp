@@ -22,7 +22,7 @@
 
 #include "codegen/compiler.hpp"
 #include "codegen/render.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_graph.hpp"
 #include "runtime/hip/hip_memory.hpp"
@@ -345,7 +345,7 @@ class HipDevice final : public Device {
   }
 
   // Waits for everything submitted so far (a marker through the queue); at most runtime.watchdog_s
-  // (rewrite/params.hpp): past that a kernel or host function hangs, and it throws TimeoutError instead of
+  // (core/params.hpp): past that a kernel or host function hangs, and it throws TimeoutError instead of
   // waiting forever. Throws DeviceError when the device is shut down or poisoned. Must not be called from
   // a function submitted to this device (it would wait for itself).
   void synchronize() override {

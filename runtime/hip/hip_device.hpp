@@ -115,7 +115,7 @@ namespace ringrt {
 
 // The HIP device names, {"HIP:0", ..., "HIP:n-1"}: one per GPU the HIP runtime sees (HIP_VISIBLE_DEVICES
 // applies; on NVIDIA, CUDA_VISIBLE_DEVICES), or, when runtime.hip_logical_devices
-// (RINGRT_HIP_LOGICAL_DEVICES, rewrite/params.hpp) is n > 0, n logical devices on those GPUs in turn
+// (RINGRT_HIP_LOGICAL_DEVICES, core/params.hpp) is n > 0, n logical devices on those GPUs in turn
 // (HIP:i on GPU hip_physical_gpu(i, gpus)). Empty when there is no GPU, whatever the tunable: when
 // hipGetDeviceCount reports none, or an error that means no GPU (hip_platform.hpp no_gpu_error: no
 // device, no driver; on NVIDIA also the toolkit's stub driver).

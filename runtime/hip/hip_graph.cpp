@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/hip/hip_device.hpp"
 #include "runtime/hip/hip_memory.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_device.hpp"
 #include "runtime/hip/hip_support.hpp"

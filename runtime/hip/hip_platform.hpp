@@ -27,7 +27,7 @@
 
 namespace ringrt::hip_detail {
 
-// The compile target of a simulated GPU: "sim" (runtime/hip/sim/sim_rtc.hpp).
+// The compile target of a simulated GPU: "sim" (codegen/sim_rtc.hpp).
 inline std::string gpu_arch_name(const hipDeviceProp_t& props) { return props.gcnArchName; }
 
 // True for a device-count error that means "no GPU here" (RINGRT_SIM_GPUS=0).

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/hip/hip_device.hpp"
 
 namespace ringrt::hip_detail {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 #include "runtime/hip/hip_check.hpp"
 #include "runtime/hip/hip_device.hpp"
 #include "runtime/hip/hip_support.hpp"

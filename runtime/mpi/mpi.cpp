@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt::mpi {
 

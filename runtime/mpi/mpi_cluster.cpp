@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/hash.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "core/params_internal.hpp"
 #include "runtime/device/cluster.hpp"
 #include "runtime/mpi/mpi.hpp"
 #include "runtime/mpi/transfers.hpp"

@@ -8,8 +8,8 @@
 #include <climits>
 #include <optional>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt::mpi {
 

@@ -21,8 +21,8 @@
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/engine/collect.hpp"
-#include "runtime/engine/internal.hpp"
 
 using namespace ringrt;
 

@@ -118,7 +118,7 @@ Loop ddp_loop(const std::vector<std::string>& devs, int64_t count, int64_t nbuck
               for (int64_t d = 0; d < ndev; ++d) grads.push_back(shard_data(s + b, d, n));
               Tensor& g = (*buckets)[b];
               g.write_shards(grads);
-              g.allreduce_in_place(Ops::ADD).realize();
+              g.allreduce_in_place(ReduceOp::sum).realize();
               if (check) {
                 std::vector<Tensor> shards = g.shards();
                 for (const Tensor& t : shards) ok = ok && sums_match(t.to_vector<float>(), s + b, ndev, n);
@@ -152,7 +152,7 @@ Loop fsdp_loop(const std::vector<std::string>& devs, int64_t count, int64_t nuni
               std::vector<HostBuffer> g;
               for (int64_t d = 0; d < ndev; ++d) g.push_back(shard_data(s + b, d, ndev * part));
               for (HostBuffer& h : g) h.shape = {ndev * part};
-              Tensor grad_shard = (*grads)[b].write_shards(g).reduce_scatter(Ops::ADD, 0);
+              Tensor grad_shard = (*grads)[b].write_shards(g).reduce_scatter(ReduceOp::sum, 0);
               grad_shard.realize();
               if (!check) continue;
               std::vector<float> all = gathered.shards().back().to_vector<float>();  // the last device's copy

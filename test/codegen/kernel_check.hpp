@@ -13,8 +13,8 @@
 #include "codegen/compiler.hpp"
 #include "codegen/kernel.hpp"
 #include "codegen/render.hpp"
+#include "core/params_internal.hpp"
 #include "rewrite/interpreter.hpp"
-#include "rewrite/params.hpp"
 #include "test/codegen/random_kernel.hpp"
 #include "test/support/checks.hpp"
 

@@ -18,8 +18,8 @@
 
 #include "codegen/compiler.hpp"
 #include "codegen/render.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/interrupt.hpp"
+#include "core/errors.hpp"
+#include "core/interrupt.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_compiler)
 
@@ -556,7 +556,7 @@ BOOST_AUTO_TEST_CASE(a_compiler_that_cannot_run_or_no_temporary_folder_is_a_user
   std::filesystem::remove_all(dir);
 }
 
-// A stop request (rewrite/interrupt.hpp; the `ringrt` program's SIGINT/SIGTERM) kills a compile in
+// A stop request (core/interrupt.hpp; the `ringrt` program's SIGINT/SIGTERM) kills a compile in
 // progress, the compiler's whole process group (here sh and its sleep, which holds the output pipe
 // open: the compile returns only once both are gone), and removes its folder; a compile asked for
 // while the request is pending runs nothing.

@@ -8,7 +8,7 @@
 
 #include "codegen/kernel.hpp"
 #include "codegen/render.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "test/codegen/kernel_check.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_kernel)

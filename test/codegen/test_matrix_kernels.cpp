@@ -90,13 +90,13 @@ BOOST_AUTO_TEST_CASE(uop_built_points_are_the_tensor_api_points) {
     int ndev;
     std::string algo;
     DType dtype;
-    Ops op;
+    ReduceOp op;
     int64_t numel;
   };
   for (const Point& p :
-       {Point{4, "ring", DType::float16, Ops::MAX, 133}, Point{3, "hierarchical", DType::int32, Ops::ADD, 3},
-        Point{5, "all2all", DType::bfloat16, Ops::ADD, 100}}) {
-    BOOST_TEST_CONTEXT("ndev " << p.ndev << " " << p.algo << " " << dtype_name(p.dtype) << " " << op_name(p.op)
+       {Point{4, "ring", DType::float16, ReduceOp::max, 133}, Point{3, "hierarchical", DType::int32, ReduceOp::sum, 3},
+        Point{5, "all2all", DType::bfloat16, ReduceOp::sum, 100}}) {
+    BOOST_TEST_CONTEXT("ndev " << p.ndev << " " << p.algo << " " << dtype_name(p.dtype) << " " << reduce_op_name(p.op)
                                << " numel " << p.numel) {
       ScopedSettings scope(test::matrix_settings(p.algo, p.ndev));
       Tensor x = Tensor::from_host(HostBuffer(p.dtype, {p.ndev, p.numel})).shard(cpu_devices(p.ndev), 0);

@@ -10,7 +10,7 @@
 #include "codegen/compiler.hpp"
 #include "codegen/kernel.hpp"
 #include "codegen/render.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_stream_stores)
 

@@ -10,7 +10,7 @@
 
 #include "codegen/symbolic.hpp"
 #include "codegen/view.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_symbolic)
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt::fuzz {
 

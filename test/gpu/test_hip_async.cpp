@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 #include "runtime/api/tensor.hpp"
 #include "test/gpu/hip_test_support.hpp"
 #include "test/support/checks.hpp"

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "rewrite/settings.hpp"
+#include "core/settings.hpp"
 #include "runtime/api/tensor.hpp"
 #include "test/gpu/hip_test_support.hpp"
 #include "testing/checks.hpp"
@@ -37,7 +37,7 @@ RINGRT_SKIP_WITHOUT_HIP()
 
 namespace bdata = boost::unit_test::data;
 using namespace hip_test;
-using ringrt::Ops;
+using ringrt::ReduceOp;
 using ringrt::Shape;
 using ringrt::Tensor;
 
@@ -49,7 +49,7 @@ constexpr int kRoot = 1;  // broadcast's and reduce's root: not the first device
 // Runs kind on the devices `names` with algo forced, dtype and op, and compares every device's values
 // with the host's.
 void check_collective(const std::string& kind, const std::vector<std::string>& names, const std::string& algo,
-                      DType dtype, Ops op) {
+                      DType dtype, ReduceOp op) {
   int n = static_cast<int>(names.size());
   ringrt::AllreduceSettings s = ringrt::current_settings();
   s.ring = algo == "ring" ? 2 : 0;
@@ -73,8 +73,8 @@ BOOST_DATA_TEST_CASE(collective_on_four_logical_devices, bdata::make(kKinds), ki
   std::vector<std::string> names;
   for (int i = 0; i < 4; ++i) names.push_back(fmt::format("HIP:{}", i * gpus));
   for (const std::string algo : {"ring", "all2all"})
-    for (auto [dtype, op] : {std::pair{DType::float32, Ops::ADD}, std::pair{DType::int32, Ops::MAX}}) {
-      BOOST_TEST_CONTEXT(kind << " " << algo << " " << ringrt::dtype_name(dtype) << " " << ringrt::op_name(op)) {
+    for (auto [dtype, op] : {std::pair{DType::float32, ReduceOp::sum}, std::pair{DType::int32, ReduceOp::max}}) {
+      BOOST_TEST_CONTEXT(kind << " " << algo << " " << ringrt::dtype_name(dtype) << " " << ringrt::reduce_op_name(op)) {
         check_collective(kind, names, algo, dtype, op);
       }
     }

@@ -42,9 +42,9 @@
 #include "codegen/compiler.hpp"
 #include "codegen/kernel.hpp"
 #include "codegen/render.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
 #include "rewrite/interpreter.hpp"
-#include "rewrite/settings.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/hip/hip_check.hpp"
@@ -52,6 +52,10 @@
 #include "test/codegen/random_kernel.hpp"
 #include "test/gpu/hip_test_support.hpp"
 #include "test/support/checks.hpp"
+#include "test/support/runtime_switches.hpp"
+
+using ringrt::test::set_switches;
+using ringrt::test::switches;
 #endif
 
 BOOST_AUTO_TEST_SUITE(test_hip_device)
@@ -508,7 +512,7 @@ BOOST_AUTO_TEST_CASE(four_logical_devices_on_one_gpu) {
   s.ring = 2;
   ringrt::ScopedSettings scope(s);
   for (bool peer_reads : {true, false}) {
-    ringrt::set_perf_options(ringrt::PerfOptions{peer_reads, true, true});
+    set_switches(switches(peer_reads, true, true));
     ringrt::Tensor x = ringrt::Tensor::arange(4 * 300).reshape({4, 300}).shard(names, 0);
     std::vector<float> got = x.sum({0}).to_vector<float>();
     BOOST_TEST_REQUIRE(got.size() == 300u);

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/settings.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "test/gpu/hip_test_support.hpp"
@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(a_reduce_scatter_and_an_allgather_are_one_kernel_per_device
   for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
     ringrt::ScopedSettings scope(forced(algo));
     Tensor x = (Tensor::rand({2, 2 * 515}, 11, kTwo, 0) * 100.0f).realize();
-    expect_one_kernel_per_device(x.reduce_scatter(ringrt::Ops::ADD, 1), algo + " reduce_scatter");
+    expect_one_kernel_per_device(x.reduce_scatter(ringrt::ReduceOp::sum, 1), algo + " reduce_scatter");
     Tensor p = (Tensor::rand({4, 301}, 13, kTwo, 0) * 100.0f).realize();
     expect_one_kernel_per_device(p.allgather(), algo + " allgather");
     expect_one_kernel_per_device(p.broadcast(1, kTwo), algo + " broadcast");

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/params.hpp"
+#include "core/params_internal.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/api/trace.hpp"
 #include "test/gpu/hip_test_support.hpp"

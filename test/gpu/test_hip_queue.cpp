@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "codegen/kernel.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/hip/hip_device.hpp"

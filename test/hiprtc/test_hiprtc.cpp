@@ -14,7 +14,7 @@
 
 #include "codegen/compiler.hpp"
 #include "codegen/render.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #ifdef RINGRT_HAVE_HIP
 #include "runtime/hip/hip_device.hpp"
 #endif

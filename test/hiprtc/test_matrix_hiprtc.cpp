@@ -16,7 +16,7 @@
 
 #include "codegen/compiler.hpp"
 #include "codegen/render.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "test/support/allreduce_matrix.hpp"
 #include "test/support/collectives_matrix.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/settings.hpp"
+#include "core/settings.hpp"
 #include "runtime/cli/config.hpp"
 #include "test/support/temp_dir.hpp"
 

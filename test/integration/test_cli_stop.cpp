@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/files.hpp"
+#include "core/files.hpp"
 #include "test/integration/cli_run.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_cli)

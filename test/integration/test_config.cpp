@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <map>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/interrupt.hpp"
+#include "core/errors.hpp"
+#include "core/interrupt.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/cli/config.hpp"
 #include "runtime/cli/experiment_check.hpp"
 #include "runtime/cli/report.hpp"
-#include "runtime/engine/internal.hpp"
 #include "test/integration/cli_run.hpp"
 #include "test/support/checks.hpp"
 
@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(values_and_defaults) {
   BOOST_TEST((c.settings.reduce_leaders == std::vector<std::string>{"CPU:1"}));
   BOOST_TEST(!c.settings.cast);
   BOOST_TEST(c.settings.debug == 1);
-  BOOST_TEST((c.op == Ops::MAX));
+  BOOST_TEST((c.op == ReduceOp::max));
   BOOST_TEST((c.dtype == DType::float16));
   BOOST_TEST((c.sweep_counts() == std::vector<int64_t>{256, 512}));
   BOOST_TEST(c.warmup == 0);
@@ -364,7 +364,7 @@ BOOST_AUTO_TEST_CASE(check_result_counts_the_same_in_any_range) {
       ExperimentConfig c = parse_config("devices: {count: 3}\nexperiment: {counts: [37], dtype: int32}\n", "y.yaml",
                                         {"experiment.collective=" + collective, "experiment.root=1"});
       ExperimentConfig as_max = c;
-      as_max.op = Ops::MAX;
+      as_max.op = ReduceOp::max;
       int64_t count = collective_count(c, 37);
       Tensor x = make_collective_input(c, count);
       Tensor right = run_collective(c, x).realize(), wrong = run_collective(as_max, x).realize();
@@ -390,7 +390,7 @@ BOOST_AUTO_TEST_CASE(check_result_counts_the_same_in_any_range) {
   }
 }
 
-// A stop request (rewrite/interrupt.hpp: the `ringrt` program's SIGINT and SIGTERM) ends the host's
+// A stop request (core/interrupt.hpp: the `ringrt` program's SIGINT and SIGTERM) ends the host's
 // loops over a row's elements, its input, its reference and its check, at once: at 64 MiB on 4 devices
 // they are seconds between two polls of observer.stop. A run stops with the rows finished before.
 BOOST_AUTO_TEST_CASE(a_stop_request_ends_the_host_loops_of_a_row) {
@@ -398,7 +398,7 @@ BOOST_AUTO_TEST_CASE(a_stop_request_ends_the_host_loops_of_a_row) {
       parse_config("devices: {count: 2}\nexperiment: {counts: [8, 262144], warmup: 0, iters: 1}\n", "y.yaml");
   request_interrupt(SIGTERM);
   BOOST_CHECK_THROW(input_row(c, 1 << 20, 0), Interrupted);
-  BOOST_CHECK_THROW(reference_of(DType::float32, 2, 0, 1 << 20, Ops::ADD, [](int64_t, int64_t) { return 1.0; }),
+  BOOST_CHECK_THROW(reference_of(DType::float32, 2, 0, 1 << 20, ReduceOp::sum, [](int64_t, int64_t) { return 1.0; }),
                     Interrupted);
   ExperimentResult stopped = run_experiment(c);  // no observer.stop: the request alone stops it
   clear_interrupt();
@@ -406,7 +406,7 @@ BOOST_AUTO_TEST_CASE(a_stop_request_ends_the_host_loops_of_a_row) {
   BOOST_TEST(stopped.rows.empty());
   HostBuffer row = input_row(c, 1 << 17, 1);  // no request: to the end
   BOOST_TEST(row.get((1 << 17) - 1) ==
-             static_cast<double>(static_cast<float>(input_value(DType::float32, Ops::ADD, 1, (1 << 17) - 1))));
+             static_cast<double>(static_cast<float>(input_value(DType::float32, ReduceOp::sum, 1, (1 << 17) - 1))));
   ExperimentResult whole = run_experiment(c);
   BOOST_TEST(!whole.stopped);
   BOOST_TEST_REQUIRE(whole.rows.size() == 2u);

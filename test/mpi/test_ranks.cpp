@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/settings.hpp"
-#include "runtime/engine/internal.hpp"
+#include "core/settings.hpp"
+#include "runtime/api/internal.hpp"
 #include "testing/checks.hpp"
 #include "testing/devices.hpp"
 
@@ -40,12 +40,13 @@ struct Case {
   std::string algo;
   int per_rank;
   DType dtype;
-  Ops op;
+  ReduceOp op;
   int64_t count;
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) {
-  return os << c.algo << " x" << c.per_rank << " " << dtype_name(c.dtype) << " " << op_name(c.op) << " n=" << c.count;
+  return os << c.algo << " x" << c.per_rank << " " << dtype_name(c.dtype) << " " << reduce_op_name(c.op)
+            << " n=" << c.count;
 }
 
 AllreduceSettings settings_for(const Case& c, const std::vector<std::string>& devs) {
@@ -84,21 +85,21 @@ int64_t wrong_values(const Case& c) {
 
 const std::vector<Case> kCases = {
     // every algorithm with 1, 2 and 3 devices per rank; odd counts, and fewer elements than devices
-    {"naive", 1, DType::float32, Ops::ADD, 37},
-    {"naive", 2, DType::int32, Ops::MAX, 5},
-    {"naive", 3, DType::float32, Ops::ADD, 2},
-    {"ring", 1, DType::float32, Ops::ADD, 1001},
-    {"ring", 2, DType::float16, Ops::ADD, 37},
-    {"ring", 3, DType::bfloat16, Ops::MAX, 3},
-    {"all2all", 1, DType::int32, Ops::ADD, 64},
-    {"all2all", 2, DType::float32, Ops::MAX, 37},
-    {"all2all", 3, DType::float16, Ops::ADD, 1001},
-    {"leader", 1, DType::float32, Ops::ADD, 37},
-    {"leader", 2, DType::int32, Ops::ADD, 1001},
-    {"leader", 3, DType::bfloat16, Ops::MAX, 5},
-    {"reduce_scatter", 2, DType::float32, Ops::ADD, 1001},
-    {"reduce_scatter", 3, DType::int32, Ops::MAX, 37},
-    {"reduce_scatter", 2, DType::float16, Ops::ADD, 3},
+    {"naive", 1, DType::float32, ReduceOp::sum, 37},
+    {"naive", 2, DType::int32, ReduceOp::max, 5},
+    {"naive", 3, DType::float32, ReduceOp::sum, 2},
+    {"ring", 1, DType::float32, ReduceOp::sum, 1001},
+    {"ring", 2, DType::float16, ReduceOp::sum, 37},
+    {"ring", 3, DType::bfloat16, ReduceOp::max, 3},
+    {"all2all", 1, DType::int32, ReduceOp::sum, 64},
+    {"all2all", 2, DType::float32, ReduceOp::max, 37},
+    {"all2all", 3, DType::float16, ReduceOp::sum, 1001},
+    {"leader", 1, DType::float32, ReduceOp::sum, 37},
+    {"leader", 2, DType::int32, ReduceOp::sum, 1001},
+    {"leader", 3, DType::bfloat16, ReduceOp::max, 5},
+    {"reduce_scatter", 2, DType::float32, ReduceOp::sum, 1001},
+    {"reduce_scatter", 3, DType::int32, ReduceOp::max, 37},
+    {"reduce_scatter", 2, DType::float16, ReduceOp::sum, 3},
 };
 
 }  // namespace
@@ -133,7 +134,7 @@ BOOST_AUTO_TEST_CASE(host_staged_transfers_match_host_arithmetic) {
   p.mpi_stage_host = true;
   p.mpi_chunk_bytes = 4096;
   set_runtime_params(p, {"runtime.mpi_stage_host", "runtime.mpi_chunk_bytes"});
-  int64_t wrong = wrong_values({"ring", 2, DType::float32, Ops::ADD, 10000});
+  int64_t wrong = wrong_values({"ring", 2, DType::float32, ReduceOp::sum, 10000});
   reset_runtime_params();
   BOOST_TEST(sum_over_ranks(wrong) == 0);
 }
@@ -199,11 +200,12 @@ void expect_collectives(const std::vector<std::string>& kinds, bool grouped) {
   }
   Tensor x = Tensor::from_shards(rows, devs, 0);
   for (const std::string& kind : kinds) {
-    Tensor r = testing::apply_collective(kind, x, Ops::ADD, static_cast<int>(root));
+    Tensor r = testing::apply_collective(kind, x, ReduceOp::sum, static_cast<int>(root));
     if (grouped) BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"}, kind);
-    testing::ResultCheck check = testing::check_values(
-        r.local_host_shards(), r.devices(), testing::collective_expected(kind, rows, Ops::ADD, static_cast<int>(root)),
-        {kind, grouped ? "hierarchical" : "ring", "int32", ""});
+    testing::ResultCheck check =
+        testing::check_values(r.local_host_shards(), r.devices(),
+                              testing::collective_expected(kind, rows, ReduceOp::sum, static_cast<int>(root)),
+                              {kind, grouped ? "hierarchical" : "ring", "int32", ""});
     size_t mine = kind != "reduce" ? 2u : is_local_device(devs.back()) ? 1u : 0u;
     BOOST_TEST(check.devices.size() == mine, kind);
     BOOST_TEST(check.ok(), check.message());

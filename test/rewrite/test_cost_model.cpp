@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
+#include "core/files.hpp"
 #include "rewrite/cost_model.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/tuning.hpp"
 #include "test/support/temp_dir.hpp"

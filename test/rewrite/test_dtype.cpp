@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/dtype.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/host_buffer.hpp"
+#include "core/dtype.hpp"
+#include "core/errors.hpp"
+#include "core/host_buffer.hpp"
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"
 

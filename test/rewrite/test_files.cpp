@@ -1,4 +1,4 @@
-// Output files (rewrite/files.hpp write_file, OutputFile): what a run writes (--csv, --json, --trace,
+// Output files (core/files.hpp write_file, OutputFile): what a run writes (--csv, --json, --trace,
 // --dot, --emit-source) never goes through a link planted at its path, symbolic or hard, nor into
 // anything but a regular file; the file a link points at is left as it was.
 #include <sys/stat.h>
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
 #include "test/support/temp_dir.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_files)

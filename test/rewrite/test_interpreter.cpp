@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/interpreter.hpp"
 #include "test/rewrite/interpreter_fixture.hpp"
 #include "test/support/checks.hpp"

@@ -1,4 +1,4 @@
-// The registry of tunables (rewrite/params.hpp): every tunable is listed once with its variable;
+// The registry of tunables (core/params.hpp): every tunable is listed once with its variable;
 // a key or variable declared twice fails the build; values parse with clear errors; the
 // process-wide store's precedence (code > environment > default) reaches the readers (perf_options,
 // allreduce_in_place, watchdog_timeout, cache_dir).
@@ -15,16 +15,19 @@
 #include <thread>
 
 #include "codegen/compile_cache.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
+#include "core/settings.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "rewrite/settings.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/engine/executor.hpp"
+#include "test/support/runtime_switches.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_params)
 
 using namespace ringrt;
+using ringrt::test::set_switches;
+using ringrt::test::switches;
 
 namespace {
 
@@ -65,7 +68,7 @@ struct FreshStore {
 int compile_snippet(const std::string& body, std::string& log) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("ringrt-params-{}", getpid());
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "snippet.cpp") << "#include \"rewrite/params.hpp\"\n" << body << "\nint main() {}\n";
+  std::ofstream(dir / "snippet.cpp") << "#include \"core/params_internal.hpp\"\n" << body << "\nint main() {}\n";
   std::string cmd = fmt::format("g++ -std=c++20 -fsyntax-only -I'{}' '{}' > '{}' 2>&1", RINGRT_SOURCE_DIR,
                                 (dir / "snippet.cpp").string(), (dir / "log").string());
   int rc = std::system(cmd.c_str());
@@ -324,21 +327,21 @@ BOOST_AUTO_TEST_CASE(scoped_settings_nest_per_thread_and_unwind_in_any_order) {
 BOOST_AUTO_TEST_CASE(hot_paths_follow_set_runtime_params) {
   FreshStore fresh;
   ScopedEnv env("RINGRT_PEER_READS", "0"), in_place("RINGRT_ALLREDUCE_IN_PLACE", nullptr);
-  BOOST_TEST(!perf_options().peer_reads);  // the environment
-  BOOST_TEST(perf_options().kernel_split);
+  BOOST_TEST(!runtime_params().peer_reads);  // the environment
+  BOOST_TEST(runtime_params().kernel_split);
   BOOST_TEST(allreduce_in_place());
   RuntimeParams r;
   r.peer_reads = true;
   r.allreduce_in_place = false;
   set_runtime_params(r, {"runtime.peer_reads", "runtime.allreduce_in_place"});
-  BOOST_TEST(perf_options().peer_reads);
+  BOOST_TEST(runtime_params().peer_reads);
   BOOST_TEST(!allreduce_in_place());
-  set_perf_options(PerfOptions{false, false, true});
-  BOOST_TEST((perf_options() == PerfOptions{false, false, true}));
+  set_switches(switches(false, false, true));
+  BOOST_TEST((runtime_params() == switches(false, false, true)));
   BOOST_TEST(!current_runtime_params().kernel_split);
   reset_runtime_params();
-  BOOST_TEST(!perf_options().peer_reads);  // the environment again
-  BOOST_TEST(perf_options().kernel_split);
+  BOOST_TEST(!runtime_params().peer_reads);  // the environment again
+  BOOST_TEST(runtime_params().kernel_split);
   BOOST_TEST(allreduce_in_place());
 }
 

@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/pattern.hpp"
 #include "test/support/checks.hpp"
 #include "test/support/print.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/interpreter.hpp"
 #include "rewrite/rewrite.hpp"
 #include "test/support/checks.hpp"

@@ -10,12 +10,12 @@
 #include <functional>
 #include <string>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/files.hpp"
-#include "rewrite/settings.hpp"
+#include "core/errors.hpp"
+#include "core/files.hpp"
+#include "core/settings.hpp"
 #include "rewrite/tuning.hpp"
+#include "runtime/api/devices.hpp"
 #include "runtime/api/tensor.hpp"
-#include "runtime/device/devices.hpp"
 #include "test/support/null_device.hpp"
 #include "testing/checks.hpp"
 
@@ -218,10 +218,10 @@ BOOST_AUTO_TEST_CASE(tuned_reduce_scatter_keeps_its_values) {
     s.tuning = file;
     ScopedSettings scope(s);
     std::vector<HostBuffer> in = testing::collective_locals(3, {3, 6}, DType::float32, 5);
-    Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(Ops::ADD, 0);
+    Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(ReduceOp::sum, 0);
     BOOST_TEST(r.algorithms() == std::vector<std::string>{algo});
     RINGRT_CHECK_RESULT(testing::check_values(testing::interpreter_values(r), r.devices(),
-                                              testing::collective_expected("reduce_scatter", in, Ops::ADD, 0),
+                                              testing::collective_expected("reduce_scatter", in, ReduceOp::sum, 0),
                                               testing::describe(r, "reduce_scatter")));
   }
 }

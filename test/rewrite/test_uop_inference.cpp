@@ -12,7 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/uop.hpp"
 #include "test/rewrite/uop_fixture.hpp"
 #include "test/support/checks.hpp"

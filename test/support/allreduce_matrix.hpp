@@ -1,8 +1,8 @@
 // The multi-device allreduce test matrix, shared by the lowering tests (test/rewrite/rules/
 // test_allreduce.cpp) and the code generation tests (test/codegen/test_matrix_kernels.cpp,
 // test/hiprtc/test_matrix_hiprtc.cpp): the testing library's axes (testing/datasets.hpp), ndev {1, 2, 3, 4, 5,
-// 8} x naive/ring/all2all/oneshot/twoshot/ring_fused/hierarchical x float32/float16/bfloat16/int32 x sum/max x numel {1, 3,
-// 32 ndev, 32 ndev + 5, 100, 257}, an allreduce being x.sum({0}) or x.max({0}) of a realized (ndev, numel)
+// 8} x naive/ring/all2all/oneshot/twoshot/ring_fused/hierarchical x float32/float16/bfloat16/int32 x sum/max x numel
+// {1, 3, 32 ndev, 32 ndev + 5, 100, 257}, an allreduce being x.sum({0}) or x.max({0}) of a realized (ndev, numel)
 // tensor sharded on axis 0. Its kernels, collected here, use the internal IR.
 #pragma once
 
@@ -21,12 +21,13 @@
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/engine/internal.hpp"
+#include "runtime/api/internal.hpp"
 #include "testing/datasets.hpp"
 
 namespace ringrt::test {
 
-// The default settings with algo (naive, ring, all2all, oneshot, twoshot, ring_fused) forced (testing::algorithm_settings).
+// The default settings with algo (naive, ring, all2all, oneshot, twoshot, ring_fused) forced
+// (testing::algorithm_settings).
 inline AllreduceSettings forced_settings(const std::string& algo) { return testing::algorithm_settings(algo, {}); }
 
 // The settings that force algo on ndev cpu devices; "hierarchical" makes two groups, the first half
@@ -40,10 +41,10 @@ inline AllreduceSettings matrix_settings(const std::string& algo, int ndev) {
 // and reduce): a MULTI (axis 0) over a BUFFER of numel elements on the device tuple reshaped to
 // (1, numel), a REDUCE_AXIS over axis 0 and a reshape to (numel). Built straight from UOps: realizing x
 // would first compile and run its shard kernels, which the kernel tests do not need.
-inline UOp matrix_allreduce(int ndev, DType dtype, Ops op, int64_t numel) {
+inline UOp matrix_allreduce(int ndev, DType dtype, ReduceOp op, int64_t numel) {
   auto devs = cpu_devices(ndev);
   UOp x = new_buffer(DeviceSpec(DeviceTuple(devs)), numel, dtype).reshape({1, numel}).multi(0);
-  return x.r(op, {0}).reshape({numel});
+  return x.r(ir_op(op), {0}).reshape({numel});
 }
 
 // One kernel of the matrix's schedules: its IR (codegen/item_kernel.hpp lower_item), the ast it was
@@ -88,10 +89,11 @@ std::vector<MatrixKernel> matrix_kernels(int ndev, const std::vector<std::string
     AllreduceSettings settings = matrix_settings(algo, ndev);
     for (DType dtype : testing::kDTypes)
       for (int64_t numel : testing::counts_for(ndev))
-        for (Ops op : testing::kOps)
-          add_point_kernels(matrix_allreduce(ndev, dtype, op, numel), settings,
-                            fmt::format("ndev {} {} {} {} numel {}", ndev, algo, dtype_name(dtype), op_name(op), numel),
-                            render, out, by_source, items_seen);
+        for (ReduceOp op : testing::kOps)
+          add_point_kernels(
+              matrix_allreduce(ndev, dtype, op, numel), settings,
+              fmt::format("ndev {} {} {} {} numel {}", ndev, algo, dtype_name(dtype), reduce_op_name(op), numel),
+              render, out, by_source, items_seen);
   }
   return out;
 }

@@ -43,9 +43,9 @@ inline std::vector<CollectiveShape> collective_shapes(const std::string& kind, i
 }
 
 // The ops of kind's points: sum and max where the collective reduces, else the one (unused) ADD.
-inline std::vector<Ops> collective_ops(const std::string& kind) {
+inline std::vector<ReduceOp> collective_ops(const std::string& kind) {
   if (kind == "reduce_scatter" || kind == "reduce") return testing::kOps;
-  return {Ops::ADD};
+  return {ReduceOp::sum};
 }
 
 // The distinct kernels of the whole collectives matrix that the allreduce matrix (all_matrix_kernels)
@@ -65,14 +65,14 @@ const MatrixKernels& all_collective_kernels(Render render) {
           AllreduceSettings settings = matrix_settings(algo, ndev);
           for (DType dtype : testing::kDTypes)
             for (const CollectiveShape& cs : collective_shapes(kind, ndev))
-              for (Ops op : collective_ops(kind)) {
+              for (ReduceOp op : collective_ops(kind)) {
                 Shape logical = cs.local;
                 logical[0] *= ndev;
                 Tensor x = Tensor::placeholder(logical, dtype, cpu_devices(ndev), 0);
                 Tensor r = testing::apply_collective(kind, x, op, ndev / 2, cs.axis);
                 add_point_kernels(uop_of(r), settings,
                                   fmt::format("{} ndev {} {} {} {} local {} axis {}", kind, ndev, algo,
-                                              dtype_name(dtype), op_name(op), shape_str(cs.local), cs.axis),
+                                              dtype_name(dtype), reduce_op_name(op), shape_str(cs.local), cs.axis),
                                   render, m.kernels, seen, &m.items);
               }
         }

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "rewrite/dtype.hpp"
+#include "core/dtype.hpp"
 #include "runtime/api/tensor.hpp"
 
 namespace ringrt::test::host {

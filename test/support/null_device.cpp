@@ -8,7 +8,7 @@
 #include <memory>
 #include <mutex>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "runtime/device/device.hpp"
 
 namespace ringrt::test {

@@ -1,6 +1,6 @@
 // How Boost.Test prints ringrt's value types in failure messages (its boost_test_print_type
 // customization point, found by argument-dependent lookup). DType and Ops print through their own
-// operator<< (rewrite/dtype.hpp, rewrite/ops.hpp). Header only.
+// operator<< (core/dtype.hpp, rewrite/ops.hpp). Header only.
 #pragma once
 
 #include <ostream>

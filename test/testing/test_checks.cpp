@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/settings.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
 #include "testing/checks.hpp"
 #include "testing/datasets.hpp"
 
@@ -40,7 +40,7 @@ BOOST_AUTO_TEST_CASE(a_right_result_passes) {
   ScopedSettings ring(testing::algorithm_settings("ring", devs));
   std::vector<HostBuffer> in = fractions();
   Tensor r = Tensor::from_shards(in, devs, 0).sum({0});
-  testing::ResultCheck check = testing::check_result(r, testing::reduction_expected(in, Ops::ADD), "allreduce");
+  testing::ResultCheck check = testing::check_result(r, testing::reduction_expected(in, ReduceOp::sum), "allreduce");
   BOOST_TEST(check.ok(), check.message());
   BOOST_TEST(check.message().empty());
   BOOST_TEST(check.devices.size() == 4u);
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(a_planted_wrong_value_is_named_in_the_report) {
   BOOST_TEST_REQUIRE(got.size() == 4u);
   BOOST_TEST_REQUIRE(got[2].first == "CPU:2");
   got[2].second.set(7, 99.5);
-  std::vector<Reference> want = testing::reduction_expected(in, Ops::ADD);
+  std::vector<Reference> want = testing::reduction_expected(in, ReduceOp::sum);
   testing::ResultCheck check = testing::check_values(got, r.devices(), want, info);
   BOOST_TEST(!check.ok());
   BOOST_TEST(check.wrong() == 1);
@@ -84,7 +84,8 @@ BOOST_AUTO_TEST_CASE(an_integer_mismatch_is_exact) {
   testing::ResultInfo info = testing::describe(r, "allreduce");
   std::vector<std::pair<std::string, HostBuffer>> got = r.local_host_shards();
   got[0].second.set_int(0, got[0].second.get_int(0) + 1);
-  testing::ResultCheck check = testing::check_values(got, r.devices(), testing::reduction_expected(in, Ops::MAX), info);
+  testing::ResultCheck check =
+      testing::check_values(got, r.devices(), testing::reduction_expected(in, ReduceOp::max), info);
   BOOST_TEST(check.wrong() == 1);
   int64_t right = got[0].second.get_int(0) - 1;
   BOOST_TEST(check.message().find(fmt::format("CPU:0: 1 of 5 wrong, the first at index 0: got {}, expected {}\n",
@@ -97,7 +98,7 @@ BOOST_AUTO_TEST_CASE(references_that_do_not_fit_are_a_problem) {
   std::vector<std::string> devs = cpu_devices(3);
   std::vector<HostBuffer> in = testing::collective_locals(3, {1, 4}, DType::int32, 1);
   Tensor r = Tensor::from_shards(in, devs, 0).sum({0});
-  std::vector<Reference> two = testing::reduction_expected(in, Ops::ADD);  // one for every device
+  std::vector<Reference> two = testing::reduction_expected(in, ReduceOp::sum);  // one for every device
   two.push_back(two[0]);
   testing::ResultCheck check = testing::check_result(r, two, "allreduce");
   BOOST_TEST(!check.ok());
@@ -114,22 +115,22 @@ BOOST_AUTO_TEST_CASE(every_collective_against_the_host_and_the_interpreter) {
       Shape local = kind == "allreduce" ? Shape{1, 12} : Shape{4, 3};  // an allreduce reduces rows: one each
       std::vector<HostBuffer> in = testing::collective_locals(4, local, DType::float32, 2);
       Tensor x = Tensor::from_shards(in, devs, 0);
-      RINGRT_CHECK_RESULT(testing::check_result(testing::apply_collective(kind, x, Ops::ADD, 1),
-                                                testing::collective_expected(kind, in, Ops::ADD, 1), kind));
-      RINGRT_CHECK_RESULT(testing::check_with_interpreter(testing::apply_collective(kind, x, Ops::ADD, 1), kind));
-      RINGRT_CHECK_RESULT(
-          testing::check_with_interpreter(testing::apply_collective(kind, x, Ops::ADD, 1), kind, /*bitwise=*/true));
+      RINGRT_CHECK_RESULT(testing::check_result(testing::apply_collective(kind, x, ReduceOp::sum, 1),
+                                                testing::collective_expected(kind, in, ReduceOp::sum, 1), kind));
+      RINGRT_CHECK_RESULT(testing::check_with_interpreter(testing::apply_collective(kind, x, ReduceOp::sum, 1), kind));
+      RINGRT_CHECK_RESULT(testing::check_with_interpreter(testing::apply_collective(kind, x, ReduceOp::sum, 1), kind,
+                                                          /*bitwise=*/true));
     }
   }
   std::vector<HostBuffer> rows = testing::collective_locals(4, {4, 3}, DType::float32, 2);
-  BOOST_CHECK_THROW(testing::collective_expected("allreduce", rows, Ops::ADD, 0), std::invalid_argument);
-  BOOST_CHECK_THROW(testing::collective_expected("gather", rows, Ops::ADD, 0), std::invalid_argument);
+  BOOST_CHECK_THROW(testing::collective_expected("allreduce", rows, ReduceOp::sum, 0), std::invalid_argument);
+  BOOST_CHECK_THROW(testing::collective_expected("gather", rows, ReduceOp::sum, 0), std::invalid_argument);
   // a root past the devices, or below 0: invalid_argument naming the root and the count, not a memory violation
   std::vector<HostBuffer> two = testing::collective_locals(2, {4, 3}, DType::float32, 2);
   for (int root : {7, -1, 2})
     for (const char* kind : {"broadcast", "reduce"}) {
       try {
-        testing::collective_expected(kind, two, Ops::ADD, root);
+        testing::collective_expected(kind, two, ReduceOp::sum, root);
         BOOST_ERROR("no exception for root " << root);
       } catch (const std::invalid_argument& e) {
         BOOST_TEST(std::string(e.what()).find("root " + std::to_string(root) +
@@ -141,10 +142,10 @@ BOOST_AUTO_TEST_CASE(every_collective_against_the_host_and_the_interpreter) {
   // ragged locals, mixed dtypes
   std::vector<HostBuffer> ragged = two;
   ragged[1] = testing::collective_locals(1, {2, 3}, DType::float32, 2)[0];
-  BOOST_CHECK_THROW(testing::collective_expected("allgather", ragged, Ops::ADD, 0), std::invalid_argument);
+  BOOST_CHECK_THROW(testing::collective_expected("allgather", ragged, ReduceOp::sum, 0), std::invalid_argument);
   std::vector<HostBuffer> mixed = two;
   mixed[1] = testing::collective_locals(1, {4, 3}, DType::int32, 2)[0];
-  BOOST_CHECK_THROW(testing::collective_expected("allgather", mixed, Ops::ADD, 0), std::invalid_argument);
+  BOOST_CHECK_THROW(testing::collective_expected("allgather", mixed, ReduceOp::sum, 0), std::invalid_argument);
 }
 
 // A result realized before its check has no schedule left: the report says so.
@@ -155,7 +156,7 @@ BOOST_AUTO_TEST_CASE(a_result_realized_before_has_no_schedule) {
   std::vector<std::pair<std::string, HostBuffer>> got = r.local_host_shards();
   got[1].second.set_int(2, 1000);
   testing::ResultCheck check =
-      testing::check_values(got, r.devices(), testing::reduction_expected(in, Ops::ADD), testing::describe(r));
+      testing::check_values(got, r.devices(), testing::reduction_expected(in, ReduceOp::sum), testing::describe(r));
   BOOST_TEST(check.message().find("result (none) int32:") == 0, check.message());
   BOOST_TEST(check.message().find("schedule:\n  (none: the result was realized before the check)") != std::string::npos,
              check.message());

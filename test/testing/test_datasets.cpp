@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/settings.hpp"
+#include "core/settings.hpp"
 #include "testing/checks.hpp"
 #include "testing/collectives.hpp"
 #include "testing/datasets.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "testing/devices.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_devices)

@@ -158,7 +158,7 @@ hipError_t hipEventSynchronize(hipEvent_t event);
 hipError_t hipEventQuery(hipEvent_t event);
 hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop);
 
-// ---- modules: a code object of runtime/hip/sim/sim_rtc.hpp (a shared object with a header)
+// ---- modules: a code object of codegen/sim_rtc.hpp (a shared object with a header)
 hipError_t hipModuleLoadData(hipModule_t* module, const void* image);
 hipError_t hipModuleUnload(hipModule_t module);
 hipError_t hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* name);

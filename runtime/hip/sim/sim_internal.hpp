@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "codegen/compiler.hpp"
+#include "codegen/sim_rtc.hpp"
 #include "runtime/hip/sim/sim_hip.hpp"
-#include "runtime/hip/sim/sim_rtc.hpp"
 
 // A stream: a thread (sim_runtime.cpp stream_loop) runs `ops` in order; `finished` counts up to
 // `enqueued` as they complete.

@@ -1,5 +1,5 @@
 // The simulated GPU's runtime compiler (see sim_rtc.hpp).
-#include "runtime/hip/sim/sim_rtc.hpp"
+#include "codegen/sim_rtc.hpp"
 
 #include <fmt/format.h>
 
@@ -84,7 +84,7 @@ struct Program {
 std::string simulated_source(const std::string& source) {
   std::string out = kPrelude;
   out += source;
-  out += "\n// entry points (runtime/hip/sim/sim_rtc.hpp)\n";
+  out += "\n// entry points (codegen/sim_rtc.hpp)\n";
   static const std::regex kernel(R"re(extern "C" __global__ void (\w+)\()re");
   for (auto it = std::sregex_iterator(source.begin(), source.end(), kernel); it != std::sregex_iterator(); ++it) {
     std::string name = (*it)[1];

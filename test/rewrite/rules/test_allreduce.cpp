@@ -15,12 +15,12 @@
 #include <set>
 #include <sstream>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/engine/internal.hpp"
+#include "runtime/api/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 #include "test/support/null_device.hpp"
 #include "testing/checks.hpp"
@@ -81,18 +81,18 @@ BOOST_DATA_TEST_CASE(matrix, bdata::make(kDevices) * bdata::make(kAlgorithms), n
   std::vector<int64_t> sizes = testing::counts_for(ndev);
   uint32_t seed = 1;
   for (DType dtype : testing::kDTypes) {
-    for (Ops op : testing::kOps) {
+    for (ReduceOp op : testing::kOps) {
       for (int64_t numel : sizes) {
-        BOOST_TEST_CONTEXT("ndev " << ndev << " " << algo << " " << dtype_name(dtype) << " " << op_name(op) << " numel "
-                                   << numel) {
+        BOOST_TEST_CONTEXT("ndev " << ndev << " " << algo << " " << dtype_name(dtype) << " " << reduce_op_name(op)
+                                   << " numel " << numel) {
           HostBuffer data = make_data(dtype, ndev, numel, seed++);
           Tensor x = Tensor::from_host(data).shard(devs, 0);
           x.realize();
-          Tensor r = op == Ops::ADD ? x.sum({0}) : x.max({0});
+          Tensor r = op == ReduceOp::sum ? x.sum({0}) : x.max({0});
           BOOST_TEST(r.schedule().algorithms == std::vector<std::string>{expected_algorithm(algo, ndev)});
           // the unsharded computation on one device, by the interpreter
           Tensor single = Tensor::from_host(data);
-          HostBuffer alone = (op == Ops::ADD ? single.sum({0}) : single.max({0})).interpret();
+          HostBuffer alone = (op == ReduceOp::sum ? single.sum({0}) : single.max({0})).interpret();
           // the lowered per-device graph, by the interpreter
           std::vector<std::pair<std::string, HostBuffer>> got = testing::interpreter_values(r);
           BOOST_TEST_REQUIRE(got.size() == static_cast<size_t>(ndev));
@@ -117,11 +117,11 @@ BOOST_DATA_TEST_CASE(runtime_matches_interpreter,
   int64_t numel = 32 * ndev + 5;
   uint32_t seed = 100;
   for (DType dtype : {DType::float32, DType::int32}) {
-    for (Ops op : {Ops::ADD, Ops::MAX}) {
-      BOOST_TEST_CONTEXT(dtype_name(dtype) << " " << op_name(op)) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+      BOOST_TEST_CONTEXT(dtype_name(dtype) << " " << reduce_op_name(op)) {
         Tensor x = Tensor::from_host(make_data(dtype, ndev, numel, seed++)).shard(devs, 0);
         x.realize();
-        Tensor r = op == Ops::ADD ? x.sum({0}) : x.max({0});
+        Tensor r = op == ReduceOp::sum ? x.sum({0}) : x.max({0});
         RINGRT_CHECK_RESULT(testing::check_with_interpreter(r, "allreduce", /*bitwise=*/true));
       }
     }
@@ -361,7 +361,7 @@ AllreduceSettings rs_groups(int m, int k, const std::string& prefix) {
 
 // Every replica (the devices' values, in device order) equals the host reduction of data under the project's
 // rules (testing/checks.hpp: float32 sums within the bound of n terms, the rest exactly).
-void expect_reduced(const std::vector<HostBuffer>& replicas, const HostBuffer& data, Ops op) {
+void expect_reduced(const std::vector<HostBuffer>& replicas, const HostBuffer& data, ReduceOp op) {
   std::vector<std::pair<std::string, HostBuffer>> got;
   for (size_t d = 0; d < replicas.size(); ++d) got.emplace_back("device " + std::to_string(d), replicas[d]);
   RINGRT_CHECK_RESULT(testing::check_values(got, {}, testing::reduction_expected(rows_of(data), op),
@@ -381,23 +381,24 @@ BOOST_DATA_TEST_CASE(hierarchical_rs_values, bdata::make({2, 3}), k) {
   uint32_t seed = 200;
   for (int64_t numel : {int64_t{ndev - 1}, int64_t{37}})
     for (DType dtype : {DType::float32, DType::int32})
-      for (Ops op : {Ops::ADD, Ops::MAX}) {
-        BOOST_TEST_CONTEXT("numel " << numel << " " << dtype_name(dtype) << " " << op_name(op)) {
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+        BOOST_TEST_CONTEXT("numel " << numel << " " << dtype_name(dtype) << " " << reduce_op_name(op)) {
           HostBuffer data = make_data(dtype, ndev, numel, seed++);
           Tensor x = Tensor::from_host(data).shard(devs, 0);
           x.realize();
-          Tensor r = op == Ops::ADD ? x.sum({0}) : x.max({0});
+          Tensor r = op == ReduceOp::sum ? x.sum({0}) : x.max({0});
           BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical_rs"});
           std::vector<HostBuffer> replicas = r.interpret_shards();
           BOOST_TEST_REQUIRE(replicas.size() == static_cast<size_t>(ndev));
           expect_reduced(replicas, data, op);
           // one destination device
-          Lowered one = lower_multi({uop_of(x).src(0).allreduce(op, DeviceSpec("CPU:1"))}, current_settings());
+          Lowered one = lower_multi({uop_of(x).src(0).allreduce(ir_op(op), DeviceSpec("CPU:1"))}, current_settings());
           BOOST_TEST(one.algorithms == std::vector<std::string>{"hierarchical_rs"});
           BOOST_TEST((one.roots[0].device() == DeviceSpec("CPU:1")));
           expect_reduced(interpret_buffers(one.roots[0]), data, op);
           // few kernels to compile: k = 2 float32 sum, k = 3 int32 max
-          bool run = k == 2 ? dtype == DType::float32 && op == Ops::ADD : dtype == DType::int32 && op == Ops::MAX;
+          bool run =
+              k == 2 ? dtype == DType::float32 && op == ReduceOp::sum : dtype == DType::int32 && op == ReduceOp::max;
           if (numel != ndev - 1 || !run) continue;
           r.realize();
           std::vector<Tensor> got = r.shards();
@@ -451,7 +452,7 @@ BOOST_AUTO_TEST_CASE(hierarchical_rs_falls_back_on_unequal_groups) {
   BOOST_TEST(algos == std::vector<std::string>{"hierarchical"});
   std::string line = "HIERARCHICAL ALLREDUCE 3x5 | int32 | leader form: groups of unequal size\n";
   BOOST_TEST(captured.str() == line + line);
-  expect_reduced(replicas, data, Ops::ADD);
+  expect_reduced(replicas, data, ReduceOp::sum);
 
   s.hierarchical = "ring";
   BOOST_CHECK_EXCEPTION(ScopedSettings{s}, ConfigError, [](const ConfigError& e) {

@@ -9,10 +9,10 @@
 #include <set>
 #include <sstream>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
-#include "runtime/engine/internal.hpp"
+#include "runtime/api/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 #include "test/support/checks.hpp"
 #include "test/support/null_device.hpp"
@@ -30,7 +30,7 @@ const std::vector<std::string> kCollectives{"reduce_scatter", "allgather", "allt
 
 // The interpreter's values of r, the collective `kind` of the locals `in`, on every device against the host's
 // (testing/checks.hpp). Nothing is compiled.
-void expect_values(const Tensor& r, const std::string& kind, const std::vector<HostBuffer>& in, Ops op, int root) {
+void expect_values(const Tensor& r, const std::string& kind, const std::vector<HostBuffer>& in, ReduceOp op, int root) {
   RINGRT_CHECK_RESULT(testing::check_values(testing::interpreter_values(r), r.devices(),
                                             testing::collective_expected(kind, in, op, root),
                                             testing::describe(r, kind)));
@@ -49,13 +49,13 @@ BOOST_AUTO_TEST_CASE(values_match_host_arithmetic) {
     for (const std::string& algo : {std::string("naive"), std::string("ring"), std::string("all2all")})
       for (int ndev = 1; ndev <= 8; ++ndev)
         for (DType dtype : testing::kDTypes)
-          for (Ops op : testing::kOps) {
-            if (op != Ops::ADD && kind != "reduce_scatter" && kind != "reduce") continue;  // nothing reduced
+          for (ReduceOp op : testing::kOps) {
+            if (op != ReduceOp::sum && kind != "reduce_scatter" && kind != "reduce") continue;  // nothing reduced
             ++point;
             int root = ndev - 1 - point % ndev;
             int64_t rows = kind == "reduce_scatter" || kind == "alltoall" ? ndev * (1 + point % 2) : 1 + point % 2;
-            BOOST_TEST_CONTEXT(kind << " " << algo << " ndev " << ndev << " " << dtype_name(dtype) << " " << op_name(op)
-                                    << " rows " << rows << " root " << root) {
+            BOOST_TEST_CONTEXT(kind << " " << algo << " ndev " << ndev << " " << dtype_name(dtype) << " "
+                                    << reduce_op_name(op) << " rows " << rows << " root " << root) {
               ScopedSettings scope(test::matrix_settings(algo, ndev));
               std::vector<HostBuffer> in = testing::collective_locals(ndev, {rows, 5}, dtype, point);
               Tensor x = Tensor::from_shards(in, cpu_devices(ndev), 0);
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
         s.cast = cast;
         ScopedSettings scope(s);
         std::vector<HostBuffer> in = testing::collective_locals(3, {2, 6}, DType::bfloat16, 11);
-        Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(Ops::ADD, -1);
+        Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(ReduceOp::sum, -1);
         BOOST_TEST((r.shape() == Shape{2, 6}));
         BOOST_TEST((r.shard_axis() == std::optional<int>(1)));
         BOOST_TEST(r.algorithms() == std::vector<std::string>{algo});
@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_along_another_axis_and_widened) {
           for (int64_t row = 0; row < 2; ++row)
             for (int64_t col = 0; col < 2; ++col)
               BOOST_TEST(got[static_cast<size_t>(d)].get(row * 2 + col) ==
-                             testing::host_reduced(in, Ops::ADD, row * 6 + 2 * d + col),
+                             testing::host_reduced(in, ReduceOp::sum, row * 6 + 2 * d + col),
                          "device " << d << " (" << row << ", " << col << ")");
       }
     }
@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(runtime_matches_interpreter) {
     Tensor x = Tensor::from_shards(in, cpu_devices(3), 0);
     for (const std::string& kind : kCollectives) {
       BOOST_TEST_CONTEXT(algo << " " << kind) {
-        Tensor r = testing::apply_collective(kind, x, Ops::ADD, 1);
+        Tensor r = testing::apply_collective(kind, x, ReduceOp::sum, 1);
         RINGRT_CHECK_RESULT(testing::check_with_interpreter(r, kind, /*bitwise=*/true));
       }
     }
@@ -253,7 +253,8 @@ BOOST_AUTO_TEST_CASE(allreduce_read_per_device_is_a_reduce_scatter) {
   BOOST_TEST(t.copies == 6u);
   expect_even(t, cpu_devices(3), 2 * 4 * 4);
   std::vector<int32_t> got = y.to_vector<int32_t>();
-  for (int64_t e = 0; e < 12; ++e) BOOST_TEST(got[static_cast<size_t>(e)] == testing::host_reduced(in, Ops::ADD, e));
+  for (int64_t e = 0; e < 12; ++e)
+    BOOST_TEST(got[static_cast<size_t>(e)] == testing::host_reduced(in, ReduceOp::sum, e));
 }
 
 // Bad input: a clear error naming the op, the shapes and the devices.
@@ -265,9 +266,10 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error) {
   BOOST_CHECK_EXCEPTION(replicated.reduce_scatter(), ShapeError,
                         test::message_has({"reduce_scatter", "not sharded", "(6, 2)", "CPU:0, CPU:1, CPU:2"}));
   BOOST_CHECK_EXCEPTION(one.reduce_scatter(), DeviceError, test::message_has({"reduce_scatter", "CPU:0", "(6, 2)"}));
-  BOOST_CHECK_EXCEPTION(sharded.reduce_scatter(Ops::ADD, 1), ShapeError,
+  BOOST_CHECK_EXCEPTION(sharded.reduce_scatter(ReduceOp::sum, 1), ShapeError,
                         test::message_has({"reduce_scatter", "(4, 2)", "multiple of 3", "CPU:2"}));
-  BOOST_CHECK_EXCEPTION(sharded.reduce_scatter(Ops::SUB), ShapeError, test::message_has({"reduce_scatter", "SUB"}));
+  BOOST_CHECK_EXCEPTION(sharded.reduce_scatter(static_cast<ReduceOp>(4)), ShapeError,
+                        test::message_has({"reduce_scatter", "4", "not a ReduceOp"}));
   BOOST_CHECK_EXCEPTION(sharded.broadcast(3, devs), DeviceError,
                         test::message_has({"broadcast", "root 3", "CPU:0, CPU:1, CPU:2"}));
   BOOST_CHECK_EXCEPTION(one.broadcast(1, devs), DeviceError, test::message_has({"broadcast", "CPU:0", "root CPU:1"}));
@@ -304,7 +306,7 @@ BOOST_AUTO_TEST_CASE(hierarchical_values_match_host_arithmetic) {
         ++point;
         int n = l.ngroups * l.m;
         DType dtype = point % 2 ? DType::float32 : DType::int32;
-        Ops op = dtype == DType::float32 ? Ops::ADD : Ops::MAX;
+        ReduceOp op = dtype == DType::float32 ? ReduceOp::sum : ReduceOp::max;
         int64_t each = point % 3 == 0 ? 3 : 1, rows = kind == "reduce_scatter" ? n * each : each;
         BOOST_TEST_CONTEXT(l.ngroups << "x" << l.m << (l.interleaved ? " interleaved " : " ") << kind << " " << algo
                                      << " " << dtype_name(dtype) << " rows " << rows) {
@@ -326,7 +328,7 @@ BOOST_AUTO_TEST_CASE(hierarchical_runtime_matches_interpreter) {
   Tensor x = Tensor::from_shards(in, cpu_devices(4), 0);
   for (const std::string& kind : {std::string("reduce_scatter"), std::string("allgather")}) {
     BOOST_TEST_CONTEXT(kind) {
-      Tensor r = testing::apply_collective(kind, x, Ops::ADD, 0);
+      Tensor r = testing::apply_collective(kind, x, ReduceOp::sum, 0);
       RINGRT_CHECK_RESULT(testing::check_with_interpreter(r, kind, /*bitwise=*/true));
     }
   }
@@ -401,7 +403,7 @@ BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
       BOOST_TEST_CONTEXT(kind << " " << why) {
         std::vector<HostBuffer> in =
             testing::collective_locals(4, {kind == "reduce_scatter" ? 4 : 1, 3}, DType::int32, 9);
-        Tensor r = testing::apply_collective(kind, Tensor::from_shards(in, devs, 0), Ops::ADD, 0);
+        Tensor r = testing::apply_collective(kind, Tensor::from_shards(in, devs, 0), ReduceOp::sum, 0);
         AllreduceSettings debug = s;
         debug.debug = 2;
         std::ostringstream captured;
@@ -417,7 +419,7 @@ BOOST_AUTO_TEST_CASE(unfit_groups_keep_the_hierarchical_allreduce) {
             captured.str().find(" | " + kind + " as the hierarchical allreduce: " + why + "\n") != std::string::npos,
             captured.str());
         ScopedSettings scope(s);
-        expect_values(r, kind, in, Ops::ADD, 0);
+        expect_values(r, kind, in, ReduceOp::sum, 0);
       }
     }
 }
@@ -429,12 +431,12 @@ BOOST_AUTO_TEST_CASE(hierarchical_reduce_scatter_widened) {
   s.cast = false;
   ScopedSettings scope(s);
   std::vector<HostBuffer> in = testing::collective_locals(4, {4, 3}, DType::bfloat16, 2);
-  Tensor r = Tensor::from_shards(in, cpu_devices(4), 0).reduce_scatter(Ops::ADD, 0);
+  Tensor r = Tensor::from_shards(in, cpu_devices(4), 0).reduce_scatter(ReduceOp::sum, 0);
   BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
   for (const CopyItem& c : r.schedule().copies())
     BOOST_TEST(c.bytes == 4 * (s.groups.at(c.src) == s.groups.at(c.dst) ? 6 : 3));
   BOOST_TEST(r.dtype() == DType::bfloat16);
-  expect_values(r, "reduce_scatter", in, Ops::ADD, 0);
+  expect_values(r, "reduce_scatter", in, ReduceOp::sum, 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -5,11 +5,11 @@
 #include <functional>
 
 #include "codegen/kernel.hpp"
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 #include "rewrite/interpreter.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/engine/internal.hpp"
+#include "runtime/api/internal.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_multi)
 

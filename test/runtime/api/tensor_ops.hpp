@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/settings.hpp"
-#include "runtime/engine/internal.hpp"
+#include "core/settings.hpp"
+#include "runtime/api/internal.hpp"
 #include "test/support/host_oracle.hpp"
 
 using ringrt::AllreduceSettings;

@@ -19,15 +19,19 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/dtype.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/settings.hpp"
+#include "core/dtype.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/api/trace.hpp"
 #include "runtime/device/device.hpp"
-#include "runtime/engine/internal.hpp"
 #include "test/support/host_oracle.hpp"
+#include "test/support/runtime_switches.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_allreduce_in_place)
+
+using ringrt::test::set_switches;
+using ringrt::test::switches;
 
 namespace bdata = boost::unit_test::data;
 
@@ -35,7 +39,7 @@ using ringrt::AllreduceSettings;
 using ringrt::CopyItem;
 using ringrt::DType;
 using ringrt::HostBuffer;
-using ringrt::Ops;
+using ringrt::ReduceOp;
 using ringrt::Schedule;
 using ringrt::ScopedSettings;
 using ringrt::Shape;
@@ -56,8 +60,8 @@ AllreduceSettings forcing(const std::string& algo, int n) {
   return s;
 }
 
-Ops ringrt_op(Op op) {
-  return op == Op::sum ? Ops::ADD : op == Op::max ? Ops::MAX : op == Op::min ? Ops::MIN : Ops::MUL;
+ReduceOp ringrt_op(Op op) {
+  return op == Op::sum ? ReduceOp::sum : op == Op::max ? ReduceOp::max : op == Op::min ? ReduceOp::min : ReduceOp::prod;
 }
 
 // Device d's local value for step s: small integers (sums stay exact), different per device and step.
@@ -175,9 +179,9 @@ BOOST_DATA_TEST_CASE(schedule_costs_no_more_than_out_of_place, bdata::make({"nai
 BOOST_DATA_TEST_CASE(peer_reads_in_place_only_before_the_overwrite, bdata::make({"naive", "ring", "all2all"}), algo) {
   const int n = 4;
   ScopedSettings scope(forcing(algo, n));
-  const ringrt::PerfOptions saved = ringrt::perf_options();
+  const ringrt::RuntimeParams saved = ringrt::runtime_params();
   for (bool writes : {false, true}) {
-    ringrt::set_perf_options({true, saved.kernel_split, saved.inline_small, writes});
+    set_switches(switches(true, saved.kernel_split, saved.inline_small, writes));
     Shape local{1, 4099};
     Tensor x = bucket(n, Layout::axis0, local, DType::float32);
     std::vector<Arr> parts = write_step(x, n, local, writes ? 1 : 0);
@@ -205,7 +209,7 @@ BOOST_DATA_TEST_CASE(peer_reads_in_place_only_before_the_overwrite, bdata::make(
       for (const Tensor& shard : x.shards()) expect_equal(read(shard), want);
     }
   }
-  ringrt::set_perf_options(saved);
+  set_switches(saved);
 }
 
 // DDP's loop: every step writes fresh gradients into the persistent bucket and allreduces it in place.

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/settings.hpp"
-#include "runtime/engine/internal.hpp"
+#include "core/settings.hpp"
+#include "runtime/api/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_multi_values)

@@ -1,4 +1,4 @@
-// Schedule::kernel_items, Schedule::source and Schedule::emit_sources (runtime/api/schedule_source.cpp):
+// Schedule::kernel_items, Schedule::source and Schedule::emit_sources (runtime/api/schedule.cpp):
 // one file per kernel item named by item index and kernel name, the IR realize() compiles
 // (codegen/item_kernel.hpp), the host compiler builds every emitted cpu file, bad targets are ConfigErrors and
 // unwritable directories IOErrors.
@@ -16,7 +16,7 @@
 #include "codegen/render.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "runtime/engine/internal.hpp"
+#include "runtime/api/internal.hpp"
 #include "test/support/temp_dir.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_schedule_source)

@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "codegen/compiler.hpp"
-#include "rewrite/dtype.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/settings.hpp"
+#include "core/dtype.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
+#include "runtime/api/devices.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
-#include "runtime/device/memory.hpp"
 #include "test/runtime/api/tensor_ops.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_tensor_layout_ops)

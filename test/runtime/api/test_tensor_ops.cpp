@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "codegen/compiler.hpp"
-#include "rewrite/dtype.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/settings.hpp"
+#include "core/dtype.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
+#include "runtime/api/devices.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/device/device.hpp"
-#include "runtime/device/memory.hpp"
-#include "runtime/engine/internal.hpp"
 #include "test/runtime/api/tensor_ops.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_tensor_ops)
@@ -59,14 +59,14 @@ BOOST_DATA_TEST_CASE(int16_uint32_arithmetic, bdata::make(kCounts), n) {
                         x * y,
                         -x,
                         x.maximum(y),
-                        x.binary(ringrt::Ops::CMPLT, y),
+                        x.binary(ringrt::BinaryOp::less, y),
                         u + w,
                         u - w,
                         u * w,
                         -u,
-                        u.binary(ringrt::Ops::CMPLT, w),
-                        u.binary(ringrt::Ops::IDIV, w + 1u),
-                        u.binary(ringrt::Ops::MOD, w + 1u),
+                        u.binary(ringrt::BinaryOp::less, w),
+                        u.binary(ringrt::BinaryOp::idiv, w + 1u),
+                        u.binary(ringrt::BinaryOp::mod, w + 1u),
                         u.minimum(w)};
   Tensor::realize_all(r);
   auto i16 = [](int64_t v) { return static_cast<int16_t>(static_cast<uint16_t>(v)); };
@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(hip_kernels_compile) {
   auto d = devs(2);
   Tensor x = Tensor::from_vector(std::vector<int16_t>{-32768, -3, 5, 32767}, {4}).shard(d, 0);
   Tensor u = Tensor::from_vector(std::vector<uint32_t>{0u, 7u, 0x80000000u, 0xffffffffu}, {4}).shard(d, 0);
-  Tensor r = (x * x - x).neg().abs().cast(DType::uint32) + u.binary(ringrt::Ops::IDIV, u + 1u) +
+  Tensor r = (x * x - x).neg().abs().cast(DType::uint32) + u.binary(ringrt::BinaryOp::idiv, u + 1u) +
              u.bitcast(DType::float32).exp().cast(DType::uint32) + x.cast(DType::uint32).sum() +
              x.bitcast(DType::float16).cast(DType::uint32) + u.max();
   ringrt::Schedule s = r.schedule();
@@ -238,7 +238,7 @@ BOOST_DATA_TEST_CASE(where_broadcast_and_sharding, bdata::make(kCounts), n) {
   Tensor tx = Tensor::from_vector(x, {rows, cols}).shard(devs(n), 0);
   Tensor ty = Tensor::from_vector(y, {rows, cols}).shard(devs(n), std::nullopt);
   Tensor tr = Tensor::from_vector(row, {cols}).shard(devs(n), std::nullopt);  // broadcast along rows
-  Tensor cond = tx.binary(ringrt::Ops::CMPLT, ty);
+  Tensor cond = tx.binary(ringrt::BinaryOp::less, ty);
   std::vector<Tensor> r{cond.where(tx, ty), cond.where(tr, ty), cond.where(tx, -1.0), cond.where(7.0, tr),
                         tx.where(tx, ty)};
   BOOST_TEST(r[1].dtype() == DType::float32);  // int32 and float32 promote

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/dtype.hpp"
-#include "rewrite/errors.hpp"
-#include "runtime/engine/internal.hpp"
+#include "core/dtype.hpp"
+#include "core/errors.hpp"
+#include "runtime/api/internal.hpp"
 #include "test/support/checks.hpp"
 #include "test/support/host_oracle.hpp"
 
@@ -31,7 +31,7 @@ namespace bdata = boost::unit_test::data;
 using ringrt::DeviceError;
 using ringrt::DType;
 using ringrt::HostBuffer;
-using ringrt::Ops;
+using ringrt::ReduceOp;
 using ringrt::Shape;
 using ringrt::ShapeError;
 using ringrt::Tensor;
@@ -130,7 +130,7 @@ BOOST_DATA_TEST_CASE(write_shards_per_device, bdata::make(samples()), sample) {
   Shape shape{2 * n, 3 * n};
   Arr old = values(shape, 0);
   Tensor x = placed(old, sample.dtype, n, sample.layout);
-  Tensor reader = x.reduce(Ops::MAX, {1});  // lazy
+  Tensor reader = x.reduce(ReduceOp::max, {1});  // lazy
   Shape local = local_of(old, n, sample.layout, 0).shape;
   std::vector<Arr> want;
   std::vector<HostBuffer> host;
@@ -228,7 +228,8 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused) {
                         message_has({"write", "PERMUTE", "(2, 6)"}));
   BOOST_CHECK_EXCEPTION(Tensor::constant(1.0).write(to_buffer(values({}, 1), DType::float32)), DeviceError,
                         message_has({"write", "no device"}));
-  BOOST_CHECK_EXCEPTION(x.allreduce_in_place(Ops::SUB), ShapeError, message_has({"allreduce_in_place", "reduce op"}));
+  BOOST_CHECK_EXCEPTION(x.allreduce_in_place(static_cast<ReduceOp>(7)), ShapeError,
+                        message_has({"allreduce_in_place", "7", "not a ReduceOp"}));
   expect_equal(read(x), old);  // nothing was written
 }
 

@@ -10,16 +10,18 @@
 
 #include "runtime/api/ringrt.hpp"
 #include "runtime/device/device.hpp"
+#include "test/support/runtime_switches.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_trace)
 
 using namespace ringrt;
+using ringrt::test::set_switches;
 
 namespace {
 
 // Ring allreduce forced, peer reads and peer writes off (so every copy runs as a copy) for the scope.
 struct RingScope {
-  PerfOptions saved = perf_options();
+  RuntimeParams saved = runtime_params();
   ScopedSettings settings{[] {
     AllreduceSettings s;
     s.ring = 2;
@@ -27,12 +29,12 @@ struct RingScope {
     return s;
   }()};
   RingScope() {
-    PerfOptions p = saved;
+    RuntimeParams p = saved;
     p.peer_reads = false;
     p.peer_writes = false;
-    set_perf_options(p);
+    set_switches(p);
   }
-  ~RingScope() { set_perf_options(saved); }
+  ~RingScope() { set_switches(saved); }
 };
 
 // The allreduce (sum over axis 0) of a (3, 3000) tensor sharded over CPU:0..2; its input realized.

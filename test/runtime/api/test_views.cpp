@@ -24,10 +24,10 @@
 #include <utility>
 #include <vector>
 
-#include "rewrite/dtype.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/settings.hpp"
-#include "runtime/engine/internal.hpp"
+#include "core/dtype.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
+#include "runtime/api/internal.hpp"
 #include "test/support/checks.hpp"
 #include "test/support/host_oracle.hpp"
 

@@ -10,14 +10,16 @@
 #include <thread>
 
 #include "codegen/kernel.hpp"
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
+#include "test/support/runtime_switches.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_device)
 
 using namespace ringrt;
+using ringrt::test::set_switches;
 
 BOOST_AUTO_TEST_CASE(unknown_device_names_it_and_the_devices_that_exist) {
   cpu_devices(4);
@@ -267,12 +269,12 @@ BOOST_AUTO_TEST_CASE(many_copy_chains_in_flight_from_several_threads) {
 BOOST_AUTO_TEST_CASE(cpu_copies_split_or_not_copy_exactly_their_bytes) {
   Device& from = device("CPU:0");
   Device& to = device("CPU:1");
-  const PerfOptions before = perf_options();
+  const RuntimeParams before = runtime_params();
   constexpr size_t kPiece = size_t{32} << 10, kGuard = 64;
   for (bool split : {true, false}) {
-    PerfOptions o = before;
+    RuntimeParams o = before;
     o.kernel_split = split;
-    set_perf_options(o);
+    set_switches(o);
     for (size_t bytes : {size_t{1}, 2 * kPiece - 1, 2 * kPiece, 2 * kPiece + 1, 3 * kPiece + 7, size_t{100003},
                          kInlineBytes, kInlineBytes + 1}) {
       BOOST_TEST_CONTEXT("split " << split << ", " << bytes << " bytes") {
@@ -294,7 +296,7 @@ BOOST_AUTO_TEST_CASE(cpu_copies_split_or_not_copy_exactly_their_bytes) {
       }
     }
   }
-  set_perf_options(before);
+  set_switches(before);
 }
 
 // Device::launch_group on cpu devices: out[i] = 2 * in[i] + dnum on each device. Run together when every

@@ -7,13 +7,17 @@
 #include <boost/test/unit_test.hpp>
 #include <thread>
 
+#include "runtime/api/internal.hpp"
 #include "runtime/api/trace.hpp"
 #include "runtime/engine/binding.hpp"
 #include "runtime/engine/executor.hpp"
-#include "runtime/engine/internal.hpp"
 #include "test/support/allreduce_matrix.hpp"
+#include "test/support/runtime_switches.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_binding)
+
+using ringrt::test::set_switches;
+using ringrt::test::switches;
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
@@ -48,10 +52,10 @@ Tensor sharded(const std::vector<float>& v, int64_t n) {
 // again, and each run's result is the sum of its own inputs (with and without peer reads).
 BOOST_DATA_TEST_CASE(new_input_storages_reuse_the_binding, bdata::make({"naive", "ring", "all2all"}), algo) {
   ScopedSettings scope(forced_settings(algo));
-  PerfOptions saved = perf_options();
+  RuntimeParams saved = runtime_params();
   const int64_t n = 3000;
   for (bool peer : {true, false}) {
-    set_perf_options(PerfOptions{peer, saved.kernel_split, saved.inline_small});
+    set_switches(switches(peer, saved.kernel_split, saved.inline_small));
     std::vector<std::vector<float>> data;
     std::vector<Tensor> xs;
     for (int seed = 0; seed < 3; ++seed) {
@@ -66,25 +70,25 @@ BOOST_DATA_TEST_CASE(new_input_storages_reuse_the_binding, bdata::make({"naive",
         BOOST_TEST(xs[k].sum({0}).to_vector<float>() == host_sum(data[k], n), boost::test_tools::per_element());
     BOOST_TEST(Program::bindings_built() == built);
   }
-  set_perf_options(saved);
+  set_switches(saved);
 }
 
 // A fact of the binding that changes (runtime.peer_reads) builds it again, each time it changes; the
 // results stay the host's.
 BOOST_AUTO_TEST_CASE(a_changed_switch_builds_the_binding_again) {
   ScopedSettings scope(forced_settings("ring"));
-  PerfOptions saved = perf_options();
+  RuntimeParams saved = runtime_params();
   const int64_t n = 2000;
   std::vector<float> data = values(n, 3);
   Tensor x = sharded(data, n);
   BOOST_TEST(x.sum({0}).to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
   for (int k = 0; k < 4; ++k) {
     size_t built = Program::bindings_built();
-    set_perf_options(PerfOptions{k % 2 == 1, saved.kernel_split, saved.inline_small});
+    set_switches(switches(k % 2 == 1, saved.kernel_split, saved.inline_small));
     BOOST_TEST(x.sum({0}).to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
     BOOST_TEST(Program::bindings_built() == built + (k > 0 || saved.peer_reads ? 1 : 0));
   }
-  set_perf_options(saved);
+  set_switches(saved);
 }
 
 // Peer writes (runtime.peer_writes): the reduce kernel that owns a chunk writes it into every peer
@@ -95,15 +99,15 @@ BOOST_AUTO_TEST_CASE(a_changed_switch_builds_the_binding_again) {
 // are the host's either way; turning the switch over builds the binding again.
 BOOST_DATA_TEST_CASE(peer_writes_elide_the_copies_of_a_kernels_result, bdata::make({"all2all", "ring"}), algo) {
   ScopedSettings scope(forced_settings(algo));
-  PerfOptions saved = perf_options();
+  RuntimeParams saved = runtime_params();
   const int64_t n = 4096;  // chunks of 1024 floats
   std::vector<float> data = values(n, 7);
   Tensor x = sharded(data, n);
   for (bool writes : {false, true, false}) {
-    PerfOptions o = saved;
+    RuntimeParams o = saved;
     o.peer_reads = true;
     o.peer_writes = writes;
-    set_perf_options(o);
+    set_switches(o);
     size_t built = Program::bindings_built();
     Trace trace;
     BOOST_TEST(x.sum({0}).to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
@@ -124,7 +128,7 @@ BOOST_DATA_TEST_CASE(peer_writes_elide_the_copies_of_a_kernels_result, bdata::ma
       BOOST_TEST(peer_kernels == (writes ? 4u : 0u));
     }
   }
-  set_perf_options(saved);
+  set_switches(saved);
 }
 
 // A run allocates only the scratch its launches and copies use: with peer reads and peer writes an
@@ -133,15 +137,15 @@ BOOST_DATA_TEST_CASE(peer_writes_elide_the_copies_of_a_kernels_result, bdata::ma
 // reads the copies run into scratch, freed at the end (the peak is higher). Results are the host's.
 BOOST_DATA_TEST_CASE(a_run_allocates_only_the_scratch_its_items_use, bdata::make({"all2all", "naive"}), algo) {
   ScopedSettings scope(forced_settings(algo));
-  PerfOptions saved = perf_options();
+  RuntimeParams saved = runtime_params();
   const int64_t n = 4096;
   std::vector<float> data = values(n, 11);
   Tensor x = sharded(data, n);
   for (bool reads : {true, false}) {
-    PerfOptions o = saved;
+    RuntimeParams o = saved;
     o.peer_reads = reads;
     o.peer_writes = true;
-    set_perf_options(o);
+    set_switches(o);
     std::vector<MemoryStats> before;
     for (const std::string& d : cpu_devices(4)) {
       reset_peak_memory(d);
@@ -159,7 +163,7 @@ BOOST_DATA_TEST_CASE(a_run_allocates_only_the_scratch_its_items_use, bdata::make
     }
     BOOST_TEST(y.to_vector<float>() == host_sum(data, n), boost::test_tools::per_element());
   }
-  set_perf_options(saved);
+  set_switches(saved);
 }
 
 // The switches may change while other threads run (set_runtime_params is thread-safe): two threads
@@ -167,7 +171,7 @@ BOOST_DATA_TEST_CASE(a_run_allocates_only_the_scratch_its_items_use, bdata::make
 // run's binding is built for the switches it read (ThreadSanitizer, the tsan preset, checks the reads).
 BOOST_AUTO_TEST_CASE(switches_changed_while_other_threads_run_keep_results_right) {
   ScopedSettings scope(forced_settings("all2all"));
-  PerfOptions saved = perf_options();
+  RuntimeParams saved = runtime_params();
   const int64_t n = 1000;
   std::vector<float> data = values(n, 5);
   std::vector<float> want = host_sum(data, n);
@@ -182,18 +186,18 @@ BOOST_AUTO_TEST_CASE(switches_changed_while_other_threads_run_keep_results_right
   };
   std::thread a(work), b(work);
   for (int k = 0; k < 64; ++k) {
-    PerfOptions o = saved;
+    RuntimeParams o = saved;
     o.peer_reads = k % 2 == 0;
     o.peer_writes = k % 3 != 0;
     o.inline_small = k % 5 != 0;
     o.kernel_split = k % 7 != 0;
-    set_perf_options(o);
+    set_switches(o);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   stop = true;
   a.join();
   b.join();
-  set_perf_options(saved);
+  set_switches(saved);
   BOOST_TEST(runs.load() > 0);
   BOOST_TEST(wrong.load() == 0);
 }

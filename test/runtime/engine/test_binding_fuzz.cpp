@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
-#include "rewrite/settings.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
+#include "core/settings.hpp"
+#include "runtime/api/devices.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/device/device.hpp"
-#include "runtime/device/devices.hpp"
 #include "runtime/engine/executor.hpp"
-#include "runtime/engine/internal.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_binding_fuzz)
 
@@ -268,7 +268,7 @@ void Fuzz::step() {
       check(ta.allgather() + 1.0, map2(A, A, [](double x, double) { return x + 1; }), "allgather+1");
       break;
     case 11:
-      check((ta + tb).reduce_scatter(Ops::ADD, 1), colsum(map2(A, B, [](double x, double y) { return x + y; })),
+      check((ta + tb).reduce_scatter(ReduceOp::sum, 1), colsum(map2(A, B, [](double x, double y) { return x + y; })),
             "reduce_scatter");
       break;
     case 12: {

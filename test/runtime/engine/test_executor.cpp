@@ -11,16 +11,19 @@
 #include <thread>
 #include <tuple>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
+#include "runtime/api/internal.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/engine/executor.hpp"
-#include "runtime/engine/internal.hpp"
 #include "test/support/null_device.hpp"
+#include "test/support/runtime_switches.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_executor)
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
+using ringrt::test::set_switches;
+using ringrt::test::switches;
 
 BOOST_AUTO_TEST_CASE(watchdog_turns_a_stuck_item_into_a_timeout_and_the_process_stays_usable) {
   auto devs = cpu_devices(2);
@@ -187,7 +190,7 @@ BOOST_DATA_TEST_CASE(allreduce_over_many_devices, bdata::make({"ring", "all2all"
   }
 }
 
-// An inline small item (perf_options().inline_small) never overtakes work queued before it on the
+// An inline small item (runtime_params().inline_small) never overtakes work queued before it on the
 // same device: a small copy launched behind a task that blocks CPU:2 waits for it, and runs at once
 // on an idle device.
 BOOST_AUTO_TEST_CASE(inline_small_items_keep_the_device_order) {
@@ -211,7 +214,7 @@ BOOST_AUTO_TEST_CASE(inline_small_items_keep_the_device_order) {
   // idle now: with the switch on, a small copy is done when copy_from returns
   std::vector<float> again(64, 0.0f);
   Event now = d.copy_from(device("CPU:3"), src.data(), again.data(), 64 * sizeof(float), {});
-  BOOST_TEST(now.done() == perf_options().inline_small);
+  BOOST_TEST(now.done() == runtime_params().inline_small);
   BOOST_TEST(now.wait_for(std::chrono::milliseconds(10000)));
   BOOST_TEST(again == src, boost::test_tools::per_element());
 }
@@ -222,7 +225,7 @@ BOOST_AUTO_TEST_CASE(inline_small_items_keep_the_device_order) {
 // source).
 BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}), mode) {
   auto devs = cpu_devices(4);
-  PerfOptions saved = perf_options();
+  RuntimeParams saved = runtime_params();
   for (int64_t n : {int64_t{40}, int64_t{20000}, int64_t{300000}}) {
     AllreduceSettings s;
     s.ring = mode == 1 ? 2 : 0;
@@ -235,7 +238,7 @@ BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}
     x.realize();
     for (int bits = 0; bits < 16; ++bits) {
       bool peer = bits & 1, split = bits & 2, inline_small = bits & 4, writes = bits & 8;
-      set_perf_options(PerfOptions{peer, split, inline_small, writes});
+      set_switches(switches(peer, split, inline_small, writes));
       BOOST_TEST_CONTEXT("mode " << mode << " n " << n << " peer_reads " << peer << " kernel_split " << split
                                  << " inline_small " << inline_small << " peer_writes " << writes) {
         std::vector<float> got = x.sum({0}).to_vector<float>();
@@ -251,7 +254,7 @@ BOOST_DATA_TEST_CASE(performance_switches_keep_results, bdata::make({0, 1, 2, 3}
       }
     }
   }
-  set_perf_options(saved);
+  set_switches(saved);
 }
 
 // The executor runs what the schedule lists, no more and no less: realized on null devices (nothing

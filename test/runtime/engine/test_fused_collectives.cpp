@@ -15,15 +15,17 @@
 #include <vector>
 
 #include "codegen/item_kernel.hpp"
+#include "core/errors.hpp"
+#include "core/settings.hpp"
 #include "rewrite/collective.hpp"
-#include "rewrite/errors.hpp"
 #include "rewrite/rules/multi.hpp"
-#include "rewrite/settings.hpp"
 #include "runtime/api/tensor.hpp"
 #include "runtime/device/device.hpp"
+#include "test/support/runtime_switches.hpp"
 
 namespace bdata = boost::unit_test::data;
 using namespace ringrt;
+using ringrt::test::set_switches;
 
 namespace {
 
@@ -37,15 +39,15 @@ AllreduceSettings forced(const std::string& algo) {
 // then run as a task on its own queue thread and the devices meet at the barrier.
 class Path {
  public:
-  explicit Path(bool queued) : saved_(perf_options()) {
-    PerfOptions p = saved_;
+  explicit Path(bool queued) : saved_(runtime_params()) {
+    RuntimeParams p = saved_;
     p.inline_small = !queued;
-    set_perf_options(p);
+    set_switches(p);
   }
-  ~Path() { set_perf_options(saved_); }
+  ~Path() { set_switches(saved_); }
 
  private:
-  PerfOptions saved_;
+  RuntimeParams saved_;
 };
 
 // (ndev, numel) values of dtype: small integers (every sum, product, max and min exact in float32),
@@ -70,7 +72,7 @@ auto fused_paths() {
 
 struct Case {
   DType dtype;
-  Ops op;
+  ReduceOp op;
 };
 
 // r realized; every device's bytes are the interpreter's (interpret_shards). Its shards.
@@ -94,27 +96,28 @@ BOOST_DATA_TEST_CASE(match_the_interpreter_bit_for_bit, fused_paths(), algo, nde
   ScopedSettings scope(forced(algo));
   Path path(queued);
   auto devs = cpu_devices(ndev);
-  const std::vector<Case> cases{{DType::float32, Ops::ADD}, {DType::float32, Ops::MUL},  {DType::float32, Ops::MIN},
-                                {DType::float16, Ops::ADD}, {DType::bfloat16, Ops::MAX}, {DType::int8, Ops::ADD},
-                                {DType::int32, Ops::MIN},   {DType::float64, Ops::ADD}};
+  const std::vector<Case> cases{{DType::float32, ReduceOp::sum},  {DType::float32, ReduceOp::prod},
+                                {DType::float32, ReduceOp::min},  {DType::float16, ReduceOp::sum},
+                                {DType::bfloat16, ReduceOp::max}, {DType::int8, ReduceOp::sum},
+                                {DType::int32, ReduceOp::min},    {DType::float64, ReduceOp::sum}};
   uint32_t seed = 7;
   for (const Case& c : cases)
     for (int64_t numel : {int64_t{1}, int64_t{ndev - 1}, int64_t{1001}}) {
       if (numel == 0) continue;
-      BOOST_TEST_CONTEXT(dtype_name(c.dtype) << " " << op_name(c.op) << " numel " << numel) {
+      BOOST_TEST_CONTEXT(dtype_name(c.dtype) << " " << reduce_op_name(c.op) << " numel " << numel) {
         HostBuffer data = make_data(c.dtype, ndev, numel, seed++);
         Tensor x = Tensor::from_host(data).shard(devs, 0);
         x.realize();
-        Tensor r = c.op == Ops::ADD   ? x.sum({0})
-                   : c.op == Ops::MUL ? x.prod({0})
-                   : c.op == Ops::MAX ? x.max({0})
-                                      : x.min({0});
+        Tensor r = c.op == ReduceOp::sum    ? x.sum({0})
+                   : c.op == ReduceOp::prod ? x.prod({0})
+                   : c.op == ReduceOp::max  ? x.max({0})
+                                            : x.min({0});
         Schedule s = r.schedule();
         BOOST_TEST(s.algorithms == std::vector<std::string>{algo}, boost::test_tools::per_element());
         BOOST_TEST(s.fused_items.size() == 1u);
         BOOST_TEST(s.copies().empty());
         std::vector<Tensor> got = realized_as_interpreted(r);
-        if (c.dtype == DType::int8 && c.op == Ops::ADD)  // host arithmetic: the wrapped sum
+        if (c.dtype == DType::int8 && c.op == ReduceOp::sum)  // host arithmetic: the wrapped sum
           for (int64_t j = 0; j < numel; ++j) {
             int64_t sum = 0;
             for (int d = 0; d < ndev; ++d) sum += data.get_int(d * numel + j);
@@ -408,7 +411,7 @@ BOOST_DATA_TEST_CASE(ring_fused_interprets_as_the_lowered_ring, bdata::make({3, 
           auto build = [&](const std::string& a) {
             ScopedSettings scope(ring(a));
             Tensor r = kind == "allreduce"        ? x.sum({0})
-                       : kind == "reduce_scatter" ? x.reduce_scatter(Ops::ADD, 1)
+                       : kind == "reduce_scatter" ? x.reduce_scatter(ReduceOp::sum, 1)
                                                   : x.allgather();
             Schedule s = r.schedule();
             BOOST_TEST(s.algorithms == std::vector<std::string>{a}, boost::test_tools::per_element());
@@ -433,9 +436,10 @@ BOOST_DATA_TEST_CASE(reduce_scatter_is_one_fused_item, fused_paths(), algo, ndev
   Path path(queued);
   auto devs = cpu_devices(ndev);
   uint32_t seed = 40;
-  for (const Case& c : {Case{DType::float32, Ops::ADD}, Case{DType::float16, Ops::ADD}, Case{DType::int32, Ops::MAX}})
+  for (const Case& c :
+       {Case{DType::float32, ReduceOp::sum}, Case{DType::float16, ReduceOp::sum}, Case{DType::int32, ReduceOp::max}})
     for (int64_t numel : {int64_t{ndev}, int64_t{ndev * 333}}) {
-      BOOST_TEST_CONTEXT(dtype_name(c.dtype) << " " << op_name(c.op) << " numel " << numel) {
+      BOOST_TEST_CONTEXT(dtype_name(c.dtype) << " " << reduce_op_name(c.op) << " numel " << numel) {
         Tensor x = Tensor::from_host(make_data(c.dtype, ndev, numel, seed++)).shard(devs, 0);
         x.realize();
         Tensor r = x.reduce_scatter(c.op, 1);
@@ -487,8 +491,8 @@ BOOST_DATA_TEST_CASE(the_fused_lowering_interprets_as_the_unfused_one,
   auto devs = cpu_devices(ndev);
   uint32_t seed = 90;
   for (DType dtype : {DType::float32, DType::float16, DType::bfloat16, DType::int32, DType::uint8, DType::float64})
-    for (Ops op : {Ops::ADD, Ops::MUL, Ops::MAX, Ops::MIN}) {
-      BOOST_TEST_CONTEXT(dtype_name(dtype) << " " << op_name(op)) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min}) {
+      BOOST_TEST_CONTEXT(dtype_name(dtype) << " " << reduce_op_name(op)) {
         Tensor x = Tensor::from_host(make_data(dtype, ndev, 37, seed++)).shard(devs, 0);
         x.realize();
         auto interpreted = [&](const std::string& a) {

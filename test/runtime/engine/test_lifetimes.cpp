@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/hash.hpp"
-#include "rewrite/params.hpp"
-#include "runtime/engine/internal.hpp"
+#include "core/errors.hpp"
+#include "core/hash.hpp"
+#include "core/params_internal.hpp"
+#include "runtime/api/internal.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_lifetimes)
 

@@ -1,4 +1,4 @@
-#include "rewrite/files.hpp"
+#include "core/files.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -18,8 +18,8 @@
 #include <set>
 #include <utility>
 
-#include "rewrite/errors.hpp"
-#include "rewrite/params.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt {
 namespace {

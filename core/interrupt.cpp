@@ -1,4 +1,4 @@
-#include "rewrite/interrupt.hpp"
+#include "core/interrupt.hpp"
 
 #include <time.h>
 

@@ -1,8 +1,11 @@
-// The device lists of the public API: which devices exist. Device names are "KIND:index"; under
-// mpirun, a device of the job is named by its rank too: "rank<R>/KIND:index" (README, "Many hosts").
+// The devices of the public API: which devices exist, the ranks of a job, and each device's memory. Device names are
+// "KIND:index"; under mpirun, a device of the job is named by its rank too: "rank<R>/KIND:index" (README, "Many
+// hosts").
 #pragma once
 
 #include <cstdint>
+#include <ringrt/core/memory_stats.hpp>
+#include <ringrt/core/rank_info.hpp>
 #include <string>
 #include <vector>
 
@@ -15,16 +18,6 @@ std::vector<std::string> cpu_devices(int n);
 // DeviceError when the HIP runtime fails for another reason than having no GPU.
 std::vector<std::string> hip_devices();
 
-// This process's place in an SPMD job started by mpirun (one rank, one host without it).
-struct RankInfo {
-  int rank = 0;                         // this process
-  int ranks = 1;                        // processes in the job
-  int host = 0;                         // this rank's host, 0 .. hosts-1 (numbered by their first rank)
-  int hosts = 1;                        // hosts: MPI's shared-memory nodes, or runtime.ranks_per_host ranks each
-  std::vector<int> host_of_rank;        // host of every rank
-  std::string host_name;                // this host's name (MPI_Get_processor_name); "" without mpirun
-  std::vector<std::string> host_names;  // every host\'s name, by host number; {""} without mpirun
-};
 // This process's rank and host. Under mpirun (Open MPI's or MPICH's environment), the first call starts
 // MPI (MPI_Init_thread) on every rank: call it, or any device list, in the same order on every rank.
 // Throws DeviceError when MPI fails to start.
@@ -40,5 +33,11 @@ int64_t sum_over_ranks(int64_t value);
 // Ends every rank of the job with `status` (MPI_Abort), or this process (std::_Exit: no exit handlers)
 // without mpirun or when MPI did not start.
 [[noreturn]] void abort_ranks(int status);
+
+// The statistics of device `device` ("CPU:0", "HIP:1"); creates the device like every other call.
+// Throws DeviceError for an unknown device. Thread-safe; a snapshot (other threads may allocate).
+MemoryStats memory_stats(const std::string& device);
+// Sets device's peak to its current in_use (to measure the peak of one step). Throws DeviceError.
+void reset_peak_memory(const std::string& device);
 
 }  // namespace ringrt

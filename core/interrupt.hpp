@@ -2,7 +2,7 @@
 // poll it. The `ringrt` program installs the handler for SIGINT and SIGTERM (runtime/cli/main.cpp) and
 // its experiment runner stops between allreduces; the host compiler's child processes are killed when
 // a stop is requested (codegen/compiler.cpp run_command), so a compile in progress ends within about
-// 50 ms with an Interrupted error (rewrite/errors.hpp) and its temporary folder is removed.
+// 50 ms with an Interrupted error (core/errors.hpp) and its temporary folder is removed.
 #pragma once
 
 namespace ringrt {

@@ -2,8 +2,6 @@
 // row holds the tunable's description and three functions generated from its line: set (parse text
 // into the field), show (the field as text) and copy (the field from another RuntimeParams). Every
 // reader (environment, YAML, --set, dumps, the process-wide store) walks that table.
-#include "rewrite/params.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -25,7 +23,8 @@
 #include <unordered_map>
 #include <variant>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 
 extern char** environ;  // POSIX: the process environment (setenv, putenv and unsetenv change it)
 
@@ -280,6 +279,17 @@ RuntimeParams read_runtime_params(std::string_view only) {
 }  // namespace
 
 RuntimeParams current_runtime_params() { return read_runtime_params({}); }
+
+const RuntimeParams& runtime_params() {
+  thread_local RuntimeParams cached;
+  thread_local uint64_t seen = UINT64_MAX;
+  uint64_t generation = runtime_params_generation();  // before the read: a change during it reads again
+  if (generation != seen) {
+    cached = current_runtime_params();
+    seen = generation;
+  }
+  return cached;
+}
 
 void set_runtime_params(const RuntimeParams& values, std::initializer_list<std::string_view> keys) {
   for (std::string_view k : keys)

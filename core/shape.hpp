@@ -1,5 +1,5 @@
 // Shapes (public): a tensor's extent per axis, in elements, and the helpers on them. Defined in
-// rewrite/uop.cpp.
+// core/shape.cpp.
 #pragma once
 
 #include <cstdint>

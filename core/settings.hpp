@@ -4,11 +4,10 @@
 // Reference: tinygrad helpers.py RING, ALL2ALL, getenv("RING_ALLREDUCE_THRESHOLD"), REDUCE_LEADERS.
 #pragma once
 
+#include <ringrt/core/params.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "rewrite/params.hpp"
 
 namespace ringrt {
 

@@ -1,11 +1,11 @@
-#include "rewrite/dtype.hpp"
+#include "core/dtype.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
 #include <ostream>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt {
 namespace {

@@ -15,6 +15,12 @@
 
 namespace ringrt {
 
+// In-tree access to a Tensor's state (Tensor's friend); the installed API never exposes it.
+struct TensorAccess {
+  static const StatePtr& state(const Tensor& t) { return t.s_; }
+  static Tensor wrap(StatePtr s) { return Tensor(std::move(s)); }
+};
+
 namespace detail {
 // The kernel IR of a Schedule's kernel items, in kernel_items order (codegen/item_kernel.hpp).
 struct KernelIR {
@@ -29,8 +35,18 @@ inline UOp uop_of(const Tensor& t) { return TensorAccess::state(t)->uop; }
 // The kernel IR the executor compiles for kernel item i of s (an index into s.kernel_items). Throws
 // std::out_of_range for a bad i.
 inline const codegen::Kernel& kernel_of(const Schedule& s, size_t i) {
-  if (!s.ir) throw std::out_of_range("kernel_of: a schedule with no kernels");
-  return s.ir->kernels.at(i);
+  if (!s.ir_) throw std::out_of_range("kernel_of: a schedule with no kernels");
+  return s.ir_->kernels.at(i);
 }
+
+// The IR op of a public op (rewrite/ops.hpp ir_op), checked: ShapeError "WHAT: N is not a ReduceOp (sum, prod,
+// max, min)" (or BinaryOp) for a value outside the enum, such as one cast from an int (runtime/api/tensor.cpp).
+Ops checked_ir_op(const char* what, ReduceOp op);
+Ops checked_ir_op(const char* what, BinaryOp op);
+
+// What realize() would run for root (nothing for a view of a buffer, borrowed or to be): its listing,
+// items and algorithms, and the kernel IR of its kernel items (runtime/api/schedule.cpp). Throws what
+// lowering throws (ShapeError, ConfigError).
+Schedule schedule_of(const UOp& root, bool borrowed);
 
 }  // namespace ringrt

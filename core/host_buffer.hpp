@@ -6,12 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <ringrt/core/dtype.hpp>
+#include <ringrt/core/shape.hpp>
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include "rewrite/dtype.hpp"
-#include "rewrite/shape.hpp"
 
 namespace ringrt {
 

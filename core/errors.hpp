@@ -46,7 +46,7 @@ struct CompileError : Error {
 struct TimeoutError : Error {
   using Error::Error;
 };
-// Work given up because a stop was requested (rewrite/interrupt.hpp; the `ringrt` program on SIGINT or
+// Work given up because a stop was requested (core/interrupt.hpp; the `ringrt` program on SIGINT or
 // SIGTERM): a compile whose compiler was killed. Neither bad input nor a bug.
 struct Interrupted : Error {
   using Error::Error;

@@ -1,4 +1,4 @@
-#include "rewrite/yaml_document.hpp"
+#include "core/yaml_document.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
 
 namespace ringrt {
 namespace {

@@ -1,5 +1,7 @@
 // The simulated GPU's runtime compiler under hipRTC's names (codegen/rtc_platform.hpp maps nothing for
-// the sim platform: these are the names), and its code objects (see sim_hip.hpp).
+// the sim platform: these are the names), and its code objects (see runtime/hip/sim/sim_hip.hpp). Declared
+// here, beside the other compilers, because codegen calls it; defined with the simulated GPU, in
+// runtime/hip/sim/sim_rtc.cpp.
 //
 // A program is render_hip's source. hiprtcCompileProgram puts a prelude before it (the HIP built-ins
 // the source uses: __global__, blockIdx, threadIdx, blockDim, gridDim, __float_as_uint, ...; the math functions

@@ -1,11 +1,12 @@
-#include "rewrite/settings.hpp"
+#include "core/settings.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cstdlib>
 
-#include "rewrite/errors.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 
 namespace ringrt {
 namespace {
