@@ -135,7 +135,18 @@ struct Fuzz {
            " cache=" + std::to_string(r.program_cache) + " stream=" + std::to_string(r.stream_bytes) + "\n";
   }
 
+  // One random action on the pools (act: 0..26), checked against the host mirrors.
   void step();
+  // Expressions that only read the sharded pool: elementwise math, sums, shifted rows, collectives.
+  void sharded_reads(int act, int a, int b);
+  // Writes into the sharded tensor a: assigns, an in-place allreduce, a host write, a view assign, a borrowed view.
+  void sharded_writes(int act, int a, int b);
+  // Lazy readers of a or b that a later write must not change, and a shifted view of a assigned into a itself.
+  void lazy_readers_and_overlaps(int act, int a, int b);
+  // The (n) tensors on one device: s (CPU:0) copied into q (CPU:1), q shifted in place, s written after a copy.
+  void one_device(int act);
+  // The replicated rp (a different (n) vector on each of CPU:0..3): write_shards, allreduce, assign, broadcast.
+  void replicated(int act);
   void run(int steps) {
     for (int k = 0; k < 5; ++k) {
       pm.push_back(rand_vec(R * n));
@@ -193,14 +204,9 @@ struct Fuzz {
   }
 };
 
-void Fuzz::step() {
-  int a = pick(p.size()), b = pick(p.size());
-  int act = pick(27);
+void Fuzz::sharded_reads(int act, int a, int b) {
   Tensor &ta = p[static_cast<size_t>(a)], &tb = p[static_cast<size_t>(b)];
   Vec &A = pm[static_cast<size_t>(a)], &B = pm[static_cast<size_t>(b)];
-  log += "act " + std::to_string(act) + " a=" + std::to_string(a) + " b=" + std::to_string(b) + "\n";
-  if (log.size() > 4000) log.erase(0, log.size() - 3000);
-  const int64_t h = n / 2;
   switch (act) {
     case 0:
       check(ta * 2.0 + tb, map2(A, B, [](double x, double y) { return 2 * x + y; }), "a*2+b");
@@ -217,6 +223,42 @@ void Fuzz::step() {
       check(ta.shrink({{1, 4}, {0, n}}) + tb.shrink({{0, 3}, {0, n}}), want, "shifted rows");
       break;
     }
+    case 9:
+      check(ta * ta + ta, map2(A, A, [](double x, double) { return x * x + x; }), "a*a+a");
+      break;
+    case 10:
+      check(ta.allgather() + 1.0, map2(A, A, [](double x, double) { return x + 1; }), "allgather+1");
+      break;
+    case 11:
+      check((ta + tb).reduce_scatter(Ops::ADD, 1), colsum(map2(A, B, [](double x, double y) { return x + y; })),
+            "reduce_scatter");
+      break;
+    case 14: {
+      Tensor r1 = ta + tb, r2 = ta + tb, r3 = ta * tb;
+      Tensor::realize_all({r1, r2, r3});
+      Vec sum = map2(A, B, [](double x, double y) { return x + y; });
+      check(r1, sum, "realize_all r1");
+      check(r2, sum, "realize_all r2");
+      check(r3, map2(A, B, [](double x, double y) { return x * y; }), "realize_all r3");
+      break;
+    }
+    case 22:
+      check((ta + tb).reduce_to(pick(4)), colsum(map2(A, B, [](double x, double y) { return x + y; })), "reduce_to");
+      break;
+    case 23: {  // a replicated copy of a sharded row, allreduced in place, then read
+      Tensor r = ta.shrink({{1, 2}, {0, n}}).reshape({n}).to("CPU:3");
+      Vec want(A.begin() + n, A.begin() + 2 * n);
+      check(r, want, "row 1 to CPU:3");
+      break;
+    }
+  }
+}
+
+void Fuzz::sharded_writes(int act, int a, int b) {
+  Tensor &ta = p[static_cast<size_t>(a)], &tb = p[static_cast<size_t>(b)];
+  Vec &A = pm[static_cast<size_t>(a)], &B = pm[static_cast<size_t>(b)];
+  const int64_t h = n / 2;
+  switch (act) {
     case 3:
       ta.assign(ta + tb).realize();
       A = map2(A, B, [](double x, double y) { return x + y; });
@@ -261,40 +303,13 @@ void Fuzz::step() {
       kept.emplace_back(v, vm);
       break;
     }
-    case 9:
-      check(ta * ta + ta, map2(A, A, [](double x, double) { return x * x + x; }), "a*a+a");
-      break;
-    case 10:
-      check(ta.allgather() + 1.0, map2(A, A, [](double x, double) { return x + 1; }), "allgather+1");
-      break;
-    case 11:
-      check((ta + tb).reduce_scatter(Ops::ADD, 1), colsum(map2(A, B, [](double x, double y) { return x + y; })),
-            "reduce_scatter");
-      break;
-    case 12: {
-      int i = pick(s.size()), j = pick(q.size());
-      check(s[static_cast<size_t>(i)].to("CPU:1") * 2.0 + q[static_cast<size_t>(j)],
-            map2(sm[static_cast<size_t>(i)], qm[static_cast<size_t>(j)], [](double x, double y) { return 2 * x + y; }),
-            "s.to(1)*2+q");
-      break;
-    }
-    case 13: {
-      int i = pick(s.size()), j = pick(q.size());
-      q[static_cast<size_t>(j)].assign(s[static_cast<size_t>(i)].to("CPU:1") + q[static_cast<size_t>(j)]).realize();
-      qm[static_cast<size_t>(j)] =
-          map2(sm[static_cast<size_t>(i)], qm[static_cast<size_t>(j)], [](double x, double y) { return x + y; });
-      check(q[static_cast<size_t>(j)], qm[static_cast<size_t>(j)], "q += s.to(1)");
-      break;
-    }
-    case 14: {
-      Tensor r1 = ta + tb, r2 = ta + tb, r3 = ta * tb;
-      Tensor::realize_all({r1, r2, r3});
-      Vec sum = map2(A, B, [](double x, double y) { return x + y; });
-      check(r1, sum, "realize_all r1");
-      check(r2, sum, "realize_all r2");
-      check(r3, map2(A, B, [](double x, double y) { return x * y; }), "realize_all r3");
-      break;
-    }
+  }
+}
+
+void Fuzz::lazy_readers_and_overlaps(int act, int a, int b) {
+  Tensor &ta = p[static_cast<size_t>(a)], &tb = p[static_cast<size_t>(b)];
+  Vec &A = pm[static_cast<size_t>(a)], &B = pm[static_cast<size_t>(b)];
+  switch (act) {
     case 15: {  // a lazy reader of a, then a written: the reader keeps the old values
       Tensor r = ta + tb;
       Vec want = map2(A, B, [](double x, double y) { return x + y; });
@@ -330,47 +345,6 @@ void Fuzz::step() {
       check(ta, A, "allreduce_in_place lazily");
       break;
     }
-    case 18: {
-      std::vector<HostBuffer> sh;
-      for (auto& v : rpm) {
-        v = rand_vec(n);
-        sh.push_back(hb(v, {n}));
-      }
-      rp().write_shards(sh);
-      rp().allreduce_in_place().realize();
-      Vec sum(static_cast<size_t>(n), 0.0);
-      for (auto& v : rpm) sum = map2(sum, v, [](double x, double y) { return x + y; });
-      for (auto& v : rpm) v = sum;
-      check_rp("write_shards + allreduce_in_place (replicated)");
-      break;
-    }
-    case 19: {
-      std::vector<Tensor> sh = (rp() * 2.0).shards();
-      for (size_t d = 0; d < 4; ++d) check(sh[d], map2(rpm[d], rpm[d], [](double x, double) { return 2 * x; }), "rp*2");
-      break;
-    }
-    case 20:
-      rp().assign(rp() * 3.0 - rp().allgather()).realize();
-      for (auto& v : rpm) v = map2(v, v, [](double x, double) { return 2 * x; });
-      check_rp("rp = 3rp - rp");
-      break;
-    case 21: {
-      int i = pick(s.size());
-      std::vector<Tensor> sh = (s[static_cast<size_t>(i)].broadcast(0, cpu_devices(4)) + rp()).shards();
-      for (size_t d = 0; d < 4; ++d)
-        check(sh[d], map2(rpm[d], sm[static_cast<size_t>(i)], [](double x, double y) { return x + y; }),
-              "broadcast + rp");
-      break;
-    }
-    case 22:
-      check((ta + tb).reduce_to(pick(4)), colsum(map2(A, B, [](double x, double y) { return x + y; })), "reduce_to");
-      break;
-    case 23: {  // a replicated copy of a sharded row, allreduced in place, then read
-      Tensor r = ta.shrink({{1, 2}, {0, n}}).reshape({n}).to("CPU:3");
-      Vec want(A.begin() + n, A.begin() + 2 * n);
-      check(r, want, "row 1 to CPU:3");
-      break;
-    }
     case 24: {  // a shifted view of a written into a itself (overlapping), either direction
       bool left = pick(2);
       int64_t w = n - 1;
@@ -388,6 +362,26 @@ void Fuzz::step() {
             A[k + 1] = old[k];
         }
       check(ta, A, left ? "a[:, :-1] = a[:, 1:]" : "a[:, 1:] = a[:, :-1]");
+      break;
+    }
+  }
+}
+
+void Fuzz::one_device(int act) {
+  switch (act) {
+    case 12: {
+      int i = pick(s.size()), j = pick(q.size());
+      check(s[static_cast<size_t>(i)].to("CPU:1") * 2.0 + q[static_cast<size_t>(j)],
+            map2(sm[static_cast<size_t>(i)], qm[static_cast<size_t>(j)], [](double x, double y) { return 2 * x + y; }),
+            "s.to(1)*2+q");
+      break;
+    }
+    case 13: {
+      int i = pick(s.size()), j = pick(q.size());
+      q[static_cast<size_t>(j)].assign(s[static_cast<size_t>(i)].to("CPU:1") + q[static_cast<size_t>(j)]).realize();
+      qm[static_cast<size_t>(j)] =
+          map2(sm[static_cast<size_t>(i)], qm[static_cast<size_t>(j)], [](double x, double y) { return x + y; });
+      check(q[static_cast<size_t>(j)], qm[static_cast<size_t>(j)], "q += s.to(1)");
       break;
     }
     case 25: {  // the same on one device, the source through another device
@@ -424,6 +418,84 @@ void Fuzz::step() {
       check(ts, sm[static_cast<size_t>(i)], "s += 1 after q read it");
       break;
     }
+  }
+}
+
+void Fuzz::replicated(int act) {
+  switch (act) {
+    case 18: {
+      std::vector<HostBuffer> sh;
+      for (auto& v : rpm) {
+        v = rand_vec(n);
+        sh.push_back(hb(v, {n}));
+      }
+      rp().write_shards(sh);
+      rp().allreduce_in_place().realize();
+      Vec sum(static_cast<size_t>(n), 0.0);
+      for (auto& v : rpm) sum = map2(sum, v, [](double x, double y) { return x + y; });
+      for (auto& v : rpm) v = sum;
+      check_rp("write_shards + allreduce_in_place (replicated)");
+      break;
+    }
+    case 19: {
+      std::vector<Tensor> sh = (rp() * 2.0).shards();
+      for (size_t d = 0; d < 4; ++d) check(sh[d], map2(rpm[d], rpm[d], [](double x, double) { return 2 * x; }), "rp*2");
+      break;
+    }
+    case 20:
+      rp().assign(rp() * 3.0 - rp().allgather()).realize();
+      for (auto& v : rpm) v = map2(v, v, [](double x, double) { return 2 * x; });
+      check_rp("rp = 3rp - rp");
+      break;
+    case 21: {
+      int i = pick(s.size());
+      std::vector<Tensor> sh = (s[static_cast<size_t>(i)].broadcast(0, cpu_devices(4)) + rp()).shards();
+      for (size_t d = 0; d < 4; ++d)
+        check(sh[d], map2(rpm[d], sm[static_cast<size_t>(i)], [](double x, double y) { return x + y; }),
+              "broadcast + rp");
+      break;
+    }
+  }
+}
+
+void Fuzz::step() {
+  int a = pick(p.size()), b = pick(p.size());
+  int act = pick(27);
+  log += "act " + std::to_string(act) + " a=" + std::to_string(a) + " b=" + std::to_string(b) + "\n";
+  if (log.size() > 4000) log.erase(0, log.size() - 3000);
+  switch (act) {
+    case 0:
+    case 1:
+    case 2:
+    case 9:
+    case 10:
+    case 11:
+    case 14:
+    case 22:
+    case 23:
+      return sharded_reads(act, a, b);
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+    case 7:
+    case 8:
+      return sharded_writes(act, a, b);
+    case 15:
+    case 16:
+    case 17:
+    case 24:
+      return lazy_readers_and_overlaps(act, a, b);
+    case 12:
+    case 13:
+    case 25:
+    case 26:
+      return one_device(act);
+    case 18:
+    case 19:
+    case 20:
+    case 21:
+      return replicated(act);
   }
 }
 
