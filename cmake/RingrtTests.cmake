@@ -391,6 +391,11 @@ set_tests_properties(gpu_ratio_fixture PROPERTIES LABELS unit)
 add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=600
   -P "${PROJECT_SOURCE_DIR}/cmake/CheckFileSizes.cmake")
 set_tests_properties(lint_file_sizes PROPERTIES LABELS unit)
+# lint_test_functions: no function of the tests (test/, testing/, examples/) over 80 lines, tables aside
+# (cmake/CheckTestFunctions.cmake; issue 46).
+add_test(NAME lint_test_functions COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=80
+  -P "${PROJECT_SOURCE_DIR}/cmake/CheckTestFunctions.cmake")
+set_tests_properties(lint_test_functions PROPERTIES LABELS unit)
 
 # lint_includes: no include from a lower room to a higher one (cmake/CheckIncludes.cmake; docs/architecture.md);
 # lint_includes_fails: the lint fails, naming the file and both rooms, on a tree where core includes the API.

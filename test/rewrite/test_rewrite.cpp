@@ -134,40 +134,42 @@ struct Fixture {
 
 // ---- random graphs ----
 
-// A random DAG of about `min_nodes` nodes over six (4,) float32 buffers: ADD MUL MAX NEG, broadcast
-// constants (often 0, 1 and -1, so that the rules fire), reshapes, expands, reductions, permutes.
-// Returns a SINK of every node built; `buffers` receives the input buffers.
-UOp random_graph(UOpGraph& g, uint64_t seed, size_t min_nodes, std::vector<UOp>* buffers) {
-  std::mt19937_64 rng(seed);
-  auto rnd = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+// The shapes a reshape of a node of numel elements may take (none past 8 elements).
+std::vector<Shape> reshapes_of(int64_t numel) {
+  switch (numel) {
+    case 1:
+      return {{1}, {1, 1}};
+    case 2:
+      return {{2}, {1, 2}, {2, 1}};
+    case 4:
+      return {{4}, {2, 2}, {1, 4}, {4, 1}};
+    case 8:
+      return {{8}, {2, 4}, {4, 2}, {2, 2, 2}};
+    default:
+      return {};
+  }
+}
+
+// random_graph's state: its random numbers and the pool of nodes built so far (the buffers first).
+struct RandomGraph {
+  static constexpr double consts[] = {0, 1, -1, 2, 3, 0.5};
+  std::mt19937_64 rng;
   std::vector<UOp> pool;
-  for (int i = 0; i < 6; ++i) pool.push_back(new_buffer(DeviceSpec("CPU:0"), 4, DType::float32, &g));
-  if (buffers) *buffers = pool;
-  const double consts[] = {0, 1, -1, 2, 3, 0.5};
-  auto pick = [&]() { return pool[pool.size() - 1 - std::min(pool.size() - 1, rnd(pool.size()) % 64)]; };
-  auto same_shape = [&](const UOp& a) {
+
+  size_t rnd(size_t n) { return static_cast<size_t>(rng() % n); }
+  // A node of the pool, one of the latest 64.
+  UOp pick() { return pool[pool.size() - 1 - std::min(pool.size() - 1, rnd(pool.size()) % 64)]; }
+  // A node of the pool with a's shape (8 tries), else a constant like a.
+  UOp same_shape(const UOp& a) {
     for (int tries = 0; tries < 8; ++tries) {
       UOp b = pick();
       if (b.shape() == a.shape()) return b;
     }
     return a.const_like(consts[rnd(6)]);
-  };
-  auto reshapes_of = [](int64_t numel) -> std::vector<Shape> {
-    switch (numel) {
-      case 1:
-        return {{1}, {1, 1}};
-      case 2:
-        return {{2}, {1, 2}, {2, 1}};
-      case 4:
-        return {{4}, {2, 2}, {1, 4}, {4, 1}};
-      case 8:
-        return {{8}, {2, 4}, {4, 2}, {2, 2, 2}};
-      default:
-        return {};
-    }
-  };
-  while (g.size() < min_nodes) {
-    UOp a = pick(), out;
+  }
+  // A new node on a: an op drawn at random, or none when the op drawn does not fit a's shape.
+  std::optional<UOp> grow(const UOp& a) {
+    UOp out;
     switch (rnd(10)) {
       case 0:
       case 1:
@@ -182,17 +184,17 @@ UOp random_graph(UOpGraph& g, uint64_t seed, size_t min_nodes, std::vector<UOp>*
         break;
       case 4: {
         auto shapes = reshapes_of(prod(a.shape()));
-        if (shapes.empty()) continue;
+        if (shapes.empty()) return std::nullopt;
         out = a.reshape(shapes[rnd(shapes.size())]);
         break;
       }
       case 5: {
-        if (prod(a.shape()) > 4) continue;
+        if (prod(a.shape()) > 4) return std::nullopt;
         Shape to = a.shape();
         std::vector<size_t> ones;
         for (size_t i = 0; i < to.size(); ++i)
           if (to[i] == 1) ones.push_back(i);
-        if (ones.empty()) continue;
+        if (ones.empty()) return std::nullopt;
         to[ones[rnd(ones.size())]] = 2;
         out = a.expand(to);
         break;
@@ -201,7 +203,7 @@ UOp random_graph(UOpGraph& g, uint64_t seed, size_t min_nodes, std::vector<UOp>*
         std::vector<int> axes;
         for (size_t i = 0; i < a.shape().size(); ++i)
           if (a.shape()[i] > 1) axes.push_back(static_cast<int>(i));
-        if (axes.empty()) continue;
+        if (axes.empty()) return std::nullopt;
         out = a.r(rnd(2) ? Ops::ADD : Ops::MAX, {axes[rnd(axes.size())]});
         break;
       }
@@ -209,7 +211,7 @@ UOp random_graph(UOpGraph& g, uint64_t seed, size_t min_nodes, std::vector<UOp>*
         out = a.const_like(consts[rnd(6)]);
         break;
       case 8: {
-        if (a.shape().size() != 2) continue;
+        if (a.shape().size() != 2) return std::nullopt;
         out = a.permute({1, 0});
         break;
       }
@@ -217,9 +219,22 @@ UOp random_graph(UOpGraph& g, uint64_t seed, size_t min_nodes, std::vector<UOp>*
         out = a.alu(Ops::ADD, {a.const_like(0)}).alu(Ops::MUL, {a.const_like(1)});  // x + 0 then * 1
         break;
     }
-    pool.push_back(out);
+    return out;
   }
-  return sink(pool);
+};
+
+// A random DAG of about `min_nodes` nodes over six (4,) float32 buffers: ADD MUL MAX NEG, broadcast
+// constants (often 0, 1 and -1, so that the rules fire), reshapes, expands, reductions, permutes.
+// Returns a SINK of every node built; `buffers` receives the input buffers.
+UOp random_graph(UOpGraph& g, uint64_t seed, size_t min_nodes, std::vector<UOp>* buffers) {
+  RandomGraph r{std::mt19937_64(seed), {}};
+  for (int i = 0; i < 6; ++i) r.pool.push_back(new_buffer(DeviceSpec("CPU:0"), 4, DType::float32, &g));
+  if (buffers) *buffers = r.pool;
+  while (g.size() < min_nodes) {
+    UOp a = r.pick();
+    if (std::optional<UOp> out = r.grow(a)) r.pool.push_back(*out);
+  }
+  return sink(r.pool);
 }
 
 // Buffer contents for the interpreter: small integers, so that float32 math is exact.

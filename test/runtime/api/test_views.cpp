@@ -303,68 +303,63 @@ void expect_buffer_view(Tensor t, const Tensor& base, const Arr& want, const Lay
   BOOST_TEST(Tensor::programs_built() == built);
   expect_layout(t, want, l);
 }
-}  // namespace views
 
-BOOST_DATA_TEST_CASE(contiguous_of_a_buffer_range_is_a_view, bdata::xrange(1, 9), ndev) {
-  auto devs = ringrt::cpu_devices(ndev);
-  int64_t n = ndev;
-  DType dt = kDtypes[static_cast<size_t>(ndev) % kDtypes.size()];
-  Arr x = make_arr({6, 2 * n}, [](int64_t f) { return static_cast<double>(f % 101); });
-  struct Case {
-    const char* name;
-    Layout layout;
-    std::function<Tensor(const Tensor&)> view;
-    Arr want;
-  };
-  const std::vector<Case> cases = {
+// A view of a (6, 2n) tensor x that is one range of each device's buffer: its name, the layout of the base, the view
+// and its values.
+struct RangeCase {
+  const char* name;
+  Layout layout;
+  std::function<Tensor(const Tensor&)> view;
+  Arr want;
+};
+
+// The replicated and axis-1-sharded views of x (6, 2n) on devs whose contiguous() is a range of the buffer.
+std::vector<RangeCase> buffer_range_cases(const std::vector<std::string>& devs, const Arr& x, int64_t n) {
+  return {
       {"replicated, rows [1, 4)",
        {devs, std::nullopt},
-       [&](const Tensor& t) {
+       [n](const Tensor& t) {
          return t.shrink({{1, 4}, {0, 2 * n}});
        },
        slice(x, {{1, 4}, {0, 2 * n}})},
       {"replicated, reshape (12n,) then [3, 9)",
        {devs, std::nullopt},
-       [&](const Tensor& t) {
+       [n](const Tensor& t) {
          return t.reshape({12 * n}).shrink({{3, 9}});
        },
        slice(reshape(x, {12 * n}), {{3, 9}})},
       {"replicated, chained shrinks rows [1, 6) then [2, 4)",
        {devs, std::nullopt},
-       [&](const Tensor& t) {
+       [n](const Tensor& t) {
          return t.shrink({{1, 6}, {0, 2 * n}}).shrink({{2, 4}, {0, 2 * n}});
        },
        slice(x, {{3, 5}, {0, 2 * n}})},
       {"replicated, the whole tensor", {devs, std::nullopt}, [](const Tensor& t) { return t; }, x},
       {"replicated, reshape (3, 4n) then rows [1, 3), then reshape",
        {devs, std::nullopt},
-       [&](const Tensor& t) {
+       [n](const Tensor& t) {
          return t.reshape({3, 4 * n}).shrink({{1, 3}, {0, 4 * n}}).reshape({8 * n});
        },
        reshape(slice(reshape(x, {3, 4 * n}), {{1, 3}, {0, 4 * n}}), {8 * n})},
       // sharded on axis 1: each shard is (6, 2); rows [2, 5) of each shard are elements [4, 10) of it
       {"sharded on axis 1, rows [2, 5) of each shard",
        {devs, 1},
-       [&](const Tensor& t) {
+       [n](const Tensor& t) {
          return t.shrink({{2, 5}, {0, 2 * n}});
        },
        slice(x, {{2, 5}, {0, 2 * n}})},
       {"sharded on axis 1, chained shrinks",
        {devs, 1},
-       [&](const Tensor& t) {
+       [n](const Tensor& t) {
          return t.shrink({{1, 6}, {0, 2 * n}}).shrink({{0, 2}, {0, 2 * n}});
        },
        slice(x, {{1, 3}, {0, 2 * n}})},
   };
-  for (const Case& c : cases) {
-    guard(std::string(c.name) + ", " + std::to_string(ndev) + " devices, " + dname(dt), [&] {
-      Tensor base = place(x, dt, c.layout);
-      base.realize();
-      expect_buffer_view(c.view(base).contiguous(), base, c.want, c.layout);
-    });
-  }
-  // sharded on axis 0 of (n, 3, 4): each shard is (1, 3, 4); a shrink of axis 1 is a range of it, and a
-  // reshape of the shard keeps the shard axis
+}
+
+// Sharded on axis 0 of (n, 3, 4): each shard is (1, 3, 4); a shrink of axis 1 is a range of it, and a reshape of the
+// shard keeps the shard axis; the view then feeds an allreduce and a copy.
+void check_axis0_shard_range(const std::vector<std::string>& devs, DType dt, int64_t n) {
   Arr y = make_arr({n, 3, 4}, [](int64_t f) { return static_cast<double>(f % 97); });
   guard("sharded on axis 0, axis 1 rows [1, 3) of each shard, then a reshape", [&] {
     Layout l{devs, 0};
@@ -381,13 +376,33 @@ BOOST_DATA_TEST_CASE(contiguous_of_a_buffer_range_is_a_view, bdata::xrange(1, 9)
     expect_layout(v.cast(DType::float32).sum({0}), sums, {devs, std::nullopt});
     expect_equal(read(v.to("CPU:0")), reshape(slice(y, {{0, n}, {1, 3}, {0, 4}}), {n, 8}));
   });
-  // single device
+}
+
+// x (6, 2n) on one device (CPU:0): a reshape then a shrink is a range of its buffer.
+void check_one_device_range(const Arr& x, DType dt, int64_t n) {
   guard("one device, reshape then shrink", [&] {
     Tensor base = make_tensor(x, dt, "CPU:0");
     base.realize();
     Tensor v = base.reshape({3, 4 * n}).shrink({{2, 3}, {0, 4 * n}}).contiguous();
     expect_buffer_view(v, base, slice(reshape(x, {3, 4 * n}), {{2, 3}, {0, 4 * n}}), {{"CPU:0"}, std::nullopt});
   });
+}
+}  // namespace views
+
+BOOST_DATA_TEST_CASE(contiguous_of_a_buffer_range_is_a_view, bdata::xrange(1, 9), ndev) {
+  auto devs = ringrt::cpu_devices(ndev);
+  int64_t n = ndev;
+  DType dt = kDtypes[static_cast<size_t>(ndev) % kDtypes.size()];
+  Arr x = make_arr({6, 2 * n}, [](int64_t f) { return static_cast<double>(f % 101); });
+  for (const RangeCase& c : buffer_range_cases(devs, x, n)) {
+    guard(std::string(c.name) + ", " + std::to_string(ndev) + " devices, " + dname(dt), [&] {
+      Tensor base = place(x, dt, c.layout);
+      base.realize();
+      expect_buffer_view(c.view(base).contiguous(), base, c.want, c.layout);
+    });
+  }
+  check_axis0_shard_range(devs, dt, n);
+  check_one_device_range(x, dt, n);
 }
 
 // Views that are not one contiguous range still run a kernel, with the right values.

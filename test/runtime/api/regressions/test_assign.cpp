@@ -143,28 +143,25 @@ void c12_run(bool buf_first) {
 BOOST_AUTO_TEST_CASE(c12_write_after_read_buf_first) { c12_run(true); }
 BOOST_AUTO_TEST_CASE(c12_write_after_read_stale_first) { c12_run(false); }
 
-// Class: readers made before an in-place write see the old data (write after read); readers made
-// after it see the new (read after write) — copies to a device inside or outside the tuple,
-// collectives, an elementwise op, a cast, a local reduction — in either realization order
-// (alternating); a write into a view of the buffer; chained writes; 2 and 4 devices; the collective
-// readers under every algorithm, the others under naive.
-BOOST_DATA_TEST_CASE(c12_class_dependencies, bdata::make(variants({2, 4}, kAll)), var) {
-  create_outside_devices();
-  ScopedSettings scoped(settings_for(var.algo, var.ndev));
-  auto devs = ringrt::cpu_devices(var.ndev);
-  int64_t n = var.ndev;
-  Arr old_v = make_arr({2 * n, 3}, [](int64_t f) { return static_cast<double>(f + 1); });
-  Arr new_v = make_arr({2 * n, 3}, [](int64_t f) { return static_cast<double>(50 - 2 * f); });
-  struct Reader {
-    const char* name;
-    std::function<Tensor(const Tensor&)> make;
-    std::function<Arr(const Arr&)> expect;
-    bool collective;  // an allreduce: its result lives on every device of the tuple
-    bool uses_allreduce;
-  };
-  const std::vector<Reader> readers = {
+// c12_class_dependencies' readers and writes, on a (2n, 3) float32 buffer sharded on axis 0 over the variant's
+// n = ndev devices (devs), holding old_v until the write of new_v.
+namespace {
+
+// A reader of the buffer: how it is made, and its value computed on the host from the buffer's data.
+struct C12Reader {
+  const char* name;
+  std::function<Tensor(const Tensor&)> make;
+  std::function<Arr(const Arr&)> expect;
+  bool collective;  // an allreduce: its result lives on every device of the tuple
+  bool uses_allreduce;
+};
+
+// The readers: copies to a device inside (CPU:0) or outside (CPU:ndev) the tuple, collectives, an elementwise op,
+// a cast, a local reduction.
+std::vector<C12Reader> c12_readers(int ndev) {
+  return {
       {"copy to CPU:0", [](const Tensor& t) { return t.to("CPU:0"); }, [](const Arr& a) { return a; }, false, true},
-      {"copy outside", [&](const Tensor& t) { return t.to(dev(var.ndev)); }, [](const Arr& a) { return a; }, false,
+      {"copy outside", [ndev](const Tensor& t) { return t.to(dev(ndev)); }, [](const Arr& a) { return a; }, false,
        true},
       {"sum(0) (allreduce)", [](const Tensor& t) { return t.sum({0}); },
        [](const Arr& a) { return reduce(a, Op::sum, {0}); }, true, true},
@@ -177,15 +174,24 @@ BOOST_DATA_TEST_CASE(c12_class_dependencies, bdata::make(variants({2, 4}, kAll))
       {"sum(1) (local)", [](const Tensor& t) { return t.sum({1}); },
        [](const Arr& a) { return reduce(a, Op::sum, {1}); }, false, false},
   };
-  auto check_reader = [&](Tensor r, const Arr& want, bool collective) {
-    if (collective) {
-      expect_replicated(r, want, devs);
-    } else {
-      expect_equal(read(r), want);
-    }
-  };
+}
+
+// Checks a reader's value: replicated on devs when it is a collective's, else its values alone.
+void c12_check_reader(Tensor r, const Arr& want, bool collective, const std::vector<std::string>& devs) {
+  if (collective) {
+    expect_replicated(r, want, devs);
+  } else {
+    expect_equal(read(r), want);
+  }
+}
+
+// Each reader made before the write sees old_v, each made after it new_v, in either realization order
+// (alternating); the collective readers under every algorithm, the others under naive only.
+void c12_readers_before_and_after_the_write(const Variant& var, const std::vector<std::string>& devs, const Arr& old_v,
+                                            const Arr& new_v) {
+  const std::vector<C12Reader> readers = c12_readers(var.ndev);
   for (size_t i = 0; i < readers.size(); ++i) {
-    const Reader& rd = readers[i];
+    const C12Reader& rd = readers[i];
     if (!rd.uses_allreduce && var.algo != Algo::naive) continue;
     bool writer_first = (i + rot(var)) % 2 == 0;
     std::string order = writer_first ? " (writer realized first)" : " (reader realized first)";
@@ -201,7 +207,7 @@ BOOST_DATA_TEST_CASE(c12_class_dependencies, bdata::make(variants({2, 4}, kAll))
         stale.realize();
         buf.realize();
       }
-      check_reader(stale, rd.expect(old_v), rd.collective);
+      c12_check_reader(stale, rd.expect(old_v), rd.collective, devs);
       expect_sharded(buf, new_v, 0, devs);
     });
     guard(std::string("read after write: ") + rd.name + order, [&] {
@@ -216,10 +222,17 @@ BOOST_DATA_TEST_CASE(c12_class_dependencies, bdata::make(variants({2, 4}, kAll))
         fresh.realize();
         buf.realize();
       }
-      check_reader(fresh, rd.expect(new_v), rd.collective);
+      c12_check_reader(fresh, rd.expect(new_v), rd.collective, devs);
       expect_sharded(buf, new_v, 0, devs);
     });
   }
+}
+
+// A write into a view of the buffer (its columns [1, 3)) after two reads (a copy, a sum): refused, or done right
+// with the readers keeping the old values.
+void c12_write_into_a_view(const Variant& var, const std::vector<std::string>& devs, const Arr& old_v,
+                           const Arr& new_v) {
+  int64_t n = var.ndev;
   guard("write into a view (columns [1, 3) of the whole sharded axis) after a read", [&] {
     Tensor buf = make_tensor(old_v, DType::float32).shard(devs, 0);
     buf.realize();
@@ -252,8 +265,12 @@ BOOST_DATA_TEST_CASE(c12_class_dependencies, bdata::make(variants({2, 4}, kAll))
     expect_equal(read(stale), old_v);
     expect_replicated(total, reduce(old_v, Op::sum, {}), devs);
   });
-  // the case's own form: a 1-D buffer assigned from values still lazy (a full(), an expression) that
-  // are sharded as part of the write
+}
+
+// The case's own form: a 1-D (2n) buffer assigned from values still lazy (a full(), an expression) that are
+// sharded as part of the write; a copy made before keeps the old values.
+void c12_lazy_values_sharded_by_the_write(const Variant& var, const std::vector<std::string>& devs) {
+  int64_t n = var.ndev;
   for (int kind = 0; kind < 2; ++kind) {
     guard(kind == 0 ? "1-D buffer <- full(2n, 10) sharded" : "1-D buffer <- (v + 0) sharded", [&] {
       Arr old1 = iota({2 * n}, 1);
@@ -274,6 +291,10 @@ BOOST_DATA_TEST_CASE(c12_class_dependencies, bdata::make(variants({2, 4}, kAll))
       expect_sharded(buf, new1, 0, devs);
     });
   }
+}
+
+// Chained writes, one graph reading the old contents and the new, two readers of one pending increment.
+void c12_chained_and_pending_writes(const std::vector<std::string>& devs, const Arr& old_v, const Arr& new_v) {
   guard("chained writes: buf <- new; buf <- buf + buf.sum(0)", [&] {
     Tensor buf = make_tensor(old_v, DType::float32).shard(devs, 0);
     buf.realize();
@@ -307,6 +328,25 @@ BOOST_DATA_TEST_CASE(c12_class_dependencies, bdata::make(variants({2, 4}, kAll))
     expect_sharded(twice, map2(old_v, old_v, [](double a, double) { return 2 * (a + 1); }), 0, devs);
     expect_sharded(buf, map2(old_v, old_v, [](double a, double) { return a + 1; }), 0, devs);
   });
+}
+}  // namespace
+
+// Class: readers made before an in-place write see the old data (write after read); readers made
+// after it see the new (read after write) — copies to a device inside or outside the tuple,
+// collectives, an elementwise op, a cast, a local reduction — in either realization order
+// (alternating); a write into a view of the buffer; chained writes; 2 and 4 devices; the collective
+// readers under every algorithm, the others under naive.
+BOOST_DATA_TEST_CASE(c12_class_dependencies, bdata::make(variants({2, 4}, kAll)), var) {
+  create_outside_devices();
+  ScopedSettings scoped(settings_for(var.algo, var.ndev));
+  auto devs = ringrt::cpu_devices(var.ndev);
+  int64_t n = var.ndev;
+  Arr old_v = make_arr({2 * n, 3}, [](int64_t f) { return static_cast<double>(f + 1); });
+  Arr new_v = make_arr({2 * n, 3}, [](int64_t f) { return static_cast<double>(50 - 2 * f); });
+  c12_readers_before_and_after_the_write(var, devs, old_v, new_v);
+  c12_write_into_a_view(var, devs, old_v, new_v);
+  c12_lazy_values_sharded_by_the_write(var, devs);
+  c12_chained_and_pending_writes(devs, old_v, new_v);
 }
 
 // Class: a value that reads its own destination at other indices (a flip, a permute, a reduction

@@ -228,33 +228,36 @@ BOOST_AUTO_TEST_CASE(c15_ring_setting_takes_effect) {
   }
 }
 
-// Class: every setting is part of what decides the lowering, changed back and forth in one process:
-// ring, all2all, the threshold (at its boundary), groups, leaders and cast; and realize() (not only
-// schedule()) follows the change, seen through C13's order-dependent values.
-BOOST_AUTO_TEST_CASE(c15_class_every_setting_in_the_key) {
-  auto devs = ringrt::cpu_devices(4);
-  Tensor X = Tensor::full({4, 400}, 1, DType::float32).shard(devs, 0);
-  X.realize();
-  Tensor H = Tensor::full({4, 400}, 1, DType::float16).shard(devs, 0);
-  H.realize();
-  Arr fours = make_arr({400}, [](int64_t) { return 4.0; });
-  struct Step {
-    const char* name;
-    std::function<void(AllreduceSettings&)> set;
-    std::string algo;
-    size_t copies;
-    std::multiset<std::string> pairs;  // empty: not checked
-  };
+// c15_class_every_setting_in_the_key's steps, each on a (4, 400) tensor of ones sharded on axis 0 over CPU:0..3,
+// whose allreduce X.sum({0}) is 400 fours on every device.
+namespace {
+// One change of the settings and the lowering it must give.
+struct C15Step {
+  const char* name;
+  std::function<void(AllreduceSettings&)> set;
+  std::string algo;
+  size_t copies;
+  std::multiset<std::string> pairs;  // empty: not checked
+};
+
+// The copies of a ring allreduce over CPU:0..3, as src>dst pairs: edges D_i -> D_(i+1), 24 copies, 6 per edge.
+std::multiset<std::string> c15_ring_pairs() {
+  std::multiset<std::string> ring_pairs;
+  for (int i = 0; i < 4; ++i)
+    for (int k = 0; k < 6; ++k) ring_pairs.insert(dev(i) + ">" + dev((i + 1) % 4));
+  return ring_pairs;
+}
+
+// The settings, changed back and forth: ring, all2all, the threshold (at its boundary), groups and leaders; each
+// step starts from the default settings.
+std::vector<C15Step> c15_steps() {
   auto flat = [](AllreduceSettings& s) {
     s.ring = 0;
     s.all2all = 0;
   };
   auto groups = [](AllreduceSettings& s) { s.groups = {{"CPU:0", 0}, {"CPU:1", 0}, {"CPU:2", 1}, {"CPU:3", 1}}; };
-  // ring edges D_i -> D_(i+1): 24 copies, 6 per edge
-  std::multiset<std::string> ring_pairs;
-  for (int i = 0; i < 4; ++i)
-    for (int k = 0; k < 6; ++k) ring_pairs.insert(dev(i) + ">" + dev((i + 1) % 4));
-  const std::vector<Step> steps = {
+  const std::multiset<std::string> ring_pairs = c15_ring_pairs();
+  return {
       {"RING=0", flat, "naive", 12, {}},
       {"RING=2", [](AllreduceSettings& s) { s.ring = 2; }, "ring", 24, ring_pairs},
       {"RING=0 again", flat, "naive", 12, {}},
@@ -291,7 +294,7 @@ BOOST_AUTO_TEST_CASE(c15_class_every_setting_in_the_key) {
        {}},
       // hierarchical: 1 copy into each leader, 2 between the leaders, 1 back out of each leader
       {"groups {D0,D1},{D2,D3}",
-       [&](AllreduceSettings& s) {
+       [flat, groups](AllreduceSettings& s) {
          flat(s);
          groups(s);
        },
@@ -299,7 +302,7 @@ BOOST_AUTO_TEST_CASE(c15_class_every_setting_in_the_key) {
        6,
        {"CPU:1>CPU:0", "CPU:3>CPU:2", "CPU:0>CPU:2", "CPU:2>CPU:0", "CPU:0>CPU:1", "CPU:2>CPU:3"}},
       {"groups, leaders D1, D3",
-       [&](AllreduceSettings& s) {
+       [flat, groups](AllreduceSettings& s) {
          flat(s);
          groups(s);
          s.reduce_leaders = {"CPU:1", "CPU:3"};
@@ -309,7 +312,12 @@ BOOST_AUTO_TEST_CASE(c15_class_every_setting_in_the_key) {
        {"CPU:0>CPU:1", "CPU:2>CPU:3", "CPU:1>CPU:3", "CPU:3>CPU:1", "CPU:1>CPU:0", "CPU:3>CPU:2"}},
       {"groups dropped again", flat, "naive", 12, {}},
   };
-  for (const Step& st : steps) {
+}
+
+// Runs each step: the algorithm, the number of copies (and their pairs where the step gives them), the values.
+void c15_check_steps(const Tensor& X, const Arr& fours, const std::vector<std::string>& devs) {
+  const std::vector<C15Step> steps = c15_steps();
+  for (const C15Step& st : steps) {
     guard(st.name, [&] {
       AllreduceSettings s;
       st.set(s);
@@ -322,6 +330,10 @@ BOOST_AUTO_TEST_CASE(c15_class_every_setting_in_the_key) {
       expect_replicated(r, fours, devs);
     });
   }
+}
+
+// float16 copies with the cast on, off and on again: 2 bytes per element when on, 4 when off, of a (4, 400) H.
+void c15_check_cast(const Tensor& H, const Arr& fours, const std::vector<std::string>& devs) {
   for (bool cast : {true, false, true}) {
     guard(std::string("float16 copies with cast ") + (cast ? "on" : "off"), [&] {
       AllreduceSettings s;
@@ -336,6 +348,21 @@ BOOST_AUTO_TEST_CASE(c15_class_every_setting_in_the_key) {
       expect_replicated(r, fours, devs);
     });
   }
+}
+}  // namespace
+
+// Class: every setting is part of what decides the lowering, changed back and forth in one process:
+// ring, all2all, the threshold (at its boundary), groups, leaders and cast; and realize() (not only
+// schedule()) follows the change, seen through C13's order-dependent values.
+BOOST_AUTO_TEST_CASE(c15_class_every_setting_in_the_key) {
+  auto devs = ringrt::cpu_devices(4);
+  Tensor X = Tensor::full({4, 400}, 1, DType::float32).shard(devs, 0);
+  X.realize();
+  Tensor H = Tensor::full({4, 400}, 1, DType::float16).shard(devs, 0);
+  H.realize();
+  Arr fours = make_arr({400}, [](int64_t) { return 4.0; });
+  c15_check_steps(X, fours, devs);
+  c15_check_cast(H, fours, devs);
 }
 
 BOOST_AUTO_TEST_CASE(c15_realize_follows_settings) {

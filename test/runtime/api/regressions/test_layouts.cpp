@@ -77,61 +77,71 @@ BOOST_DATA_TEST_CASE(c09f_multi_with_single_device_tensor, bdata::make(std::vect
   BOOST_CHECK_EXCEPTION((A - B).realize(), ShapeError, message_has(parts));
 }
 
-// Class: every pair of operand layouts (axis 0, axis 1, replicated) x (those, a scalar, a replicated
-// row or column to broadcast), with the op and dtype rotating over the pairs; 2..4 devices, every
-// algorithm for the mixed-axis allreduce; and matmuls contracting the shard axis.
-BOOST_DATA_TEST_CASE(c09_class_layout_pairs, bdata::make(variants({2, 3, 4}, kAll)), var) {
-  ScopedSettings scoped(settings_for(var.algo, var.ndev));
-  auto devs = ringrt::cpu_devices(var.ndev);
+// c09_class_layout_pairs' operands: (m, m) arrays, m = 2 * ndev, placed on the variant's devices (devs).
+namespace {
+enum C09Layout { ax0, ax1, repl, scalar, row, col };
+
+// x (m, m) placed in layout l as dt: the tensor, and the host values it stands for broadcast to (m, m) (a scalar
+// 3; row 1 of x as a (1, m) row; column 2 of x as an (m, 1) column; else x).
+std::pair<Tensor, Arr> c09_layout(const Arr& x, C09Layout l, DType dt, const std::vector<std::string>& devs,
+                                  int64_t m) {
+  switch (l) {
+    case ax0:
+      return {make_tensor(x, dt).shard(devs, 0), x};
+    case ax1:
+      return {make_tensor(x, dt).shard(devs, 1), x};
+    case repl:
+      return {make_tensor(x, dt).shard(devs, std::nullopt), x};
+    case scalar:
+      return {Tensor::constant(3, dt), make_arr({m, m}, [](int64_t) { return 3.0; })};
+    case row: {
+      Arr r = slice(x, 0, 1, 2);
+      return {make_tensor(r, dt).shard(devs, std::nullopt),
+              make_arr({m, m}, [&](int64_t f) { return r.v[static_cast<size_t>(f % m)]; })};
+    }
+    case col: {
+      Arr c = slice(x, 1, 2, 3);
+      return {make_tensor(c, dt).shard(devs, std::nullopt),
+              make_arr({m, m}, [&](int64_t f) { return c.v[static_cast<size_t>(f / m)]; })};
+    }
+  }
+  throw std::logic_error("layout");
+}
+
+// An elementwise binary op: on tensors (t) and on host values (h).
+struct C09BinOp {
+  const char* name;
+  std::function<Tensor(const Tensor&, const Tensor&)> t;
+  std::function<double(double, double)> h;
+};
+
+// The ops the pairs rotate over: +, -, *, maximum.
+std::vector<C09BinOp> c09_ops() {
+  return {{"+", [](const Tensor& p, const Tensor& q) { return p + q; }, [](double p, double q) { return p + q; }},
+          {"-", [](const Tensor& p, const Tensor& q) { return p - q; }, [](double p, double q) { return p - q; }},
+          {"*", [](const Tensor& p, const Tensor& q) { return p * q; }, [](double p, double q) { return p * q; }},
+          {"maximum", [](const Tensor& p, const Tensor& q) { return p.maximum(q); },
+           [](double p, double q) { return std::max(p, q); }}};
+}
+
+// Every pair of operand layouts (axis 0, axis 1, replicated) x (those, a scalar, a replicated row or column to
+// broadcast), with the op and dtype rotating over the pairs: the result sharded when an operand is, else replicated.
+void c09_elementwise_pairs(const Variant& var, const std::vector<std::string>& devs) {
   int64_t n = var.ndev, m = 2 * n;
-  enum L { ax0, ax1, repl, scalar, row, col };
   const char* lname[] = {"axis0", "axis1", "replicated", "scalar", "row(1,m) replicated", "column(m,1) replicated"};
   Arr a = make_arr({m, m}, [](int64_t f) { return static_cast<double>((f * 5) % 11 - 5); });
   Arr b = make_arr({m, m}, [](int64_t f) { return static_cast<double>((f * 3) % 7 - 3); });
-  auto layout = [&](const Arr& x, L l, DType dt) -> std::pair<Tensor, Arr> {
-    switch (l) {
-      case ax0:
-        return {make_tensor(x, dt).shard(devs, 0), x};
-      case ax1:
-        return {make_tensor(x, dt).shard(devs, 1), x};
-      case repl:
-        return {make_tensor(x, dt).shard(devs, std::nullopt), x};
-      case scalar:
-        return {Tensor::constant(3, dt), make_arr({m, m}, [](int64_t) { return 3.0; })};
-      case row: {
-        Arr r = slice(x, 0, 1, 2);
-        return {make_tensor(r, dt).shard(devs, std::nullopt),
-                make_arr({m, m}, [&](int64_t f) { return r.v[static_cast<size_t>(f % m)]; })};
-      }
-      case col: {
-        Arr c = slice(x, 1, 2, 3);
-        return {make_tensor(c, dt).shard(devs, std::nullopt),
-                make_arr({m, m}, [&](int64_t f) { return c.v[static_cast<size_t>(f / m)]; })};
-      }
-    }
-    throw std::logic_error("layout");
-  };
-  struct BinOp {
-    const char* name;
-    std::function<Tensor(const Tensor&, const Tensor&)> t;
-    std::function<double(double, double)> h;
-  };
-  const std::vector<BinOp> ops = {
-      {"+", [](const Tensor& p, const Tensor& q) { return p + q; }, [](double p, double q) { return p + q; }},
-      {"-", [](const Tensor& p, const Tensor& q) { return p - q; }, [](double p, double q) { return p - q; }},
-      {"*", [](const Tensor& p, const Tensor& q) { return p * q; }, [](double p, double q) { return p * q; }},
-      {"maximum", [](const Tensor& p, const Tensor& q) { return p.maximum(q); },
-       [](double p, double q) { return std::max(p, q); }}};
+  const std::vector<C09BinOp> ops = c09_ops();
   const std::vector<DType> dts = {DType::int32, DType::float32, DType::bfloat16};
   size_t pair = 0;
-  for (L la : {ax0, ax1, repl})
-    for (L lb : {ax0, ax1, repl, scalar, row, col}) {
-      const BinOp& op = ops[(pair + rot(var)) % ops.size()];
+  for (C09Layout la : {ax0, ax1, repl})
+    for (C09Layout lb : {ax0, ax1, repl, scalar, row, col}) {
+      const C09BinOp& op = ops[(pair + rot(var)) % ops.size()];
       DType dt = dts[(pair + rot(var)) % dts.size()];
       ++pair;
       guard(dname(dt) + " " + lname[la] + " " + op.name + " " + lname[lb], [&] {
-        auto [ta, ha] = layout(a, la, dt);
-        auto [tb, hb] = layout(b, lb, dt);
+        auto [ta, ha] = c09_layout(a, la, dt, devs, m);
+        auto [tb, hb] = c09_layout(b, lb, dt, devs, m);
         if (la != repl) ta.realize();
         Arr want = map2(ha, hb, op.h);
         Tensor r = op.t(ta, tb);
@@ -146,6 +156,12 @@ BOOST_DATA_TEST_CASE(c09_class_layout_pairs, bdata::make(variants({2, 3, 4}, kAl
         }
       });
     }
+}
+
+// Matmuls (3, m) x (m, 2) contracting X's shard axis, W sharded on that axis (an allreduce by the variant's
+// algorithm) or replicated; the product computed on the host.
+void c09_matmuls(const Variant& var, const std::vector<std::string>& devs) {
+  int64_t n = var.ndev, m = 2 * n;
   DType dt = rot(var) % 2 ? DType::int32 : DType::float32;
   Arr x = make_arr({3, m}, [](int64_t f) { return static_cast<double>(f % 5 - 2); });
   Arr w = make_arr({m, 2}, [](int64_t f) { return static_cast<double>(f % 3 - 1); });
@@ -168,6 +184,17 @@ BOOST_DATA_TEST_CASE(c09_class_layout_pairs, bdata::make(variants({2, 3, 4}, kAl
     Tensor r = matmul(make_tensor(x, dt).shard(devs, 1), make_tensor(w, dt).shard(devs, std::nullopt));
     expect_replicated(r, want, devs);
   });
+}
+}  // namespace
+
+// Class: every pair of operand layouts (axis 0, axis 1, replicated) x (those, a scalar, a replicated
+// row or column to broadcast), with the op and dtype rotating over the pairs; 2..4 devices, every
+// algorithm for the mixed-axis allreduce; and matmuls contracting the shard axis.
+BOOST_DATA_TEST_CASE(c09_class_layout_pairs, bdata::make(variants({2, 3, 4}, kAll)), var) {
+  ScopedSettings scoped(settings_for(var.algo, var.ndev));
+  auto devs = ringrt::cpu_devices(var.ndev);
+  c09_elementwise_pairs(var, devs);
+  c09_matmuls(var, devs);
 }
 
 // =============================================================================================
