@@ -1,5 +1,5 @@
 // Experiment configuration: the YAML file of `ringrt run`, validated into an ExperimentConfig.
-// Reference: DESIGN.md "The ringrt program and YAML"; the tunables are the ones declared in
+// Reference: README.md "YAML reference"; the tunables are the ones declared in
 // rewrite/params.hpp (tunables(), set_param()), never repeated here.
 //
 // Keys (every other key is an error):
