@@ -261,7 +261,7 @@ $10 + 0 > 0 && $11 + 0 > 0 && $12 + 0 > 0 {n++} END {exit n != 8}'" bash "${PROJ
   "${_check}")
 set_tests_properties(simgpu_gpu_ratio PROPERTIES LABELS simgpu FIXTURES_REQUIRED simgpu_check)
 
-# mpi: ringrt across MPI ranks (issue 17). Each test is one mpirun (of the test program, of the ringrt
+# mpi: ringrt across MPI ranks (runtime/mpi/). Each test is one mpirun (of the test program, of the ringrt
 # program, or the fault script's several), RUN_SERIAL where its ranks keep the cores busy. Open MPI as
 # found on these machines, through its environment: root allowed, more ranks than cores allowed, no
 # binding (at np <= 2 Open MPI binds each rank to one core, and TBB starves), shared memory and self

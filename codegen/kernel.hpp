@@ -95,7 +95,7 @@ struct Kernel {
 };
 
 // Lowers a kernel AST: the UOp subgraph rooted at the value the kernel computes (shape S; see
-// DESIGN.md "Schedule and codegen"). Leaves are BUFFERs seen through movement ops (RESHAPE EXPAND PAD
+// docs/architecture.md "Code generation"). Leaves are BUFFERs seen through movement ops (RESHAPE EXPAND PAD
 // SHRINK PERMUTE FLIP, PAD/SHRINK bounds c + k*_device_num), CONSTs (a DEVICE source is ignored) and
 // DEFINE_VAR _device_num; between them ALU ops, CAST, BITCAST, REDUCE_AXIS and movement ops above
 // computed values, which are pushed into the index (views compose; nothing is realized).

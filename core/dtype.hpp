@@ -9,7 +9,7 @@
 
 namespace ringrt {
 
-// The public element types (DESIGN.md "Public C++ API"); void_ is internal (STORE, SINK). Types added
+// The public element types (README.md "The C++ API"); void_ is internal (STORE, SINK). Types added
 // later come after void_, so the values of the others (hashed into UOps and kernel names) never change.
 enum class DType : uint8_t {
   float32,

@@ -1,4 +1,4 @@
-// Cooperative interruption (issue 15): a signal handler records a request to stop, and the long waits
+// Cooperative interruption (SIGINT/SIGTERM): a signal handler records a request to stop, and the long waits
 // poll it. The `ringrt` program installs the handler for SIGINT and SIGTERM (runtime/cli/main.cpp) and
 // its experiment runner stops between allreduces; the host compiler's child processes are killed when
 // a stop is requested (codegen/compiler.cpp run_command), so a compile in progress ends within about

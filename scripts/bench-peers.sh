@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ringrt's cpu-backend allreduce side by side with Open MPI and the memory-bandwidth floor (issue 7).
+# ringrt's cpu-backend allreduce side by side with Open MPI and the memory-bandwidth floor (docs/performance.md).
 #
 #   scripts/bench-peers.sh [OUT_DIR]        (default build/release/bench-peers)
 #

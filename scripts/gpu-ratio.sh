@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How far ringrt's allreduce is from the floor on one GPU (issue 43): for each sweep, size and algorithm,
+# How far ringrt's allreduce is from the floor on one GPU: for each sweep, size and algorithm,
 # ringrt's time divided by the fused floor's at the same number of devices and size. Reads the CSVs of
 # `ringrt run --csv` (the allreduce sweeps of scripts/gpu-check.sh and gpu-pack.sh's run.sh; columns found
 # by name in the header: size_bytes, algo, time_us, ndev, collective, pipelined_time_us) and the output of

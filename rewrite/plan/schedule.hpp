@@ -1,5 +1,5 @@
 // The scheduler: from a lowered per-device graph to ordered work items (reference: tinygrad
-// engine/schedule.py, DESIGN.md "Schedule and codegen"). Planning only; executing is separate.
+// engine/schedule.py; docs/architecture.md "Planning"). Planning only; executing is separate.
 //
 // Kernel boundaries are the realized values: inputs (BUFFER), CONTIGUOUS, the value of a STORE or
 // ASSIGN, a copy's source that is not a plain range of a realized buffer, and the roots. A kernel

@@ -322,7 +322,7 @@ class Tensor {
   std::string to_dot(const AllreduceSettings& settings) const;
 
   // ---- more ops (runtime/api/tensor_ops.cpp). Reference: tinygrad tensor.py, same names and semantics
-  // unless a comment says otherwise; on sharded tensors the multi rules apply (DESIGN.md "Multi rules").
+  // unless a comment says otherwise; on sharded tensors the multi rules apply (rewrite/rules/multi.cpp).
 
   // A multi-device tensor from per-device host data: data[i] (all of one dtype and shape, the local
   // shape) goes to devices[i]; the logical tensor is their concatenation along axis, or (nullopt)

@@ -1,6 +1,6 @@
 // Experiment configuration: the YAML file of `ringrt run`, validated into an ExperimentConfig.
-// Reference: DESIGN.md "The ringrt program and YAML"; the tunables are the ones declared in
-// core/params.hpp (tunables(), set_param()), never repeated here.
+// Reference: README.md "YAML reference"; the tunables are the ones declared in
+// core/params_internal.hpp (tunables(), set_param()), never repeated here.
 //
 // Keys (every other key is an error):
 //   backend: auto | cpu | hip

@@ -1,7 +1,7 @@
 // The experiment runner of `ringrt run`: sweeps of one collective (experiment.collective; gradient-bucket
 // steps: allreduce, or FSDP's allgathers and reduce-scatters with experiment.sharding) over the devices
 // of an ExperimentConfig, timed and checked, built on the public Tensor API only.
-// Reference: DESIGN.md "The ringrt program and YAML"; the table follows rccl-tests
+// Reference: README.md "The main job"; the table follows rccl-tests
 // (nccl-tests doc/PERFORMANCE.md: algbw = bytes / time, busbw = algbw * 2(n-1)/n for allreduce).
 //
 // One allreduce of count N: a (ndev, N) tensor sharded on axis 0 (one row per device, realized

@@ -1,4 +1,4 @@
-// The `ringrt` program (DESIGN.md "The ringrt program and YAML"):
+// The `ringrt` program (README.md "The main job"):
 //   ringrt run CONFIG.yaml [--set key=value]... [--csv FILE] [--json FILE] [--junit FILE] [--trace FILE]
 //   ringrt schedule CONFIG.yaml --count N [--json] [--dot FILE] [--emit-source DIR --target hip|nvidia|cpu]
 //   ringrt config CONFIG.yaml [--set key=value]... [--dump]

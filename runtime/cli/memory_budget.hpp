@@ -1,5 +1,5 @@
 // The memory a run of one sweep size will hold, estimated from its plan before anything is allocated,
-// and what the process may still take (issue 15 item 8: a size that does not fit is refused with the
+// and what the process may still take (a size that does not fit is refused with the
 // numbers, exit 2, instead of the kernel killing the process part way).
 //
 // Estimate: the device buffers are the input (count elements on every device), plus what the schedule

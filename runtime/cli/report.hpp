@@ -1,6 +1,6 @@
 // Output of the `ringrt` program: the rccl-tests-style table and its header, the CSV and JSON files
-// of `ringrt run`, and the JSON/DOT forms of `ringrt schedule`. Reference: DESIGN.md "The ringrt
-// program and YAML"; the table's columns and its "#" header follow rccl-tests.
+// of `ringrt run`, and the JSON/DOT forms of `ringrt schedule`. Reference: README.md "The main
+// job"; the table's columns and its "#" header follow rccl-tests.
 // nlohmann_json and the graph writer stay inside report.cpp.
 #pragma once
 
@@ -63,7 +63,7 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
 // Warns once on stderr when a tuning file has no choice for cfg's collective, devices and dtype.
 std::string choice_line(const ExperimentConfig& cfg);
 
-// The contract of `ringrt schedule --json` (DESIGN.md): {"algorithms": [...], "ndev": n, "count": N,
+// The contract of `ringrt schedule --json` (README.md): {"algorithms": [...], "ndev": n, "count": N,
 // "dtype": "...", "copies": [{"src": "CPU:0", "dst": "CPU:1", "bytes": B}, ...], "kernels": K,
 // "choice": "..."}, keys in this order, indented by 2; "choice" (choice_line's text after
 // "algorithm choice: ") only when given.

@@ -1,5 +1,5 @@
 // The transport between the processes (ranks) of one SPMD job: the interface the executor and the
-// device lists use, implemented over MPI in runtime/mpi/ (DESIGN.md "Runtime", across hosts). Without
+// device lists use, implemented over MPI in runtime/mpi/ (docs/architecture.md "Ranks"). Without
 // mpirun, or in a build without MPI, there is no cluster (cluster() is null) and ringrt is one process.
 //
 // A device of another rank is named "rank<R>/<KIND>:<i>" (rank1/CPU:0); the registry resolves such a

@@ -1,4 +1,4 @@
-// The executor: runs a planned schedule on the devices (README.md "Architecture"; on GPUs, docs/gpu-path.md).
+// The executor: runs a planned schedule on the devices (docs/architecture.md "The engine"; on GPUs, docs/gpu-path.md).
 //
 // A Program is a schedule made ready to run: each kernel item lowered to the kernel IR and compiled
 // for its devices, each copy item resolved to a byte range. Running it is three steps: bind (the

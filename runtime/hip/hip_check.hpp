@@ -1,4 +1,4 @@
-// Checked HIP calls (STYLE.md habit 4; reference: rocm-examples HIP_CHECK, NCCL checks.h). Every HIP
+// Checked HIP calls (no HIP status is ignored; reference: rocm-examples HIP_CHECK, NCCL checks.h). Every HIP
 // call in ringrt goes through one of these macros, so a failure leaves a file:line trail:
 //
 //   RINGRT_HIP_CHECK(device, call)            throws DeviceError

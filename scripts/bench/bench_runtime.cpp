@@ -1,4 +1,4 @@
-// Google Benchmark microbenchmarks of ringrt's planning (issue 7, part 3): lowering and scheduling
+// Google Benchmark microbenchmarks of ringrt's planning (docs/performance.md): lowering and scheduling
 // an 8-device allreduce, planning a ring over 8..1024 devices (BM_Schedule/devices:N), and the rewrite of large graphs
 // with the serial and the TBB-parallel driver at 1 and 2 threads, over nodes that exist already
 // (BM_Rewrite) or that the rewrite makes (BM_RewriteFresh, whose crossover tells

@@ -1,4 +1,4 @@
-// The soak: a training loop run for a long time, to show that the engine stays flat (issue 14).
+// The soak: a training loop run for a long time, to show that the engine stays flat (README.md, docs/performance.md).
 //
 // Loops, each `--steps` steps on `--devices` cpu devices (public API only):
 //   fresh: every step makes fresh host data (devices x count float32), shards it over the devices,

@@ -1,6 +1,6 @@
 // Fuzz target: the YAML experiment loader (runtime/cli/config.cpp parse_config), with the input as the
 // file's text. Inputs longer than a config file may be (kMaxConfigBytes) are skipped: load_config never
-// reads past it. Seeds: test/fuzz/corpus/config (the shipped configs and the inputs of issue 15).
+// reads past it. Seeds: test/fuzz/corpus/config (the shipped configs and hostile inputs).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -1,7 +1,7 @@
 // The `ringrt` program end to end, run as a subprocess: every config in configs/ runs with #wrong 0,
 // the exit statuses 0/1/2, `schedule --json` (a contract other tools parse), --dot, --emit-source,
 // --csv, --json, `config --dump`, the precedence --set > environment > YAML (stopped and killed runs:
-// test_cli_stop.cpp). Reference: DESIGN.md "The ringrt program and YAML". Sizes are overridden small:
+// test_cli_stop.cpp). Reference: README.md "The main job". Sizes are overridden small:
 // realization may run on the reference interpreter.
 #include <fmt/format.h>
 

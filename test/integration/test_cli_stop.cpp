@@ -75,7 +75,7 @@ const std::vector<std::string> kLongRun{"--set", "experiment.counts=[64, 1048576
 
 }  // namespace
 
-// SIGTERM once the first row is out (issue 15): the run stops at its next safe point (between two
+// SIGTERM once the first row is out: the run stops at its next safe point (between two
 // allreduces, or a compile killed), says so, writes the rows finished to --csv and exits 128 + 15,
 // with no compile folder (ringrt-cc-*) left in its TMPDIR.
 BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_keeps_the_rows_finished) {

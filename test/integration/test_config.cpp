@@ -1,7 +1,7 @@
 // The YAML experiment config: every class of bad input stops `ringrt` with exit status 2 and a message
 // naming the file, the 1-based line and column, the key and what was expected; good input parses to
 // the right values with the precedence --set > environment > YAML > default.
-// Reference: DESIGN.md "The ringrt program and YAML", runtime/cli/config.hpp.
+// Reference: README.md "YAML reference", runtime/cli/config.hpp.
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <csignal>

@@ -1,4 +1,4 @@
-// The `ringrt` program against a kernel cache it must not trust (issue 15): damaged entries and an
+// The `ringrt` program against a kernel cache it must not trust (codegen/compile_cache.cpp): damaged entries and an
 // unusable cache folder cost one warning each and a correct run; a compiler that cannot be started is
 // exit 2 naming it. Sizes are small: the point is the cache, not the collective.
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults across MPI ranks, as CTest mpi.faults runs them (issue 17, item 4): a job ends with a clear
+# Faults across MPI ranks, as CTest mpi.faults runs them: a job ends with a clear
 # status and message on every surviving rank, never a hang.
 #   test/mpi/faults.sh RINGRT_BINARY CONFIG_DIR
 # 0. A rank that never starts MPI: a TimeoutError, exit 3; ranks_per_host differing: exit 2 on every rank.

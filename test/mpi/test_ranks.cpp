@@ -1,4 +1,4 @@
-// ringrt across MPI ranks (issue 17). Run under mpirun only (CTest: mpi.ranks_<np>, one test per
+// ringrt across MPI ranks (runtime/mpi/). Run under mpirun only (CTest: mpi.ranks_<np>, one test per
 // mpirun; see cmake/RingrtTests.cmake): every rank runs every case in the same order, as an SPMD
 // program does, and each checks the values on its own devices against host arithmetic. The CTest
 // environment sets RINGRT_RANKS_PER_HOST=1, so every rank is a host of its own and the hierarchical

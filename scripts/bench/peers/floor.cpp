@@ -5,7 +5,7 @@
 // footprint, F = 2*N*S). The floor is 2*N*S / B(F), B(F) the best bandwidth this machine reaches on a
 // working set of F bytes: at 256 KiB per device F is 1-2 MiB and fits in cache, where bandwidth is
 // several times DRAM's, so a floor taken from DRAM bandwidth there would be a bound no program could
-// be held to (issue 19: "the floor at each size taken from the bandwidth measured at that footprint").
+// be held to: the floor at each size is taken from the bandwidth measured at that footprint.
 //
 // B(F): memcpy (src and dst of F/2 bytes each), STREAM-style add (c[i] = a[i] + b[i], three arrays of
 // F/3 bytes) and a reduce's own pattern, sum4 (four arrays of F/4 bytes; element i of each becomes the

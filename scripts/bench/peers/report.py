@@ -5,7 +5,7 @@
 
 Rows: system, algo, ndev, bytes_per_dev, time_s, algbw_GBps, busbw_GBps (systems: floor, floor-in-place,
 floor-dram, openmpi, ringrt, and ringrt-<lever>-off ablations). Prints the table (times in us), every ringrt algorithm's
-time over the floor and over Open MPI, the targets of issues 7 and 19 (ringrt's automatic choice: over Open
+time over the floor and over Open MPI, the project's targets (ringrt's automatic choice: over Open
 MPI <= 1.0 below 1 MiB and <= 0.5 from 1 MiB; over the floor <= 3 at 256 KiB and <= 1.3 at 64 MiB for 4
 devices) with met / NOT met, the floor targets again for the in-place form (ringrt rows "in-place:<chosen>",
 Tensor::allreduce_in_place), and what each ablation costs; draws busbw against size per (system, algo, ndev).
@@ -57,7 +57,7 @@ for r in rows:
     print(f"{r['algo']:<16} {r['ndev']:>4} {size_label(r['bytes']):>8} {r['t'] * 1e6:>10.1f} {' '.join(cells)}")
 
 def floor_limit(ndev, size):
-    """Issue 19's bound on the automatic choice over the floor at this point: 1.3x at 64 MiB on 4 devices,
+    """The target bound on the automatic choice over the floor at this point: 1.3x at 64 MiB on 4 devices,
     3x at 256 KiB, none elsewhere."""
     return 1.3 if size >= (64 << 20) and ndev == 4 else 3.0 if size == (256 << 10) else None
 
@@ -93,7 +93,7 @@ for ndev in sorted({r["ndev"] for r in rows}):
         if limit is not None:
             print(f"ndev {ndev} {size_label(size):>8}: ringrt in-place/floor = {inplace / floor:6.3f} "
                   f"(target <= {limit}) {'met' if inplace / floor <= limit else 'NOT met'} (in-place form)")
-# the tuned automatic choice against the best algorithm forced, at every point (issue 19: within 1.05x).
+# the tuned automatic choice against the best algorithm forced, at every point (target: within 1.05x).
 # When the choice is that algorithm, the two rows time one algorithm twice (programs of their own, timed in
 # turns) and their ratio is this run's spread, not the choice's cost: met, with the spread shown, up to
 # 1.25x (the widest spread seen on the shared VM was 1.17x); beyond, the automatic row itself is slow.

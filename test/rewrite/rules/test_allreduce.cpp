@@ -1,7 +1,7 @@
 // The allreduce lowering across device counts, algorithms, dtypes, ops and sizes (the matrix of
 // test/support/allreduce_matrix.hpp), checked against host arithmetic (testing/checks.hpp) and the unsharded
 // computation,
-// plus the graph invariants of DESIGN.md.
+// plus the shape of each algorithm's schedule (copies, their order, node counts; docs/architecture.md).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Tensor::allreduce_in_place (issue 14 item 3): DDP's allreduce of a persistent gradient bucket.
+// Tensor::allreduce_in_place: DDP's allreduce of a persistent gradient bucket.
 //
 // Every device's local value becomes the elementwise reduction of all devices' local values, in the
 // tensor's own memory. Expected values: host loops over the host data each device was given

@@ -1,5 +1,5 @@
 // Values on every device of replicated and sharded tensors however they were made, constants across
-// devices, gathers to one device, and schedules without empty work (issue 12, classes 1, 2 and 4).
+// devices, gathers to one device, and schedules without empty work (no 0-byte copy, no 0-element kernel).
 //
 // Expected values are computed here by host loops over the logical data; each device's value is read
 // with Tensor::shards() (what the device holds) and compared with the reference interpreter's

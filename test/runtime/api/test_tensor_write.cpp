@@ -1,4 +1,4 @@
-// Persistent tensors written from the host (issue 14 item 3): Tensor::write and write_shards.
+// Persistent tensors written from the host: Tensor::write and write_shards.
 //
 // Every expected value comes from host loops over the logical data (test/support/host_oracle.hpp);
 // per-device values are read back through Tensor::shards(). Sweeps: 1 to 4 devices, sharded on axis 0,

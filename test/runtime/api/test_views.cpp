@@ -1,5 +1,5 @@
-// Views of tensors: assign into a shrink (issue 12 item 3) and contiguous() of a contiguous range of a
-// realized buffer, which is that range of the buffer and no kernel (item 5, tinygrad's BUFFER_VIEW).
+// Views of tensors: assign into a shrink and contiguous() of a contiguous range of a
+// realized buffer, which is that range of the buffer and no kernel (tinygrad's BUFFER_VIEW).
 //
 // Every expected value comes from host loops over the unsharded data (test/support/host_oracle.hpp); per-device values
 // are checked through Tensor::shards(). Sweeps: 1 to 8 devices, the base sharded on each axis or

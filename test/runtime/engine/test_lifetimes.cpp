@@ -1,7 +1,7 @@
-// A training loop runs forever (issue 14): programs keyed by structure are reused across fresh data,
+// A training loop runs forever: programs keyed by structure are reused across fresh data,
 // and what a step creates (graph nodes, storages, tensor states, assignment records) is freed, so
 // the engine's counts stay flat. Counts only, never times; values against host arithmetic. And the
-// process exits cleanly after whatever ran (issue 15): run as child processes, checked by exit status.
+// process exits cleanly after whatever ran: run as child processes, checked by exit status.
 #include <sys/wait.h>
 
 #include <atomic>
@@ -281,7 +281,7 @@ BOOST_AUTO_TEST_CASE(kernels_of_dropped_programs_are_unloaded) {
   reset_runtime_params();
 }
 
-// ---- exit: a process built on ringrt exits cleanly whatever ran (issue 15). Each parent case runs a
+// ---- exit: a process built on ringrt exits cleanly whatever ran. Each parent case runs a
 // disabled child case of this executable as a process of its own; exit status 0 is the pass (a crash
 // in the exit handlers is a signal).
 namespace {
