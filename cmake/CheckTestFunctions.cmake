@@ -1,5 +1,5 @@
 # lint_test_functions: fails when a function of the tests (test/, testing/, examples/) is longer than MAX_LINES
-# lines, counted from its signature's first line to its closing brace (issue 46: tests as readable as the code),
+# lines, counted from its signature's first line to its closing brace (tests as readable as the code),
 # naming file:line of that first line and the length.
 #   cmake -DSOURCE_DIR=<repo> -DMAX_LINES=80 -P cmake/CheckTestFunctions.cmake
 # A function is a brace block opened at namespace or class scope after a signature that ends in `)` (and

@@ -392,7 +392,7 @@ add_test(NAME lint_file_sizes COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT
   -P "${PROJECT_SOURCE_DIR}/cmake/CheckFileSizes.cmake")
 set_tests_properties(lint_file_sizes PROPERTIES LABELS unit)
 # lint_test_functions: no function of the tests (test/, testing/, examples/) over 80 lines, tables aside
-# (cmake/CheckTestFunctions.cmake; issue 46).
+# (cmake/CheckTestFunctions.cmake).
 add_test(NAME lint_test_functions COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}" -DMAX_LINES=80
   -P "${PROJECT_SOURCE_DIR}/cmake/CheckTestFunctions.cmake")
 set_tests_properties(lint_test_functions PROPERTIES LABELS unit)
