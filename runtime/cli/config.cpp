@@ -184,7 +184,9 @@ struct Loader {
       cfg.op = *parse_reduce_op(cfg.op_name);
     };
     leaves["experiment.dtype"] = [this](auto& n, auto& k) {
-      const char* expected = "one of float32, float16, bfloat16, float64, int32, int64, int16, int8, uint32, uint8";
+      const char* expected =
+          "one of float32, float16, bfloat16, float64, int32, int64, int16, int8, uint32, uint8 (or an alias: float, "
+          "half, bf16, double, int, long, char, uchar, short, uint)";
       const std::string& s = scalar(n, k, expected);
       try {
         cfg.dtype = parse_dtype(s);

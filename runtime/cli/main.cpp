@@ -444,7 +444,9 @@ int report_errors(const std::function<int()>& body) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"ringrt: sharded tensors and allreduce (naive, ring, all2all, hierarchical) over devices"};
+  CLI::App app{
+      "ringrt: sharded tensors and their collectives (allreduce naive, ring, all2all, oneshot, twoshot, ring_fused, "
+      "hierarchical; reduce_scatter, allgather, alltoall, broadcast, reduce) over devices"};
   app.require_subcommand(1);
   app.set_version_flag(
       "--version", [] { return "ringrt " + ringrt_version(); }, "print ringrt's version and exit");
