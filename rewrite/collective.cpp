@@ -10,22 +10,35 @@
 
 namespace ringrt {
 
-std::string_view fused_collective_name(FusedCollective c) {
-  return c == FusedCollective::allreduce        ? "allreduce"
-         : c == FusedCollective::reduce_scatter ? "reduce_scatter"
-         : c == FusedCollective::allgather      ? "allgather"
-                                                : "broadcast";
+Algorithm algorithm_of(FusedAlgorithm a) {
+  return a == FusedAlgorithm::oneshot   ? Algorithm::oneshot
+         : a == FusedAlgorithm::twoshot ? Algorithm::twoshot
+                                        : Algorithm::ring_fused;
 }
 
-std::string_view fused_name(FusedAlgorithm a) {
-  return a == FusedAlgorithm::oneshot ? "oneshot" : a == FusedAlgorithm::twoshot ? "twoshot" : "ring_fused";
-}
-
-std::optional<FusedAlgorithm> fused_algorithm(std::string_view name) {
-  for (FusedAlgorithm a : {FusedAlgorithm::oneshot, FusedAlgorithm::twoshot, FusedAlgorithm::ring})
-    if (name == fused_name(a)) return a;
+std::optional<FusedAlgorithm> fused_algorithm(Algorithm a) {
+  for (FusedAlgorithm f : {FusedAlgorithm::oneshot, FusedAlgorithm::twoshot, FusedAlgorithm::ring})
+    if (algorithm_of(f) == a) return f;
   return std::nullopt;
 }
+
+Collective collective_of(FusedCollective c) {
+  return c == FusedCollective::allreduce        ? Collective::allreduce
+         : c == FusedCollective::reduce_scatter ? Collective::reduce_scatter
+         : c == FusedCollective::allgather      ? Collective::allgather
+                                                : Collective::broadcast;
+}
+
+std::optional<FusedCollective> fused_collective(Collective c) {
+  for (FusedCollective f : {FusedCollective::allreduce, FusedCollective::reduce_scatter, FusedCollective::allgather,
+                            FusedCollective::broadcast})
+    if (collective_of(f) == c) return f;
+  return std::nullopt;
+}
+
+std::string_view fused_collective_name(FusedCollective c) { return collective_name(collective_of(c)); }
+
+std::string_view fused_name(FusedAlgorithm a) { return algorithm_name(algorithm_of(a)); }
 
 CollectiveArg collective_arg(const UOp& u) {
   if (u.op() != Ops::COLLECTIVE || !std::holds_alternative<std::vector<int64_t>>(u.arg()) ||

@@ -43,23 +43,30 @@
 #include <string_view>
 #include <vector>
 
+#include "core/algorithm.hpp"
 #include "core/host_buffer.hpp"
 #include "rewrite/uop.hpp"
 
 namespace ringrt {
 
+// The IR's encoding of a fused collective's algorithm and collective (a COLLECTIVE node's arg holds them as
+// integers); their names are core/algorithm.hpp's, through the conversions below.
 enum class FusedAlgorithm : uint8_t { oneshot, twoshot, ring };
 // What a fused collective computes: the allreduce (every device the whole fold), the reduce_scatter
-// (device d chunk d of it: numel / n elements, numel a multiple of n), or the allgather (every device the
-// n devices' values one after another: n numel elements).
+// (device d chunk d of it: numel / n elements, numel a multiple of n), the allgather (every device the
 // n devices' values one after another: n numel elements), or the broadcast (every device the root's value).
 enum class FusedCollective : uint8_t { allreduce, reduce_scatter, allgather, broadcast };
 
-// "allreduce", "reduce_scatter".
+// Algorithm::oneshot, twoshot, ring_fused; and back (nothing for an algorithm that is not fused).
+Algorithm algorithm_of(FusedAlgorithm a);
+std::optional<FusedAlgorithm> fused_algorithm(Algorithm a);
+// Collective::allreduce, reduce_scatter, allgather, broadcast; and back (nothing for another collective).
+Collective collective_of(FusedCollective c);
+std::optional<FusedCollective> fused_collective(Collective c);
+// "allreduce", "reduce_scatter", ...: collective_name(collective_of(c)).
 std::string_view fused_collective_name(FusedCollective c);
-// "oneshot", "twoshot", "ring_fused"; and back (nothing for another word).
+// "oneshot", "twoshot", "ring_fused": algorithm_name(algorithm_of(a)).
 std::string_view fused_name(FusedAlgorithm a);
-std::optional<FusedAlgorithm> fused_algorithm(std::string_view name);
 
 // What a COLLECTIVE node does: reduce with op, by algorithm.
 struct CollectiveArg {

@@ -28,8 +28,6 @@
 namespace ringrt {
 namespace {
 
-constexpr std::array<std::string_view, 6> kModelled{"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"};
-
 // The hip backend's figures, unmeasured (runtime/hip/ registers no measurement): a kernel launch costs
 // about 5 us on the host, a step across GPUs (an event one stream waits for, a barrier over peer memory)
 // about 10 us, and a device's copies and combines stream at about 1500 GB/s, a third of the device
@@ -128,30 +126,40 @@ CostModel load_model(const std::string& kind, const std::string& path, const Cos
 
 }  // namespace
 
-AlgorithmCost algorithm_cost(std::string_view algorithm, int64_t ndev, int64_t bytes, bool peer) {
+AlgorithmCost algorithm_cost(Algorithm algorithm, int64_t ndev, int64_t bytes, bool peer) {
   double n = static_cast<double>(ndev), s = static_cast<double>(bytes), chunk = s / n, copies = peer ? 0 : 1;
-  if (algorithm == "naive") return {1 + copies * (n - 1), copies, (n + 1) * s + copies * 2 * (n - 1) * s};
-  if (algorithm == "ring") return {(2 + copies) * (n - 1), 2 * (n - 1) - 1, (n - 1) * (5 + copies * 2) * chunk};
-  if (algorithm == "all2all") return {1 + copies * 2 * (n - 1), 1 + copies, 2 * s + copies * 4 * (n - 1) * chunk};
-  if (algorithm == "oneshot") return {1, 1, (n + 1) * s};
-  if (algorithm == "twoshot") return {1, 1 + copies, 2 * s + copies * 2 * (n - 1) * chunk};
-  if (algorithm == "ring_fused") return {1, 2 * (n - 1), (n - 1) * (5 + copies * 2) * chunk};
-  throw InternalError(fmt::format("algorithm_cost: no algorithm {}", algorithm));
+  switch (algorithm) {
+    case Algorithm::naive:
+      return {1 + copies * (n - 1), copies, (n + 1) * s + copies * 2 * (n - 1) * s};
+    case Algorithm::ring:
+      return {(2 + copies) * (n - 1), 2 * (n - 1) - 1, (n - 1) * (5 + copies * 2) * chunk};
+    case Algorithm::all2all:
+      return {1 + copies * 2 * (n - 1), 1 + copies, 2 * s + copies * 4 * (n - 1) * chunk};
+    case Algorithm::oneshot:
+      return {1, 1, (n + 1) * s};
+    case Algorithm::twoshot:
+      return {1, 1 + copies, 2 * s + copies * 2 * (n - 1) * chunk};
+    case Algorithm::ring_fused:
+      return {1, 2 * (n - 1), (n - 1) * (5 + copies * 2) * chunk};
+    default:
+      break;
+  }
+  throw InternalError(fmt::format("algorithm_cost: no algorithm {}", algorithm_name(algorithm)));
 }
 
-double modelled_us(const CostFigures& f, std::string_view algorithm, int64_t ndev, int64_t bytes) {
+double modelled_us(const CostFigures& f, Algorithm algorithm, int64_t ndev, int64_t bytes) {
   AlgorithmCost c = algorithm_cost(algorithm, ndev, bytes, f.peer);
   double moved = c.moved * (f.shared ? static_cast<double>(ndev) : 1.0);
   return c.launches * f.launch_us + c.steps * f.step_us + moved / (f.gbps * 1e3);  // GB/s = 1e3 B/us
 }
 
-std::string modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes) {
-  if (ndev < 2) return "naive";
-  std::string_view best = kModelled[0];
+Algorithm modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes) {
+  if (ndev < 2) return Algorithm::naive;
+  Algorithm best = kAllreduceAlgorithms[0];
   double best_us = modelled_us(f, best, ndev, bytes);
-  for (std::string_view a : kModelled)
+  for (Algorithm a : kAllreduceAlgorithms)
     if (double us = modelled_us(f, a, ndev, bytes); us < best_us) best = a, best_us = us;
-  return std::string(best);
+  return best;
 }
 
 void register_cost_measure(const std::string& kind, CostMeasure measure) {

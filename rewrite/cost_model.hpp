@@ -32,6 +32,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/algorithm.hpp"
+
 namespace ringrt {
 
 inline constexpr std::string_view kCostFormat = "ringrt-cost-2";
@@ -50,12 +52,13 @@ struct CostFigures {
 struct AlgorithmCost {
   double launches = 0, steps = 0, moved = 0;
 };
-AlgorithmCost algorithm_cost(std::string_view algorithm, int64_t ndev, int64_t bytes, bool peer);
+// InternalError for an algorithm the table has no row for (the hierarchical forms).
+AlgorithmCost algorithm_cost(Algorithm algorithm, int64_t ndev, int64_t bytes, bool peer);
 // T of the table above, microseconds.
-double modelled_us(const CostFigures& f, std::string_view algorithm, int64_t ndev, int64_t bytes);
-// The cheapest of naive, ring, all2all, oneshot, twoshot, ring_fused (ties to the first); naive for
-// ndev < 2.
-std::string modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes);
+double modelled_us(const CostFigures& f, Algorithm algorithm, int64_t ndev, int64_t bytes);
+// The cheapest of kAllreduceAlgorithms (naive, ring, all2all, oneshot, twoshot, ring_fused; ties to the
+// first); naive for ndev < 2.
+Algorithm modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes);
 
 // A backend's measurement of its figures (bounded, well under a second; thread-safe to call once).
 using CostMeasure = std::function<CostFigures()>;

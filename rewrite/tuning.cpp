@@ -21,11 +21,27 @@
 #include "core/files.hpp"
 #include "core/params_internal.hpp"
 #include "core/yaml_document.hpp"
-#include "rewrite/collective.hpp"
 #include "ringrt_version.hpp"  // generated: RINGRT_VERSION_TEXT (cmake/RingrtVersion.cmake)
 
 namespace ringrt {
 namespace {
+
+// The words of the tuning file's `collective` and `algorithm` (and `us` keys), in the order messages list them.
+std::vector<std::string_view> tuned_words() {
+  std::vector<std::string_view> out;
+  for (Collective c : kTunedCollectives) out.push_back(collective_name(c));
+  return out;
+}
+std::vector<std::string_view> algorithm_words() {
+  std::vector<std::string_view> out;
+  for (Algorithm a : kAllreduceAlgorithms) out.push_back(algorithm_name(a));
+  return out;
+}
+
+// A choice's collective, kind, device count and dtype, the collective by name (the file's order).
+auto group_of(const TunedChoice& c) {
+  return std::tuple(collective_name(c.collective), std::string_view(c.kind), c.devices, c.dtype);
+}
 
 // The reader of one tuning file: every error names the file, line, column and key.
 struct Reader {
@@ -89,8 +105,8 @@ struct Reader {
   TunedChoice choice(const YAML::Node& c, const std::string& at) const {
     only_keys(c, at, {"collective", "kind", "devices", "dtype", "bytes", "min_bytes", "max_bytes", "algorithm", "us"});
     TunedChoice out;
-    out.collective = word(need(c, c["collective"], at + ".collective"), at + ".collective",
-                          {kTunedCollectives.begin(), kTunedCollectives.end()});
+    out.collective =
+        *parse_collective(word(need(c, c["collective"], at + ".collective"), at + ".collective", tuned_words()));
     const YAML::Node kind = need(c, c["kind"], at + ".kind");
     out.kind = text(kind, at + ".kind");
     if (out.kind.empty() || out.kind.size() > 16 ||
@@ -110,15 +126,16 @@ struct Reader {
     if (out.bytes < out.min_bytes || out.bytes >= out.max_bytes)
       fail(c, at, "bytes outside its band [min_bytes, max_bytes)");
     const YAML::Node algo = need(c, c["algorithm"], at + ".algorithm");
-    out.algorithm = word(algo, at + ".algorithm", {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"});
-    if ((out.algorithm == "naive" || fused_algorithm(out.algorithm)) && out.collective != "allreduce")
+    out.algorithm = *parse_algorithm(word(algo, at + ".algorithm", algorithm_words()));
+    if ((out.algorithm == Algorithm::naive || is_fused(out.algorithm)) && out.collective != Collective::allreduce)
       fail(algo, at + ".algorithm",
-           fmt::format("{} has ring and all2all (its direct form), not {}", out.collective, out.algorithm));
+           fmt::format("{} has ring and all2all (its direct form), not {}", collective_name(out.collective),
+                       algorithm_name(out.algorithm)));
     if (const YAML::Node us = c["us"]) {
       if (!us.IsMap()) fail(us, at + ".us", "expected a map of algorithm: microseconds");
       for (const auto& kv : us) {
-        std::string algo = word(kv.first, at + ".us", {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"});
-        out.us[algo] = micros(kv.second, at + ".us." + algo);
+        std::string algo = word(kv.first, at + ".us", algorithm_words());
+        out.us[*parse_algorithm(algo)] = micros(kv.second, at + ".us." + algo);
       }
     }
     return out;
@@ -179,7 +196,7 @@ Tuning load_tuning(const std::string& setting, const std::string& path) {
 
 }  // namespace
 
-const TunedChoice* TuningTable::find(std::string_view collective, std::string_view kind, int64_t devices, DType dtype,
+const TunedChoice* TuningTable::find(Collective collective, std::string_view kind, int64_t devices, DType dtype,
                                      int64_t bytes) const {
   for (const TunedChoice& c : choices)
     if (c.collective == collective && c.kind == kind && c.devices == devices && c.dtype == dtype &&
@@ -218,10 +235,7 @@ TuningTable parse_tuning(std::string_view yaml, const std::string& name) {
   for (size_t i = 0; i < choices.size(); ++i) t.choices.push_back(r.choice(choices[i], fmt::format("choices[{}]", i)));
   // bands of one collective, kind, device count and dtype must not overlap: one choice per size. Sorted by
   // (group, min_bytes), an overlap shows between neighbours (n log n for a file of thousands of choices).
-  auto group = [&](size_t i) {
-    const TunedChoice& c = t.choices[i];
-    return std::tie(c.collective, c.kind, c.devices, c.dtype);
-  };
+  auto group = [&](size_t i) { return group_of(t.choices[i]); };
   std::vector<size_t> order(t.choices.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -246,18 +260,18 @@ std::string tuning_yaml(const TuningTable& t) {
       kTuningFormat, yaml_quoted(t.version), yaml_quoted(t.machine), yaml_quoted(t.made));
   for (const TunedChoice& c : t.choices) {
     std::vector<std::string> us;
-    for (const auto& [algo, v] : c.us) us.push_back(fmt::format("{}: {:.1f}", algo, v));
+    for (const auto& [algo, v] : c.us) us.push_back(fmt::format("{}: {:.1f}", algorithm_name(algo), v));
     out += fmt::format(
         "  - {{collective: {}, kind: {}, devices: {}, dtype: {}, bytes: {}, min_bytes: {}, max_bytes: {}, "
         "algorithm: {}, us: {{{}}}}}\n",
-        c.collective, yaml_quoted(c.kind), c.devices, dtype_name(c.dtype), c.bytes, c.min_bytes, c.max_bytes,
-        c.algorithm, fmt::join(us, ", "));
+        collective_name(c.collective), yaml_quoted(c.kind), c.devices, dtype_name(c.dtype), c.bytes, c.min_bytes,
+        c.max_bytes, algorithm_name(c.algorithm), fmt::join(us, ", "));
   }
   return out;
 }
 
 void set_bands(std::vector<TunedChoice>& choices) {
-  auto group = [](const TunedChoice& c) { return std::tie(c.collective, c.kind, c.devices, c.dtype); };
+  auto group = [](const TunedChoice& c) { return group_of(c); };
   std::stable_sort(choices.begin(), choices.end(), [&](const TunedChoice& a, const TunedChoice& b) {
     return group(a) < group(b) || (group(a) == group(b) && a.bytes < b.bytes);
   });

@@ -36,28 +36,27 @@
 #include <string_view>
 #include <vector>
 
+#include "core/algorithm.hpp"
 #include "core/dtype.hpp"
 #include "core/params_internal.hpp"
 
 namespace ringrt {
 
 inline constexpr size_t kMaxTuningBytes = size_t{1} << 20;
-// The collectives a tuning file holds choices for: those with more than one algorithm (alltoall is
-// direct always; reduce follows allreduce's choice).
-inline constexpr std::array<std::string_view, 4> kTunedCollectives{"allreduce", "reduce_scatter", "allgather",
-                                                                   "broadcast"};
+// The collectives a tuning file holds choices for: core/algorithm.hpp's kTunedCollectives.
 inline constexpr std::string_view kTuningFormat = "ringrt-tuning-1";
 
 // One measured point and the band of sizes it decides.
 struct TunedChoice {
-  std::string collective;  // allreduce | reduce_scatter | allgather | broadcast
-  std::string kind;        // the devices' kind: CPU | HIP (upper-case letters; tests use NULL)
-  int64_t devices = 0;     // the device count
+  Collective collective = Collective::allreduce;  // one of kTunedCollectives
+  std::string kind;                               // the devices' kind: CPU | HIP (upper-case letters; tests use NULL)
+  int64_t devices = 0;                            // the device count
   DType dtype = DType::float32;
-  int64_t bytes = 0;                     // the measured size, bytes per device
-  int64_t min_bytes = 0, max_bytes = 0;  // the band it decides: [min_bytes, max_bytes)
-  std::string algorithm;                 // the fastest: naive | ring | all2all
-  std::map<std::string, double> us;      // each algorithm's time measured, microseconds
+  int64_t bytes = 0;                       // the measured size, bytes per device
+  int64_t min_bytes = 0, max_bytes = 0;    // the band it decides: [min_bytes, max_bytes)
+  Algorithm algorithm = Algorithm::naive;  // the fastest: one of kAllreduceAlgorithms (the others: ring | all2all)
+  // each algorithm's time measured, microseconds, in the order of their names (as the file lists them)
+  std::map<Algorithm, double, AlgorithmNameLess> us;
   bool operator==(const TunedChoice&) const = default;
 };
 
@@ -67,7 +66,7 @@ struct TuningTable {
   std::string made;     // when, UTC
   std::vector<TunedChoice> choices;
   // The choice for a collective of `bytes` per device on `devices` devices of `kind`, or null.
-  const TunedChoice* find(std::string_view collective, std::string_view kind, int64_t devices, DType dtype,
+  const TunedChoice* find(Collective collective, std::string_view kind, int64_t devices, DType dtype,
                           int64_t bytes) const;
 };
 

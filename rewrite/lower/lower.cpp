@@ -12,7 +12,8 @@ namespace ringrt {
 
 namespace {
 // "RING REDUCE_SCATTER 4x400 | float32": algorithm and collective upper case, devices x elements per device.
-std::string debug_line(std::string algo, std::string kind, const UOp& u, const std::string& tail = "") {
+std::string debug_line(Algorithm algorithm, Collective collective, const UOp& u, const std::string& tail = "") {
+  std::string algo(algorithm_name(algorithm)), kind(collective_name(collective));
   for (std::string* w : {&algo, &kind})
     for (char& c : *w) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const UOp& x = u.src(0);
@@ -38,18 +39,18 @@ Lowered lower_multi(const std::vector<UOp>& roots, const AllreduceSettings& sett
         continue;
       }
     if (u.op() == Ops::ALLREDUCE && u.src(0).device().tuple()) {
-      std::string algo = allreduce_algorithm(u, settings);
+      Algorithm algo = allreduce_algorithm(u, settings);
       out.algorithms.push_back(algo);
       const std::vector<UOp>* by = readers->count(u.node()) ? &readers->at(u.node()) : nullptr;
       bool into_source = by && by->size() == 1 && by->front().op() == Ops::ASSIGN && by->front().src(0) == u.src(0);
       choices.emplace(u.node(), AllreduceChoice{algo, into_source});
       if (settings.debug >= 2) {
         // the reduce_scatter form asked for but not given: the groups differ in size (allreduce.cpp)
-        bool fallback = algo == "hierarchical" && settings.hierarchical == "reduce_scatter";
+        bool fallback = algo == Algorithm::hierarchical && settings.hierarchical == "reduce_scatter";
         std::string tail = fallback ? " | leader form: groups of unequal size" : "";
         // a reduce-scatter or allgather the hierarchical collectives cannot serve (collectives.cpp)
         if (std::optional<std::string> why = hierarchical_fallback(u, *readers, settings)) tail += " | " + *why;
-        std::cerr << debug_line(algo, "allreduce", u, tail);
+        std::cerr << debug_line(algo, Collective::allreduce, u, tail);
       }
     }
   }

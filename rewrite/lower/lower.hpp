@@ -20,7 +20,7 @@ struct Lowered {
   // per ALLREDUCE node, in topological order (collective_of's for a reduce_scatter, allgather or
   // alltoall), and per broadcast from one device of a tuple (a COPY with a source index: not a one-device
   // value placed on a tuple)
-  std::vector<std::string> algorithms;
+  std::vector<Algorithm> algorithms;
 };
 
 // Lowers logical roots to per-device graphs: multi_pm, then collectives_pm (the reduce-scatters,

@@ -101,16 +101,16 @@ Groups device_groups(const DeviceTuple& devs, const AllreduceSettings& s) {
 namespace {
 
 // The hierarchical form of an allreduce over devs: nothing without several groups, one of them of more
-// than one device; "hierarchical_rs" when allreduce.hierarchical is reduce_scatter and the groups have
-// one size; else "hierarchical" (the leader form, also for reduce_scatter over groups of unequal size).
-optional<std::string> hierarchical_form(const DeviceTuple& devs, const AllreduceSettings& s) {
+// than one device; hierarchical_rs when allreduce.hierarchical is reduce_scatter and the groups have
+// one size; else hierarchical (the leader form, also for reduce_scatter over groups of unequal size).
+optional<Algorithm> hierarchical_form(const DeviceTuple& devs, const AllreduceSettings& s) {
   Groups groups = device_groups(devs, s);
   auto size_of = [](const auto& g) { return g.second.size(); };
   if (groups.size() < 2 || std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return size_of(g) == 1; }))
     return std::nullopt;
   bool equal =
       std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return size_of(g) == size_of(groups[0]); });
-  return std::string(s.hierarchical == "reduce_scatter" && equal ? "hierarchical_rs" : "hierarchical");
+  return s.hierarchical == "reduce_scatter" && equal ? Algorithm::hierarchical_rs : Algorithm::hierarchical;
 }
 
 // An allreduce served by other allreduces: 16-bit floats widened to float32 when the cast setting is
@@ -379,10 +379,10 @@ UOp reduce_scatter_allreduce(UOp buf, Ops op, const DeviceSpec& device, const Gr
 // widened, a destination tuple other than buf's), so it only meets one destination device or buf's tuple.
 optional<UOp> handle_allreduce_multirank(const UOp& buf, const UOp& red, const AllreduceSettings& s) {
   if (!buf.device().tuple()) return std::nullopt;
-  optional<std::string> form = hierarchical_form(buf.device().names(), s);
+  optional<Algorithm> form = hierarchical_form(buf.device().names(), s);
   if (!form) return std::nullopt;
   Groups groups = device_groups(buf.device().names(), s);
-  if (*form == "hierarchical") return leader_allreduce(buf, red, groups, s);
+  if (*form == Algorithm::hierarchical) return leader_allreduce(buf, red, groups, s);
   Ops op = static_cast<Ops>(red.arg_int());
   const DeviceSpec& device = red.src(1).device();
   if (auto rerouted = reroute_allreduce(buf, op, device, s)) return rerouted;
@@ -398,7 +398,7 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   // the choice lower_multi made and reported; an allreduce it did not see (one this lowering made, or
   // one rebuilt on rewritten sources) chooses by the same function
   auto chosen = choices.find(red.node());
-  std::string algo = chosen != choices.end() ? chosen->second.algorithm : allreduce_algorithm(red, s);
+  Algorithm algo = chosen != choices.end() ? chosen->second.algorithm : allreduce_algorithm(red, s);
   const DeviceTuple& devs = buf.device().names();
   int64_t ndev = static_cast<int64_t>(devs.size()), numel = prod(buf.shape());
   // assigned into its source: the source's buffer takes the result (every chunk of it is read by that
@@ -420,10 +420,11 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
     return out.after({out.store(value)}).reshape(buf.shape());
   }
   Allreduce a{buf, op, device, devs, ndev, numel, buf.shape(), buf.dtype(), {}};
-  if (algo == "naive") return naive_allreduce(a);
+  if (algo == Algorithm::naive) return naive_allreduce(a);
   a.chunks = allreduce_chunks(numel, ndev);
-  std::vector<ReducedChunk> reduced = algo == "all2all" ? reduce_scatter_all2all(a) : reduce_scatter_ring(a);
-  return allgather_into_result(a, reduced, algo == "all2all", into);
+  bool direct = algo == Algorithm::all2all;
+  std::vector<ReducedChunk> reduced = direct ? reduce_scatter_all2all(a) : reduce_scatter_ring(a);
+  return allgather_into_result(a, reduced, direct, into);
 }
 
 // SHRINK pushed into an MSTACK: each device's shrink has _device_num substituted.
@@ -459,25 +460,28 @@ std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t
   return out;
 }
 
-std::string allreduce_algorithm(const UOp& red, const AllreduceSettings& s, std::string_view collective) {
+Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collective collective) {
   const UOp& buf = red.src(0);
   if (buf.device().tuple())
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
   CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
-  std::string algo = collective_algorithm(c, s);
+  Algorithm algo = collective_algorithm(c, s);
   // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
   // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, or another collective, its unfused
   // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all),
   // ring_fused is the ring
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
-    if ((collective != "allreduce" && collective != "reduce_scatter" && collective != "allgather") ||
+    if ((collective != Collective::allreduce && collective != Collective::reduce_scatter &&
+         collective != Collective::allgather) ||
         red.src(1).device() != buf.device() || c.ranks > 1)
-      return *fused == FusedAlgorithm::oneshot ? "naive" : *fused == FusedAlgorithm::twoshot ? "all2all" : "ring";
+      return *fused == FusedAlgorithm::oneshot   ? Algorithm::naive
+             : *fused == FusedAlgorithm::twoshot ? Algorithm::all2all
+                                                 : Algorithm::ring;
   return algo;
 }
 
-CollectiveSize CollectiveSize::of(std::string_view collective, const DeviceTuple& devices, int64_t numel, DType dtype) {
-  CollectiveSize out{std::string(collective), "", static_cast<int64_t>(devices.size()), numel, dtype, 0};
+CollectiveSize CollectiveSize::of(Collective collective, const DeviceTuple& devices, int64_t numel, DType dtype) {
+  CollectiveSize out{collective, "", static_cast<int64_t>(devices.size()), numel, dtype, 0};
   std::set<int> ranks;
   for (const std::string& d : devices)
     if (std::optional<RankedDeviceName> r = split_rank(d)) {
@@ -488,7 +492,7 @@ CollectiveSize CollectiveSize::of(std::string_view collective, const DeviceTuple
   return out;
 }
 
-std::string collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
+Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
   // tuned or modelled in one process: a collective across ranks (other transfers) keeps the rule
   if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
   int64_t bytes = c.numel * itemsize(c.dtype);
@@ -496,19 +500,19 @@ std::string collective_algorithm(const CollectiveSize& c, const AllreduceSetting
     if (const TunedChoice* tuned = t->find(c.collective, c.kind, c.ndev, c.dtype, bytes)) return tuned->algorithm;
   // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
   // allreduce.tuning is off (tinygrad's rule, as before the model)
-  if (c.collective == "allreduce" && s.tuning != "off" && c.ndev > 1)
+  if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1)
     // the figures' peer access is the hardware's: the runtime.peer_* switches are not read (off, the
     // model would send the cpu to the fused forms, which read peers' memory whatever the switches say)
     if (std::optional<CostFigures> f = cost_model_for(c.kind).figures) return modelled_choice(*f, c.ndev, bytes);
   return collective_algorithm(c.ndev, c.numel, s);
 }
 
-std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& s) {
-  if (s.algorithm != "auto") return s.algorithm;  // forced (allreduce.algorithm)
+Algorithm collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& s) {
+  if (std::optional<Algorithm> forced = forced_algorithm(s)) return *forced;  // allreduce.algorithm
   bool big = ndev > 2 && numel > s.ring_threshold;
-  if (s.all2all >= 2 || (big && s.all2all >= 1)) return "all2all";
-  if (s.ring >= 2 || (big && s.ring >= 1)) return "ring";
-  return "naive";
+  if (s.all2all >= 2 || (big && s.all2all >= 1)) return Algorithm::all2all;
+  if (s.ring >= 2 || (big && s.ring >= 1)) return Algorithm::ring;
+  return Algorithm::naive;
 }
 
 PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceChoices choices) {

@@ -119,8 +119,8 @@ optional<std::vector<OwnRead>> own_reads(const UOp& red, const Readers& readers,
   return out;
 }
 
-// "ring" stays ring; naive and all2all take the direct (all2all) form.
-std::string ring_or_direct(const std::string& algo) { return algo == "ring" ? "ring" : "all2all"; }
+// ring stays ring; naive and all2all take the direct (all2all) form.
+Algorithm ring_or_direct(Algorithm algo) { return algo == Algorithm::ring ? Algorithm::ring : Algorithm::all2all; }
 
 optional<CollectiveUse> broadcast_of(const UOp& c, const Readers& readers, const AllreduceSettings& s) {
   const UOp& x = c.src(0);
@@ -133,12 +133,12 @@ optional<CollectiveUse> broadcast_of(const UOp& c, const Readers& readers, const
   if (n < 2 || numel == 0 || std::find(devs.begin(), devs.end(), root) == devs.end()) return std::nullopt;
   const std::vector<UOp>& users = readers.at(c.node());
   if (std::any_of(users.begin(), users.end(), device_dependent)) return std::nullopt;  // a scatter
-  std::string algo = collective_algorithm(CollectiveSize::of("broadcast", devs, numel, c.dtype()), s);
+  Algorithm algo = collective_algorithm(CollectiveSize::of(Collective::broadcast, devs, numel, c.dtype()), s);
   // fused (rewrite/collective.hpp) from a value on the tuple itself, in one process
-  if (fused_algorithm(algo) && x.device() == c.device() &&
-      CollectiveSize::of("broadcast", devs, 1, c.dtype()).ranks <= 1)
-    return CollectiveUse{"broadcast", algo};
-  return CollectiveUse{"broadcast", ring_or_direct(algo)};
+  if (is_fused(algo) && x.device() == c.device() &&
+      CollectiveSize::of(Collective::broadcast, devs, 1, c.dtype()).ranks <= 1)
+    return CollectiveUse{Collective::broadcast, algo};
+  return CollectiveUse{Collective::broadcast, ring_or_direct(algo)};
 }
 
 // The collective over buf's tuple, the chunks given.
@@ -242,14 +242,14 @@ optional<UOp> own_chunk(const UOp& shrink, const Readers& readers, const Allredu
   optional<CollectiveUse> use = collective_of(red, readers, s);
   if (!use) return std::nullopt;
   int64_t n = static_cast<int64_t>(red.device().count());
-  if (use->kind == "reduce_scatter") {
+  if (use->kind == Collective::reduce_scatter) {
     if (std::optional<FusedAlgorithm> fused = fused_algorithm(use->algorithm))
       return fused_reduce_scatter_of(red, *fused, s).reshape(shrink.shape());
-    UOp mine = use->algorithm == "hierarchical" ? hierarchical_reduce_scatter(red, s)
-                                                : reduce_scatter(red, s, use->algorithm == "ring");
+    UOp mine = use->algorithm == Algorithm::hierarchical ? hierarchical_reduce_scatter(red, s)
+                                                         : reduce_scatter(red, s, use->algorithm == Algorithm::ring);
     return mine.reshape(shrink.shape());
   }
-  if (use->kind == "alltoall") return alltoall(red, *own_chunk_axis(shrink, n));
+  if (use->kind == Collective::alltoall) return alltoall(red, *own_chunk_axis(shrink, n));
   return std::nullopt;
 }
 
@@ -307,7 +307,7 @@ Readers readers_of(const UOp& root) {
 namespace {
 // What an ALLREDUCE u of the readers' graph is (reduce_scatter, allgather, alltoall), whatever its
 // algorithm; nothing for an allreduce.
-optional<std::string> allreduce_kind(const UOp& u, const Readers& readers) {
+optional<Collective> allreduce_kind(const UOp& u, const Readers& readers) {
   if (!readers.count(u.node()) || u.op() != Ops::ALLREDUCE) return std::nullopt;
   const UOp& buf = u.src(0);
   int64_t n = static_cast<int64_t>(buf.device().count());
@@ -320,10 +320,10 @@ optional<std::string> allreduce_kind(const UOp& u, const Readers& readers) {
     bool exchange = reads && std::all_of(reads->begin(), reads->end(), [&](const OwnRead& r) {
                       return r.direct && r.axis != *from && r.axis == reads->front().axis;
                     });
-    return exchange ? "alltoall" : "allgather";
+    return exchange ? Collective::alltoall : Collective::allgather;
   }
   if (reads && std::all_of(reads->begin(), reads->end(), [](const OwnRead& r) { return r.flat; }))
-    return "reduce_scatter";
+    return Collective::reduce_scatter;
   return std::nullopt;
 }
 }  // namespace
@@ -331,29 +331,29 @@ optional<std::string> allreduce_kind(const UOp& u, const Readers& readers) {
 optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, const AllreduceSettings& s) {
   if (!readers.count(u.node())) return std::nullopt;  // made by a rule: not the graph the readers describe
   if (u.op() == Ops::COPY) return broadcast_of(u, readers, s);
-  optional<std::string> kind = allreduce_kind(u, readers);
+  optional<Collective> kind = allreduce_kind(u, readers);
   if (!kind) return std::nullopt;
-  std::string algo = allreduce_algorithm(u, s, *kind);
+  Algorithm algo = allreduce_algorithm(u, s, *kind);
   // a fused reduce_scatter (rewrite/collective.hpp) of a buffer that cuts into n equal chunks; else direct
-  if (*kind == "reduce_scatter" && fused_algorithm(algo))
+  if (*kind == Collective::reduce_scatter && is_fused(algo))
     return CollectiveUse{
-        *kind, prod(u.src(0).shape()) % static_cast<int64_t>(u.device().count()) == 0 ? algo : std::string("all2all")};
-  if (*kind == "allgather" && fused_algorithm(algo))  // fused where the shards lie one after another
-    return CollectiveUse{*kind, gathered_in_order(u) ? algo : std::string("all2all")};
-  if (!algo.starts_with("hierarchical"))
-    return CollectiveUse{*kind, *kind == "alltoall" ? "all2all" : ring_or_direct(algo)};
+        *kind, prod(u.src(0).shape()) % static_cast<int64_t>(u.device().count()) == 0 ? algo : Algorithm::all2all};
+  if (*kind == Collective::allgather && is_fused(algo))  // fused where the shards lie one after another
+    return CollectiveUse{*kind, gathered_in_order(u) ? algo : Algorithm::all2all};
+  if (!is_hierarchical(algo))
+    return CollectiveUse{*kind, *kind == Collective::alltoall ? Algorithm::all2all : ring_or_direct(algo)};
   // over device groups: the hierarchical forms, or (alltoall, groups that do not fit) the hierarchical allreduce
-  if (*kind == "alltoall" || hierarchical_unfit(u.src(0).device().names(), s)) return std::nullopt;
-  return CollectiveUse{*kind, "hierarchical"};
+  if (*kind == Collective::alltoall || hierarchical_unfit(u.src(0).device().names(), s)) return std::nullopt;
+  return CollectiveUse{*kind, Algorithm::hierarchical};
 }
 
 optional<std::string> hierarchical_fallback(const UOp& u, const Readers& readers, const AllreduceSettings& s) {
-  optional<std::string> kind = allreduce_kind(u, readers);
-  if (!kind || !allreduce_algorithm(u, s).starts_with("hierarchical")) return std::nullopt;
+  optional<Collective> kind = allreduce_kind(u, readers);
+  if (!kind || !is_hierarchical(allreduce_algorithm(u, s))) return std::nullopt;
   optional<std::string> why =
-      *kind == "alltoall" ? "no hierarchical form" : hierarchical_unfit(u.src(0).device().names(), s);
+      *kind == Collective::alltoall ? "no hierarchical form" : hierarchical_unfit(u.src(0).device().names(), s);
   if (!why) return std::nullopt;
-  return fmt::format("{} as the hierarchical allreduce: {}", *kind, *why);
+  return fmt::format("{} as the hierarchical allreduce: {}", collective_name(*kind), *why);
 }
 
 PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr<const Readers> readers) {
@@ -365,10 +365,10 @@ PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr
       {UPat(Ops::ALLREDUCE).named("red"),
        [settings, readers](const Match& m) -> optional<UOp> {
          optional<CollectiveUse> use = collective_of(m["red"], *readers, settings);
-         if (!use || use->kind != "allgather") return std::nullopt;
+         if (!use || use->kind != Collective::allgather) return std::nullopt;
          if (std::optional<FusedAlgorithm> fused = fused_algorithm(use->algorithm))
            return fused_allgather_of(m["red"], *fused);
-         if (use->algorithm != "hierarchical") return allgather(m["red"], use->algorithm == "ring");
+         if (use->algorithm != Algorithm::hierarchical) return allgather(m["red"], use->algorithm == Algorithm::ring);
          const UOp& pad = m["red"].src(0);
          return hierarchical_allgather(m["red"], *unshard_axis(pad, static_cast<int64_t>(pad.device().count())),
                                        settings);
@@ -380,7 +380,7 @@ PatternMatcher collectives_pm(const AllreduceSettings& settings, std::shared_ptr
          if (!use) return std::nullopt;
          if (std::optional<FusedAlgorithm> fused = fused_algorithm(use->algorithm))
            return fused_broadcast_of(m["c"], *fused);
-         if (use->algorithm != "ring") return std::nullopt;
+         if (use->algorithm != Algorithm::ring) return std::nullopt;
          return broadcast_ring(m["c"]);
        }},
   });

@@ -24,7 +24,7 @@ Chunks even_chunks(size_t p, int64_t len) {
 }
 
 bool ring_for(size_t ndev, int64_t numel, const AllreduceSettings& s) {
-  return collective_algorithm(static_cast<int64_t>(ndev), numel, s) == "ring";
+  return collective_algorithm(static_cast<int64_t>(ndev), numel, s) == Algorithm::ring;
 }
 
 // The collective over the devices idx of devs (buf: their values stacked, or any value of the graph

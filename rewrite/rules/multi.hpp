@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/algorithm.hpp"
 #include "core/settings.hpp"
 #include "rewrite/pattern.hpp"
 #include "rewrite/rewrite.hpp"
@@ -24,7 +25,7 @@ PatternMatcher multi_pm();
 // reader assigns its result into its own source (Tensor::allreduce_in_place: ASSIGN(x, ALLREDUCE(x))),
 // so that the allgather may store the result straight into the source's buffer.
 struct AllreduceChoice {
-  std::string algorithm;
+  Algorithm algorithm = Algorithm::naive;
   bool into_source = false;
 };
 using AllreduceChoices = std::unordered_map<const detail::Node*, AllreduceChoice>;
@@ -33,36 +34,38 @@ using AllreduceChoices = std::unordered_map<const detail::Node*, AllreduceChoice
 // ALLREDUCE found in choices gets the lowering chosen there; any other chooses by allreduce_algorithm.
 PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceChoices choices = {});
 
-// Which lowering an ALLREDUCE of buf (on a device tuple) gets: "naive", "ring", "all2all",
-// "hierarchical" (the leader form) or "hierarchical_rs" (the reduce_scatter form: allreduce.hierarchical
+// Which lowering an ALLREDUCE of buf (on a device tuple) gets: naive, ring, all2all, a fused form,
+// hierarchical (the leader form) or hierarchical_rs (the reduce_scatter form: allreduce.hierarchical
 // is reduce_scatter and the device groups have one size) (reference: handle_allreduce's
 // use_ring/use_all2all, handle_allreduce_multirank).
 // collective: the collective the ALLREDUCE implements (collective_of's kind), whose tuned choice applies.
-std::string allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& settings,
-                                std::string_view collective = "allreduce");
+Algorithm allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& settings,
+                              Collective collective = Collective::allreduce);
 
-// The algorithm the settings give a collective of numel elements on each of ndev devices: "all2all"
-// when ALL2ALL >= 2, or ALL2ALL >= 1 with ndev > 2 and numel > ring_threshold; else "ring" likewise with
-// RING; else "naive" (tinygrad's use_all2all / use_ring). allreduce_algorithm without device groups.
-std::string collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& settings);
+// The algorithm the settings give a collective of numel elements on each of ndev devices: the one
+// allreduce.algorithm forces; else all2all when ALL2ALL >= 2, or ALL2ALL >= 1 with ndev > 2 and numel >
+// ring_threshold; else ring likewise with RING; else naive (tinygrad's use_all2all / use_ring).
+// allreduce_algorithm without device groups.
+Algorithm collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& settings);
 
 // A collective as its algorithm is chosen: which one (allreduce | reduce_scatter | allgather |
 // broadcast), the devices' kind (CPU, HIP), how many devices and on how many ranks, the elements per
 // device (rccl-tests' count: the buffer before a scatter, after a gather) and the dtype.
 struct CollectiveSize {
-  std::string collective, kind;
+  Collective collective = Collective::allreduce;
+  std::string kind;
   int64_t ndev = 0, numel = 0;
   DType dtype = DType::float32;
   int64_t ranks = 0;  // the ranks the devices' names span (rank<R>/KIND:i); 0 or 1: one process
   // From a device tuple's names ("CPU:0", "rank1/HIP:2").
-  static CollectiveSize of(std::string_view collective, const DeviceTuple& devices, int64_t numel, DType dtype);
+  static CollectiveSize of(Collective collective, const DeviceTuple& devices, int64_t numel, DType dtype);
 };
 // The algorithm for c: with ring, all2all and the threshold at their defaults (automatic_levels), the
 // tuning file of settings.tuning (rewrite/tuning.hpp) when it has a choice for c, measured on this
 // machine, and c runs in one process; else, for an allreduce in one process with allreduce.tuning not
 // off, the cost model's cheapest where the devices' kind has figures (rewrite/cost_model.hpp);
 // otherwise collective_algorithm(c.ndev, c.numel, settings), tinygrad's rule.
-std::string collective_algorithm(const CollectiveSize& c, const AllreduceSettings& settings);
+Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings& settings);
 
 // The collectives other than allreduce, as the lowered multi-device graph expresses them (collectives.cpp):
 // - reduce_scatter: an ALLREDUCE onto its own tuple whose every reader takes its own device's chunk (a
@@ -77,9 +80,10 @@ std::string collective_algorithm(const CollectiveSize& c, const AllreduceSetting
 // groups of one size covering the tuple takes the hierarchical form; an alltoall, or groups that do not
 // fit, the hierarchical allreduce (hierarchical_fallback says why).
 struct CollectiveUse {
-  std::string kind;  // reduce_scatter | allgather | alltoall | broadcast
-  // ring | all2all, as collective_algorithm chooses, or hierarchical (device groups; see collectives.cpp)
-  std::string algorithm;
+  Collective kind = Collective::allreduce;  // reduce_scatter | allgather | alltoall | broadcast
+  // ring | all2all, as collective_algorithm chooses, a fused form, or hierarchical (device groups; see
+  // collectives.cpp)
+  Algorithm algorithm = Algorithm::naive;
 };
 // The readers of every node reachable from root (a reader that reads a node twice is listed once).
 using Readers = std::unordered_map<const detail::Node*, std::vector<UOp>>;

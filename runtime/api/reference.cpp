@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
+#include "core/algorithm.hpp"
 #include "runtime/api/host_loop.hpp"
 
 namespace ringrt {
@@ -116,13 +118,21 @@ Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, Red
 Reference collective_reference(std::string_view k, DType dt, ReduceOp op, int64_t n, int64_t root, int64_t count,
                                int64_t j, int64_t first, int64_t len, const StoredValue& v) {
   int64_t c = n > 0 ? count / n : 0;
-  if (k == "reduce_scatter")
-    return reference_of(dt, n, first, len, op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });
-  if (k == "allgather") return reference_of(dt, 1, first, len, op, [&](int64_t, int64_t e) { return v(e / c, e % c); });
-  if (k == "alltoall")
-    return reference_of(dt, 1, first, len, op, [&](int64_t, int64_t e) { return v(e / c, j * c + e % c); });
-  if (k == "broadcast") return reference_of(dt, 1, first, len, op, [&](int64_t, int64_t e) { return v(root, e); });
-  if (k == "allreduce" || k == "reduce") return reference_of(dt, n, first, len, op, v);
+  std::optional<Collective> kind = parse_collective(k);
+  if (!kind) throw std::invalid_argument(fmt::format("collective_reference: no collective '{}'", k));
+  switch (*kind) {
+    case Collective::reduce_scatter:
+      return reference_of(dt, n, first, len, op, [&](int64_t d, int64_t i) { return v(d, j * c + i); });
+    case Collective::allgather:
+      return reference_of(dt, 1, first, len, op, [&](int64_t, int64_t e) { return v(e / c, e % c); });
+    case Collective::alltoall:
+      return reference_of(dt, 1, first, len, op, [&](int64_t, int64_t e) { return v(e / c, j * c + e % c); });
+    case Collective::broadcast:
+      return reference_of(dt, 1, first, len, op, [&](int64_t, int64_t e) { return v(root, e); });
+    case Collective::allreduce:
+    case Collective::reduce:
+      return reference_of(dt, n, first, len, op, v);
+  }
   throw std::invalid_argument(fmt::format("collective_reference: no collective '{}'", k));
 }
 

@@ -59,7 +59,7 @@ Schedule schedule_of(const UOp& root, bool borrowed) {
   if (borrowed || as_buffer_view(root, current_settings())) return {};
   Lowered low = lower_multi({root}, current_settings());
   Schedule s;
-  s.algorithms = low.algorithms;
+  s.algorithms = algorithm_names(low.algorithms);
   ItemPlan plan = plan_schedule(low.roots);
   std::vector<char> skipped = skipped_items(plan, low.roots, root);
   auto ir = std::make_shared<detail::KernelIR>();

@@ -573,7 +573,7 @@ Schedule Tensor::schedule() const {
 
 std::vector<std::string> Tensor::algorithms() const {
   GraphUse use;
-  return lower_multi({uop()}, current_settings()).algorithms;
+  return algorithm_names(lower_multi({uop()}, current_settings()).algorithms);
 }
 
 std::string Tensor::to_dot(const AllreduceSettings& settings) const {

@@ -34,6 +34,15 @@
 namespace ringrt {
 namespace {
 
+// experiment.collective's words, in the order its message lists them.
+const std::vector<std::string> kExperimentCollectives = [] {
+  std::vector<std::string> out;
+  for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather, Collective::broadcast,
+                       Collective::reduce, Collective::alltoall})
+    out.emplace_back(collective_name(c));
+  return out;
+}();
+
 enum Level { kDefault, kYaml, kEnv, kSet };
 
 [[noreturn]] void fail(const std::string& where, const std::string& key, const std::string& expected,
@@ -174,7 +183,7 @@ struct Loader {
   // The setters of experiment.*.
   void add_experiment_keys() {
     leaves["experiment.collective"] = [this](auto& n, auto& k) {
-      cfg.collective = choice(n, k, {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"});
+      cfg.collective = *parse_collective(choice(n, k, kExperimentCollectives));
     };
     leaves["experiment.root"] = [this](auto& n, auto& k) {
       cfg.root = static_cast<int>(integer(n, k, 0, kMaxDevices));
@@ -453,21 +462,21 @@ struct Loader {
            fmt::format("an index into the {} devices ({})", cfg.devices.size(), fmt::join(cfg.devices, ", ")),
            std::to_string(cfg.root));
     if (cfg.sharding == "no_shard") {
-      if (cfg.form == SweepForm::buckets && cfg.collective != "allreduce")
+      if (cfg.form == SweepForm::buckets && cfg.collective != Collective::allreduce)
         fail(origin("experiment.buckets"), "experiment.buckets", "experiment.collective allreduce (gradient buckets)",
-             "experiment.collective " + cfg.collective);
+             "experiment.collective " + std::string(collective_name(cfg.collective)));
       return;
     }
     if (cfg.form != SweepForm::buckets)
       fail(origin("experiment.sharding"), "experiment.sharding",
            "no_shard, or experiment.buckets (the FSDP units' flat parameters) to shard",
            fmt::format("'{}' with a sweep of sizes or counts", cfg.sharding));
-    if (origin("experiment.collective") == "default") cfg.collective = "reduce_scatter";
-    if (cfg.collective != "reduce_scatter" && cfg.collective != "allgather")
+    if (origin("experiment.collective") == "default") cfg.collective = Collective::reduce_scatter;
+    if (cfg.collective != Collective::reduce_scatter && cfg.collective != Collective::allgather)
       fail(origin("experiment.collective"), "experiment.collective",
            "reduce_scatter or allgather with experiment.sharding (the step runs both; this one is planned by "
            "`ringrt schedule`)",
-           "'" + cfg.collective + "'");
+           "'" + std::string(collective_name(cfg.collective)) + "'");
     if (!cfg.in_place)
       fail(origin("experiment.in_place"), "experiment.in_place",
            "true with experiment.sharding (FSDP's gradients are written from the host every step)", "false");

@@ -60,6 +60,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/algorithm.hpp"
 #include "core/dtype.hpp"
 #include "core/reduce_op.hpp"
 #include "core/settings.hpp"
@@ -70,16 +71,17 @@ namespace ringrt {
 enum class SweepForm { sizes, counts, buckets };
 
 struct ExperimentConfig {
-  std::string file;                      // the YAML file it came from ("" for text)
-  std::string backend = "cpu";           // resolved: "cpu" or "hip" ("auto" picks hip when a GPU is present)
-  std::vector<std::string> devices;      // resolved device names, in ring order
-  std::vector<int> groups;               // group id per device; empty: no groups
-  AllreduceSettings settings;            // the allreduce tunables, with settings.groups filled from `groups`
-  RuntimeParams runtime;                 // the process-wide tunables (runtime.*)
-  std::string collective = "allreduce";  // allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall
-  int root = 0;                          // broadcast and reduce: index into devices
-  std::string op_name = "sum";           // sum | max | min | prod
-  ReduceOp op = ReduceOp::sum;           // sum | max | min | prod
+  std::string file;                  // the YAML file it came from ("" for text)
+  std::string backend = "cpu";       // resolved: "cpu" or "hip" ("auto" picks hip when a GPU is present)
+  std::vector<std::string> devices;  // resolved device names, in ring order
+  std::vector<int> groups;           // group id per device; empty: no groups
+  AllreduceSettings settings;        // the allreduce tunables, with settings.groups filled from `groups`
+  RuntimeParams runtime;             // the process-wide tunables (runtime.*)
+  Collective collective =
+      Collective::allreduce;    // allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall
+  int root = 0;                 // broadcast and reduce: index into devices
+  std::string op_name = "sum";  // sum | max | min | prod
+  ReduceOp op = ReduceOp::sum;  // sum | max | min | prod
   DType dtype = DType::float32;
   SweepForm form = SweepForm::sizes;
   int64_t size_min = 1024, size_max = int64_t{64} << 20, size_factor = 4;  // bytes per device

@@ -41,8 +41,8 @@ StoredValue stored_input(const ExperimentConfig& cfg) {
 }
 
 // The elements of each device's result: reduce_scatter's chunk, else count.
-int64_t result_numel(const ExperimentConfig& cfg, const std::string& k, int64_t count) {
-  return k == "reduce_scatter" ? count / static_cast<int64_t>(cfg.devices.size()) : count;
+int64_t result_numel(const ExperimentConfig& cfg, Collective k, int64_t count) {
+  return k == Collective::reduce_scatter ? count / static_cast<int64_t>(cfg.devices.size()) : count;
 }
 
 bool corrupt_for_tests() {  // test-only: see run_experiment's comment
@@ -75,11 +75,11 @@ HostBuffer input_row(const ExperimentConfig& cfg, int64_t count, int64_t d) {
   return row;
 }
 
-ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string& collective, int64_t count,
+ReferenceFor collective_reference(const ExperimentConfig& cfg, Collective collective, int64_t count,
                                   StoredValue value) {
   // every device gets the same value: one range made serves them all
-  bool same =
-      collective == "allreduce" || collective == "reduce" || collective == "allgather" || collective == "broadcast";
+  bool same = collective == Collective::allreduce || collective == Collective::reduce ||
+              collective == Collective::allgather || collective == Collective::broadcast;
   struct Last {
     size_t device = 0;
     int64_t first = -1, count = -1;
@@ -92,8 +92,9 @@ ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string
                                                                               int64_t len) -> const Reference& {
     if (last->first != first || last->count != len || (!same && last->device != d)) {
       last->first = -1;  // not valid while it is remade (collective_reference may throw Interrupted)
-      last->ref = ringrt::collective_reference(collective, cfg.dtype, cfg.op, static_cast<int64_t>(cfg.devices.size()),
-                                               cfg.root, count, static_cast<int64_t>(d), first, len, value);
+      last->ref = ringrt::collective_reference(collective_name(collective), cfg.dtype, cfg.op,
+                                               static_cast<int64_t>(cfg.devices.size()), cfg.root, count,
+                                               static_cast<int64_t>(d), first, len, value);
       last->device = d;
       last->first = first;
       last->count = len;
@@ -140,11 +141,11 @@ int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Re
   return sum_over_ranks(wrong);
 }
 
-double busbw_factor(const std::string& collective, size_t ndev) {
+double busbw_factor(Collective collective, size_t ndev) {
   double n = static_cast<double>(ndev);
   if (ndev == 0) return 0.0;
-  if (collective == "broadcast" || collective == "reduce") return 1.0;
-  return (collective == "allreduce" ? 2.0 : 1.0) * (n - 1) / n;
+  if (collective == Collective::broadcast || collective == Collective::reduce) return 1.0;
+  return (collective == Collective::allreduce ? 2.0 : 1.0) * (n - 1) / n;
 }
 
 namespace {
@@ -154,7 +155,7 @@ Timed timed_of(double us, double bytes, double bus_bytes) {
 }
 }  // namespace
 
-ResultRow make_row(const ExperimentConfig& cfg, const std::string& collective, int64_t count, const Tensor& lazy,
+ResultRow make_row(const ExperimentConfig& cfg, Collective collective, int64_t count, const Tensor& lazy,
                    const RowTimes& times) {
   ResultRow row;
   row.collective = collective;
@@ -232,7 +233,7 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
   }
   std::vector<ResultRow> rows;
   for (size_t b = 0; b < inputs.size(); ++b) {
-    ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, inputs[b]), timer.collective(b));
+    ResultRow row = make_row(cfg, Collective::allreduce, counts[b], allreduce_of(cfg, inputs[b]), timer.collective(b));
     row.bucket = static_cast<int64_t>(b);
     if (cfg.check) row.wrong = check_result(cfg, outputs[b], collective_reference(cfg, counts[b]));
     tick.poll();
@@ -284,11 +285,11 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
   }
   std::vector<ResultRow> rows_out;
   for (size_t b = 0; b < buckets.size(); ++b) {
-    ResultRow row = make_row(cfg, "allreduce", counts[b], allreduce_of(cfg, buckets[b]), timer.collective(b));
+    ResultRow row = make_row(cfg, Collective::allreduce, counts[b], allreduce_of(cfg, buckets[b]), timer.collective(b));
     row.bucket = static_cast<int64_t>(b);
     if (cfg.check) {  // the reference from the host rows the last step wrote, never from the devices
-      row.wrong =
-          check_result(cfg, buckets[b], collective_reference(cfg, "allreduce", counts[b], stored_rows(rows[b], last)));
+      row.wrong = check_result(cfg, buckets[b],
+                               collective_reference(cfg, Collective::allreduce, counts[b], stored_rows(rows[b], last)));
     }
     tick.poll();
     rows_out.push_back(row);
@@ -345,13 +346,14 @@ Tensor allreduce_input_placeholder(const ExperimentConfig& cfg, int64_t count) {
 
 Tensor allreduce_of(const ExperimentConfig& cfg, const Tensor& input) { return input.reduce(cfg.op, {0}); }
 
-bool collective_reduces(const std::string& collective) {
-  return collective == "allreduce" || collective == "reduce_scatter" || collective == "reduce";
+bool collective_reduces(Collective collective) {
+  return collective == Collective::allreduce || collective == Collective::reduce_scatter ||
+         collective == Collective::reduce;
 }
 
 int64_t collective_count(const ExperimentConfig& cfg, int64_t count) {
-  const std::string& k = cfg.collective;
-  if (k != "reduce_scatter" && k != "allgather" && k != "alltoall") return count;
+  Collective k = cfg.collective;
+  if (k != Collective::reduce_scatter && k != Collective::allgather && k != Collective::alltoall) return count;
   int64_t n = static_cast<int64_t>(cfg.devices.size());
   if (cfg.sharding != "no_shard") return (count + n - 1) / n * n;  // FSDP pads its flat parameters up
   return std::max(n, count / n * n);
@@ -361,9 +363,9 @@ namespace {
 // Device d's input rows for cfg.collective: a (1, count) row (allreduce, broadcast, reduce), a flat
 // (count) buffer (reduce_scatter, alltoall) or its (count / n) shard (allgather).
 Shape collective_local_shape(const ExperimentConfig& cfg, int64_t count) {
-  const std::string& k = cfg.collective;
-  if (k == "reduce_scatter" || k == "alltoall") return {count};
-  if (k == "allgather") return {count / static_cast<int64_t>(cfg.devices.size())};
+  Collective k = cfg.collective;
+  if (k == Collective::reduce_scatter || k == Collective::alltoall) return {count};
+  if (k == Collective::allgather) return {count / static_cast<int64_t>(cfg.devices.size())};
   return {1, count};
 }
 }  // namespace
@@ -387,12 +389,20 @@ Tensor collective_input_placeholder(const ExperimentConfig& cfg, int64_t count) 
 }
 
 Tensor run_collective(const ExperimentConfig& cfg, const Tensor& input) {
-  const std::string& k = cfg.collective;
-  if (k == "reduce_scatter") return input.reduce_scatter(cfg.op, 0);
-  if (k == "allgather") return input.allgather();
-  if (k == "alltoall") return input.alltoall();
-  if (k == "broadcast") return input.broadcast(cfg.root, cfg.devices);
-  if (k == "reduce") return input.reduce_to(cfg.root, cfg.op);
+  switch (cfg.collective) {
+    case Collective::reduce_scatter:
+      return input.reduce_scatter(cfg.op, 0);
+    case Collective::allgather:
+      return input.allgather();
+    case Collective::alltoall:
+      return input.alltoall();
+    case Collective::broadcast:
+      return input.broadcast(cfg.root, cfg.devices);
+    case Collective::reduce:
+      return input.reduce_to(cfg.root, cfg.op);
+    case Collective::allreduce:
+      break;
+  }
   return allreduce_of(cfg, input);
 }
 

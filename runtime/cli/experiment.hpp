@@ -30,14 +30,14 @@ struct Timed {
 
 // One line of the table: one count (or one gradient bucket, or one collective of an FSDP step).
 struct ResultRow {
-  std::string collective;  // allreduce | reduce_scatter | allgather | broadcast | reduce | alltoall
-  std::string phase;       // FSDP steps (experiment.sharding): fwd | bwd; "" otherwise
-  int64_t bucket = -1;     // steps: the bucket's (FSDP unit's) index in experiment.buckets; -1 in sweeps
-  int64_t bytes = 0;       // per device: count * itemsize
-  int64_t count = 0;       // elements per device
-  std::string type;        // dtype name
-  std::string redop;       // sum | max | min | prod; none for allgather, alltoall, broadcast
-  std::string algo;  // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical | hierarchical_rs
+  Collective collective = Collective::allreduce;
+  std::string phase;    // FSDP steps (experiment.sharding): fwd | bwd; "" otherwise
+  int64_t bucket = -1;  // steps: the bucket's (FSDP unit's) index in experiment.buckets; -1 in sweeps
+  int64_t bytes = 0;    // per device: count * itemsize
+  int64_t count = 0;    // elements per device
+  std::string type;     // dtype name
+  std::string redop;    // sum | max | min | prod; none for allgather, alltoall, broadcast
+  std::string algo;     // Schedule::algorithms joined with '+': naive | ring | all2all | hierarchical | hierarchical_rs
   // The mean time of one call over the timed iterations: its latency (timing latency or both: each call
   // waited for, on the host's clock), else its pipelined time (timing pipelined); 0 when !timed.
   double time_us = 0;
@@ -128,7 +128,7 @@ double median_of(std::vector<double> values);
 
 // Whether a collective reduces with experiment.op (allreduce, reduce_scatter, reduce); the others move
 // data only (the table's redop "none", as rccl-tests prints it).
-bool collective_reduces(const std::string& collective);
+bool collective_reduces(Collective collective);
 
 // cfg.collective (experiment.collective) on count elements per device, with count as rccl-tests means it:
 // the buffer on each device (allreduce, broadcast, reduce; alltoall: n slots of count/n), the buffer

@@ -38,8 +38,7 @@ struct ReferenceFor {
 // The expected result of `collective` on count elements per device (rccl-tests' count: see
 // collective_count) whose inputs are value(d, i) (device d's local element i). c = count / ndev:
 // reduce_scatter's chunk, allgather's shard, alltoall's slot.
-ReferenceFor collective_reference(const ExperimentConfig& cfg, const std::string& collective, int64_t count,
-                                  StoredValue value);
+ReferenceFor collective_reference(const ExperimentConfig& cfg, Collective collective, int64_t count, StoredValue value);
 // The same over make_collective_input's data (cfg.collective, input_value).
 ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count);
 
@@ -57,7 +56,7 @@ int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Re
 
 // rccl-tests' busbw / algbw (nccl-tests doc/PERFORMANCE.md): allreduce 2(n-1)/n; reduce_scatter,
 // allgather, alltoall (n-1)/n; broadcast and reduce 1.
-double busbw_factor(const std::string& collective, size_t ndev);
+double busbw_factor(Collective collective, size_t ndev);
 
 // The measured times of a row or a step, each the mean of one call (one step) in microseconds, per
 // timing mode (experiment.timing); nullopt: not measured.
@@ -68,7 +67,7 @@ struct RowTimes {
 // The row of `collective` on count elements per device with its times (time_us the latency when
 // measured, else the pipelined time; neither: not timed); its algo from lazy (Tensor::algorithms, no
 // planning). wrong stays -1 (not checked).
-ResultRow make_row(const ExperimentConfig& cfg, const std::string& collective, int64_t count, const Tensor& lazy,
+ResultRow make_row(const ExperimentConfig& cfg, Collective collective, int64_t count, const Tensor& lazy,
                    const RowTimes& times);
 // The summary of a step: the rows' bytes, the step's times, busbw from each row's collective.
 StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRow>& rows, int64_t buckets,

@@ -26,7 +26,7 @@ namespace {
 
 // One collective of a step: its kind, phase and unit (index in experiment.buckets).
 struct StepCollective {
-  std::string kind;   // allgather | reduce_scatter
+  Collective kind;    // allgather | reduce_scatter
   std::string phase;  // fwd | bwd
   size_t unit = 0;
 };
@@ -34,10 +34,10 @@ struct StepCollective {
 std::vector<StepCollective> step_plan(const ExperimentConfig& cfg) {
   size_t units = cfg.counts.size(), root = units - 1;
   std::vector<StepCollective> plan;
-  for (size_t u = units; u-- > 0;) plan.push_back({"allgather", "fwd", u});
+  for (size_t u = units; u-- > 0;) plan.push_back({Collective::allgather, "fwd", u});
   for (size_t u = 0; u < units; ++u) {
-    if (cfg.sharding == "full_shard" && u != root) plan.push_back({"allgather", "bwd", u});
-    plan.push_back({"reduce_scatter", "bwd", u});
+    if (cfg.sharding == "full_shard" && u != root) plan.push_back({Collective::allgather, "bwd", u});
+    plan.push_back({Collective::reduce_scatter, "bwd", u});
   }
   return plan;
 }
@@ -86,13 +86,13 @@ Unit make_unit(const ExperimentConfig& cfg, size_t u, int64_t count) {
 // the step, held until the step has run) and host rows do not fit (check_fits).
 void check_units_fit(const ExperimentConfig& cfg, const std::vector<int64_t>& counts) {
   ExperimentConfig scatter = cfg, gather = cfg;
-  scatter.collective = "reduce_scatter", gather.collective = "allgather";
+  scatter.collective = Collective::reduce_scatter, gather.collective = Collective::allgather;
   MemoryNeed need = estimate_need(scatter, counts);  // every unit's gradients and their reduce-scatter
   std::vector<int64_t> gathered{*std::max_element(counts.begin(), counts.end())};
   if (cfg.check && times_pipelined(cfg)) {
     gathered.clear();
     for (const StepCollective& c : step_plan(cfg))
-      if (c.kind == "allgather") gathered.push_back(counts[c.unit]);
+      if (c.kind == Collective::allgather) gathered.push_back(counts[c.unit]);
   }
   need.device += estimate_need(gather, gathered).device;
   int64_t all = 0;
@@ -121,7 +121,7 @@ void write_gradients(std::vector<Unit>& units, int step, size_t ndev) {
 
 // The lazy collective c of a step: the unit's parameters gathered, or its gradients reduce-scattered.
 Tensor step_collective(const ExperimentConfig& cfg, const StepCollective& c, const Unit& unit) {
-  return c.kind == "allgather" ? unit.params.allgather() : unit.grads.reduce_scatter(cfg.op, 0);
+  return c.kind == Collective::allgather ? unit.params.allgather() : unit.grads.reduce_scatter(cfg.op, 0);
 }
 
 // #wrong of the realized collective c of step `step`, from the host data: the gathered parameters, or
@@ -129,12 +129,12 @@ Tensor step_collective(const ExperimentConfig& cfg, const StepCollective& c, con
 int64_t check_step_collective(const ExperimentConfig& cfg, const StepCollective& c, const Unit& unit, int step,
                               const Tensor& got) {
   size_t ndev = cfg.devices.size();
-  if (c.kind == "allgather")
+  if (c.kind == Collective::allgather)
     return check_result(cfg, got,
-                        collective_reference(cfg, "allgather", unit.count,
+                        collective_reference(cfg, Collective::allgather, unit.count,
                                              stored_in(unit.params_host, unit.count / static_cast<int64_t>(ndev))));
-  return check_result(cfg, got,
-                      collective_reference(cfg, "reduce_scatter", unit.count, stored_rows(unit.grad_rows, step)));
+  return check_result(
+      cfg, got, collective_reference(cfg, Collective::reduce_scatter, unit.count, stored_rows(unit.grad_rows, step)));
 }
 
 }  // namespace
@@ -170,7 +170,7 @@ void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishR
       timer.realize(i, y);
       if (hold) held.push_back(y);
       if (step == last && cfg.check && !hold) wrong[i] = check_step_collective(cfg, plan[i], unit, step, y);
-      if (plan[i].kind == "reduce_scatter") grad_shards[plan[i].unit] = y;
+      if (plan[i].kind == Collective::reduce_scatter) grad_shards[plan[i].unit] = y;
     }
     timer.end();
   }

@@ -139,7 +139,7 @@ JunitSuite run_suite(const ExperimentConfig& cfg, const ExperimentResult& result
   suite.timestamp = timestamp;
   suite.properties = {{"backend", cfg.backend},
                       {"devices", fmt::format("{}", cfg.devices.size())},
-                      {"collective", cfg.collective},
+                      {"collective", std::string(collective_name(cfg.collective))},
                       {"timing", cfg.timing}};
   std::string experiment = std::filesystem::path(cfg.file).filename().string();
   std::string header = format_header(cfg);  // its last two lines: the table's column titles

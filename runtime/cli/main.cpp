@@ -362,7 +362,7 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
   ProgressBar bar;
   options.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
   options.stop = [] { return interrupt_signal() != 0; };
-  options.point = [&](const TunedChoice& c, const std::string& rule) {
+  options.point = [&](const TunedChoice& c, Algorithm rule) {
     bar.clear();
     std::printf("%s\n", tune_table_line(c, rule).c_str());
     std::fflush(stdout);

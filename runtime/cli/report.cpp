@@ -12,9 +12,9 @@
 #include <optional>
 #include <set>
 
+#include "core/algorithm.hpp"
 #include "core/errors.hpp"
 #include "core/files.hpp"
-#include "rewrite/collective.hpp"
 #include "rewrite/cost_model.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/tuning.hpp"
@@ -124,10 +124,10 @@ std::string what_runs(const ExperimentConfig& cfg) {
   if (sharded(cfg))  // FSDP runs two collectives, both reducing or gathering
     return fmt::format("FSDP {} steps (allgather, reduce_scatter {}) {} over {} {} devices", cfg.sharding, cfg.op_name,
                        dtype_name(cfg.dtype), cfg.devices.size(), cfg.backend);
-  return fmt::format("{} {}{} over {} {} devices{}", cfg.collective,
+  return fmt::format("{} {}{} over {} {} devices{}", collective_name(cfg.collective),
                      collective_reduces(cfg.collective) ? cfg.op_name + " " : "", dtype_name(cfg.dtype),
                      cfg.devices.size(), cfg.backend,
-                     cfg.collective == "broadcast" || cfg.collective == "reduce"
+                     cfg.collective == Collective::broadcast || cfg.collective == Collective::reduce
                          ? fmt::format(", root {} ({})", cfg.root, cfg.devices.at(static_cast<size_t>(cfg.root)))
                          : "");
 }
@@ -152,9 +152,11 @@ std::string steps_text(const ExperimentConfig& cfg) {
 // tune, ..., 36 choices)".
 std::string choice_line(const ExperimentConfig& cfg) {
   const AllreduceSettings& s = cfg.settings;
-  if (s.algorithm != "auto")  // forced for every allreduce; the other collectives take ring or their direct form
-    return fmt::format("algorithm choice: {}, forced (allreduce.algorithm {}{})", s.algorithm, s.algorithm,
-                       fused_algorithm(s.algorithm) ? "; what it cannot fuse runs unfused, as `algorithms` says" : "");
+  // forced for every allreduce; the other collectives take ring or their direct form
+  if (std::optional<Algorithm> forced = forced_algorithm(s))
+    return fmt::format("algorithm choice: {}, forced (allreduce.algorithm {}{})", algorithm_name(*forced),
+                       algorithm_name(*forced),
+                       is_fused(*forced) ? "; what it cannot fuse runs unfused, as `algorithms` says" : "");
   if (!automatic_levels(s)) {  // the levels as collective_algorithm reads them; no tuning file
     std::string set = fmt::format("allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}", s.ring,
                                   s.all2all, s.ring_threshold);
@@ -174,8 +176,8 @@ std::string choice_line(const ExperimentConfig& cfg) {
            (t.table ? " (the tuning file is for flat collectives)" : "");
   if (cfg.devices.empty()) return "algorithm choice: " + t.origin;
   // the device set: a file tuned for other devices (kind, count) or another dtype has no choice here
-  CollectiveSize c =
-      CollectiveSize::of(cfg.collective == "reduce" ? "allreduce" : cfg.collective, cfg.devices, 1, cfg.dtype);
+  CollectiveSize c = CollectiveSize::of(cfg.collective == Collective::reduce ? Collective::allreduce : cfg.collective,
+                                        cfg.devices, 1, cfg.dtype);
   if (c.ranks > 1)
     return std::string("algorithm choice: tinygrad's rule (across ranks") +
            (t.table ? "; the tuning file measured one process)" : ")");
@@ -186,7 +188,7 @@ std::string choice_line(const ExperimentConfig& cfg) {
   // no tuned choice: an allreduce takes the cost model of its devices' kind where it has figures
   // (collective_algorithm, rewrite/cost_model.hpp), unless allreduce.tuning is off
   std::string modelled;
-  if (c.collective == "allreduce" && s.tuning != "off" && c.ndev > 1) {
+  if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1) {
     CostModel m = cost_model_for(c.kind);
     if (m.figures)
       modelled =
@@ -199,10 +201,10 @@ std::string choice_line(const ExperimentConfig& cfg) {
     if (size_t at = origin.find(": tinygrad's rule "); at != std::string::npos) origin.erase(at, 17);
     return "algorithm choice: " + modelled + "; tuning file: " + origin;
   }
-  std::string why = fmt::format("{} has no choice for {} on {} {} devices in {}", tuning_path(s.tuning), c.collective,
-                                c.ndev, c.kind, dtype_name(c.dtype));
+  std::string why = fmt::format("{} has no choice for {} on {} {} devices in {}", tuning_path(s.tuning),
+                                collective_name(c.collective), c.ndev, c.kind, dtype_name(c.dtype));
   std::string then = modelled.empty() ? "tinygrad's rule" : "the cost model";
-  if (cfg.collective != "alltoall")
+  if (cfg.collective != Collective::alltoall)
     warn_once("tuning cover " + why, "the tuning file " + why + "; " + then + " chooses");
   return "algorithm choice: " + (modelled.empty() ? "tinygrad's rule (" + why + ")" : modelled + " (" + why + ")");
 }
@@ -215,7 +217,7 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")));
   out += dump_params({cfg.settings, cfg.runtime}, cfg.origins);  // every tunable, with where it was set
   out += choice_line(cfg) + "\n";
-  line("experiment.collective", cfg.collective);
+  line("experiment.collective", std::string(collective_name(cfg.collective)));
   line("experiment.root", std::to_string(cfg.root));
   line("experiment.op", cfg.op_name);
   line("experiment.dtype", std::string(dtype_name(cfg.dtype)));
@@ -274,13 +276,14 @@ std::string format_row(const ResultRow& r) {
       time_cells(r.timed ? std::optional<Timed>(Timed{r.time_us, r.algbw, r.busbw}) : std::nullopt)};
   if (r.timing == "both") times.push_back(time_cells(r.pipelined));
   std::optional<Cells> step;
-  if (!r.phase.empty()) step = Cells{r.collective, r.phase, std::to_string(r.bucket)};
+  if (!r.phase.empty()) step = Cells{std::string(collective_name(r.collective)), r.phase, std::to_string(r.bucket)};
   return table_line({std::to_string(r.bytes), std::to_string(r.count), r.type, r.redop, r.algo}, times,
                     r.wrong < 0 ? "N/A" : std::to_string(r.wrong), step, r.timing);
 }
 
 std::string row_name(const ResultRow& r) {
-  std::string out = r.collective + (r.redop.empty() || r.redop == "none" ? "" : " " + r.redop) + " " + r.type + " " +
+  std::string out = std::string(collective_name(r.collective)) +
+                    (r.redop.empty() || r.redop == "none" ? "" : " " + r.redop) + " " + r.type + " " +
                     format_bytes(r.bytes);
   if (r.bucket >= 0) out += " bucket " + std::to_string(r.bucket);
   return r.phase.empty() ? out : out + " " + r.phase;
@@ -332,8 +335,9 @@ std::string csv_text(const ExperimentConfig& cfg, const ExperimentResult& result
   for (const ResultRow& r : result.rows)
     out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.bytes, r.count, r.type, r.redop, r.algo,
                        times(r.timed ? std::optional<Timed>(Timed{r.time_us, r.algbw, r.busbw}) : std::nullopt),
-                       r.wrong < 0 ? "" : std::to_string(r.wrong), cfg.devices.size(), cfg.backend, r.collective,
-                       r.phase, r.bucket < 0 ? "" : std::to_string(r.bucket), r.timing, times(r.pipelined));
+                       r.wrong < 0 ? "" : std::to_string(r.wrong), cfg.devices.size(), cfg.backend,
+                       collective_name(r.collective), r.phase, r.bucket < 0 ? "" : std::to_string(r.bucket), r.timing,
+                       times(r.pipelined));
   return out.str();
 }
 
@@ -343,29 +347,30 @@ std::string json_text(const ExperimentConfig& cfg, const ExperimentResult& resul
   j["backend"] = cfg.backend;
   j["devices"] = cfg.devices;
   j["groups"] = cfg.groups;
-  j["collective"] = cfg.collective;
+  j["collective"] = std::string(collective_name(cfg.collective));
   j["op"] = cfg.op_name;
   j["dtype"] = std::string(dtype_name(cfg.dtype));
   j["settings"] = settings_lines(cfg);
   j["rows"] = Json::array();
   auto number = [](bool has, double v) { return has ? Json(v) : Json(nullptr); };  // null: not timed
   for (const ResultRow& r : result.rows)
-    j["rows"].push_back({{"size", r.bytes},
-                         {"count", r.count},
-                         {"type", r.type},
-                         {"redop", r.redop},
-                         {"algo", r.algo},
-                         {"time_us", number(r.timed, r.time_us)},
-                         {"algbw", number(r.timed, r.algbw)},
-                         {"busbw", number(r.timed, r.busbw)},
-                         {"wrong", r.wrong < 0 ? Json(nullptr) : Json(r.wrong)},
-                         {"collective", r.collective},  // keys added after the first ones: appended
-                         {"phase", r.phase.empty() ? Json(nullptr) : Json(r.phase)},
-                         {"bucket", r.bucket < 0 ? Json(nullptr) : Json(r.bucket)},
-                         {"timing", r.timing},
-                         {"pipelined_time_us", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).time_us)},
-                         {"pipelined_algbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).algbw)},
-                         {"pipelined_busbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).busbw)}});
+    j["rows"].push_back(
+        {{"size", r.bytes},
+         {"count", r.count},
+         {"type", r.type},
+         {"redop", r.redop},
+         {"algo", r.algo},
+         {"time_us", number(r.timed, r.time_us)},
+         {"algbw", number(r.timed, r.algbw)},
+         {"busbw", number(r.timed, r.busbw)},
+         {"wrong", r.wrong < 0 ? Json(nullptr) : Json(r.wrong)},
+         {"collective", std::string(collective_name(r.collective))},  // keys added after the first ones: appended
+         {"phase", r.phase.empty() ? Json(nullptr) : Json(r.phase)},
+         {"bucket", r.bucket < 0 ? Json(nullptr) : Json(r.bucket)},
+         {"timing", r.timing},
+         {"pipelined_time_us", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).time_us)},
+         {"pipelined_algbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).algbw)},
+         {"pipelined_busbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).busbw)}});
   j["step"] = nullptr;
   Timed p = result.step ? result.step->pipelined.value_or(Timed{}) : Timed{};
   if (result.step)
@@ -417,11 +422,11 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
   return j.dump(2) + "\n";
 }
 
-std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
-                          const std::string& collective, const std::string& choice) {
-  std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels", collective, ndev, count,
-                                dtype_name(dtype), fmt::join(schedule.algorithms, ", "), schedule.copies().size(),
-                                schedule.kernels());
+std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype, Collective collective,
+                          const std::string& choice) {
+  std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels", collective_name(collective),
+                                ndev, count, dtype_name(dtype), fmt::join(schedule.algorithms, ", "),
+                                schedule.copies().size(), schedule.kernels());
   if (!schedule.fused_items.empty()) out += fmt::format(", {} fused", schedule.fused_items.size());
   out += "\n";
   out += schedule.to_string();

@@ -72,7 +72,7 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
 // The human form: "COLLECTIVE of N x COUNT DTYPE: algorithms [...], C copies, K kernels", then
 // Schedule::to_string(), then `choice` (choice_line) as the last line when given.
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
-                          const std::string& collective = "allreduce", const std::string& choice = "");
+                          Collective collective = Collective::allreduce, const std::string& choice = "");
 // Graphviz DOT of `lazy`'s graph after the multi-device lowering (lower_multi with `settings`), as
 // UOpGraph::write_dot writes it. Throws IOError (path and reason) when the file cannot be written.
 void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings);

@@ -17,9 +17,9 @@
 #include <tuple>
 
 #include "codegen/compile_cache.hpp"
+#include "core/algorithm.hpp"
 #include "core/errors.hpp"
 #include "core/files.hpp"
-#include "rewrite/collective.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/tuning.hpp"
 #include "runtime/api/devices.hpp"
@@ -29,14 +29,15 @@ namespace ringrt {
 namespace {
 
 // The algorithms a collective can be forced to, and the settings that force each.
-std::vector<std::string> algorithms_of(const std::string& collective) {
-  if (collective == "allreduce") return {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"};
-  return {"ring", "all2all"};  // the others: ring or the direct form (naive is the direct form there)
+std::vector<Algorithm> algorithms_of(Collective collective) {
+  if (collective == Collective::allreduce) return {kAllreduceAlgorithms.begin(), kAllreduceAlgorithms.end()};
+  return {kRingOrDirect.begin(), kRingOrDirect.end()};  // ring or the direct form (naive is the direct form there)
 }
-AllreduceSettings forced(AllreduceSettings s, const std::string& algorithm) {
-  s.ring = algorithm == "ring" ? 2 : 0;
-  s.all2all = algorithm == "all2all" ? 2 : 0;
-  s.algorithm = fused_algorithm(algorithm) ? algorithm : "auto";  // the fused forms (rewrite/collective.hpp)
+AllreduceSettings forced(AllreduceSettings s, Algorithm algorithm) {
+  s.ring = algorithm == Algorithm::ring ? 2 : 0;
+  s.all2all = algorithm == Algorithm::all2all ? 2 : 0;
+  // the fused forms (rewrite/collective.hpp) through allreduce.algorithm
+  s.algorithm = is_fused(algorithm) ? std::string(algorithm_name(algorithm)) : "auto";
   s.groups.clear();  // flat collectives: the tuned choice is the flat one's
   return s;
 }
@@ -67,7 +68,7 @@ struct Point {
   int64_t total;
 
   // The mean time of one run of algorithm (the config's warmup and iterations), its result checked.
-  double run_once(ExperimentConfig point, const std::string& algorithm) {
+  double run_once(ExperimentConfig point, Algorithm algorithm) {
     point.settings = forced(point.settings, algorithm);
     ExperimentObserver watch;
     watch.stop = options.stop;
@@ -76,12 +77,13 @@ struct Point {
     const ResultRow& row = r.rows.front();
     if (row.wrong != 0)
       throw InternalError(fmt::format("ringrt tune: {} {} on {} devices at {} elements gave {} wrong elements",
-                                      algorithm, point.collective, point.devices.size(), row.count, row.wrong));
+                                      algorithm_name(algorithm), collective_name(point.collective),
+                                      point.devices.size(), row.count, row.wrong));
     if (options.progress) options.progress(++done, total);
     return row.time_us;
   }
 
-  TunedChoice measure(const std::string& collective, int64_t k, int64_t count) {
+  TunedChoice measure(Collective collective, int64_t k, int64_t count) {
     ExperimentConfig point = cfg;
     point.collective = collective;
     point.devices.resize(static_cast<size_t>(k));
@@ -92,12 +94,12 @@ struct Point {
     TuneTiming timing = tune_timing(cfg);
     point.timing = timing.timing;
     point.timed_blocks = timing.blocks;
-    TunedChoice c{collective, "", k, cfg.dtype, count * itemsize(cfg.dtype), 0, 0, "", {}};
+    TunedChoice c{collective, "", k, cfg.dtype, count * itemsize(cfg.dtype), 0, 0, Algorithm::naive, {}};
     c.kind = CollectiveSize::of(collective, point.devices, count, cfg.dtype).kind;
-    std::map<std::string, int> iters;                   // per algorithm: after its first round, enough to fill kBlockUs
-    std::map<std::string, std::vector<double>> rounds;  // per algorithm: each round's time
+    std::map<Algorithm, int> iters;                   // per algorithm: after its first round, enough to fill kBlockUs
+    std::map<Algorithm, std::vector<double>> rounds;  // per algorithm: each round's time
     for (int round = 0; round < options.rounds; ++round)
-      for (const std::string& algo : algorithms_of(collective)) {
+      for (Algorithm algo : algorithms_of(collective)) {
         ExperimentConfig run = point;
         if (auto it = iters.find(algo); it != iters.end()) run.iters = it->second;
         double mean = run_once(run, algo);
@@ -135,7 +137,11 @@ std::string tune_timing_text(const TuneTiming& timing) {
 }
 
 const std::vector<std::string>& tunable_collectives() {
-  static const std::vector<std::string> kAll(kTunedCollectives.begin(), kTunedCollectives.end());
+  static const std::vector<std::string> kAll = [] {
+    std::vector<std::string> out;
+    for (Collective c : kTunedCollectives) out.emplace_back(collective_name(c));
+    return out;
+  }();
   return kAll;
 }
 
@@ -145,23 +151,28 @@ std::string tune_table_header() {
                      "ring_fused(us)", "choice", "rule");
 }
 
-std::string tune_table_line(const TunedChoice& c, const std::string& rule) {
-  auto us = [&](const char* algo) {
+std::string tune_table_line(const TunedChoice& c, Algorithm rule) {
+  auto us = [&](Algorithm algo) {
     auto it = c.us.find(algo);
     return it == c.us.end() ? std::string("-") : fmt::format("{:.1f}", it->second);
   };
   // the other collectives' rule is ring or their direct form, all2all
-  return fmt::format("  {:>14} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>15} {:>10} {:>8}", c.collective,
-                     c.devices, c.bytes, us("naive"), us("ring"), us("all2all"), us("oneshot"), us("twoshot"),
-                     us("ring_fused"), c.algorithm,
-                     c.collective == "allreduce" || rule == "ring" ? rule : std::string("all2all"));
+  Algorithm shown = c.collective == Collective::allreduce || rule == Algorithm::ring ? rule : Algorithm::all2all;
+  return fmt::format("  {:>14} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>15} {:>10} {:>8}",
+                     collective_name(c.collective), c.devices, c.bytes, us(Algorithm::naive), us(Algorithm::ring),
+                     us(Algorithm::all2all), us(Algorithm::oneshot), us(Algorithm::twoshot), us(Algorithm::ring_fused),
+                     algorithm_name(c.algorithm), algorithm_name(shown));
 }
 
 std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOptions& options) {
-  for (const std::string& c : options.collectives)
-    if (std::find(tunable_collectives().begin(), tunable_collectives().end(), c) == tunable_collectives().end())
+  std::vector<Collective> collectives;
+  for (const std::string& c : options.collectives) {
+    std::optional<Collective> parsed = parse_collective(c);
+    if (!parsed || std::find(kTunedCollectives.begin(), kTunedCollectives.end(), *parsed) == kTunedCollectives.end())
       throw ConfigError(fmt::format("ringrt tune: collective '{}' has no choice to tune (expected {})", c,
                                     fmt::join(tunable_collectives(), ", ")));
+    collectives.push_back(*parsed);
+  }
   if (cfg.devices.size() < 2)
     throw ConfigError(
         fmt::format("ringrt tune: {} device(s) in {}; a choice needs at least 2", cfg.devices.size(), cfg.file));
@@ -169,11 +180,12 @@ std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOption
     throw ConfigError("ringrt tune measures the devices of one process; run it without mpirun");
   if (options.rounds < 1) throw ConfigError("ringrt tune: at least one round");
   std::vector<TunePoint> out;
-  std::set<std::tuple<std::string, int64_t, int64_t>> seen;  // a size given twice is measured once
-  for (const std::string& collective : options.collectives)
+  std::set<std::tuple<Collective, int64_t, int64_t>> seen;  // a size given twice is measured once
+  for (Collective collective : collectives)
     for (int64_t k : device_counts(static_cast<int64_t>(cfg.devices.size())))
       for (int64_t count : cfg.sweep_counts()) {
-        bool chunked = collective == "reduce_scatter" || collective == "allgather";  // a chunk per device
+        // a chunk per device
+        bool chunked = collective == Collective::reduce_scatter || collective == Collective::allgather;
         int64_t n = chunked ? count / k * k : count;
         if ((chunked && n < k) || !seen.insert({collective, k, n}).second) continue;
         out.push_back({collective, k, n});

@@ -60,22 +60,22 @@ std::string tune_timing_text(const TuneTiming& timing);
 // The table `ringrt tune` prints: its column header, and the line of a measured point whose rule (tinygrad's)
 // chose `rule`: the microseconds of each algorithm ("-" where not measured), the choice and the rule.
 std::string tune_table_header();
-std::string tune_table_line(const TunedChoice& c, const std::string& rule);
+std::string tune_table_line(const TunedChoice& c, Algorithm rule);
 
-// The collectives tune can choose for: kTunedCollectives (rewrite/tuning.hpp).
+// The names of the collectives tune can choose for: kTunedCollectives (core/algorithm.hpp).
 const std::vector<std::string>& tunable_collectives();
 
 struct TuneOptions {
-  std::vector<std::string> collectives = tunable_collectives();
+  std::vector<std::string> collectives = tunable_collectives();  // names, as --collectives gives them
   int rounds = 3;
-  std::function<void(const TunedChoice&, const std::string& rule)> point;  // after each point: its choice
-  std::function<void(int64_t done, int64_t total)> progress;               // after each run of one algorithm
+  std::function<void(const TunedChoice&, Algorithm rule)> point;  // after each point: its choice
+  std::function<void(int64_t done, int64_t total)> progress;      // after each run of one algorithm
   std::function<bool()> stop;  // polled between runs: true ends the tune with Interrupted
 };
 
 // One point to measure: a collective on the first `devices` devices at `count` elements per device.
 struct TunePoint {
-  std::string collective;
+  Collective collective = Collective::allreduce;
   int64_t devices = 0, count = 0;
 };
 // The points of a tune (file comment), each once. Throws ConfigError for a collective that cannot be

@@ -83,8 +83,7 @@ void set_watchdog_timeout(std::chrono::milliseconds timeout) {
   set_runtime_params(r, {"runtime.watchdog_s"});
 }
 
-Program::Program(ItemPlan plan, std::vector<UOp> roots)
-    : plan_(std::move(plan)), roots_(std::move(roots)), memory_(plan_, roots_) {
+void Program::prepare() {
   for (auto& item : plan_.items) {
     if (item.kind == ScheduleItem::Kind::copy) {
       kernels_.push_back(nullptr);

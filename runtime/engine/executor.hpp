@@ -121,6 +121,8 @@ class Program {
   static size_t bindings_built();
 
  private:
+  // The constructor's work (executor.cpp): each item's kernel prepared and compiled per device.
+  void prepare();
   struct PreparedKernel;
   struct BindingPlan;                              // the binding of a run's items, planned once (binding.hpp)
   class Binding;                                   // works a BindingPlan out (binding.cpp)

@@ -65,6 +65,13 @@ struct Program::GraphRun {
   }
 };
 
+// Here, where GraphRun is complete: the constructor destroys graph_ when prepare() throws (in executor.cpp
+// it compiled only while a unity batch put this file after it).
+Program::Program(ItemPlan plan, std::vector<UOp> roots)
+    : plan_(std::move(plan)), roots_(std::move(roots)), memory_(plan_, roots_) {
+  prepare();
+}
+
 Program::~Program() = default;
 
 namespace {

@@ -45,23 +45,24 @@ BOOST_AUTO_TEST_CASE(tune_writes_the_fastest_and_run_follows_it) {
   BOOST_TEST(table.version == ringrt_version());
   BOOST_TEST(table.machine == machine_identity());
   BOOST_TEST_REQUIRE(table.choices.size() == 2u);
-  std::map<int64_t, std::string> chosen;  // bytes -> algorithm
+  std::map<int64_t, Algorithm> chosen;  // bytes -> algorithm
   for (const TunedChoice& c : table.choices) {
-    BOOST_TEST(c.collective == "allreduce");
+    BOOST_TEST((c.collective == Collective::allreduce));
     BOOST_TEST(c.kind == "CPU");
     BOOST_TEST(c.devices == 2);
-    BOOST_TEST_REQUIRE(c.us.size() == 6u);      // naive, ring, all2all, oneshot, twoshot, ring_fused
-    std::string fastest = c.us.begin()->first;  // ties: the first by name
+    BOOST_TEST_REQUIRE(c.us.size() == 6u);    // naive, ring, all2all, oneshot, twoshot, ring_fused
+    Algorithm fastest = c.us.begin()->first;  // ties: the first by name
     for (const auto& [algo, us] : c.us) {
       BOOST_TEST(us > 0.0);
       if (us < c.us.at(fastest)) fastest = algo;
     }
-    BOOST_TEST(c.algorithm == fastest);
+    BOOST_TEST((c.algorithm == fastest));
     chosen[c.bytes] = c.algorithm;
   }
   BOOST_TEST_REQUIRE(chosen.count(4096) == 1u);
-  BOOST_TEST(table.find("allreduce", "CPU", 2, DType::float32, 8191)->bytes == 4096);  // below sqrt(4 KiB * 64 KiB)
-  BOOST_TEST(table.find("allreduce", "CPU", 2, DType::float32, 16384)->bytes == 65536);
+  BOOST_TEST(table.find(Collective::allreduce, "CPU", 2, DType::float32, 8191)->bytes ==
+             4096);  // below sqrt(4 KiB * 64 KiB)
+  BOOST_TEST(table.find(Collective::allreduce, "CPU", 2, DType::float32, 16384)->bytes == 65536);
   CliResult r = run_cli(with({"run", "configs/default.yaml", "--set", "allreduce.tuning=" + file, "--set",
                               "experiment.sizes={min: 4KiB, max: 4KiB, factor: 2}"},
                              kSmall));
@@ -69,7 +70,7 @@ BOOST_AUTO_TEST_CASE(tune_writes_the_fastest_and_run_follows_it) {
   BOOST_TEST(r.out.find("algorithm choice: " + file + " (ringrt tune, ") != std::string::npos, r.out);
   auto rows = table_rows(r.out);
   BOOST_TEST_REQUIRE(rows.size() == 1u);
-  BOOST_TEST(rows[0].at(4) == chosen.at(4096));
+  BOOST_TEST(rows[0].at(4) == algorithm_name(chosen.at(4096)));
   BOOST_TEST(rows[0].at(8) == "0");  // #wrong
 }
 
@@ -77,7 +78,15 @@ BOOST_AUTO_TEST_CASE(tune_writes_the_fastest_and_run_follows_it) {
 BOOST_AUTO_TEST_CASE(a_file_from_another_machine_is_ignored) {
   TempDir dir;
   TuningTable t{ringrt_version(), "another machine | 64 cpus | 512 GiB", "now", {}};
-  t.choices.push_back({"allreduce", "CPU", 2, DType::float32, 4096, 0, 0, "ring", {{"ring", 1.0}, {"naive", 2.0}}});
+  t.choices.push_back({Collective::allreduce,
+                       "CPU",
+                       2,
+                       DType::float32,
+                       4096,
+                       0,
+                       0,
+                       Algorithm::ring,
+                       {{Algorithm::ring, 1.0}, {Algorithm::naive, 2.0}}});
   set_bands(t.choices);
   std::string file = dir.write("other.yaml", tuning_yaml(t));
   CliResult r = run_cli(with({"run", "configs/default.yaml", "--set", "allreduce.tuning=" + file, "--set",
@@ -91,7 +100,7 @@ BOOST_AUTO_TEST_CASE(a_file_from_another_machine_is_ignored) {
   BOOST_TEST(r.out.find("; tuning file: ignored (" + file + ": made on another machine") != std::string::npos, r.out);
   CostModel model = cost_model_for("CPU");
   BOOST_TEST_REQUIRE(model.figures.has_value(), model.origin);
-  BOOST_TEST(table_rows(r.out).at(0).at(4) == modelled_choice(*model.figures, 2, 4096), r.out);
+  BOOST_TEST(table_rows(r.out).at(0).at(4) == algorithm_name(modelled_choice(*model.figures, 2, 4096)), r.out);
 }
 
 // Device groups make the allreduce hierarchical: the choice line says so, and mentions the tuning file
@@ -99,7 +108,15 @@ BOOST_AUTO_TEST_CASE(a_file_from_another_machine_is_ignored) {
 BOOST_AUTO_TEST_CASE(the_choice_line_of_groups_names_a_tuning_file_only_when_there_is_one) {
   TempDir dir;
   TuningTable t{ringrt_version(), machine_identity(), "now", {}};
-  t.choices.push_back({"allreduce", "CPU", 4, DType::float32, 4096, 0, 0, "ring", {{"ring", 1.0}, {"naive", 2.0}}});
+  t.choices.push_back({Collective::allreduce,
+                       "CPU",
+                       4,
+                       DType::float32,
+                       4096,
+                       0,
+                       0,
+                       Algorithm::ring,
+                       {{Algorithm::ring, 1.0}, {Algorithm::naive, 2.0}}});
   set_bands(t.choices);
   std::string file = dir.write("here.yaml", tuning_yaml(t));
   const std::string line = "algorithm choice: hierarchical over device groups, tinygrad's rule inside";

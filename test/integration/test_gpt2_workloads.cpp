@@ -126,12 +126,13 @@ BOOST_AUTO_TEST_CASE(fsdp_config_holds_the_recomputed_units) {
 // once. Every row checked against the host (#wrong 0); a corrupted element is found in every row.
 BOOST_AUTO_TEST_CASE(fsdp_steps_run_every_collective_checked) {
   struct Want {
-    std::string kind, phase;
+    Collective kind;
+    std::string phase;
     int64_t unit, count;
   };
-  std::vector<Want> full{{"allgather", "fwd", 2, 3},      {"allgather", "fwd", 1, 9},       {"allgather", "fwd", 0, 12},
-                         {"allgather", "bwd", 0, 12},     {"reduce_scatter", "bwd", 0, 12}, {"allgather", "bwd", 1, 9},
-                         {"reduce_scatter", "bwd", 1, 9}, {"reduce_scatter", "bwd", 2, 3}};
+  const Collective ag = Collective::allgather, rs = Collective::reduce_scatter;
+  std::vector<Want> full{{ag, "fwd", 2, 3},  {ag, "fwd", 1, 9}, {ag, "fwd", 0, 12}, {ag, "bwd", 0, 12},
+                         {rs, "bwd", 0, 12}, {ag, "bwd", 1, 9}, {rs, "bwd", 1, 9},  {rs, "bwd", 2, 3}};
   for (const char* sharding : {"full_shard", "shard_grad_op"}) {
     for (const char* dtype : {"float32", "int32"}) {
       BOOST_TEST_CONTEXT(sharding << " " << dtype) {
@@ -141,16 +142,16 @@ BOOST_AUTO_TEST_CASE(fsdp_steps_run_every_collective_checked) {
         ExperimentResult r = run_experiment(c);
         std::vector<Want> want = full;
         if (std::string(sharding) == "shard_grad_op")
-          std::erase_if(want, [](const Want& w) { return w.kind == "allgather" && w.phase == "bwd"; });
+          std::erase_if(want, [](const Want& w) { return w.kind == Collective::allgather && w.phase == "bwd"; });
         BOOST_TEST_REQUIRE(r.rows.size() == want.size());
         int64_t bytes = 0;
         for (size_t i = 0; i < want.size(); ++i) {
           const ResultRow& row = r.rows[i];
-          BOOST_TEST(row.collective == want[i].kind, i);
+          BOOST_TEST((row.collective == want[i].kind), i);
           BOOST_TEST(row.phase == want[i].phase, i);
           BOOST_TEST(row.bucket == want[i].unit, i);
           BOOST_TEST(row.count == want[i].count, i);
-          BOOST_TEST(row.redop == (want[i].kind == "allgather" ? "none" : "sum"), i);
+          BOOST_TEST(row.redop == (want[i].kind == Collective::allgather ? "none" : "sum"), i);
           BOOST_TEST(row.busbw == row.algbw * 2.0 / 3.0, boost::test_tools::tolerance(1e-9));
           BOOST_TEST(row.wrong == 0, i);
           bytes += row.bytes;

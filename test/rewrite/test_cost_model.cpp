@@ -59,38 +59,38 @@ void register_fake(CostFigures f) {
 
 BOOST_AUTO_TEST_CASE(arithmetic_of_the_table) {
   // 4 devices of 4096 bytes, peer access: naive 1 launch, (n+1) S; all2all 1 step, 2 S; ring 6 launches, 5 steps
-  AlgorithmCost naive = algorithm_cost("naive", 4, 4096, true);
+  AlgorithmCost naive = algorithm_cost(Algorithm::naive, 4, 4096, true);
   BOOST_TEST(naive.launches == 1);
   BOOST_TEST(naive.steps == 0);
   BOOST_TEST(naive.moved == 5 * 4096);
-  AlgorithmCost ring = algorithm_cost("ring", 4, 4096, true);
+  AlgorithmCost ring = algorithm_cost(Algorithm::ring, 4, 4096, true);
   BOOST_TEST(ring.launches == 6);
   BOOST_TEST(ring.steps == 5);
   BOOST_TEST(ring.moved == 3 * 5 * 1024);
-  BOOST_TEST(algorithm_cost("all2all", 4, 4096, true).moved == 2 * 4096);
-  BOOST_TEST(algorithm_cost("twoshot", 4, 4096, false).steps == 2);   // no push: a second barrier
-  BOOST_TEST(algorithm_cost("naive", 4, 4096, false).launches == 4);  // three copies launched
+  BOOST_TEST(algorithm_cost(Algorithm::all2all, 4, 4096, true).moved == 2 * 4096);
+  BOOST_TEST(algorithm_cost(Algorithm::twoshot, 4, 4096, false).steps == 2);   // no push: a second barrier
+  BOOST_TEST(algorithm_cost(Algorithm::naive, 4, 4096, false).launches == 4);  // three copies launched
   // T = launches * launch + steps * step + moved * n / B (shared): all2all at 4 KiB
   CostFigures f{1.0, 10.0, 1.0, true, true};  // 1 GB/s = 1000 bytes per microsecond
-  BOOST_TEST(modelled_us(f, "all2all", 4, 4000) == 1 + 10 + 2 * 4000 * 4 / 1000.0);
+  BOOST_TEST(modelled_us(f, Algorithm::all2all, 4, 4000) == 1 + 10 + 2 * 4000 * 4 / 1000.0);
   f.shared = false;
-  BOOST_TEST(modelled_us(f, "all2all", 4, 4000) == 1 + 10 + 2 * 4000 / 1000.0);
-  BOOST_CHECK_THROW(algorithm_cost("tree", 4, 4096, true), InternalError);
+  BOOST_TEST(modelled_us(f, Algorithm::all2all, 4, 4000) == 1 + 10 + 2 * 4000 / 1000.0);
+  BOOST_CHECK_THROW(algorithm_cost(Algorithm::hierarchical, 4, 4096, true), InternalError);
 }
 
 // Given figures, the choice: naive while a step costs more than the bytes it saves, then all2all (ties
 // with twoshot go to the unfused form); one device: naive.
 BOOST_AUTO_TEST_CASE(choice_from_given_figures) {
   // naive - all2all = 3 S n / B - step: the crossover at S = step B / (3 n) = 0.5 * 200e3 / 12 = 8333 B
-  BOOST_TEST(modelled_choice(kCpu, 4, 1024) == "naive");
-  BOOST_TEST(modelled_choice(kCpu, 4, 8192) == "naive");
-  BOOST_TEST(modelled_choice(kCpu, 4, 8500) == "all2all");
-  BOOST_TEST(modelled_choice(kCpu, 4, int64_t{64} << 20) == "all2all");
-  BOOST_TEST(modelled_choice(kCpu, 1, 1 << 20) == "naive");
+  BOOST_TEST((modelled_choice(kCpu, 4, 1024) == Algorithm::naive));
+  BOOST_TEST((modelled_choice(kCpu, 4, 8192) == Algorithm::naive));
+  BOOST_TEST((modelled_choice(kCpu, 4, 8500) == Algorithm::all2all));
+  BOOST_TEST((modelled_choice(kCpu, 4, int64_t{64} << 20) == Algorithm::all2all));
+  BOOST_TEST((modelled_choice(kCpu, 1, 1 << 20) == Algorithm::naive));
   // without peer access the copies count: all2all's 2(n-1) copy launches, twoshot's gathers
   CostFigures gpu{5.0, 10.0, 1500.0, false, false};
-  BOOST_TEST(modelled_choice(gpu, 8, 1024) == "oneshot");  // one launch against naive's 8
-  BOOST_TEST(modelled_choice(gpu, 8, int64_t{256} << 20) == "twoshot");
+  BOOST_TEST((modelled_choice(gpu, 8, 1024) == Algorithm::oneshot));  // one launch against naive's 8
+  BOOST_TEST((modelled_choice(gpu, 8, int64_t{256} << 20) == Algorithm::twoshot));
 }
 
 // Once an algorithm wins at a size it wins above it until another takes over for good: the choices
@@ -99,9 +99,9 @@ BOOST_AUTO_TEST_CASE(choice_is_monotone_in_size) {
   for (const CostFigures& f :
        {kCpu, CostFigures{5.0, 10.0, 1500.0, false, true}, CostFigures{5, 10, 1500, false, false}})
     for (int64_t n : {2, 3, 4, 8}) {
-      std::vector<std::string> seen;
+      std::vector<Algorithm> seen;
       for (int64_t bytes = 4; bytes <= (int64_t{1} << 32); bytes *= 2) {
-        std::string c = modelled_choice(f, n, bytes);
+        Algorithm c = modelled_choice(f, n, bytes);
         if (seen.empty() || seen.back() != c) {
           bool fresh = std::find(seen.begin(), seen.end(), c) == seen.end();
           BOOST_TEST(fresh, n << " devices, " << bytes << " B: " << c);
@@ -199,40 +199,40 @@ BOOST_AUTO_TEST_CASE(forcing_wins_over_the_model) {
   CacheDir cache;
   register_fake(kCpu);
   auto algo = [](int64_t numel, AllreduceSettings s) {
-    CollectiveSize c{"allreduce", "FAKE", 4, numel, DType::float32, 1};
+    CollectiveSize c{Collective::allreduce, "FAKE", 4, numel, DType::float32, 1};
     return collective_algorithm(c, s);
   };
   AllreduceSettings s;
-  s.tuning = "auto";                          // the cache folder has no tuning.yaml
-  BOOST_TEST(algo(256, s) == "naive");        // 1 KiB
-  BOOST_TEST(algo(16384, s) == "all2all");    // 64 KiB: tinygrad's rule says naive here
-  BOOST_TEST(algo(1 << 20, s) == "all2all");  // 4 MiB: tinygrad's rule says ring
+  s.tuning = "auto";                                     // the cache folder has no tuning.yaml
+  BOOST_TEST((algo(256, s) == Algorithm::naive));        // 1 KiB
+  BOOST_TEST((algo(16384, s) == Algorithm::all2all));    // 64 KiB: tinygrad's rule says naive here
+  BOOST_TEST((algo(1 << 20, s) == Algorithm::all2all));  // 4 MiB: tinygrad's rule says ring
   AllreduceSettings forced = s;
   forced.algorithm = "twoshot";
-  BOOST_TEST(algo(16384, forced) == "twoshot");
+  BOOST_TEST((algo(16384, forced) == Algorithm::twoshot));
   AllreduceSettings level = s;
   level.ring = 2;
-  BOOST_TEST(algo(16384, level) == "ring");
+  BOOST_TEST((algo(16384, level) == Algorithm::ring));
   AllreduceSettings threshold = s;
   threshold.ring_threshold = 100;  // set: tinygrad's rule with it
-  BOOST_TEST(algo(256, threshold) == "ring");
+  BOOST_TEST((algo(256, threshold) == Algorithm::ring));
   AllreduceSettings off = s;
   off.tuning = "off";
-  BOOST_TEST(algo(16384, off) == "naive");
-  BOOST_TEST(algo(1 << 20, off) == "ring");
+  BOOST_TEST((algo(16384, off) == Algorithm::naive));
+  BOOST_TEST((algo(1 << 20, off) == Algorithm::ring));
   // a tuned choice for the point wins
   TuningTable t{ringrt_version(), machine_identity(), "now", {}};
-  t.choices.push_back({"allreduce", "FAKE", 4, DType::float32, 65536, 0, 0, "ring", {}});
+  t.choices.push_back({Collective::allreduce, "FAKE", 4, DType::float32, 65536, 0, 0, Algorithm::ring, {}});
   set_bands(t.choices);
   test::TempDir files;
   AllreduceSettings tuned = s;
   tuned.tuning = files.write("t.yaml", tuning_yaml(t));
-  BOOST_TEST(algo(16384, tuned) == "ring");
+  BOOST_TEST((algo(16384, tuned) == Algorithm::ring));
   // other collectives keep tinygrad's rule; so does a collective across ranks
-  CollectiveSize rs{"reduce_scatter", "FAKE", 4, 16384, DType::float32, 1};
-  BOOST_TEST(collective_algorithm(rs, s) == "naive");
-  CollectiveSize ranks{"allreduce", "FAKE", 4, 16384, DType::float32, 2};
-  BOOST_TEST(collective_algorithm(ranks, s) == "naive");
+  CollectiveSize rs{Collective::reduce_scatter, "FAKE", 4, 16384, DType::float32, 1};
+  BOOST_TEST((collective_algorithm(rs, s) == Algorithm::naive));
+  CollectiveSize ranks{Collective::allreduce, "FAKE", 4, 16384, DType::float32, 2};
+  BOOST_TEST((collective_algorithm(ranks, s) == Algorithm::naive));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

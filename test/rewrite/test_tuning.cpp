@@ -40,16 +40,16 @@ struct Scratch {
   }
 };
 
-TunedChoice choice(std::string collective, std::string kind, int64_t ndev, int64_t bytes, std::string algo) {
-  return {std::move(collective),
+TunedChoice choice(Collective collective, std::string kind, int64_t ndev, int64_t bytes, Algorithm algo) {
+  return {collective,
           std::move(kind),
           ndev,
           DType::float32,
           bytes,
           0,
           0,
-          std::move(algo),
-          {{"naive", 3.5}, {"ring", 2.5}, {"all2all", 1.0}}};
+          algo,
+          {{Algorithm::naive, 3.5}, {Algorithm::ring, 2.5}, {Algorithm::all2all, 1.0}}};
 }
 
 // A table of this build and machine, bands set.
@@ -72,9 +72,9 @@ std::string algorithm_of(Tensor t, const std::string& tuning, int ring = 1) {
 BOOST_AUTO_TEST_SUITE(tuning)
 
 BOOST_AUTO_TEST_CASE(text_round_trips) {
-  TuningTable t =
-      table_of({choice("allreduce", "CPU", 4, 4096, "naive"), choice("allgather", "HIP", 8, 1 << 20, "ring"),
-                choice("allreduce", "CPU", 4, 1 << 20, "all2all")});
+  TuningTable t = table_of({choice(Collective::allreduce, "CPU", 4, 4096, Algorithm::naive),
+                            choice(Collective::allgather, "HIP", 8, 1 << 20, Algorithm::ring),
+                            choice(Collective::allreduce, "CPU", 4, 1 << 20, Algorithm::all2all)});
   TuningTable back = parse_tuning(tuning_yaml(t), "t.yaml");
   BOOST_TEST(back.version == t.version);
   BOOST_TEST(back.machine == t.machine);
@@ -84,23 +84,26 @@ BOOST_AUTO_TEST_CASE(text_round_trips) {
 
 // Bands: sorted by size within each (collective, kind, devices, dtype); edges at the geometric middles.
 BOOST_AUTO_TEST_CASE(bands_cut_at_geometric_middles) {
-  TuningTable t = table_of({choice("allreduce", "CPU", 4, 1 << 20, "all2all"),
-                            choice("allreduce", "CPU", 4, 4096, "naive"), choice("allreduce", "CPU", 2, 4096, "ring")});
+  TuningTable t = table_of({choice(Collective::allreduce, "CPU", 4, 1 << 20, Algorithm::all2all),
+                            choice(Collective::allreduce, "CPU", 4, 4096, Algorithm::naive),
+                            choice(Collective::allreduce, "CPU", 2, 4096, Algorithm::ring)});
   // 4096 and 1 MiB: sqrt(2^12 * 2^20) = 2^16
-  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float32, 1)->algorithm == "naive");
-  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float32, 65535)->algorithm == "naive");
-  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float32, 65536)->algorithm == "all2all");
-  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float32, int64_t{1} << 40)->algorithm == "all2all");
-  BOOST_TEST(t.find("allreduce", "CPU", 2, DType::float32, int64_t{1} << 40)->algorithm == "ring");  // alone: all sizes
-  BOOST_TEST(t.find("allreduce", "CPU", 3, DType::float32, 4096) == nullptr);
-  BOOST_TEST(t.find("allreduce", "HIP", 4, DType::float32, 4096) == nullptr);
-  BOOST_TEST(t.find("allreduce", "CPU", 4, DType::float16, 4096) == nullptr);
-  BOOST_TEST(t.find("reduce_scatter", "CPU", 4, DType::float32, 4096) == nullptr);
+  BOOST_TEST((t.find(Collective::allreduce, "CPU", 4, DType::float32, 1)->algorithm == Algorithm::naive));
+  BOOST_TEST((t.find(Collective::allreduce, "CPU", 4, DType::float32, 65535)->algorithm == Algorithm::naive));
+  BOOST_TEST((t.find(Collective::allreduce, "CPU", 4, DType::float32, 65536)->algorithm == Algorithm::all2all));
+  BOOST_TEST(
+      (t.find(Collective::allreduce, "CPU", 4, DType::float32, int64_t{1} << 40)->algorithm == Algorithm::all2all));
+  BOOST_TEST((t.find(Collective::allreduce, "CPU", 2, DType::float32, int64_t{1} << 40)->algorithm ==
+              Algorithm::ring));  // alone: all sizes
+  BOOST_TEST(t.find(Collective::allreduce, "CPU", 3, DType::float32, 4096) == nullptr);
+  BOOST_TEST(t.find(Collective::allreduce, "HIP", 4, DType::float32, 4096) == nullptr);
+  BOOST_TEST(t.find(Collective::allreduce, "CPU", 4, DType::float16, 4096) == nullptr);
+  BOOST_TEST(t.find(Collective::reduce_scatter, "CPU", 4, DType::float32, 4096) == nullptr);
 }
 
 // Every error names the file, line, column and key.
 BOOST_AUTO_TEST_CASE(bad_files_name_line_and_key) {
-  std::string good = tuning_yaml(table_of({choice("allreduce", "CPU", 4, 4096, "naive")}));
+  std::string good = tuning_yaml(table_of({choice(Collective::allreduce, "CPU", 4, 4096, Algorithm::naive)}));
   auto error_of = [](const std::string& text) {
     try {
       parse_tuning(text, "t.yaml");
@@ -131,8 +134,8 @@ BOOST_AUTO_TEST_CASE(bad_files_name_line_and_key) {
              std::string::npos);
   BOOST_TEST(error_of(replace("made: \"", "made: \"\\e[31m")).find("control characters") != std::string::npos);
   // two choices whose bands overlap: the second is refused
-  std::string two = tuning_yaml(
-      table_of({choice("allreduce", "CPU", 4, 4096, "naive"), choice("allreduce", "CPU", 4, 1 << 20, "ring")}));
+  std::string two = tuning_yaml(table_of({choice(Collective::allreduce, "CPU", 4, 4096, Algorithm::naive),
+                                          choice(Collective::allreduce, "CPU", 4, 1 << 20, Algorithm::ring)}));
   two.replace(two.find("min_bytes: 65536"), 16, "min_bytes: 100");
   BOOST_TEST(error_of(two).find("overlaps choices[0]") != std::string::npos);
 }
@@ -141,7 +144,7 @@ BOOST_AUTO_TEST_CASE(bad_files_name_line_and_key) {
 // leaves tinygrad's rule and says why.
 BOOST_AUTO_TEST_CASE(files_from_elsewhere_are_ignored) {
   Scratch dir;
-  TuningTable t = table_of({choice("allreduce", "CPU", 4, 4096, "ring")});
+  TuningTable t = table_of({choice(Collective::allreduce, "CPU", 4, 4096, Algorithm::ring)});
   std::string ok = dir.write("ok.yaml", tuning_yaml(t));
   BOOST_TEST(tuning_for(ok).table != nullptr);
   BOOST_TEST(tuning_for(ok).origin.find("1 choices") != std::string::npos);
@@ -190,7 +193,8 @@ BOOST_AUTO_TEST_CASE(files_from_elsewhere_are_ignored) {
 BOOST_AUTO_TEST_CASE(lowering_follows_the_tuned_choice) {
   Scratch dir;
   // 4 NULL devices, 400 float32 each (1600 B): tinygrad's rule says naive (below 256000 elements)
-  std::string file = dir.write("t.yaml", tuning_yaml(table_of({choice("allreduce", "NULL", 4, 1600, "all2all")})));
+  std::string file =
+      dir.write("t.yaml", tuning_yaml(table_of({choice(Collective::allreduce, "NULL", 4, 1600, Algorithm::all2all)})));
   Tensor x = Tensor::full({4, 400}, 1.0).contiguous().shard(test::null_devices(4), 0);
   x.realize();
   BOOST_TEST(algorithm_of(x.sum({0}), file) == "all2all");
@@ -212,14 +216,16 @@ BOOST_AUTO_TEST_CASE(lowering_follows_the_tuned_choice) {
 // (the interpreter against host arithmetic).
 BOOST_AUTO_TEST_CASE(tuned_reduce_scatter_keeps_its_values) {
   Scratch dir;
-  for (const std::string algo : {"ring", "all2all"}) {
-    std::string file = dir.write(algo + ".yaml", tuning_yaml(table_of({choice("reduce_scatter", "CPU", 3, 72, algo)})));
+  for (Algorithm algo : {Algorithm::ring, Algorithm::all2all}) {
+    std::string name(algorithm_name(algo));
+    std::string file =
+        dir.write(name + ".yaml", tuning_yaml(table_of({choice(Collective::reduce_scatter, "CPU", 3, 72, algo)})));
     AllreduceSettings s;
     s.tuning = file;
     ScopedSettings scope(s);
     std::vector<HostBuffer> in = testing::collective_locals(3, {3, 6}, DType::float32, 5);
     Tensor r = Tensor::from_shards(in, cpu_devices(3), 0).reduce_scatter(ReduceOp::sum, 0);
-    BOOST_TEST(r.algorithms() == std::vector<std::string>{algo});
+    BOOST_TEST(r.algorithms() == std::vector<std::string>{name});
     RINGRT_CHECK_RESULT(testing::check_values(testing::interpreter_values(r), r.devices(),
                                               testing::collective_expected("reduce_scatter", in, ReduceOp::sum, 0),
                                               testing::describe(r, "reduce_scatter")));

@@ -393,7 +393,7 @@ BOOST_DATA_TEST_CASE(hierarchical_rs_values, bdata::make({2, 3}), k) {
           expect_reduced(replicas, data, op);
           // one destination device
           Lowered one = lower_multi({uop_of(x).src(0).allreduce(ir_op(op), DeviceSpec("CPU:1"))}, current_settings());
-          BOOST_TEST(one.algorithms == std::vector<std::string>{"hierarchical_rs"});
+          BOOST_TEST(one.algorithms == std::vector<Algorithm>{Algorithm::hierarchical_rs});
           BOOST_TEST((one.roots[0].device() == DeviceSpec("CPU:1")));
           expect_reduced(interpret_buffers(one.roots[0]), data, op);
           // few kernels to compile: k = 2 float32 sum, k = 3 int32 max

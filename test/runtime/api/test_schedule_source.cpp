@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(a_64_device_ring_plans_its_defined_items) {
   std::vector<std::string> devs = cpu_devices(static_cast<int>(n));
   Tensor y = Tensor::placeholder({n, count}, DType::float32, devs, 0).sum({0});
   Lowered low = lower_multi({uop_of(y)}, s);
-  BOOST_TEST(low.algorithms == std::vector<std::string>{"ring"}, boost::test_tools::per_element());
+  BOOST_TEST(low.algorithms == std::vector<Algorithm>{Algorithm::ring}, boost::test_tools::per_element());
   ItemPlan plan = plan_schedule(low.roots);
   BOOST_TEST(plan.copies() == static_cast<size_t>(2 * n * (n - 1)));
   BOOST_TEST(plan.kernels() == static_cast<size_t>(n * (n - 1) + 1));

@@ -233,8 +233,9 @@ std::vector<std::vector<int32_t>> run_by_hand(FusedAlgorithm algo, int ndev, int
 // one slice per chunk and in several) on every path, three calls in a row on one barrier, against host
 // sums.
 BOOST_DATA_TEST_CASE(every_step_list_on_every_path,
-                     bdata::make({"oneshot", "twoshot", "ring_fused"}) * bdata::make({false, true}) *
-                         bdata::make({false, true}) * bdata::make({"generic", "queued", "inline"}),
+                     bdata::make({Algorithm::oneshot, Algorithm::twoshot, Algorithm::ring_fused}) *
+                         bdata::make({false, true}) * bdata::make({false, true}) *
+                         bdata::make({"generic", "queued", "inline"}),
                      name, in_place, push, path) {
   const int ndev = 3;
   FusedAlgorithm algo = fused_algorithm(name).value();
@@ -261,7 +262,7 @@ BOOST_AUTO_TEST_CASE(a_failed_dependency_fails_every_device_at_once) {
   const int ndev = 3;
   Event failed;
   failed.set_done(std::make_exception_ptr(DeviceError("the input's producer failed")));
-  for (std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
+  for (Algorithm algo : kFusedAlgorithms) {
     CollectiveCall call{sizeof(int32_t), std::make_shared<CollectiveBarrier>(ndev), 0, 0, "test collective",
                         DType::int32};
     std::vector<Event> events;
@@ -337,20 +338,23 @@ BOOST_AUTO_TEST_CASE(a_missing_device_times_out_and_breaks_the_barrier) {
 // the ring; so is an allreduce across ranks. alltoall takes its direct form; a broadcast from a value on
 // its own tuple is fused (below).
 BOOST_AUTO_TEST_CASE(the_fused_forms_apply_on_their_own_devices_only) {
-  for (const std::string algo : {"oneshot", "twoshot", "ring_fused"}) {
-    AllreduceSettings s = forced(algo);
-    std::string unfused = algo == "oneshot" ? "naive" : algo == "twoshot" ? "all2all" : "ring";
+  for (Algorithm algo : kFusedAlgorithms) {
+    AllreduceSettings s = forced(std::string(algorithm_name(algo)));
+    Algorithm unfused = algo == Algorithm::oneshot   ? Algorithm::naive
+                        : algo == Algorithm::twoshot ? Algorithm::all2all
+                                                     : Algorithm::ring;
     UOp local = new_buffer(DeviceSpec(DeviceTuple{"CPU:0", "CPU:1"}), 8, DType::float32);
-    BOOST_TEST(allreduce_algorithm(local.allreduce(Ops::ADD, local.device()), s) == algo);
-    BOOST_TEST(allreduce_algorithm(local.allreduce(Ops::ADD, DeviceSpec("CPU:0")), s) == unfused);
+    BOOST_TEST((allreduce_algorithm(local.allreduce(Ops::ADD, local.device()), s) == algo));
+    BOOST_TEST((allreduce_algorithm(local.allreduce(Ops::ADD, DeviceSpec("CPU:0")), s) == unfused));
     UOp ranks = new_buffer(DeviceSpec(DeviceTuple{"rank0/CPU:0", "rank1/CPU:0"}), 8, DType::float32);
-    BOOST_TEST(allreduce_algorithm(ranks.allreduce(Ops::ADD, ranks.device()), s) == unfused);
+    BOOST_TEST((allreduce_algorithm(ranks.allreduce(Ops::ADD, ranks.device()), s) == unfused));
     ScopedSettings scope(s);
     Tensor x = Tensor::full({2, 8}, 1.0).contiguous().shard(cpu_devices(2), 0);
     x.realize();
     Tensor root = x.reduce_to(0);
     BOOST_TEST(root.schedule().fused_items.empty());
-    BOOST_TEST(root.schedule().algorithms == std::vector<std::string>{unfused}, boost::test_tools::per_element());
+    BOOST_TEST(root.schedule().algorithms == std::vector<std::string>{std::string(algorithm_name(unfused))},
+               boost::test_tools::per_element());
     HostBuffer sums = root.host();
     for (int64_t j = 0; j < 8; ++j) BOOST_TEST(sums.get(j) == 2.0);
   }
