@@ -280,15 +280,38 @@ RuntimeParams read_runtime_params(std::string_view only) {
 
 RuntimeParams current_runtime_params() { return read_runtime_params({}); }
 
-const RuntimeParams& runtime_params() {
-  thread_local RuntimeParams cached;
-  thread_local uint64_t seen = UINT64_MAX;
-  uint64_t generation = runtime_params_generation();  // before the read: a change during it reads again
-  if (generation != seen) {
-    cached = current_runtime_params();
-    seen = generation;
+namespace {
+// This thread's copy of the runtime tunables (runtime_params), on the heap and freed when the thread ends.
+// A call after that (a static's destructor, an atexit handler, a thread_local destroyed later) makes one
+// copy that is never freed: one per thread at most, and only while the thread ends.
+struct ParamsCopy {
+  RuntimeParams values;
+  uint64_t seen = UINT64_MAX;
+};
+thread_local ParamsCopy* this_thread_params = nullptr;
+thread_local bool this_thread_params_freed = false;
+struct FreeParamsAtThreadExit {
+  ~FreeParamsAtThreadExit() {
+    delete this_thread_params;
+    this_thread_params = nullptr;
+    this_thread_params_freed = true;
   }
-  return cached;
+};
+thread_local FreeParamsAtThreadExit free_params_at_thread_exit;
+}  // namespace
+
+const RuntimeParams& runtime_params() {
+  if (this_thread_params == nullptr) {
+    if (!this_thread_params_freed) (void)&free_params_at_thread_exit;  // constructs it: its destructor frees
+    this_thread_params = new ParamsCopy();
+  }
+  ParamsCopy& copy = *this_thread_params;
+  uint64_t generation = runtime_params_generation();  // before the read: a change during it reads again
+  if (generation != copy.seen) {
+    copy.values = current_runtime_params();
+    copy.seen = generation;
+  }
+  return copy.values;
 }
 
 void set_runtime_params(const RuntimeParams& values, std::initializer_list<std::string_view> keys) {
@@ -297,6 +320,17 @@ void set_runtime_params(const RuntimeParams& values, std::initializer_list<std::
       throw ConfigError(fmt::format("set_runtime_params: '{}' is not a runtime tunable", k));
   ProcessStore& s = store();
   const std::vector<Row>& table = rows();
+  // Each value set is checked as its text would be (an integer or seconds in the tunable's bounds, a word of
+  // its choice), before anything is set: a bad value is the ConfigError a YAML file or --set gets.
+  AllreduceSettings unused;
+  for (const Row& r : table) {
+    bool named = keys.size() == 0 || std::find(keys.begin(), keys.end(), r.info.key) != keys.end();
+    ParamKind kind = r.info.parser.kind;
+    if (!r.info.runtime || !named ||
+        (kind != ParamKind::integer && kind != ParamKind::seconds && kind != ParamKind::choice))
+      continue;
+    (void)parse(r.info.parser, r.info.key, r.show({unused, values}), ParamSource::code, "set_runtime_params");
+  }
   std::lock_guard lock(s.mutex);
   for (size_t i = 0; i < table.size(); ++i) {
     const Row& r = table[i];

@@ -78,7 +78,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(bool, huge_pages, "runtime.huge_pages", "RINGRT_HUGE_PAGES", true, kSwitch01, "cpu device buffers of 2 MiB and more ask the kernel for transparent huge pages (madvise): 512 times fewer page faults when first touched") \
   X(bool, allreduce_in_place, "runtime.allreduce_in_place", "RINGRT_ALLREDUCE_IN_PLACE", true, kSwitch01, "an allreduce reads a buffer in place, not a contiguous copy of it") \
   X(int64_t, program_cache, "runtime.program_cache", "RINGRT_PROGRAM_CACHE", 512, int_in(1, 1 << 20), "compiled programs kept (least recently used dropped beyond); one per graph structure and settings") \
-  X(int, kernel_opt, "runtime.kernel_opt", "RINGRT_KERNEL_OPT", 3, int_in(0, 3), "optimization level (-O) of cpu kernels: 3 runs fastest, 1 compiles about twice as fast (the tests use 1)") \
+  X(int, kernel_opt, "runtime.kernel_opt", "RINGRT_KERNEL_OPT", 3, int_in(0, 3), "optimization level (-O) of cpu kernels: 3 runs fastest, 1 compiles about twice as fast (the tests use 1); read at the first cpu compile") \
   X(int, hip_logical, "runtime.hip_logical_devices", "RINGRT_HIP_LOGICAL_DEVICES", 0, int_in(0, 1024), "HIP devices to expose: 0 one per GPU; n: HIP:0..n-1 on the GPUs in turn (HIP:i on GPU i mod count), each with its own streams, events and memory; read at the first enumeration") \
   X(int, ranks_per_host, "runtime.ranks_per_host", "RINGRT_RANKS_PER_HOST", 0, int_in(0, 1 << 20), "under mpirun: 0 a host is a shared-memory node (MPI_Comm_split_type); n: ranks 0..n-1 are host 0, n..2n-1 host 1, ... (fakes hosts for tests); read when MPI starts") \
   X(int64_t, mpi_chunk_bytes, "runtime.mpi_chunk_bytes", "RINGRT_MPI_CHUNK_BYTES", 4 << 20, int_in(4096, 1 << 30), "bytes per message of a host-staged transfer between ranks (GPU memory): staging of one chunk overlaps the transfer of the last") \
@@ -88,7 +88,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(double, watchdog_s, "runtime.watchdog_s", "RINGRT_WATCHDOG_S", 60, seconds_in(0.001, 1e7), "seconds an item of a run may take before the run fails with a TimeoutError") \
   X(double, mpi_start_s, "runtime.mpi_start_s", "RINGRT_MPI_START_S", 15, seconds_in(0.001, 1e7), "under mpirun: seconds the ranks wait for every rank to start MPI before a TimeoutError (the wait is the longer of this and runtime.watchdog_s)") \
   X(std::string, cache_dir, "runtime.cache_dir", "RINGRT_CACHE_DIR", "", kFolder, "compiled-kernel cache; empty: $XDG_CACHE_HOME/ringrt, else ~/.cache/ringrt (no YAML)") \
-  X(std::string, cxx, "runtime.cxx", "CXX", "g++", kCommand, "host C++ compiler command for cpu kernels, may start with a launcher: ccache g++ (no YAML)")
+  X(std::string, cxx, "runtime.cxx", "CXX", "g++", kCommand, "host C++ compiler command for cpu kernels, may start with a launcher: ccache g++ (no YAML); read at the first cpu compile")
 // clang-format on
 
 #define RINGRT_PARAM_FIELD(type, field, key, env, def, parser, description) type field = def;
@@ -133,8 +133,9 @@ RuntimeParams current_runtime_params();
 const RuntimeParams& runtime_params();
 // Sets the tunables named in `keys` (every runtime tunable when empty) to r's values for the
 // process: from now on they ignore the environment. The ringrt program installs its config's
-// values so. Throws ConfigError for a key that is not a runtime tunable. Thread-safe; hot paths that
-// read runtime_params() see the change at their next call.
+// values so. Throws ConfigError, setting nothing, for a key that is not a runtime tunable or a value
+// outside its tunable's bounds (the error a YAML file gets: "set_runtime_params: key 'runtime.kernel_opt':
+// expected ..."). Thread-safe; hot paths that read runtime_params() see the change at their next call.
 void set_runtime_params(const RuntimeParams& r, std::initializer_list<std::string_view> keys = {});
 // The tunable runtime.watchdog_s as a duration: how long the executor waits for an item, and the ranks
 // of an mpirun job for each other (the value in force: set_runtime_params's, else the environment's at

@@ -80,6 +80,9 @@ double epsilon(DType dt) {
 }
 
 Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, ReduceOp op, const StoredValue& value) {
+  if (static_cast<unsigned>(op) > static_cast<unsigned>(ReduceOp::min))
+    throw std::invalid_argument(
+        fmt::format("reference_of: {} is not a ReduceOp (sum, prod, max, min)", static_cast<int>(op)));
   bool is_int = !is_float(dt);
   // max, min and a single term never round; a sum or product may, unless its terms say otherwise (below)
   bool may_round = !is_int && ndev > 1 && op != ReduceOp::max && op != ReduceOp::min;

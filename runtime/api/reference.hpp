@@ -42,10 +42,11 @@ using StoredValue = std::function<double(int64_t d, int64_t i)>;
 // bfloat16; 0 for integers and bool.
 double epsilon(DType dt);
 
-// Elements [first, first + count) of the reduction with op (ADD, MUL, MAX, MIN) over ndev devices' values
+// Elements [first, first + count) of the reduction with op (sum, prod, max, min) over ndev devices' values
 // (element k of the reference is element first + k of the reduction): exact where it cannot round (the
-// header comment), else within the bound of n terms. Polls for a stop every 65536 elements (rewrite/
-// interrupt.hpp; the `ringrt` program's SIGINT): throws Interrupted then.
+// header comment), else within the bound of n terms. Polls for a stop every 65536 elements (core/
+// interrupt.hpp; the `ringrt` program's SIGINT): throws Interrupted then; std::invalid_argument for an op
+// outside ReduceOp (an int cast to one).
 Reference reference_of(DType dt, int64_t ndev, int64_t first, int64_t count, ReduceOp op, const StoredValue& value);
 
 // Elements [first, first + len) of the result of `collective` on device `device` (0 .. ndev-1), for count

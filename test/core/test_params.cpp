@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -228,6 +229,55 @@ BOOST_AUTO_TEST_CASE(process_values_code_over_environment_over_default) {
   BOOST_TEST(watchdog_timeout().count() == 7000);  // a bad environment value no longer matters
   BOOST_TEST(error_of([&] { set_runtime_params(r, {"allreduce.ring"}); }) ==
              "set_runtime_params: 'allreduce.ring' is not a runtime tunable");
+}
+
+// A value outside its tunable's bounds is refused by set_runtime_params as by a YAML file, naming the key and
+// the bounds, and nothing of that call is set: integers, seconds (also NaN and out of range) and words.
+BOOST_AUTO_TEST_CASE(set_runtime_params_checks_each_value) {
+  FreshStore fresh;
+  auto refused = [](auto change, std::string_view key, std::string_view expected) {
+    RuntimeParams r;
+    change(r);
+    std::string e = error_of([&] { set_runtime_params(r, {key, "runtime.program_cache"}); });
+    BOOST_TEST(e.find(fmt::format("set_runtime_params: key '{}': expected {}", key, expected)) == 0, e);
+    BOOST_TEST(current_runtime_params().program_cache == RuntimeParams{}.program_cache);  // nothing set
+  };
+  refused([](RuntimeParams& r) { r.kernel_opt = -2; }, "runtime.kernel_opt", "an integer in [0, 3]");
+  refused([](RuntimeParams& r) { r.kernel_opt = 9; }, "runtime.kernel_opt", "an integer in [0, 3]");
+  refused([](RuntimeParams& r) { r.program_cache = 0; }, "runtime.program_cache", "an integer in [1, 1048576]");
+  refused([](RuntimeParams& r) { r.stream_bytes = -5; }, "runtime.stream_bytes", "an integer in [0, ");
+  refused([](RuntimeParams& r) { r.watchdog_s = 0; }, "runtime.watchdog_s", "seconds in [0.001, 10000000]");
+  refused([](RuntimeParams& r) { r.watchdog_s = std::nan(""); }, "runtime.watchdog_s", "seconds in [0.001, 10000000]");
+  refused([](RuntimeParams& r) { r.watchdog_s = 1e300; }, "runtime.watchdog_s", "seconds in [0.001, 10000000]");
+  RuntimeParams fine;
+  fine.kernel_opt = 1;
+  fine.watchdog_s = 0.5;
+  set_runtime_params(fine, {"runtime.kernel_opt", "runtime.watchdog_s"});
+  BOOST_TEST(current_runtime_params().kernel_opt == 1);
+  BOOST_TEST(watchdog_timeout().count() == 500);
+}
+
+// runtime_params() stays safe to call while a thread ends, after its own copy was freed: from a thread_local
+// destroyed after it, a change made then is still seen (the copy made then is the thread's last).
+BOOST_AUTO_TEST_CASE(runtime_params_while_a_thread_ends) {
+  FreshStore fresh;
+  struct LateReader {
+    int64_t* seen;
+    ~LateReader() {
+      RuntimeParams r;
+      r.program_cache = 77;
+      set_runtime_params(r, {"runtime.program_cache"});
+      *seen = runtime_params().program_cache;
+    }
+  };
+  int64_t seen = 0;
+  std::thread t([&] {
+    thread_local LateReader late{&seen};  // constructed first: destroyed after runtime_params' copy
+    (void)late;
+    BOOST_TEST(runtime_params().program_cache == RuntimeParams{}.program_cache);
+  });
+  t.join();
+  BOOST_TEST(seen == 77);
 }
 
 // The variables are read in one scan and kept while the environment is unchanged (detail::env_values):

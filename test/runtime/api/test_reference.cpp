@@ -77,6 +77,16 @@ BOOST_AUTO_TEST_CASE(float_sums_are_within_the_bound_of_n_terms) {
 
 // Integer terms whose partial sums fit the significand cannot round, in any order: compared exactly (a
 // bfloat16 sum off by one spacing is wrong); past the significand the bound applies.
+// An op outside ReduceOp (an int cast to one) is refused, not taken for a sum.
+BOOST_AUTO_TEST_CASE(an_op_outside_reduce_op_is_refused) {
+  for (int bad : {4, 255, -1})
+    BOOST_CHECK_THROW(reference_of(DType::int32, 3, 0, 1, static_cast<ReduceOp>(bad), from_rows({{2}, {3}, {4}})),
+                      std::invalid_argument);
+  BOOST_CHECK_THROW(collective_reference("allreduce", DType::int32, static_cast<ReduceOp>(4), 3, 0, 3, 0, 0, 1,
+                                         [](int64_t d, int64_t) { return static_cast<double>(d); }),
+                    std::invalid_argument);
+}
+
 BOOST_AUTO_TEST_CASE(integer_terms_that_fit_are_exact) {
   Reference small = reference_of(DType::bfloat16, 2, 0, 1, ReduceOp::sum, from_rows({{100}, {28}}));
   BOOST_TEST(small.tolerance.at(0) == 0.0);
