@@ -153,12 +153,15 @@ double modelled_us(const CostFigures& f, Algorithm algorithm, int64_t ndev, int6
   return c.launches * f.launch_us + c.steps * f.step_us + moved / (f.gbps * 1e3);  // GB/s = 1e3 B/us
 }
 
-Algorithm modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes) {
+Algorithm modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes, bool deterministic) {
   if (ndev < 2) return Algorithm::naive;
   Algorithm best = kAllreduceAlgorithms[0];
   double best_us = modelled_us(f, best, ndev, bytes);
-  for (Algorithm a : kAllreduceAlgorithms)
+  for (Algorithm a : kAllreduceAlgorithms) {
+    // deterministic: ring and ring_fused run other forms than the ones modelled (allreduce.cpp)
+    if (deterministic && (a == Algorithm::ring || a == Algorithm::ring_fused)) continue;
     if (double us = modelled_us(f, a, ndev, bytes); us < best_us) best = a, best_us = us;
+  }
   return best;
 }
 

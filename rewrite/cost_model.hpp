@@ -57,8 +57,9 @@ AlgorithmCost algorithm_cost(Algorithm algorithm, int64_t ndev, int64_t bytes, b
 // T of the table above, microseconds.
 double modelled_us(const CostFigures& f, Algorithm algorithm, int64_t ndev, int64_t bytes);
 // The cheapest of kAllreduceAlgorithms (naive, ring, all2all, oneshot, twoshot, ring_fused; ties to the
-// first); naive for ndev < 2.
-Algorithm modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes);
+// first); naive for ndev < 2. deterministic (allreduce.deterministic): ring and ring_fused left out, whose
+// deterministic forms (the direct reduce-scatter, twoshot) are not the ones the table models.
+Algorithm modelled_choice(const CostFigures& f, int64_t ndev, int64_t bytes, bool deterministic = false);
 
 // A backend's measurement of its figures (bounded, well under a second; thread-safe to call once).
 using CostMeasure = std::function<CostFigures()>;

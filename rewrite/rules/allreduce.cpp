@@ -378,7 +378,8 @@ UOp reduce_scatter_allreduce(UOp buf, Ops op, const DeviceSpec& device, const Gr
 // without groups. The reduce_scatter form first takes the reroutes of handle_allreduce (16-bit floats
 // widened, a destination tuple other than buf's), so it only meets one destination device or buf's tuple.
 optional<UOp> handle_allreduce_multirank(const UOp& buf, const UOp& red, const AllreduceSettings& s) {
-  if (!buf.device().tuple()) return std::nullopt;
+  // deterministic: the flat fold over the whole tuple (handle_allreduce), never a pre-reduction in groups
+  if (!buf.device().tuple() || s.deterministic) return std::nullopt;
   optional<Algorithm> form = hierarchical_form(buf.device().names(), s);
   if (!form) return std::nullopt;
   Groups groups = device_groups(buf.device().names(), s);
@@ -423,7 +424,9 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   if (algo == Algorithm::naive) return naive_allreduce(a);
   a.chunks = allreduce_chunks(numel, ndev);
   bool direct = algo == Algorithm::all2all;
-  std::vector<ReducedChunk> reduced = direct ? reduce_scatter_all2all(a) : reduce_scatter_ring(a);
+  // deterministic: every chunk folded in tuple order on its owner (the direct reduce-scatter), whatever the
+  // allgather's movement; the ring's reduce-scatter would fold chunk c from device c on
+  std::vector<ReducedChunk> reduced = direct || s.deterministic ? reduce_scatter_all2all(a) : reduce_scatter_ring(a);
   return allgather_into_result(a, reduced, direct, into);
 }
 
@@ -462,10 +465,14 @@ std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t
 
 Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collective collective) {
   const UOp& buf = red.src(0);
-  if (buf.device().tuple())
+  // deterministic (allreduce.deterministic): a reducing collective is flat over the whole tuple, whose order
+  // (rank-major across ranks) is the fold's, and ring_fused folds as twoshot does; the allgather keeps its forms
+  bool det = s.deterministic && collective != Collective::allgather && collective != Collective::alltoall;
+  if (buf.device().tuple() && !det)
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
   CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
   Algorithm algo = collective_algorithm(c, s);
+  if (det && algo == Algorithm::ring_fused) algo = Algorithm::twoshot;
   // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
   // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, or another collective, its unfused
   // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all),
@@ -496,14 +503,16 @@ Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings&
   // tuned or modelled in one process: a collective across ranks (other transfers) keeps the rule
   if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
   int64_t bytes = c.numel * itemsize(c.dtype);
-  if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
+  // deterministic: the tuning file measured the other forms (ring's rotating fold, ring_fused), so it is not read
+  if (std::shared_ptr<const TuningTable> t = s.deterministic ? nullptr : tuning_for(s.tuning).table)
     if (const TunedChoice* tuned = t->find(c.collective, c.kind, c.ndev, c.dtype, bytes)) return tuned->algorithm;
   // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
   // allreduce.tuning is off (tinygrad's rule, as before the model)
   if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1)
     // the figures' peer access is the hardware's: the runtime.peer_* switches are not read (off, the
     // model would send the cpu to the fused forms, which read peers' memory whatever the switches say)
-    if (std::optional<CostFigures> f = cost_model_for(c.kind).figures) return modelled_choice(*f, c.ndev, bytes);
+    if (std::optional<CostFigures> f = cost_model_for(c.kind).figures)
+      return modelled_choice(*f, c.ndev, bytes, s.deterministic);
   return collective_algorithm(c.ndev, c.numel, s);
 }
 

@@ -340,8 +340,10 @@ optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, cons
         *kind, prod(u.src(0).shape()) % static_cast<int64_t>(u.device().count()) == 0 ? algo : Algorithm::all2all};
   if (*kind == Collective::allgather && is_fused(algo))  // fused where the shards lie one after another
     return CollectiveUse{*kind, gathered_in_order(u) ? algo : Algorithm::all2all};
-  if (!is_hierarchical(algo))
-    return CollectiveUse{*kind, *kind == Collective::alltoall ? Algorithm::all2all : ring_or_direct(algo)};
+  // deterministic (allreduce.deterministic): a reduce_scatter folds each chunk in tuple order on its owner, the
+  // direct form; the ring's would fold chunk i from device i+1 on
+  bool direct = *kind == Collective::alltoall || (*kind == Collective::reduce_scatter && s.deterministic);
+  if (!is_hierarchical(algo)) return CollectiveUse{*kind, direct ? Algorithm::all2all : ring_or_direct(algo)};
   // over device groups: the hierarchical forms, or (alltoall, groups that do not fit) the hierarchical allreduce
   if (*kind == Collective::alltoall || hierarchical_unfit(u.src(0).device().names(), s)) return std::nullopt;
   return CollectiveUse{*kind, Algorithm::hierarchical};

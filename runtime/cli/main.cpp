@@ -309,8 +309,9 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
   Schedule schedule = lazy.schedule();
   int64_t ndev = static_cast<int64_t>(cfg.devices.size());
   std::string choice = choice_line(cfg);
-  std::fputs((as_json ? schedule_json(schedule, ndev, count, cfg.dtype, choice)
-                      : schedule_text(schedule, ndev, count, cfg.dtype, cfg.collective, choice))
+  bool det = cfg.settings.deterministic;
+  std::fputs((as_json ? schedule_json(schedule, ndev, count, cfg.dtype, choice, det)
+                      : schedule_text(schedule, ndev, count, cfg.dtype, cfg.collective, choice, det))
                  .c_str(),
              stdout);
   std::fflush(stdout);

@@ -146,6 +146,25 @@ std::string steps_text(const ExperimentConfig& cfg) {
 
 }  // namespace
 
+namespace {
+// The automatic choice in deterministic mode (allreduce.deterministic; collective_algorithm): no tuning file, no
+// hierarchical form for a reducing collective, the cost model without ring and ring_fused, else tinygrad's rule.
+std::string deterministic_choice_line(const ExperimentConfig& cfg) {
+  const AllreduceSettings& s = cfg.settings;
+  std::string head =
+      "algorithm choice: deterministic (allreduce.deterministic: each element folded in device order; "
+      "no tuning file";
+  bool grouped = std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1;
+  if (grouped) head += "; reducing collectives flat over the device groups";
+  Collective kind = cfg.collective == Collective::reduce ? Collective::allreduce : cfg.collective;
+  CollectiveSize c = CollectiveSize::of(kind, cfg.devices, 1, cfg.dtype);
+  if (!cfg.devices.empty() && c.ranks <= 1 && kind == Collective::allreduce && s.tuning != "off" && c.ndev > 1)
+    if (CostModel m = cost_model_for(c.kind); m.figures)
+      return fmt::format("{}): cost model without ring and ring_fused, {} figures {}", head, c.kind, m.origin);
+  return head + "): tinygrad's rule";
+}
+}  // namespace
+
 // Where the automatic algorithm choice comes from: the tuning file (tuning_for), the cost model of the
 // devices' kind (cost_model_for: an allreduce without a tuned choice) or tinygrad's rule, or
 // that an algorithm (allreduce.algorithm) or ring/all2all are forced. "algorithm choice: /path/tuning.yaml (ringrt
@@ -170,6 +189,7 @@ std::string choice_line(const ExperimentConfig& cfg) {
     return fmt::format("algorithm choice: as set, not tuned: all2all {}, else ring {}, else naive ({})",
                        level(s.all2all), level(s.ring), set);
   }
+  if (s.deterministic) return deterministic_choice_line(cfg);
   Tuning t = tuning_for(s.tuning);
   if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)  // a tuning file, if any, is for flat ones
     return std::string("algorithm choice: hierarchical over device groups, tinygrad's rule inside") +
@@ -398,8 +418,8 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
   file.write(json_text(cfg, result));
 }
 
-std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
-                          const std::string& choice) {
+std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype, const std::string& choice,
+                          bool deterministic) {
   nlohmann::ordered_json j;
   j["algorithms"] = schedule.algorithms;
   j["ndev"] = ndev;
@@ -419,15 +439,17 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
                           {"algorithm", f.algorithm},
                           {"op", f.op},
                           {"count", f.numel}});
+  j["deterministic"] = deterministic;  // allreduce.deterministic (added after "fused")
   return j.dump(2) + "\n";
 }
 
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype, Collective collective,
-                          const std::string& choice) {
+                          const std::string& choice, bool deterministic) {
   std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels", collective_name(collective),
                                 ndev, count, dtype_name(dtype), fmt::join(schedule.algorithms, ", "),
                                 schedule.copies().size(), schedule.kernels());
   if (!schedule.fused_items.empty()) out += fmt::format(", {} fused", schedule.fused_items.size());
+  if (deterministic) out += ", deterministic";
   out += "\n";
   out += schedule.to_string();
   if (!out.empty() && out.back() != '\n') out += '\n';

@@ -65,14 +65,17 @@ std::string choice_line(const ExperimentConfig& cfg);
 
 // The contract of `ringrt schedule --json` (README.md): {"algorithms": [...], "ndev": n, "count": N,
 // "dtype": "...", "copies": [{"src": "CPU:0", "dst": "CPU:1", "bytes": B}, ...], "kernels": K,
-// "choice": "..."}, keys in this order, indented by 2; "choice" (choice_line's text after
-// "algorithm choice: ") only when given.
+// "choice": "...", "fused": [...], "deterministic": true|false}, keys in this order, indented by 2; "choice"
+// (choice_line's text after "algorithm choice: ") only when given; "deterministic" the setting
+// allreduce.deterministic the plan was lowered with.
 std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
-                          const std::string& choice = "");
+                          const std::string& choice = "", bool deterministic = false);
 // The human form: "COLLECTIVE of N x COUNT DTYPE: algorithms [...], C copies, K kernels", then
-// Schedule::to_string(), then `choice` (choice_line) as the last line when given.
+// Schedule::to_string(), then `choice` (choice_line) as the last line when given. deterministic: the first
+// line ends ", deterministic" (allreduce.deterministic).
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
-                          Collective collective = Collective::allreduce, const std::string& choice = "");
+                          Collective collective = Collective::allreduce, const std::string& choice = "",
+                          bool deterministic = false);
 // Graphviz DOT of `lazy`'s graph after the multi-device lowering (lower_multi with `settings`), as
 // UOpGraph::write_dot writes it. Throws IOError (path and reason) when the file cannot be written.
 void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings);

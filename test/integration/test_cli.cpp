@@ -182,7 +182,8 @@ BOOST_AUTO_TEST_CASE(schedule_json_is_the_documented_contract) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   BOOST_TEST((keys == std::vector<std::string>{"algorithms", "ndev", "count", "dtype", "copies", "kernels", "choice",
-                                               "fused"}));
+                                               "fused", "deterministic"}));
+  BOOST_TEST(j["deterministic"] == false);
   BOOST_TEST(j["fused"].empty());  // no fused collective item under ring
   BOOST_TEST(j["choice"].get<std::string>().starts_with("ring, forced (allreduce.ring 2"));
   BOOST_TEST((j["algorithms"].get<std::vector<std::string>>() == std::vector<std::string>{"ring"}));
@@ -202,6 +203,25 @@ BOOST_AUTO_TEST_CASE(schedule_json_is_the_documented_contract) {
       {"CPU:0", "CPU:1"}, {"CPU:1", "CPU:2"}, {"CPU:2", "CPU:3"}, {"CPU:3", "CPU:0"}};
   BOOST_TEST((edges == ring));
   BOOST_TEST(bytes == 2 * 3 * 400 * 4);  // every chunk travels ndev-1 hops in each phase
+}
+
+// allreduce.deterministic (YAML, --set or RINGRT_DETERMINISTIC): the JSON says so; the forced ring keeps its
+// allgather round the ring, its reduce-scatter direct (chunk i folded in device order on device i)
+BOOST_AUTO_TEST_CASE(schedule_json_says_when_deterministic) {
+  for (const auto& [extra, env] :
+       {std::pair<std::vector<std::string>, std::vector<std::string>>{{"--set", "allreduce.deterministic=true"}, {}},
+        {{}, {"RINGRT_DETERMINISTIC=1"}}}) {
+    std::vector<std::string> args{"--set", "allreduce.ring=2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    nlohmann::ordered_json j = schedule_json(args, env);
+    BOOST_TEST(j["deterministic"] == true);
+    BOOST_TEST((j["algorithms"].get<std::vector<std::string>>() == std::vector<std::string>{"ring"}));
+    BOOST_TEST(j["copies"].size() == 24u);  // direct reduce-scatter 3 x 4, ring allgather 3 x 4
+  }
+  CliResult text =
+      run_cli({"schedule", "configs/default.yaml", "--count", "400", "--set", "allreduce.deterministic=1"});
+  BOOST_TEST(text.out.find(", deterministic\n") != std::string::npos, text.out);
+  BOOST_TEST(text.out.find("algorithm choice: deterministic") != std::string::npos, text.out);
 }
 
 BOOST_AUTO_TEST_CASE(schedule_text_and_dot) {

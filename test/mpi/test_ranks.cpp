@@ -228,6 +228,43 @@ BOOST_AUTO_TEST_CASE(hierarchical_collectives_match_host_arithmetic) {
   expect_collectives({"reduce_scatter", "allgather"}, true);
 }
 
+// allreduce.deterministic over the job's 4 devices, 4 ranks x 1 device (mpi.ranks_4) or 2 x 2 (mpi.ranks_2), each
+// rank a device group: naive, ring, all2all, the hierarchical leader and reduce_scatter forms and reduce_to give,
+// on this rank's devices, the bits of the interpreter's fold over the 4 inputs in device order, which the cpu
+// devices of one process give too (test/rewrite/rules/test_deterministic.cpp). Inputs round: +-[0.5, 2).
+BOOST_AUTO_TEST_CASE(deterministic_bits_for_any_split_into_ranks) {
+  int ranks = rank_info().ranks;
+  if (ranks < 1 || 4 % ranks != 0) return;
+  std::vector<std::string> devs = devices_with(4 / ranks);
+  for (DType dtype : {DType::float16, DType::bfloat16, DType::float32, DType::float64})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod}) {
+      HostBuffer all(dtype, {4, 37});
+      std::vector<HostBuffer> rows;
+      for (int64_t g = 0; g < 4; ++g) {
+        HostBuffer row(dtype, {1, 37});
+        for (int64_t i = 0; i < 37; ++i) {
+          double v = (((g * 7919 + i * 104729) % 1000) / 1000.0 * 1.5 + 0.5) * ((g + i) % 2 ? -1 : 1);
+          row.set(i, v);
+          all.set(g * 37 + i, row.get(i));
+        }
+        rows.push_back(std::move(row));
+      }
+      HostBuffer oracle = Tensor::from_host(all).reduce(op, {0}).interpret();
+      for (std::string algo : {"naive", "ring", "all2all", "leader", "reduce_scatter", "reduce_to"}) {
+        BOOST_TEST_CONTEXT(algo << " " << dtype_name(dtype) << " " << reduce_op_name(op)) {
+          AllreduceSettings s = settings_for({algo == "reduce_to" ? "leader" : algo, 1, dtype, op, 37}, devs);
+          s.deterministic = true;
+          ScopedSettings scope(s);
+          Tensor x = Tensor::from_shards(rows, devs, 0);
+          Tensor r = algo == "reduce_to" ? x.reduce_to(3, op) : x.reduce(op, {0});
+          int64_t differ = 0;
+          for (const auto& [dev, v] : r.local_host_shards()) differ += v.bytes != oracle.bytes;
+          BOOST_TEST(sum_over_ranks(differ) == 0);
+        }
+      }
+    }
+}
+
 // Ranks at different calls (one sums a value, the others run a program) meet a ConfigError naming
 // the call on every rank, not each other's messages. Last: the ranks' counts of runs differ afterwards.
 BOOST_AUTO_TEST_CASE(ranks_at_different_calls_get_an_error_on_every_rank) {

@@ -126,6 +126,18 @@ for ndev in sorted({r["ndev"] for r in rows}):
             if fused in at:
                 print(f"ndev {ndev} {size_label(size):>8}: ringrt {fused}/best unfused ({best}) = "
                       f"{at[fused] / at[best]:6.3f}{' (the fused form wins)' if at[fused] < at[best] else ''}")
+# deterministic mode (allreduce.deterministic, docs/deterministic.md) against the automatic choice: target
+# <= 1.3x at 64 MiB on 4 devices (issue 47), shown at every point
+for ndev in sorted({r["ndev"] for r in rows}):
+    for size in sorted({r["bytes"] for r in rows}):
+        auto, det = pick("ringrt", ndev, size, "auto"), pick("ringrt", ndev, size, "deterministic")
+        if auto is None or det is None:
+            continue
+        target = ndev == 4 and size == 64 << 20
+        ok = det / auto <= 1.3
+        all_met &= ok or not target
+        print(f"ndev {ndev} {size_label(size):>8}: ringrt deterministic/auto = {det / auto:6.3f}"
+              + (f" (target <= 1.3) {'met' if ok else 'NOT met'}" if target else ""))
 # the GPT-2 DDP step against the floor of its bytes: 2 N B / DRAM bandwidth, scaled from floor-dram's row
 for r in rows:
     if r["system"] == "ringrt" and r["algo"].startswith("gpt2-ddp-step"):

@@ -5,16 +5,18 @@
 // one block of `iters` allreduces of every algorithm in turn (paired: the algorithms see the same
 // machine), each allreduce being what `ringrt run` times (build the lazy sum over axis 0, realize it);
 // each algorithm's best block's time per allreduce is reported. The last result is checked on every
-// device against the exact sum (inputs are small integers). `in-place` is the automatic choice as DDP
+// device against the exact sum (inputs are small integers). `deterministic` is the automatic choice with
+// allreduce.deterministic on (every element folded in device order; docs/deterministic.md). `in-place` is the
+// automatic choice as DDP
 // runs it: Tensor::allreduce_in_place on the input itself, realized (the values grow from call to
 // call; one call on a fresh copy of the input is checked).
 //
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
 //   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, oneshot, twoshot,
-//   ring_fused, auto, in-place; sizes in bytes per device. Iterations per block adapt to the size (a block lasts >= ~20
-//   ms).
+//   ring_fused, auto, deterministic, in-place; sizes in bytes per device. Iterations per block adapt to the size (a
+//   block lasts >= ~20 ms).
 // Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>",
-// in-place: "in-place:<chosen>");
+// deterministic: "deterministic:<chosen>", in-place: "in-place:<chosen>");
 // exit status 1 when any result is wrong, 2 on bad arguments.
 #include <algorithm>
 #include <cerrno>
@@ -40,7 +42,8 @@ AllreduceSettings settings_for(const std::string& algo) {
   if (algo == "ring") s.ring = 2, s.all2all = 0;
   if (algo == "all2all") s.all2all = 2;
   if (algo == "oneshot" || algo == "twoshot" || algo == "ring_fused")
-    s.algorithm = algo;  // fused (rewrite/collective.hpp)
+    s.algorithm = algo;                                 // fused (rewrite/collective.hpp)
+  if (algo == "deterministic") s.deterministic = true;  // the automatic choice, deterministic
   return s;
 }
 
@@ -104,7 +107,9 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
     Tensor y = x.sum({0});
     if (algo == "in-place") y = input().allreduce_in_place();
     std::vector<std::string> chosen = y.schedule().algorithms;  // none on one device: nothing to reduce
-    std::string name = algo == "auto" || algo == "in-place" ? algo + ":" + (chosen.empty() ? "none" : chosen[0]) : algo;
+    std::string name = algo == "auto" || algo == "in-place" || algo == "deterministic"
+                           ? algo + ":" + (chosen.empty() ? "none" : chosen[0])
+                           : algo;
     y.realize();
     int64_t wrong = 0;
     for (const Tensor& shard : y.shards()) {
@@ -152,9 +157,11 @@ int main(int argc, char** argv) {
   std::stringstream list(argv[5]);
   for (std::string a; std::getline(list, a, ',');) {
     if (a != "naive" && a != "ring" && a != "all2all" && a != "oneshot" && a != "twoshot" && a != "ring_fused" &&
-        a != "auto" && a != "in-place")
-      return bad("ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, ring_fused, auto, in-place; got '" +
-                 a + "'");
+        a != "auto" && a != "in-place" && a != "deterministic")
+      return bad(
+          "ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, ring_fused, auto, deterministic, in-place; "
+          "got '" +
+          a + "'");
     algos.push_back(a);
   }
   if (algos.empty()) return bad("ALGOS names no algorithm");
