@@ -145,6 +145,40 @@ BOOST_AUTO_TEST_CASE(the_wire_rounds) {
   BOOST_TEST((native_value.bytes != wire_value.bytes));
 }
 
+// The interpreter of the lowered ring computes what core/wire_format.hpp says the wire does: chunk c's running
+// sum starts on device c, crosses (dec(enc(.))) at each hop and is added in float32, and the owner keeps one
+// more crossing of the result; all2all: device c adds the crossed peers' pieces to its own, in device order.
+BOOST_AUTO_TEST_CASE(the_interpreter_computes_the_host_encoding) {
+  const int64_t ndev = 4, cols = 96;  // chunks of 32: allreduce_chunks(96, 4) = 3 x 32, then 0
+  HostBuffer data = wire_data("random", DType::float32, ndev, cols, 21);
+  auto row = [&](int64_t d, int64_t from, int64_t len) {
+    std::vector<float> out;
+    for (int64_t k = from; k < from + len; ++k) out.push_back(static_cast<float>(data.get(d * cols + k)));
+    return out;
+  };
+  for (std::string algo : {"ring", "all2all"}) {
+    ScopedSettings scope(wire_settings(algo, static_cast<int>(ndev)));
+    std::vector<float> want;
+    for (int64_t c = 0, at = 0; c < ndev && at < cols; ++c, at += 32) {
+      std::vector<float> acc = row(algo == "ring" ? c : 0, at, 32);
+      if (algo == "all2all" && c != 0) acc = cross(WireFormat::bfloat16, acc);
+      for (int64_t step = 1; step < ndev; ++step) {
+        int64_t d = algo == "ring" ? (c + step) % ndev : step;
+        std::vector<float> x = row(d, at, 32);
+        if (algo == "ring") acc = cross(WireFormat::bfloat16, acc);
+        if (algo == "all2all" && d != c) x = cross(WireFormat::bfloat16, x);
+        for (size_t k = 0; k < acc.size(); ++k) acc[k] += x[k];
+      }
+      acc = cross(WireFormat::bfloat16, acc);
+      want.insert(want.end(), acc.begin(), acc.end());
+    }
+    Point p = point_of("allreduce", data);
+    for (const auto& [dev, v] : testing::interpreter_values(p.result))
+      for (int64_t k = 0; k < cols; ++k)
+        BOOST_TEST(static_cast<float>(v.get(k)) == want[static_cast<size_t>(k)], algo << " " << dev << " " << k);
+  }
+}
+
 // Refused where it cannot apply: integer dtypes (any wire), an op other than sum (FP8), and FP8 at all until it is
 // lowered; the message names the collective, dtype, op and setting.
 BOOST_AUTO_TEST_CASE(refusals_name_the_collective_dtype_op_and_setting) {
