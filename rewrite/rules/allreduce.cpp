@@ -223,12 +223,15 @@ UOp settled_copy(const UOp& x, const DeviceSpec& device, const Arg& arg) {
 std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
   UOp flat = a.buf.reshape({a.numel});
   std::vector<ReducedChunk> out(a.chunks.size());
+  // on a wire each device's buffer is encoded once (one kernel per device, not one per piece sent)
+  bool encode = a.wired() && a.dtype != wire_dtype(a.wire);
+  UOp sent = encode ? flat.cast(wire_dtype(a.wire)).contiguous() : flat;
   for (int64_t i = 0; i < a.ndev; ++i) {
     size_t c = static_cast<size_t>(i);
     if (a.empty(c)) continue;
     std::vector<UOp> on_i;  // on a wire the peers' pieces cross encoded; device i reads its own in place
     for (int64_t j = 0; j < a.ndev; ++j) {
-      UOp piece = a.piece(settled_mselect(flat, j), c);
+      UOp piece = a.piece(settled_mselect(j == i ? flat : sent, j), c);
       on_i.push_back(j == i ? a.acc(settled_copy(piece, a.to(i))) : a.send(piece, i));
     }
     out[c] = {fold(a.op, on_i), i};
