@@ -179,6 +179,20 @@ BOOST_AUTO_TEST_CASE(the_interpreter_computes_the_host_encoding) {
   }
 }
 
+// The wire is part of the program cache's key (AllreduceSettings): the same graph realized native, over the wire
+// and native again runs three programs' values, not the first one cached.
+BOOST_AUTO_TEST_CASE(the_program_cache_tells_the_wire_apart) {
+  HostBuffer data = wire_data("random", DType::float32, 4, 64, 9);
+  auto run = [&](const std::string& wire) {
+    ScopedSettings scope(wire_settings("ring", 4, wire));
+    Point p = point_of("allreduce", data);
+    return p.result.local_host_shards()[0].second.bytes;
+  };
+  auto native = run("native"), wired = run("bfloat16"), again = run("native");
+  BOOST_TEST((native != wired));
+  BOOST_TEST((native == again));
+}
+
 // Refused where it cannot apply: integer dtypes (any wire), an op other than sum (FP8), and FP8 at all until it is
 // lowered; the message names the collective, dtype, op and setting.
 BOOST_AUTO_TEST_CASE(refusals_name_the_collective_dtype_op_and_setting) {
