@@ -194,6 +194,8 @@ std::string choice_line(const ExperimentConfig& cfg) {
   }
   if (s.deterministic) return deterministic_choice_line(cfg);
   Tuning t = tuning_for(s.tuning);
+  if (s.wire != "native")  // collective_algorithm: the tuning file timed native copies
+    t = Tuning{nullptr, "none: tinygrad's rule (not read with allreduce.wire " + s.wire + ")"};
   if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)  // a tuning file, if any, is for flat ones
     return std::string("algorithm choice: hierarchical over device groups, tinygrad's rule inside") +
            (t.table ? " (the tuning file is for flat collectives)" : "");

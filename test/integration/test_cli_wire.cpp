@@ -51,6 +51,10 @@ BOOST_AUTO_TEST_CASE(run_reports_errors_within_the_bound) {
   BOOST_TEST(wired.out.find("maxabs    maxrel") != std::string::npos, wired.out);
   BOOST_TEST(wired.out.find("#wrong in all: 0 OK") != std::string::npos, wired.out);
   BOOST_TEST(wired.out.find("allreduce.wire = bfloat16") != std::string::npos, wired.out);
+  BOOST_TEST(wired.out.find("not read with allreduce.wire bfloat16") == std::string::npos, wired.out);  // forced
+  CliResult chosen = run_cli({"run", "configs/default.yaml", "--set", "experiment.sizes.max=1KiB", "--set",
+                              "experiment.iters=1", "--set", "allreduce.wire=bfloat16"});
+  BOOST_TEST(chosen.out.find("(not read with allreduce.wire bfloat16)") != std::string::npos, chosen.out);
   BOOST_TEST(wired.out.find(" 0  0.00e+00") == std::string::npos, wired.out);  // every row rounded somewhere
 }
 
