@@ -45,7 +45,8 @@ struct ResultRow {
   double busbw = 0;    // GB/s: algbw * the collective's factor (allreduce 2(n-1)/n, see run_experiment)
   int64_t wrong = -1;  // elements differing from the host reference over all devices; -1: not checked
   // With allreduce.wire other than native and check on: the largest |got - exact| and |got - exact| / |exact|
-  // over the finite elements of this process's devices (docs/compressed-wire.md); nullopt otherwise.
+  // over the finite elements of this process's devices (docs/compressed-wire.md); NaN where the wire does not
+  // apply to the row's collective or it was not measured (FSDP steps); nullopt without a wire or check.
   std::optional<double> max_abs_err, max_rel_err;
   std::string timing = "latency";  // experiment.timing: latency | pipelined | both
   // false: a collective of pipelined bucket steps (timing pipelined), which has no time of its own (one

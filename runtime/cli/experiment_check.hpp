@@ -59,6 +59,9 @@ struct ErrorStats {
 int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref,
                      int64_t chunk = kCheckChunk, ErrorStats* errors = nullptr);
 
+// row.wrong = check_result(cfg, result, ref), and with a wire (wire_applies) row's max abs/rel errors.
+void check_row(const ExperimentConfig& cfg, ResultRow& row, const Tensor& result, const ReferenceFor& ref);
+
 // allreduce.wire (docs/compressed-wire.md) applies to the collective: a wire other than native on an
 // allreduce, reduce_scatter or reduce (the run refuses the dtypes and ops it cannot apply to).
 bool wire_applies(const ExperimentConfig& cfg, Collective collective);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -309,7 +310,9 @@ std::string format_row(const ResultRow& r) {
   if (!r.phase.empty()) step = Cells{std::string(collective_name(r.collective)), r.phase, std::to_string(r.bucket)};
   std::optional<std::array<std::string, 2>> errors;
   if (r.max_abs_err && r.max_rel_err)
-    errors = std::array<std::string, 2>{fmt::format("{:.2e}", *r.max_abs_err), fmt::format("{:.2e}", *r.max_rel_err)};
+    errors = std::isnan(*r.max_abs_err) ? std::array<std::string, 2>{"N/A", "N/A"}  // not measured (make_row)
+                                        : std::array<std::string, 2>{fmt::format("{:.2e}", *r.max_abs_err),
+                                                                     fmt::format("{:.2e}", *r.max_rel_err)};
   return table_line({std::to_string(r.bytes), std::to_string(r.count), r.type, r.redop, r.algo}, times,
                     r.wrong < 0 ? "N/A" : std::to_string(r.wrong), step, r.timing, errors);
 }
