@@ -435,7 +435,7 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
 }
 
 std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype, const std::string& choice,
-                          bool deterministic) {
+                          bool deterministic, const std::string& wire) {
   nlohmann::ordered_json j;
   j["algorithms"] = schedule.algorithms;
   j["ndev"] = ndev;
@@ -456,16 +456,18 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
                           {"op", f.op},
                           {"count", f.numel}});
   j["deterministic"] = deterministic;  // allreduce.deterministic (added after "fused")
+  j["wire"] = wire;                    // allreduce.wire (added after "deterministic")
   return j.dump(2) + "\n";
 }
 
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype, Collective collective,
-                          const std::string& choice, bool deterministic) {
+                          const std::string& choice, bool deterministic, const std::string& wire) {
   std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels", collective_name(collective),
                                 ndev, count, dtype_name(dtype), fmt::join(schedule.algorithms, ", "),
                                 schedule.copies().size(), schedule.kernels());
   if (!schedule.fused_items.empty()) out += fmt::format(", {} fused", schedule.fused_items.size());
   if (deterministic) out += ", deterministic";
+  if (wire != "native") out += ", wire " + wire;
   out += "\n";
   out += schedule.to_string();
   if (!out.empty() && out.back() != '\n') out += '\n';

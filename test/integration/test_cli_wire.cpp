@@ -14,7 +14,9 @@ using namespace ringrt::test;
 
 namespace {
 
-int64_t copied_bytes(const std::vector<std::string>& extra, const std::vector<std::string>& env = {}) {
+// The bytes of the ring's copies in `schedule --json`, whose "wire" must be `wire`.
+int64_t copied_bytes(const std::string& wire, const std::vector<std::string>& extra,
+                     const std::vector<std::string>& env = {}) {
   std::vector<std::string> args{"schedule", "configs/default.yaml", "--count", "400", "--json",
                                 "--set",    "allreduce.ring=2"};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -22,6 +24,7 @@ int64_t copied_bytes(const std::vector<std::string>& extra, const std::vector<st
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
   int64_t bytes = 0;
   nlohmann::json j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["wire"] == wire);
   for (const auto& c : j["copies"]) bytes += c["bytes"].get<int64_t>();
   return bytes;
 }
@@ -31,9 +34,11 @@ int64_t copied_bytes(const std::vector<std::string>& extra, const std::vector<st
 // The ring's 24 copies of float32 chunks move 2 bytes an element on the bfloat16 wire, set by --set or the
 // environment.
 BOOST_AUTO_TEST_CASE(copies_cross_in_the_wire_format) {
-  BOOST_TEST(copied_bytes({}) == 2 * 3 * 400 * 4);
-  BOOST_TEST(copied_bytes({"--set", "allreduce.wire=bfloat16"}) == 2 * 3 * 400 * 2);
-  BOOST_TEST(copied_bytes({}, {"RINGRT_ALLREDUCE_WIRE=bfloat16"}) == 2 * 3 * 400 * 2);
+  BOOST_TEST(copied_bytes("native", {}) == 2 * 3 * 400 * 4);
+  BOOST_TEST(copied_bytes("bfloat16", {"--set", "allreduce.wire=bfloat16"}) == 2 * 3 * 400 * 2);
+  BOOST_TEST(copied_bytes("bfloat16", {}, {"RINGRT_ALLREDUCE_WIRE=bfloat16"}) == 2 * 3 * 400 * 2);
+  CliResult text = run_cli({"schedule", "configs/default.yaml", "--count", "400", "--set", "allreduce.wire=bfloat16"});
+  BOOST_TEST(text.out.find(", wire bfloat16\n") != std::string::npos, text.out);
 }
 
 // check on: #wrong 0 against the wire's bound, the error columns with nonzero errors (float32 sums round on
