@@ -286,6 +286,10 @@ if(RINGRT_WITH_MPI)
   add_test(NAME mpi.cli_run COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
     "${PROJECT_SOURCE_DIR}/configs/default.yaml" --set devices.count=2 --set "experiment.counts=[37,4099,300001]"
     --set experiment.warmup=1 --set experiment.iters=2)  # naive and ring, by the automatic choice
+  # allreduce.wire bfloat16 across ranks: chunks cross as bfloat16 (MPI transfers too), #wrong against the wire's bound
+  add_test(NAME mpi.cli_run_wire COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
+    "${PROJECT_SOURCE_DIR}/configs/default.yaml" --set devices.count=2 --set "experiment.counts=[37,4099,300001]"
+    --set experiment.warmup=1 --set experiment.iters=2 --set allreduce.wire=bfloat16)
   # a config written for one process: its groups and reduce leaders apply inside every rank
   add_test(NAME mpi.cli_per_rank_groups COMMAND "${MPIEXEC_EXECUTABLE}" -np 2 $<TARGET_FILE:ringrt_cli> run
     "${PROJECT_SOURCE_DIR}/configs/hierarchical.yaml" --set "experiment.counts=[37,1000]" --set experiment.warmup=1
@@ -315,7 +319,7 @@ printf '%s\\n' \"$out\" | grep -q '^# 4 rows: 4 ok, ' && grep -q '\"devices\": 4
     bash "${MPIEXEC_EXECUTABLE}" $<TARGET_FILE:ringrt_cli> "${PROJECT_SOURCE_DIR}/examples/user-tests/regress" "${_regress}")
   add_test(NAME mpi.faults COMMAND bash "${PROJECT_SOURCE_DIR}/test/mpi/faults.sh" $<TARGET_FILE:ringrt_cli>
     "${PROJECT_SOURCE_DIR}/configs")
-  set(_mpi_cli mpi.cli_run mpi.cli_per_rank_groups mpi.cli_job_devices mpi.cli_fsdp)
+  set(_mpi_cli mpi.cli_run mpi.cli_run_wire mpi.cli_per_rank_groups mpi.cli_job_devices mpi.cli_fsdp)
   set_tests_properties(mpi.cli_regress PROPERTIES LABELS mpi TIMEOUT 600 RUN_SERIAL ON
     ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
   set_tests_properties(mpi.cli_trace PROPERTIES LABELS mpi TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")

@@ -20,7 +20,8 @@
 # - ringrt: each algorithm forced (naive, ring, all2all, and the fused oneshot, twoshot and ring_fused) and the automatic choice (auto:<chosen>), tuned
 #   first by `ringrt tune` on this machine (OUT_DIR/tuning.yaml, its table in OUT_DIR/tune.txt), and the
 #   automatic choice in place as DDP runs it (in-place:<chosen>: Tensor::allreduce_in_place), and the automatic
-#   choice in deterministic mode (deterministic:<chosen>: allreduce.deterministic, docs/deterministic.md);
+#   choice in deterministic mode (deterministic:<chosen>: allreduce.deterministic, docs/deterministic.md), and
+#   over a bfloat16 wire (wire_bfloat16:<chosen>: allreduce.wire, docs/compressed-wire.md);
 # - ringrt gpt2-ddp-step: one DDP step of GPT-2 small (17 buckets, 475 MiB per device, 4 devices);
 # - ringrt-<lever>-off: the automatic choice with one optimisation switched off (see README,
 #   "Performance switches"), to show what it buys.
@@ -75,7 +76,7 @@ for n in "${ndevs[@]}"; do
   echo "# ringrt, $n devices" >&2
   # the algorithms timed in turns, block by block (ringrt_allreduce.cpp), so auto and the forced
   # algorithms see the same machine
-  "$build/ringrt_peers" ringrt "$n" 3 "$blocks" auto,deterministic,naive,ring,all2all,oneshot,twoshot,ring_fused,in-place "${sizes[@]}" >>"$csv"
+  "$build/ringrt_peers" ringrt "$n" 3 "$blocks" auto,deterministic,wire_bfloat16,naive,ring,all2all,oneshot,twoshot,ring_fused,in-place "${sizes[@]}" >>"$csv"
 done
 
 # the real workload: one DDP step of GPT-2 small (configs/ddp-gpt2-small.yaml: 17 gradient buckets of its

@@ -65,6 +65,7 @@
 #include "rewrite/cost_model.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "rewrite/rules/wire.hpp"
 #include "rewrite/tuning.hpp"
 
 namespace ringrt {
@@ -134,8 +135,33 @@ optional<UOp> reroute_allreduce(const UOp& buf, Ops op, const DeviceSpec& device
   return std::nullopt;
 }
 
-// naive: every device's buffer copied to every other device and combined there.
+// naive over a wire (naive_allreduce).
+UOp naive_wire_allreduce(const Allreduce& a) {
+  const UOp& buf = a.buf;
+  if (a.device.single()) {
+    std::vector<UOp> copies;
+    for (int64_t i = 0; i < a.ndev; ++i) copies.push_back(wire_copy(a.wire, buf.mselect(i), a.device));
+    return fold(a.op, copies).cast(a.dtype);
+  }
+  UOp dnum = device_num(a.ndev, &buf.graph());
+  std::vector<UOp> terms;
+  for (int64_t i = 0; i < a.ndev; ++i) {
+    UOp scratch = new_buffer(a.device, a.numel, DType::float32, &buf.graph());
+    std::vector<UOp> stores;
+    for (int64_t j = 0; j < a.ndev; ++j)
+      if (j != i) stores.push_back(scratch.mselect(j).store(a.send(buf.mselect(i).reshape({a.numel}), j)));
+    UOp mine = broadcast_to(dnum.eq(const_uop(DType::int32, static_cast<double>(i), &buf.graph())), a.shape);
+    UOp own = a.dtype == wire_dtype(a.wire) ? a.acc(buf) : wire_round(a.wire, buf);
+    terms.push_back(mine.where(own, scratch.after(stores).reshape(a.shape)));
+  }
+  return fold(a.op, terms).cast(a.dtype);
+}
+
+// naive: every device's buffer copied to every other device and combined there. On a wire every buffer
+// crosses encoded, a device's own included (dec(enc(x)) in place), so every device folds the same values
+// in float32; the result is cast back to the dtype.
 UOp naive_allreduce(const Allreduce& a) {
+  if (a.wired()) return naive_wire_allreduce(a);
   const UOp& buf = a.buf;
   if (a.device.single()) {
     std::vector<UOp> copies;
@@ -197,11 +223,17 @@ UOp settled_copy(const UOp& x, const DeviceSpec& device, const Arg& arg) {
 std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
   UOp flat = a.buf.reshape({a.numel});
   std::vector<ReducedChunk> out(a.chunks.size());
+  // on a wire each device's buffer is encoded once (one kernel per device, not one per piece sent)
+  bool encode = a.wired() && a.dtype != wire_dtype(a.wire);
+  UOp sent = encode ? flat.cast(wire_dtype(a.wire)).contiguous() : flat;
   for (int64_t i = 0; i < a.ndev; ++i) {
     size_t c = static_cast<size_t>(i);
     if (a.empty(c)) continue;
-    std::vector<UOp> on_i;
-    for (int64_t j = 0; j < a.ndev; ++j) on_i.push_back(settled_copy(a.piece(settled_mselect(flat, j), c), a.to(i)));
+    std::vector<UOp> on_i;  // on a wire the peers' pieces cross encoded; device i reads its own in place
+    for (int64_t j = 0; j < a.ndev; ++j) {
+      UOp piece = a.piece(settled_mselect(j == i ? flat : sent, j), c);
+      on_i.push_back(j == i ? a.acc(settled_copy(piece, a.to(i))) : a.send(piece, i));
+    }
     out[c] = {fold(a.op, on_i), i};
   }
   return out;
@@ -218,8 +250,8 @@ std::vector<ReducedChunk> reduce_scatter_ring(const Allreduce& a) {
     UOp chunk = a.piece(flat, c), reduced = chunk;
     for (int64_t step = 0; step < a.ndev - 1; ++step) {
       int64_t src = (i + a.first + step) % a.ndev, dest = (i + a.first + step + 1) % a.ndev;
-      UOp cp = settled_copy(reduced, a.to(dest), reduced.device().tuple() ? Arg(src) : Arg());
-      reduced = cp.alu(a.op, {settled_copy(chunk, a.to(dest), Arg(dest))});
+      UOp cp = a.send(reduced, dest, reduced.device().tuple() ? Arg(src) : Arg());
+      reduced = cp.alu(a.op, {a.acc(settled_copy(chunk, a.to(dest), Arg(dest)))});
     }
     out[c] = {reduced, (i + a.first + a.ndev - 1) % a.ndev};
   }
@@ -254,9 +286,16 @@ UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& r
                           const std::optional<UOp>& into) {
   UOp out = into ? *into : new_buffer(a.device, a.numel, a.dtype, &a.buf.graph());
   std::vector<UOp> stores;
+  // on a wire other than the dtype, a copy crosses encoded; the value is dec(enc(.)) already, so exactly
+  bool encode = a.wired() && a.dtype != wire_dtype(a.wire);
+  auto gather = [&](const UOp& x, int64_t d) {
+    return encode ? wire_copy(a.wire, x, a.to(d)).cast(a.dtype) : x.copy_to_device(a.to(d));
+  };
   if (a.device.single()) {  // one destination device: each reduced chunk copied straight into its range
     for (size_t i = 0; i < a.chunks.size(); ++i)
-      if (!a.empty(i)) stores.push_back(a.piece(out, i).store(reduced[i].value.copy_to_device(a.device)));
+      if (!a.empty(i))
+        stores.push_back(a.piece(out, i).store(a.wired() ? wire_copy(a.wire, reduced[i].value, a.device).cast(a.dtype)
+                                                         : reduced[i].value.copy_to_device(a.device)));
     return out.after(stores).reshape(a.shape);
   }
   // every reduced chunk stored first, so that the plan (in the graph's order) queues no device's
@@ -264,7 +303,8 @@ UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& r
   std::vector<UOp> states(a.chunks.size());
   for (size_t i = 0; i < a.chunks.size(); ++i)
     if (!a.empty(i))
-      states[i] = out.after({stores.emplace_back(a.piece(out.mselect(reduced[i].start), i).store(reduced[i].value))});
+      states[i] =
+          out.after({stores.emplace_back(a.piece(out.mselect(reduced[i].start), i).store(a.finish(reduced[i].value)))});
   for (size_t i = 0; i < a.chunks.size(); ++i) {
     if (a.empty(i)) continue;
     auto range = [&](int64_t d) { return a.piece(out.mselect(d), i); };  // chunk i of device d's block
@@ -273,12 +313,12 @@ UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& r
     if (all2all) {
       UOp from = a.piece(state.mselect(start), i);
       for (int64_t j = 0; j < a.ndev; ++j)
-        if (j != start) stores.push_back(range(j).store(from.copy_to_device(a.to(j))));
+        if (j != start) stores.push_back(range(j).store(gather(from, j)));
       continue;
     }
     for (int64_t step = 1; step < a.ndev; ++step) {  // forward the chunk around the ring
       int64_t prev = (start + step - 1) % a.ndev, dest = (start + step) % a.ndev;
-      UOp copy = a.piece(state.mselect(prev), i).copy_to_device(a.to(dest));
+      UOp copy = gather(a.piece(state.mselect(prev), i), dest);
       state = out.after({stores.emplace_back(range(dest).store(copy))});
     }
   }
@@ -395,6 +435,8 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   if (!buf.device().tuple()) return std::nullopt;
   Ops op = static_cast<Ops>(red.arg_int());
   DeviceSpec device = red.src(1).device();
+  // allreduce.wire: refused where it cannot apply, before any reroute (docs/compressed-wire.md)
+  WireFormat wire = wire_for(device.single() ? Collective::reduce : Collective::allreduce, buf.dtype(), op, s);
   if (auto rerouted = reroute_allreduce(buf, op, device, s)) return rerouted;
   // the choice lower_multi made and reported; an allreduce it did not see (one this lowering made, or
   // one rebuilt on rewritten sources) chooses by the same function
@@ -421,6 +463,7 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
     return out.after({out.store(value)}).reshape(buf.shape());
   }
   Allreduce a{buf, op, device, devs, ndev, numel, buf.shape(), buf.dtype(), {}};
+  a.wire = wire;
   if (algo == Algorithm::naive) return naive_allreduce(a);
   a.chunks = allreduce_chunks(numel, ndev);
   bool direct = algo == Algorithm::all2all;
@@ -474,13 +517,15 @@ Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collec
   Algorithm algo = collective_algorithm(c, s);
   if (det && algo == Algorithm::ring_fused) algo = Algorithm::twoshot;
   // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
-  // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, or another collective, its unfused
+  // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, on a wire (allreduce.wire: a fused
+  // kernel reads its peers' memory, with no copy to encode), or another collective, its unfused
   // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all),
   // ring_fused is the ring
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
     if ((collective != Collective::allreduce && collective != Collective::reduce_scatter &&
          collective != Collective::allgather) ||
-        red.src(1).device() != buf.device() || c.ranks > 1)
+        red.src(1).device() != buf.device() || c.ranks > 1 ||
+        (s.wire != "native" && collective != Collective::allgather))
       return *fused == FusedAlgorithm::oneshot   ? Algorithm::naive
              : *fused == FusedAlgorithm::twoshot ? Algorithm::all2all
                                                  : Algorithm::ring;
@@ -504,7 +549,9 @@ Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings&
   if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
   int64_t bytes = c.numel * itemsize(c.dtype);
   // deterministic: the tuning file measured the other forms (ring's rotating fold, ring_fused), so it is not read
-  if (std::shared_ptr<const TuningTable> t = s.deterministic ? nullptr : tuning_for(s.tuning).table)
+  // nor on a wire (allreduce.wire): it measured native copies
+  if (std::shared_ptr<const TuningTable> t =
+          s.deterministic || s.wire != "native" ? nullptr : tuning_for(s.tuning).table)
     if (const TunedChoice* tuned = t->find(c.collective, c.kind, c.ndev, c.dtype, bytes)) return tuned->algorithm;
   // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
   // allreduce.tuning is off (tinygrad's rule, as before the model)

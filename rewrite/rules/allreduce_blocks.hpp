@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/settings.hpp"
+#include "core/wire_format.hpp"
 #include "rewrite/uop.hpp"
 
 namespace ringrt {
@@ -17,6 +18,9 @@ namespace ringrt {
 // device, or a tuple). Chunks may be empty (fewer elements than devices): an empty chunk moves nothing
 // and is never built. The ring starts chunk i on device (i + first) mod n, so its reduce-scatter ends it
 // on (i + first - 1) mod n: the allreduce uses first 0, the reduce-scatter collective 1 (chunk i on i).
+// wire (allreduce.wire, docs/compressed-wire.md): other than native, every copy of the reduce-scatter
+// crosses encoded and is decoded to float32, the reduced chunks (ReducedChunk::value) are float32
+// accumulations, and the allgather stores dec(enc(value)) on the owner and copies it encoded.
 struct Allreduce {
   UOp buf;
   Ops op;
@@ -27,7 +31,15 @@ struct Allreduce {
   DType dtype;
   std::vector<std::pair<int64_t, int64_t>> chunks;
   int64_t first = 0;
+  WireFormat wire = WireFormat::native;
 
+  bool wired() const { return wire != WireFormat::native; }
+  // x as the accumulation reads it: float32 on a wire, else as it is
+  UOp acc(const UOp& x) const { return wired() ? x.cast(DType::float32) : x; }
+  // x copied to device d (settled_copy, arg its source index), across the wire when there is one
+  UOp send(const UOp& x, int64_t d, const Arg& arg = Arg()) const;
+  // a reduced chunk's value as the result's dtype: on a wire dec(enc(value)), what its peers receive
+  UOp finish(const UOp& value) const;
   DeviceSpec to(int64_t d) const { return DeviceSpec(devs[static_cast<size_t>(d)]); }  // device d of the tuple
   bool empty(size_t i) const { return chunks[i].first == chunks[i].second; }           // chunk i has no elements
   UOp piece(const UOp& x, size_t i) const { return x.shrink(spans({chunks[i]})); }     // chunk i of flat x

@@ -48,6 +48,7 @@
 #include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/collectives_hierarchical.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "rewrite/rules/wire.hpp"
 
 namespace ringrt {
 namespace {
@@ -154,14 +155,17 @@ Allreduce over_tuple(const UOp& buf, Ops op, std::vector<std::pair<int64_t, int6
 UOp reduce_scatter(const UOp& red, const AllreduceSettings& s, bool ring) {
   UOp buf = copy_source(red.src(0));
   DType dtype = buf.dtype();
+  Ops op = static_cast<Ops>(red.arg_int());
+  WireFormat wire = wire_for(Collective::reduce_scatter, dtype, op, s);  // refused where it cannot apply
   bool widen = !s.cast && (dtype == DType::float16 || dtype == DType::bfloat16);
   if (widen) buf = buf.cast(DType::float32).contiguous();
-  Allreduce a = over_tuple(buf, static_cast<Ops>(red.arg_int()), {});
+  Allreduce a = over_tuple(buf, op, {});
   a.chunks = equal_chunks(a.numel, a.ndev);
-  a.first = 1;  // chunk i ends on device i
+  a.first = 1;    // chunk i ends on device i
+  a.wire = wire;  // the reduced chunks are float32 accumulations on a wire, cast back below
   std::vector<UOp> mine;
   for (const ReducedChunk& r : ring ? reduce_scatter_ring(a) : reduce_scatter_all2all(a))
-    mine.push_back(widen ? r.value.cast(dtype) : r.value);
+    mine.push_back(widen || a.wired() ? r.value.cast(dtype) : r.value);
   return mstack(mine);
 }
 

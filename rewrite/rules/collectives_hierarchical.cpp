@@ -10,6 +10,7 @@
 
 #include "rewrite/rules/allreduce_blocks.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "rewrite/rules/wire.hpp"
 
 namespace ringrt {
 namespace {
@@ -76,9 +77,11 @@ std::optional<std::string> hierarchical_unfit(const DeviceTuple& devs, const All
 UOp hierarchical_reduce_scatter(const UOp& red, const AllreduceSettings& s) {
   UOp buf = copy_source(red.src(0));
   DType dtype = buf.dtype();
+  Ops op = static_cast<Ops>(red.arg_int());
+  // allreduce.wire: refused where it cannot apply; its copies stay native (docs/compressed-wire.md)
+  wire_for(Collective::reduce_scatter, dtype, op, s);
   bool widen = !s.cast && (dtype == DType::float16 || dtype == DType::bfloat16);  // as the flat form
   if (widen) buf = buf.cast(DType::float32).contiguous();
-  Ops op = static_cast<Ops>(red.arg_int());
   const DeviceTuple& devs = buf.device().names();
   Groups groups = device_groups(devs, s);
   size_t ngroups = groups.size(), m = groups[0].second.size();

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include "core/errors.hpp"
 #include "core/hash.hpp"
 #include "core/interrupt.hpp"
+#include "core/wire_format.hpp"
 #include "runtime/api/host_loop.hpp"
 #include "runtime/cli/experiment_check.hpp"
 #include "runtime/cli/memory_budget.hpp"
@@ -43,6 +45,50 @@ StoredValue stored_input(const ExperimentConfig& cfg) {
 // The elements of each device's result: reduce_scatter's chunk, else count.
 int64_t result_numel(const ExperimentConfig& cfg, Collective k, int64_t count) {
   return k == Collective::reduce_scatter ? count / static_cast<int64_t>(cfg.devices.size()) : count;
+}
+
+// The reference of a collective over the wire (allreduce.wire): each element within the wire's bound of the
+// exact reduction (core/wire_format.hpp sum_error_bound; n crossings, 2n with device groups: the hierarchical
+// forms), plus the rounding of the result to its dtype; the values compared in double.
+void widen_for_wire(const ExperimentConfig& cfg, Collective collective, int64_t count, size_t d, int64_t first,
+                    const StoredValue& value, Reference& ref) {
+  WireFormat w = parse_wire_format(cfg.settings.wire);
+  auto n = static_cast<int64_t>(cfg.devices.size());
+  int64_t crossings = cfg.settings.groups.empty() ? n : 2 * n;
+  int64_t at = collective == Collective::reduce_scatter ? static_cast<int64_t>(d) * (count / n) + first : first;
+  int64_t len = ref.exact.numel();
+  if (ref.value.empty())
+    for (int64_t k = 0; k < len; ++k) ref.value.push_back(ref.exact.get(k));
+  ref.tolerance.resize(static_cast<size_t>(len), 0.0);
+  std::vector<double> abs_sum(static_cast<size_t>(len), 0.0);
+  double largest = 0;
+  for (int64_t k = 0; k < len; ++k) {  // the bound's magnitude: sum |x_i| (sum), |prod x_i| (prod), max |x_i|
+    double& m = abs_sum[static_cast<size_t>(k)];
+    for (int64_t dev = 0; dev < n; ++dev)
+      m = cfg.op == ReduceOp::sum ? m + std::abs(value(dev, at + k)) : std::max(m, std::abs(value(dev, at + k)));
+    if (cfg.op == ReduceOp::prod) m = std::abs(ref.value[static_cast<size_t>(k)]);
+    largest = std::max(largest, m);
+  }
+  // FP8: the largest block scale a crossing value meets, from the range's largest partial sum (<= sum |x|)
+  double scale_max = w == WireFormat::bfloat16 ? 1.0 : 2 * largest / element_format(w).max;
+  for (int64_t k = 0; k < len; ++k) {
+    auto i = static_cast<size_t>(k);
+    double bound = sum_error_bound(w, crossings, abs_sum[i], std::max(scale_max, 0x1p-127)) +
+                   epsilon(cfg.dtype) / 2 * std::abs(ref.value[i]);
+    ref.tolerance[i] = std::max(ref.tolerance[i], bound);
+  }
+  ref.bitwise = false;
+}
+
+// The largest absolute and relative error of got's finite elements against want's values (check_result).
+void add_errors(const Reference& want, const HostBuffer& got, ErrorStats& errors) {
+  for (int64_t k = 0; k < got.numel(); ++k) {
+    double v = want.value.empty() ? want.exact.get(k) : want.value[static_cast<size_t>(k)], g = got.get(k);
+    if (!std::isfinite(v) || !std::isfinite(g)) continue;
+    double err = std::abs(g - v);
+    errors.max_abs = std::max(errors.max_abs, err);
+    if (v != 0) errors.max_rel = std::max(errors.max_rel, err / std::abs(v));
+  }
 }
 
 bool corrupt_for_tests() {  // test-only: see run_experiment's comment
@@ -95,6 +141,7 @@ ReferenceFor collective_reference(const ExperimentConfig& cfg, Collective collec
       last->ref = ringrt::collective_reference(collective_name(collective), cfg.dtype, cfg.op,
                                                static_cast<int64_t>(cfg.devices.size()), cfg.root, count,
                                                static_cast<int64_t>(d), first, len, value);
+      if (wire_applies(cfg, collective)) widen_for_wire(cfg, collective, count, d, first, value, last->ref);
       last->device = d;
       last->first = first;
       last->count = len;
@@ -108,7 +155,8 @@ ReferenceFor collective_reference(const ExperimentConfig& cfg, int64_t count) {
   return collective_reference(cfg, cfg.collective, count, stored_input(cfg));
 }
 
-int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref, int64_t chunk) {
+int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref, int64_t chunk,
+                     ErrorStats* errors) {
   std::vector<std::string> devs = result.devices();
   auto index = [&](const std::string& name) {
     return static_cast<size_t>(std::find(cfg.devices.begin(), cfg.devices.end(), name) - cfg.devices.begin());
@@ -132,6 +180,7 @@ int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Re
     } else {
       s.wrong += count_wrong(want, part);
     }
+    if (errors) add_errors(want, part, *errors);
   });
   int64_t wrong = 0;
   for (const auto& [dev, s] : seen) wrong += s.elements == ref.numel ? s.wrong : ref.numel;
@@ -139,6 +188,25 @@ int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Re
   if (ref.numel > 0 && static_cast<int64_t>(seen.size()) != local)  // a device without a result
     wrong += ref.numel;
   return sum_over_ranks(wrong);
+}
+
+bool wire_applies(const ExperimentConfig& cfg, Collective collective) {
+  return cfg.settings.wire != "native" &&
+         (collective == Collective::allreduce || collective == Collective::reduce_scatter ||
+          collective == Collective::reduce);
+}
+
+double bus_bytes(const ExperimentConfig& cfg, Collective collective, int64_t count) {
+  int64_t bytes = wire_applies(cfg, collective)
+                      ? wire_bytes(parse_wire_format(cfg.settings.wire), count, itemsize(cfg.dtype))
+                      : count * itemsize(cfg.dtype);
+  return static_cast<double>(bytes) * busbw_factor(collective, cfg.devices.size());
+}
+
+void check_row(const ExperimentConfig& cfg, ResultRow& row, const Tensor& result, const ReferenceFor& ref) {
+  ErrorStats errors;
+  row.wrong = check_result(cfg, result, ref, kCheckChunk, &errors);
+  if (wire_applies(cfg, row.collective)) row.max_abs_err = errors.max_abs, row.max_rel_err = errors.max_rel;
 }
 
 double busbw_factor(Collective collective, size_t ndev) {
@@ -165,31 +233,33 @@ ResultRow make_row(const ExperimentConfig& cfg, Collective collective, int64_t c
   row.redop = collective_reduces(collective) ? cfg.op_name : "none";  // as rccl-tests prints it
   std::vector<std::string> algos = lazy.algorithms();                 // no planning
   row.algo = algos.empty() ? "-" : fmt::format("{}", fmt::join(algos, "+"));
-  double bytes = static_cast<double>(row.bytes), bus_bytes = bytes * busbw_factor(collective, cfg.devices.size());
+  double bytes = static_cast<double>(row.bytes), bus = bus_bytes(cfg, collective, count);
   std::optional<double> us = times.latency_us ? times.latency_us : times.pipelined_us;
-  Timed main = timed_of(us.value_or(0.0), bytes, bus_bytes);
+  Timed main = timed_of(us.value_or(0.0), bytes, bus);
   row.time_us = main.time_us, row.algbw = main.algbw, row.busbw = main.busbw;
   row.timing = cfg.timing;
   row.timed = us.has_value();
-  if (times.pipelined_us) row.pipelined = timed_of(*times.pipelined_us, bytes, bus_bytes);
+  if (cfg.check && cfg.settings.wire != "native")  // the table's error columns: N/A until check_row measures them
+    row.max_abs_err = row.max_rel_err = std::numeric_limits<double>::quiet_NaN();
+  if (times.pipelined_us) row.pipelined = timed_of(*times.pipelined_us, bytes, bus);
   return row;
 }
 
 StepSummary step_summary(const ExperimentConfig& cfg, const std::vector<ResultRow>& rows, int64_t buckets,
                          const RowTimes& step) {
   StepSummary summary;
-  double bus_bytes = 0;  // each row's bytes weighted by its collective's busbw factor
+  double bus = 0;  // each row's bytes (that cross) weighted by its collective's busbw factor
   for (const ResultRow& r : rows) {
     summary.bytes += r.bytes;
-    bus_bytes += static_cast<double>(r.bytes) * busbw_factor(r.collective, cfg.devices.size());
+    bus += bus_bytes(cfg, r.collective, r.count);
   }
   summary.buckets = buckets;
   summary.collectives = static_cast<int64_t>(rows.size());
   double bytes = static_cast<double>(summary.bytes);
-  Timed main = timed_of(step.latency_us ? *step.latency_us : step.pipelined_us.value_or(0.0), bytes, bus_bytes);
+  Timed main = timed_of(step.latency_us ? *step.latency_us : step.pipelined_us.value_or(0.0), bytes, bus);
   summary.time_us = main.time_us, summary.algbw = main.algbw, summary.busbw = main.busbw;
   summary.timing = cfg.timing;
-  if (step.pipelined_us) summary.pipelined = timed_of(*step.pipelined_us, bytes, bus_bytes);
+  if (step.pipelined_us) summary.pipelined = timed_of(*step.pipelined_us, bytes, bus);
   return summary;
 }
 
@@ -235,7 +305,7 @@ void run_buckets_out_of_place(const ExperimentConfig& cfg, const std::vector<int
   for (size_t b = 0; b < inputs.size(); ++b) {
     ResultRow row = make_row(cfg, Collective::allreduce, counts[b], allreduce_of(cfg, inputs[b]), timer.collective(b));
     row.bucket = static_cast<int64_t>(b);
-    if (cfg.check) row.wrong = check_result(cfg, outputs[b], collective_reference(cfg, counts[b]));
+    if (cfg.check) check_row(cfg, row, outputs[b], collective_reference(cfg, counts[b]));
     tick.poll();
     rows.push_back(row);
     finish_row(std::move(row));
@@ -288,8 +358,8 @@ void run_buckets_in_place(const ExperimentConfig& cfg, const std::vector<int64_t
     ResultRow row = make_row(cfg, Collective::allreduce, counts[b], allreduce_of(cfg, buckets[b]), timer.collective(b));
     row.bucket = static_cast<int64_t>(b);
     if (cfg.check) {  // the reference from the host rows the last step wrote, never from the devices
-      row.wrong = check_result(cfg, buckets[b],
-                               collective_reference(cfg, Collective::allreduce, counts[b], stored_rows(rows[b], last)));
+      check_row(cfg, row, buckets[b],
+                collective_reference(cfg, Collective::allreduce, counts[b], stored_rows(rows[b], last)));
     }
     tick.poll();
     rows_out.push_back(row);
@@ -318,7 +388,7 @@ void run_counts(const ExperimentConfig& cfg, const std::vector<int64_t>& counts,
     RowTimes times = time_calls(cfg, call, y, tick);
     ResultRow row = make_row(cfg, cfg.collective, count, run_collective(cfg, x), times);
     // the reference starts from the host data again, not from anything the devices computed
-    if (cfg.check) row.wrong = check_result(cfg, y, collective_reference(cfg, count));
+    if (cfg.check) check_row(cfg, row, y, collective_reference(cfg, count));
     finish_row(std::move(row));
   }
 }

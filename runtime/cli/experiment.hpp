@@ -41,9 +41,13 @@ struct ResultRow {
   // The mean time of one call over the timed iterations: its latency (timing latency or both: each call
   // waited for, on the host's clock), else its pipelined time (timing pipelined); 0 when !timed.
   double time_us = 0;
-  double algbw = 0;                // GB/s (1e9 bytes): bytes / time
-  double busbw = 0;                // GB/s: algbw * the collective's factor (allreduce 2(n-1)/n, see run_experiment)
-  int64_t wrong = -1;              // elements differing from the host reference over all devices; -1: not checked
+  double algbw = 0;    // GB/s (1e9 bytes): bytes / time
+  double busbw = 0;    // GB/s: algbw * the collective's factor (allreduce 2(n-1)/n, see run_experiment)
+  int64_t wrong = -1;  // elements differing from the host reference over all devices; -1: not checked
+  // With allreduce.wire other than native and check on: the largest |got - exact| and |got - exact| / |exact|
+  // over the finite elements of this process's devices (docs/compressed-wire.md); NaN where the wire does not
+  // apply to the row's collective or it was not measured (FSDP steps); nullopt without a wire or check.
+  std::optional<double> max_abs_err, max_rel_err;
   std::string timing = "latency";  // experiment.timing: latency | pipelined | both
   // false: a collective of pipelined bucket steps (timing pipelined), which has no time of its own (one
   // device clock times the whole step: StepSummary); time_us, algbw and busbw are then 0.

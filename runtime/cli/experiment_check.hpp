@@ -51,8 +51,22 @@ constexpr int64_t kCheckChunk = int64_t{1} << 20;
 // stop as it goes (Interrupted); a device whose result has another number of elements than ref.numel, or
 // none, counts ref.numel. Under mpirun each rank checks its own devices and the counts are summed over
 // the ranks (collective: every rank calls it for every row).
+// errors (when given): the largest absolute and relative error of a finite element against the reference's
+// value (exact, in double), relative where that is not 0; this process's devices only.
+struct ErrorStats {
+  double max_abs = 0, max_rel = 0;
+};
 int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const ReferenceFor& ref,
-                     int64_t chunk = kCheckChunk);
+                     int64_t chunk = kCheckChunk, ErrorStats* errors = nullptr);
+
+// row.wrong = check_result(cfg, result, ref), and with a wire (wire_applies) row's max abs/rel errors.
+void check_row(const ExperimentConfig& cfg, ResultRow& row, const Tensor& result, const ReferenceFor& ref);
+
+// allreduce.wire (docs/compressed-wire.md) applies to the collective: a wire other than native on an
+// allreduce, reduce_scatter or reduce (the run refuses the dtypes and ops it cannot apply to).
+bool wire_applies(const ExperimentConfig& cfg, Collective collective);
+// The bytes of count elements per device that cross (wire bytes on a wire), times the collective's busbw factor.
+double bus_bytes(const ExperimentConfig& cfg, Collective collective, int64_t count);
 
 // rccl-tests' busbw / algbw (nccl-tests doc/PERFORMANCE.md): allreduce 2(n-1)/n; reduce_scatter,
 // allgather, alltoall (n-1)/n; broadcast and reduce 1.

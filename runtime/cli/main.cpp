@@ -310,8 +310,9 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
   int64_t ndev = static_cast<int64_t>(cfg.devices.size());
   std::string choice = choice_line(cfg);
   bool det = cfg.settings.deterministic;
-  std::fputs((as_json ? schedule_json(schedule, ndev, count, cfg.dtype, choice, det)
-                      : schedule_text(schedule, ndev, count, cfg.dtype, cfg.collective, choice, det))
+  const std::string& wire = cfg.settings.wire;
+  std::fputs((as_json ? schedule_json(schedule, ndev, count, cfg.dtype, choice, det, wire)
+                      : schedule_text(schedule, ndev, count, cfg.dtype, cfg.collective, choice, det, wire))
                  .c_str(),
              stdout);
   std::fflush(stdout);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -82,6 +83,7 @@ std::vector<std::string> settings_lines(const ExperimentConfig& cfg) {
 constexpr char kLeadColumns[] = "{:>12} {:>13} {:>9} {:>6} {:>15}";
 constexpr char kTimeColumns[] = " {:>11} {:>8} {:>8}";
 constexpr char kWrongColumn[] = " {:>7}";
+constexpr char kErrorColumns[] = " {:>9} {:>9}";  // allreduce.wire with check: max abs and rel error
 constexpr char kStepColumns[] = " {:>14} {:>5} {:>4}";
 constexpr char kTimingColumn[] = " {:>9}";
 using Cells = std::array<std::string, 3>;
@@ -89,10 +91,12 @@ using Cells = std::array<std::string, 3>;
 // One table line (with its newline) from its cells: `times` holds one time group, or two with timing
 // both; `step` is empty but in FSDP steps.
 std::string table_line(const std::array<std::string, 5>& lead, const std::vector<Cells>& times,
-                       const std::string& wrong, const std::optional<Cells>& step, const std::string& timing) {
+                       const std::string& wrong, const std::optional<Cells>& step, const std::string& timing,
+                       const std::optional<std::array<std::string, 2>>& errors = std::nullopt) {
   std::string out = fmt::format(kLeadColumns, lead[0], lead[1], lead[2], lead[3], lead[4]);
   for (const Cells& t : times) out += fmt::format(kTimeColumns, t[0], t[1], t[2]);
   out += fmt::format(kWrongColumn, wrong);
+  if (errors) out += fmt::format(kErrorColumns, (*errors)[0], (*errors)[1]);
   if (step) out += fmt::format(kStepColumns, (*step)[0], (*step)[1], (*step)[2]);
   return out + fmt::format(kTimingColumn, timing) + "\n";
 }
@@ -191,6 +195,8 @@ std::string choice_line(const ExperimentConfig& cfg) {
   }
   if (s.deterministic) return deterministic_choice_line(cfg);
   Tuning t = tuning_for(s.tuning);
+  if (s.wire != "native")  // collective_algorithm: the tuning file timed native copies
+    t = Tuning{nullptr, "none: tinygrad's rule (not read with allreduce.wire " + s.wire + ")"};
   if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)  // a tuning file, if any, is for flat ones
     return std::string("algorithm choice: hierarchical over device groups, tinygrad's rule inside") +
            (t.table ? " (the tuning file is for flat collectives)" : "");
@@ -284,9 +290,14 @@ std::string format_header(const ExperimentConfig& cfg) {
       units(names.size(), {"(us)", "(GB/s)", "(GB/s)"});
   std::optional<Cells> step =
       sharded(cfg) ? std::optional<Cells>(Cells{"collective", "phase", "bucket"}) : std::nullopt;
-  out += table_line({"#       size", "count", "type", "redop", "algo"}, names, "#wrong", step, "timing");
-  std::string unit_line = table_line({"#        (B)", "(elements)", "", "", ""}, units, "",
-                                     step ? std::optional<Cells>(Cells{}) : std::nullopt, "");
+  // allreduce.wire with check: each row's largest error against the exact result (docs/compressed-wire.md)
+  using Errors = std::optional<std::array<std::string, 2>>;
+  bool wired = cfg.check && cfg.settings.wire != "native";
+  out += table_line({"#       size", "count", "type", "redop", "algo"}, names, "#wrong", step, "timing",
+                    wired ? Errors({"maxabs", "maxrel"}) : std::nullopt);
+  std::string unit_line =
+      table_line({"#        (B)", "(elements)", "", "", ""}, units, "",
+                 step ? std::optional<Cells>(Cells{}) : std::nullopt, "", wired ? Errors({"", ""}) : std::nullopt);
   unit_line.erase(unit_line.find_last_not_of(" \n") + 1);  // no trailing blanks
   return out + unit_line + "\n";
 }
@@ -297,8 +308,13 @@ std::string format_row(const ResultRow& r) {
   if (r.timing == "both") times.push_back(time_cells(r.pipelined));
   std::optional<Cells> step;
   if (!r.phase.empty()) step = Cells{std::string(collective_name(r.collective)), r.phase, std::to_string(r.bucket)};
+  std::optional<std::array<std::string, 2>> errors;
+  if (r.max_abs_err && r.max_rel_err)
+    errors = std::isnan(*r.max_abs_err) ? std::array<std::string, 2>{"N/A", "N/A"}  // not measured (make_row)
+                                        : std::array<std::string, 2>{fmt::format("{:.2e}", *r.max_abs_err),
+                                                                     fmt::format("{:.2e}", *r.max_rel_err)};
   return table_line({std::to_string(r.bytes), std::to_string(r.count), r.type, r.redop, r.algo}, times,
-                    r.wrong < 0 ? "N/A" : std::to_string(r.wrong), step, r.timing);
+                    r.wrong < 0 ? "N/A" : std::to_string(r.wrong), step, r.timing, errors);
 }
 
 std::string row_name(const ResultRow& r) {
@@ -419,7 +435,7 @@ void write_json(OutputFile& file, const ExperimentConfig& cfg, const ExperimentR
 }
 
 std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype, const std::string& choice,
-                          bool deterministic) {
+                          bool deterministic, const std::string& wire) {
   nlohmann::ordered_json j;
   j["algorithms"] = schedule.algorithms;
   j["ndev"] = ndev;
@@ -440,16 +456,18 @@ std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count,
                           {"op", f.op},
                           {"count", f.numel}});
   j["deterministic"] = deterministic;  // allreduce.deterministic (added after "fused")
+  j["wire"] = wire;                    // allreduce.wire (added after "deterministic")
   return j.dump(2) + "\n";
 }
 
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype, Collective collective,
-                          const std::string& choice, bool deterministic) {
+                          const std::string& choice, bool deterministic, const std::string& wire) {
   std::string out = fmt::format("{} of {} x {} {}: algorithms [{}], {} copies, {} kernels", collective_name(collective),
                                 ndev, count, dtype_name(dtype), fmt::join(schedule.algorithms, ", "),
                                 schedule.copies().size(), schedule.kernels());
   if (!schedule.fused_items.empty()) out += fmt::format(", {} fused", schedule.fused_items.size());
   if (deterministic) out += ", deterministic";
+  if (wire != "native") out += ", wire " + wire;
   out += "\n";
   out += schedule.to_string();
   if (!out.empty() && out.back() != '\n') out += '\n';

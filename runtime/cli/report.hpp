@@ -65,17 +65,18 @@ std::string choice_line(const ExperimentConfig& cfg);
 
 // The contract of `ringrt schedule --json` (README.md): {"algorithms": [...], "ndev": n, "count": N,
 // "dtype": "...", "copies": [{"src": "CPU:0", "dst": "CPU:1", "bytes": B}, ...], "kernels": K,
-// "choice": "...", "fused": [...], "deterministic": true|false}, keys in this order, indented by 2; "choice"
-// (choice_line's text after "algorithm choice: ") only when given; "deterministic" the setting
-// allreduce.deterministic the plan was lowered with.
+// "choice": "...", "fused": [...], "deterministic": true|false, "wire": "native|..."}, keys in this order,
+// indented by 2; "choice" (choice_line's text after "algorithm choice: ") only when given; "deterministic" and
+// "wire" the settings allreduce.deterministic and allreduce.wire the plan was lowered with.
 std::string schedule_json(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
-                          const std::string& choice = "", bool deterministic = false);
+                          const std::string& choice = "", bool deterministic = false,
+                          const std::string& wire = "native");
 // The human form: "COLLECTIVE of N x COUNT DTYPE: algorithms [...], C copies, K kernels", then
 // Schedule::to_string(), then `choice` (choice_line) as the last line when given. deterministic: the first
-// line ends ", deterministic" (allreduce.deterministic).
+// line ends ", deterministic" (allreduce.deterministic); a wire other than native adds ", wire W" (allreduce.wire).
 std::string schedule_text(const Schedule& schedule, int64_t ndev, int64_t count, DType dtype,
                           Collective collective = Collective::allreduce, const std::string& choice = "",
-                          bool deterministic = false);
+                          bool deterministic = false, const std::string& wire = "native");
 // Graphviz DOT of `lazy`'s graph after the multi-device lowering (lower_multi with `settings`), as
 // UOpGraph::write_dot writes it. Throws IOError (path and reason) when the file cannot be written.
 void write_schedule_dot(OutputFile& file, const Tensor& lazy, const AllreduceSettings& settings);

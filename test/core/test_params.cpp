@@ -92,6 +92,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"allreduce.tuning", "RINGRT_TUNING"},
       {"allreduce.algorithm", "RINGRT_ALLREDUCE_ALGORITHM"},
       {"allreduce.deterministic", "RINGRT_DETERMINISTIC"},
+      {"allreduce.wire", "RINGRT_ALLREDUCE_WIRE"},
       {"debug", "DEBUG"},
       {"runtime.peer_reads", "RINGRT_PEER_READS"},
       {"runtime.peer_writes", "RINGRT_PEER_WRITES"},

@@ -182,8 +182,9 @@ BOOST_AUTO_TEST_CASE(schedule_json_is_the_documented_contract) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   BOOST_TEST((keys == std::vector<std::string>{"algorithms", "ndev", "count", "dtype", "copies", "kernels", "choice",
-                                               "fused", "deterministic"}));
+                                               "fused", "deterministic", "wire"}));
   BOOST_TEST(j["deterministic"] == false);
+  BOOST_TEST(j["wire"] == "native");
   BOOST_TEST(j["fused"].empty());  // no fused collective item under ring
   BOOST_TEST(j["choice"].get<std::string>().starts_with("ring, forced (allreduce.ring 2"));
   BOOST_TEST((j["algorithms"].get<std::vector<std::string>>() == std::vector<std::string>{"ring"}));

@@ -6,17 +6,18 @@
 // machine), each allreduce being what `ringrt run` times (build the lazy sum over axis 0, realize it);
 // each algorithm's best block's time per allreduce is reported. The last result is checked on every
 // device against the exact sum (inputs are small integers). `deterministic` is the automatic choice with
-// allreduce.deterministic on (every element folded in device order; docs/deterministic.md). `in-place` is the
-// automatic choice as DDP
-// runs it: Tensor::allreduce_in_place on the input itself, realized (the values grow from call to
-// call; one call on a fresh copy of the input is checked).
+// allreduce.deterministic on (every element folded in device order; docs/deterministic.md). `wire_bfloat16` is
+// the automatic choice with allreduce.wire bfloat16 (chunks cross as bfloat16, summed in float32; the small
+// integer inputs stay exact; its busbw counts the 2-byte elements that cross: docs/compressed-wire.md). `in-place` is
+// the automatic choice as DDP runs it: Tensor::allreduce_in_place on the input itself, realized (the values grow from
+// call to call; one call on a fresh copy of the input is checked).
 //
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
 //   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, oneshot, twoshot,
-//   ring_fused, auto, deterministic, in-place; sizes in bytes per device. Iterations per block adapt to the size (a
-//   block lasts >= ~20 ms).
+//   ring_fused, auto, deterministic, wire_bfloat16, in-place; sizes in bytes per device. Iterations per block adapt to
+//   the size (a block lasts >= ~20 ms).
 // Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>",
-// deterministic: "deterministic:<chosen>", in-place: "in-place:<chosen>");
+// deterministic: "deterministic:<chosen>", wire_bfloat16: "wire_bfloat16:<chosen>", in-place: "in-place:<chosen>");
 // exit status 1 when any result is wrong, 2 on bad arguments.
 #include <algorithm>
 #include <cerrno>
@@ -44,6 +45,7 @@ AllreduceSettings settings_for(const std::string& algo) {
   if (algo == "oneshot" || algo == "twoshot" || algo == "ring_fused")
     s.algorithm = algo;                                 // fused (rewrite/collective.hpp)
   if (algo == "deterministic") s.deterministic = true;  // the automatic choice, deterministic
+  if (algo == "wire_bfloat16") s.wire = "bfloat16";     // the automatic choice over a bfloat16 wire
   return s;
 }
 
@@ -107,7 +109,7 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
     Tensor y = x.sum({0});
     if (algo == "in-place") y = input().allreduce_in_place();
     std::vector<std::string> chosen = y.schedule().algorithms;  // none on one device: nothing to reduce
-    std::string name = algo == "auto" || algo == "in-place" || algo == "deterministic"
+    std::string name = algo == "auto" || algo == "in-place" || algo == "deterministic" || algo == "wire_bfloat16"
                            ? algo + ":" + (chosen.empty() ? "none" : chosen[0])
                            : algo;
     y.realize();
@@ -126,8 +128,9 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
       status = 1;
     }
     double algbw = static_cast<double>(bytes) / best[k] / 1e9;
+    double crossing = algo == "wire_bfloat16" ? 0.5 : 1.0;  // the bytes that cross per byte of the buffer
     std::printf("%s,%s,%d,%lld,%.9f,%.3f,%.3f\n", system.c_str(), name.c_str(), ndev, static_cast<long long>(bytes),
-                best[k], algbw, algbw * 2.0 * (ndev - 1) / ndev);
+                best[k], algbw, algbw * crossing * 2.0 * (ndev - 1) / ndev);
     std::fflush(stdout);
   }
   return status;
@@ -157,9 +160,10 @@ int main(int argc, char** argv) {
   std::stringstream list(argv[5]);
   for (std::string a; std::getline(list, a, ',');) {
     if (a != "naive" && a != "ring" && a != "all2all" && a != "oneshot" && a != "twoshot" && a != "ring_fused" &&
-        a != "auto" && a != "in-place" && a != "deterministic")
+        a != "auto" && a != "in-place" && a != "deterministic" && a != "wire_bfloat16")
       return bad(
-          "ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, ring_fused, auto, deterministic, in-place; "
+          "ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, ring_fused, auto, deterministic, "
+          "wire_bfloat16, in-place; "
           "got '" +
           a + "'");
     algos.push_back(a);

@@ -1,0 +1,82 @@
+// allreduce.wire end to end (docs/compressed-wire.md): the schedule's copies carry bfloat16 bytes, `ringrt run`
+// checks against the wire's bound and prints each row's max abs/rel error, busbw counts the bytes that cross,
+// the environment variable sets it, and a dtype or op it cannot apply to is refused (exit status 2).
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "test/integration/cli_run.hpp"
+
+BOOST_AUTO_TEST_SUITE(test_cli_wire)
+
+using namespace ringrt::test;
+
+namespace {
+
+// The bytes of the ring's copies in `schedule --json`, whose "wire" must be `wire`.
+int64_t copied_bytes(const std::string& wire, const std::vector<std::string>& extra,
+                     const std::vector<std::string>& env = {}) {
+  std::vector<std::string> args{"schedule", "configs/default.yaml", "--count", "400", "--json",
+                                "--set",    "allreduce.ring=2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  CliResult r = run_cli(args, env);
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  int64_t bytes = 0;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  BOOST_TEST(j["wire"] == wire);
+  for (const auto& c : j["copies"]) bytes += c["bytes"].get<int64_t>();
+  return bytes;
+}
+
+}  // namespace
+
+// The ring's 24 copies of float32 chunks move 2 bytes an element on the bfloat16 wire, set by --set or the
+// environment.
+BOOST_AUTO_TEST_CASE(copies_cross_in_the_wire_format) {
+  BOOST_TEST(copied_bytes("native", {}) == 2 * 3 * 400 * 4);
+  BOOST_TEST(copied_bytes("bfloat16", {"--set", "allreduce.wire=bfloat16"}) == 2 * 3 * 400 * 2);
+  BOOST_TEST(copied_bytes("bfloat16", {}, {"RINGRT_ALLREDUCE_WIRE=bfloat16"}) == 2 * 3 * 400 * 2);
+  CliResult text = run_cli({"schedule", "configs/default.yaml", "--count", "400", "--set", "allreduce.wire=bfloat16"});
+  BOOST_TEST(text.out.find(", wire bfloat16\n") != std::string::npos, text.out);
+}
+
+// check on: #wrong 0 against the wire's bound, the error columns with nonzero errors (float32 sums round on
+// the wire); native prints no error columns.
+BOOST_AUTO_TEST_CASE(run_reports_errors_within_the_bound) {
+  std::vector<std::string> args{"run",   "configs/default.yaml",    "--set", "experiment.sizes.max=16KiB",
+                                "--set", "experiment.iters=1",      "--set", "experiment.warmup=0",
+                                "--set", "allreduce.algorithm=ring"};
+  CliResult native = run_cli(args);
+  BOOST_TEST_REQUIRE(native.status == 0, native.err);
+  BOOST_TEST(native.out.find("maxabs") == std::string::npos);
+  args.insert(args.end(), {"--set", "allreduce.wire=bfloat16"});
+  CliResult wired = run_cli(args);
+  BOOST_TEST_REQUIRE(wired.status == 0, wired.err + wired.out);
+  BOOST_TEST(wired.out.find("maxabs    maxrel") != std::string::npos, wired.out);
+  BOOST_TEST(wired.out.find("#wrong in all: 0 OK") != std::string::npos, wired.out);
+  BOOST_TEST(wired.out.find("allreduce.wire = bfloat16") != std::string::npos, wired.out);
+  BOOST_TEST(wired.out.find("not read with allreduce.wire bfloat16") == std::string::npos, wired.out);  // forced
+  CliResult chosen = run_cli({"run", "configs/default.yaml", "--set", "experiment.sizes.max=1KiB", "--set",
+                              "experiment.iters=1", "--set", "allreduce.wire=bfloat16"});
+  BOOST_TEST(chosen.out.find("(not read with allreduce.wire bfloat16)") != std::string::npos, chosen.out);
+  BOOST_TEST(wired.out.find(" 0  0.00e+00") == std::string::npos, wired.out);  // every row rounded somewhere
+}
+
+BOOST_AUTO_TEST_CASE(refused_where_it_cannot_apply) {
+  CliResult r = run_cli({"run", "configs/default.yaml", "--set", "experiment.sizes.max=4KiB", "--set",
+                         "experiment.dtype=int32", "--set", "allreduce.wire=bfloat16"});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("allreduce of int32 (sum): allreduce.wire bfloat16 applies to float32 and bfloat16 only") !=
+                 std::string::npos,
+             r.err);
+  r = run_cli({"run", "configs/default.yaml", "--set", "experiment.sizes.max=4KiB", "--set", "experiment.op=max",
+               "--set", "allreduce.wire=fp8_e5m2"});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("allreduce.wire fp8_e5m2 applies to sum only") != std::string::npos, r.err);
+  r = run_cli({"run", "configs/default.yaml", "--set", "allreduce.wire=fp4"});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("allreduce.wire") != std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

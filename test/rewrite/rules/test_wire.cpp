@@ -1,0 +1,241 @@
+// The compressed wire in the lowering (allreduce.wire, docs/compressed-wire.md): for every algorithm (naive,
+// ring, all2all, the fused ones, which run unfused on a wire, and the hierarchical forms) x allreduce,
+// reduce_scatter, reduce_to x ndev x float32/bfloat16 x random, huge-range (denormals included), all-equal and
+// non-finite data, the lowered graph's value (interpreter) on every device is within the wire's bound of the
+// exact sum (core/wire_format.hpp sum_error_bound), an allreduce's devices hold the same bits, NaN and Inf pass
+// through; the refusals name the collective, dtype, op and setting; the cpu devices give the interpreter's bits.
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/wire_format.hpp"
+#include "runtime/api/internal.hpp"
+#include "testing/checks.hpp"
+#include "testing/datasets.hpp"
+
+BOOST_AUTO_TEST_SUITE(test_wire)
+
+namespace bdata = boost::unit_test::data;
+using namespace ringrt;
+
+namespace {
+
+const std::vector<std::string> kAlgos{"naive",   "ring",       "all2all",      "oneshot",
+                                      "twoshot", "ring_fused", "hierarchical", "hierarchical_rs"};
+const std::vector<std::string> kCollectives{"allreduce", "reduce_scatter", "reduce"};
+const std::vector<std::string> kKinds{"random", "huge", "equal", "nonfinite"};
+
+AllreduceSettings wire_settings(const std::string& algo, int ndev, const std::string& wire = "bfloat16") {
+  AllreduceSettings s =
+      testing::algorithm_settings(algo == "hierarchical_rs" ? "hierarchical" : algo, cpu_devices(ndev));
+  if (algo == "hierarchical_rs") s.hierarchical = "reduce_scatter";
+  s.wire = wire;
+  return s;
+}
+
+// ndev rows of cols values of dtype: random normal; a huge range (2^-140 .. 2^100, both signs: bfloat16's and
+// float32's subnormals); all equal (0.1); random with a NaN, a +Inf and a -Inf in the first three columns.
+HostBuffer wire_data(const std::string& kind, DType dtype, int64_t ndev, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, 1);
+  std::uniform_real_distribution<double> e(-140, 100);
+  HostBuffer b(dtype, {ndev, cols});
+  for (int64_t i = 0; i < b.numel(); ++i)
+    b.set(i, kind == "huge" ? ((rng() & 1) ? -1 : 1) * std::exp2(e(rng)) : kind == "equal" ? 0.1 : normal(rng));
+  if (kind == "nonfinite" && cols >= 3) {
+    b.set(0, NAN);
+    b.set((ndev - 1) * cols + 1, INFINITY);
+    b.set(2, -INFINITY);
+  }
+  return b;
+}
+
+struct Point {
+  Tensor result;
+  HostBuffer data;
+};
+Point point_of(const std::string& collective, const HostBuffer& data) {
+  int64_t ndev = data.shape[0], cols = data.shape[1];
+  std::vector<std::string> devs = cpu_devices(static_cast<int>(ndev));
+  bool rs = collective == "reduce_scatter";
+  Tensor host = Tensor::from_host(data);
+  Tensor x = (rs ? host.reshape({ndev * cols}) : host).shard(devs, 0);
+  x.realize();
+  Tensor r = rs                       ? x.reduce_scatter(ReduceOp::sum)
+             : collective == "reduce" ? x.reduce_to(static_cast<int>(ndev) - 1, ReduceOp::sum)
+                                      : x.reduce(ReduceOp::sum, {0});
+  return {r, data};
+}
+
+// Element k of the logical result against the exact sum of column k: within the bound of `crossings` crossings
+// (core/wire_format.hpp sum_error_bound); NaN where a NaN or +Inf and -Inf meet, +-Inf where one Inf does.
+void check_element(const HostBuffer& data, int64_t k, double got, int crossings) {
+  int64_t ndev = data.shape[0], cols = data.shape[1];
+  double exact = 0, sum_abs = 0;
+  for (int64_t d = 0; d < ndev; ++d) {
+    double x = data.get(d * cols + k);
+    exact += x;
+    sum_abs += std::fabs(x);
+  }
+  if (std::isnan(exact)) {
+    BOOST_TEST(std::isnan(got), "column " << k << ": " << got << ", want NaN");
+  } else if (std::isinf(exact)) {
+    BOOST_TEST(got == exact, "column " << k << ": " << got << ", want " << exact);
+  } else {
+    double bound = sum_error_bound(WireFormat::bfloat16, crossings, sum_abs, 1.0);
+    if (data.dtype == DType::bfloat16) bound += std::ldexp(std::fabs(exact), -8);  // the result's dtype
+    BOOST_TEST(std::fabs(got - exact) <= bound, "column " << k << ": " << got << " vs " << exact);
+  }
+}
+
+// The devices' values against the exact sums; an allreduce's devices hold the same bits.
+void check_point(const Point& p, const std::string& collective, int crossings) {
+  std::vector<std::pair<std::string, HostBuffer>> got = testing::interpreter_values(p.result);
+  int64_t cols = p.data.shape[1];
+  if (collective == "reduce_scatter") {
+    int64_t at = 0;  // the shards side by side: the flat buffer's chunks, each the sum of its rows' columns
+    for (const auto& [dev, v] : got)
+      for (int64_t i = 0; i < v.numel(); ++i, ++at) check_element(p.data, at % cols, v.get(i), crossings);
+    return;
+  }
+  for (const auto& [dev, v] : got) {
+    BOOST_TEST((v.bytes == got[0].second.bytes), dev << ": not the bits of " << got[0].first);
+    for (int64_t k = 0; k < cols; ++k) check_element(p.data, k, v.get(k), crossings);
+  }
+}
+
+}  // namespace
+
+// Every algorithm x collective: ndev 1..5 and 8 x float32/bfloat16 x the data kinds, within the bound (n
+// crossings; the hierarchical forms, a reduction inside the groups and one across, 2n).
+BOOST_DATA_TEST_CASE(every_algorithm_is_within_the_bound, bdata::make(kAlgos) * bdata::make(kCollectives), algo,
+                     collective) {
+  uint32_t seed = 5;
+  for (int ndev : {1, 2, 3, 4, 5, 8}) {
+    if (collective == "reduce_scatter" && ndev == 1) continue;
+    ScopedSettings scope(wire_settings(algo, ndev));
+    int64_t cols = collective == "reduce_scatter" ? 5 * ndev : 2 * ndev + 35;  // uneven allreduce chunks
+    for (DType dtype : {DType::float32, DType::bfloat16})
+      for (const std::string& kind : kKinds) {
+        BOOST_TEST_CONTEXT(algo << " " << collective << " ndev " << ndev << " " << dtype_name(dtype) << " " << kind) {
+          Point p = point_of(collective, wire_data(kind, dtype, ndev, cols, seed++));
+          for (const std::string& a : p.result.schedule().algorithms)  // a fused kernel has no copy to encode
+            BOOST_TEST((a != "oneshot" && a != "twoshot" && a != "ring_fused"), a);
+          check_point(p, collective, algo.starts_with("hierarchical") ? 2 * ndev : ndev);
+        }
+      }
+  }
+}
+
+// The wire has teeth: float32 sums over a bfloat16 wire differ from native ones, and are not the native bits.
+BOOST_AUTO_TEST_CASE(the_wire_rounds) {
+  HostBuffer data = wire_data("random", DType::float32, 4, 64, 3);
+  HostBuffer native_value, wire_value;
+  {
+    ScopedSettings scope(wire_settings("ring", 4, "native"));
+    native_value = testing::interpreter_values(point_of("allreduce", data).result)[0].second;
+  }
+  {
+    ScopedSettings scope(wire_settings("ring", 4));
+    wire_value = testing::interpreter_values(point_of("allreduce", data).result)[0].second;
+  }
+  BOOST_TEST((native_value.bytes != wire_value.bytes));
+}
+
+// The interpreter of the lowered ring computes what core/wire_format.hpp says the wire does: chunk c's running
+// sum starts on device c, crosses (dec(enc(.))) at each hop and is added in float32, and the owner keeps one
+// more crossing of the result; all2all: device c adds the crossed peers' pieces to its own, in device order.
+BOOST_AUTO_TEST_CASE(the_interpreter_computes_the_host_encoding) {
+  const int64_t ndev = 4, cols = 96;  // chunks of 32: allreduce_chunks(96, 4) = 3 x 32, then 0
+  HostBuffer data = wire_data("random", DType::float32, ndev, cols, 21);
+  auto row = [&](int64_t d, int64_t from, int64_t len) {
+    std::vector<float> out;
+    for (int64_t k = from; k < from + len; ++k) out.push_back(static_cast<float>(data.get(d * cols + k)));
+    return out;
+  };
+  for (std::string algo : {"ring", "all2all"}) {
+    ScopedSettings scope(wire_settings(algo, static_cast<int>(ndev)));
+    std::vector<float> want;
+    for (int64_t c = 0, at = 0; c < ndev && at < cols; ++c, at += 32) {
+      std::vector<float> acc = row(algo == "ring" ? c : 0, at, 32);
+      if (algo == "all2all" && c != 0) acc = cross(WireFormat::bfloat16, acc);
+      for (int64_t step = 1; step < ndev; ++step) {
+        int64_t d = algo == "ring" ? (c + step) % ndev : step;
+        std::vector<float> x = row(d, at, 32);
+        if (algo == "ring") acc = cross(WireFormat::bfloat16, acc);
+        if (algo == "all2all" && d != c) x = cross(WireFormat::bfloat16, x);
+        for (size_t k = 0; k < acc.size(); ++k) acc[k] += x[k];
+      }
+      acc = cross(WireFormat::bfloat16, acc);
+      want.insert(want.end(), acc.begin(), acc.end());
+    }
+    Point p = point_of("allreduce", data);
+    for (const auto& [dev, v] : testing::interpreter_values(p.result))
+      for (int64_t k = 0; k < cols; ++k)
+        BOOST_TEST(static_cast<float>(v.get(k)) == want[static_cast<size_t>(k)], algo << " " << dev << " " << k);
+  }
+}
+
+// The wire is part of the program cache's key (AllreduceSettings): the same graph realized native, over the wire
+// and native again runs three programs' values, not the first one cached.
+BOOST_AUTO_TEST_CASE(the_program_cache_tells_the_wire_apart) {
+  HostBuffer data = wire_data("random", DType::float32, 4, 64, 9);
+  auto run = [&](const std::string& wire) {
+    ScopedSettings scope(wire_settings("ring", 4, wire));
+    Point p = point_of("allreduce", data);
+    return p.result.local_host_shards()[0].second.bytes;
+  };
+  auto native = run("native"), wired = run("bfloat16"), again = run("native");
+  BOOST_TEST((native != wired));
+  BOOST_TEST((native == again));
+}
+
+// Refused where it cannot apply: integer dtypes (any wire), an op other than sum (FP8), and FP8 at all until it is
+// lowered; the message names the collective, dtype, op and setting.
+BOOST_AUTO_TEST_CASE(refusals_name_the_collective_dtype_op_and_setting) {
+  auto message = [](const std::string& wire, DType dtype, ReduceOp op) -> std::string {
+    ScopedSettings scope(wire_settings("ring", 4, wire));
+    HostBuffer data(dtype, {4, 8});
+    Tensor x = Tensor::from_host(data).shard(cpu_devices(4), 0);
+    try {
+      x.reduce(op, {0}).realize();
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  std::string m = message("bfloat16", DType::int32, ReduceOp::sum);
+  BOOST_TEST(
+      m.find("allreduce of int32 (sum): allreduce.wire bfloat16 applies to float32 and bfloat16") != std::string::npos,
+      m);
+  m = message("fp8_e4m3", DType::float32, ReduceOp::max);
+  BOOST_TEST(m.find("allreduce of float32 (max): allreduce.wire fp8_e4m3 applies to sum only") != std::string::npos, m);
+  m = message("fp8_e5m2", DType::float32, ReduceOp::sum);
+  BOOST_TEST(m.find("allreduce.wire fp8_e5m2 is not lowered yet") != std::string::npos, m);
+  m = message("bfloat16", DType::float16, ReduceOp::sum);
+  BOOST_TEST(m.find("applies to float32 and bfloat16 only") != std::string::npos, m);
+  BOOST_TEST(message("native", DType::int32, ReduceOp::sum) == "no error");
+  BOOST_TEST(message("bfloat16", DType::float32, ReduceOp::max) == "no error");
+}
+
+// The cpu devices (compiled kernels) give the interpreter's bits: 4 devices, every algorithm and collective,
+// float32 and bfloat16 sums.
+BOOST_DATA_TEST_CASE(runtime_matches_the_interpreter, bdata::make(kAlgos), algo) {
+  ScopedSettings scope(wire_settings(algo, 4));
+  uint32_t seed = 40;
+  for (const std::string& collective : kCollectives)
+    for (DType dtype : {DType::float32, DType::bfloat16}) {
+      BOOST_TEST_CONTEXT(collective << " " << dtype_name(dtype)) {
+        Point p = point_of(collective, wire_data("random", dtype, 4, 20, seed++));
+        std::vector<std::pair<std::string, HostBuffer>> want = testing::interpreter_values(p.result);
+        std::vector<std::pair<std::string, HostBuffer>> got = p.result.local_host_shards();
+        BOOST_TEST_REQUIRE(got.size() == want.size());
+        for (size_t i = 0; i < got.size(); ++i) BOOST_TEST((got[i].second.bytes == want[i].second.bytes), got[i].first);
+      }
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
