@@ -179,6 +179,13 @@ std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOption
   if (rank_info().ranks > 1)
     throw ConfigError("ringrt tune measures the devices of one process; run it without mpirun");
   if (options.rounds < 1) throw ConfigError("ringrt tune: at least one round");
+  // The tuning file is read only without these (rewrite/rules/allreduce.cpp collective_algorithm) and does not
+  // record them: timings of their forms would be followed by runs of the native, rotating forms.
+  if (cfg.settings.deterministic || cfg.settings.wire != "native")
+    throw ConfigError(fmt::format(
+        "ringrt tune measures the native forms, which the tuning file is for: allreduce.deterministic is {} and "
+        "allreduce.wire is {}; tune without them (runs with them do not read the tuning file)",
+        cfg.settings.deterministic ? "true" : "false", cfg.settings.wire));
   std::vector<TunePoint> out;
   std::set<std::tuple<Collective, int64_t, int64_t>> seen;  // a size given twice is measured once
   for (Collective collective : collectives)

@@ -174,6 +174,11 @@ BOOST_AUTO_TEST_CASE(bad_requests_fail_first) {
   r = run_cli({"tune", "configs/default.yaml", "--set", "devices.count=1", "--out", (dir.path() / "t.yaml").string()});
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find("a choice needs at least 2") != std::string::npos, r.err);
+  for (const char* set : {"allreduce.deterministic=true", "allreduce.wire=bfloat16"}) {
+    r = run_cli({"tune", "configs/default.yaml", "--set", set, "--out", (dir.path() / "t.yaml").string()});
+    BOOST_TEST(r.status == 2, set);
+    BOOST_TEST(r.err.find("ringrt tune measures the native forms") != std::string::npos, r.err);
+  }
   r = run_cli({"tune", "configs/default.yaml", "--set", "allreduce.tuning=off"});
   BOOST_TEST(r.status == 2);
   BOOST_TEST(r.err.find("nowhere to write") != std::string::npos, r.err);
