@@ -12,9 +12,8 @@ WireFormat wire_for(Collective collective, DType dtype, Ops op, const AllreduceS
   WireFormat w = parse_wire_format(s.wire);
   if (w == WireFormat::native) return w;
   auto refuse = [&](std::string_view why) {  // the op as experiment.op names it
-    std::string_view name = op == Ops::ADD ? "sum" : op == Ops::MUL ? "prod" : op == Ops::MAX ? "max" : "min";
     return ConfigError(fmt::format("{} of {} ({}): allreduce.wire {} {}", collective_name(collective),
-                                   dtype_name(dtype), name, s.wire, why));
+                                   dtype_name(dtype), reduce_op_name(reduce_op_of(op)), s.wire, why));
   };
   if (dtype != DType::float32 && dtype != DType::bfloat16)
     throw refuse("applies to float32 and bfloat16 only; set allreduce.wire: native");

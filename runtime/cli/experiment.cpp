@@ -191,9 +191,7 @@ int64_t check_result(const ExperimentConfig& cfg, const Tensor& result, const Re
 }
 
 bool wire_applies(const ExperimentConfig& cfg, Collective collective) {
-  return cfg.settings.wire != "native" &&
-         (collective == Collective::allreduce || collective == Collective::reduce_scatter ||
-          collective == Collective::reduce);
+  return cfg.settings.wire != "native" && collective_reduces(collective);
 }
 
 double bus_bytes(const ExperimentConfig& cfg, Collective collective, int64_t count) {
