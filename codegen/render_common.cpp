@@ -1,7 +1,7 @@
 // Statement rendering shared by render_cpp.cpp and render_hip.cpp (see render.hpp).
 //
 // Every value lives in its dtype's storage type. An op decodes its operands to a compute type, F32
-// (float32, float16, bfloat16: float), F64 (float64: double) or I64 (integers and bool: long long,
+// (float32, float16, bfloat16, the wire's fp8: float), F64 (float64: double) or I64 (integers and bool: long long,
 // bool as x != 0), computes as rewrite/interpreter.cpp's alu_float/alu_int do, and encodes the result
 // in the output dtype (16-bit floats round to nearest even, integers wrap through the unsigned type
 // of their width). Float32 + - * / sqrt are exact in float (the interpreter's double result rounds
@@ -35,6 +35,8 @@ Kind kind_of(DType d) {
 std::string decode(const std::string& v, DType d, Kind k) {
   std::string e = d == DType::float16    ? fmt::format("rt_h2f({})", v)
                   : d == DType::bfloat16 ? fmt::format("rt_bf2f({})", v)
+                  : d == DType::fp8e4m3  ? fmt::format("rt_e4m32f({})", v)
+                  : d == DType::fp8e5m2  ? fmt::format("rt_e5m22f({})", v)
                   : d == DType::bool_    ? fmt::format("(long long)({} != 0)", v)
                   : is_float(d)          ? v
                                          : fmt::format("(long long){}", v);
@@ -69,6 +71,8 @@ std::string encode(const std::string& e, Kind k, DType d) {
     return k == Kind::F32 ? e : k == Kind::F64 ? fmt::format("(float)({})", e) : fmt::format("(float)(double)({})", e);
   if (d == DType::float16) return fmt::format("rt_f2h({})", encode(e, k, DType::float32));
   if (d == DType::bfloat16) return fmt::format("rt_f2bf({})", encode(e, k, DType::float32));
+  if (d == DType::fp8e4m3) return fmt::format("rt_f2e4m3({})", encode(e, k, DType::float32));
+  if (d == DType::fp8e5m2) return fmt::format("rt_f2e5m2({})", encode(e, k, DType::float32));
   if (d == DType::float64) return k == Kind::F64 ? e : fmt::format("(double)({})", e);
   if (d == DType::bool_ || k == Kind::I64) return narrow(e, d);
   return narrow(fmt::format("rt_d2i({})", k == Kind::F32 ? fmt::format("(double)({})", e) : e), d);
@@ -174,6 +178,9 @@ std::string literal(uint64_t bits, DType d) {
       return fmt::format("(long long)0x{:016x}ull", bits);
     case DType::int8:
       return fmt::format("(signed char)(unsigned char)0x{:02x}", bits & 0xff);
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
+      return fmt::format("(unsigned char)0x{:02x}", bits & 0xff);
     case DType::int16:
       return fmt::format("(short)(unsigned short)0x{:04x}", bits & 0xffff);
     case DType::uint32:
@@ -312,6 +319,8 @@ std::string c_type(DType dtype) {
       return "unsigned int";
     case DType::uint8:
     case DType::bool_:
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
       return "unsigned char";
     default:
       throw InternalError(fmt::format("render: no storage type for {}", dtype_name(dtype)));

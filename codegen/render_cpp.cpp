@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+#include <regex>
+
 #include "codegen/render.hpp"
 #include "codegen/render_common.hpp"
 
@@ -138,6 +141,34 @@ std::string stream_entry(const Kernel& k, const std::vector<cstyle::GidRange>& r
   return src + "  RINGRT_STREAM_FENCE();\n}\n#endif\n";
 }
 
+// The one divisor K of every `(gid / K)` in a rendered body: an input read through a view that expands a
+// per-block value over K consecutive elements (the compressed wire's block scales, a row's bias). g++
+// vectorizes no loop with such a read (it cannot gather it), so blocked_loop hoists it. nullopt when
+// there is none or several.
+std::optional<int64_t> block_divisor(const std::string& body) {
+  static const std::regex kBlock(R"(\(gid / ([0-9]+)\))");
+  std::optional<int64_t> k;
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), kBlock); it != std::sregex_iterator(); ++it) {
+    int64_t d = std::stoll((*it)[1].str());
+    if (k && *k != d) return std::nullopt;
+    k = d;
+  }
+  if (k && *k < 8) return std::nullopt;  // too short a run to pay for its loop
+  return k;
+}
+
+// [begin, end) block by block: gid / K is the block's number (gid >= 0, so truncation is the floor),
+// and the inner loop over the block's elements vectorizes.
+std::string blocked_loop(std::string body, int64_t k, const char* ivdep) {
+  body = std::regex_replace(body, std::regex(fmt::format(R"(\(gid / {}\))", k)), "gblock");
+  return fmt::format(
+      "  for (long long from = begin; from < end;) {{\n"
+      "    const long long gblock = from / {0}, stop = (gblock + 1) * {0} < end ? (gblock + 1) * {0} : end;\n"
+      "{1}    for (long long gid = from; gid < stop; ++gid) {{\n{2}    }}\n"
+      "    from = stop;\n  }}\n",
+      k, ivdep, body);
+}
+
 }  // namespace
 
 std::string render_cpp(std::span<const Kernel> kernels) {
@@ -160,6 +191,13 @@ std::string render_cpp(std::span<const Kernel> kernels) {
     // With peer outputs, g++ would need more run-time alias checks than it makes (a scalar loop): ivdep
     // asserts what the executor checks, that no output overlaps an input (binding.cpp add_peer_outputs).
     const char* ivdep = k.peer_outputs > 0 ? "#pragma GCC ivdep\n" : "";
+    std::string body = ranges.empty() ? cstyle::render_body(k, kCpu, 3) : "";
+    std::optional<int64_t> block = ranges.empty() ? block_divisor(body) : std::nullopt;
+    if (block) {
+      src += blocked_loop(body, *block, ivdep);
+      src += "}\n";
+      continue;  // no streaming entry: its lines would cut the blocks
+    }
     if (ranges.empty()) {
       src += ivdep;
       src += "  for (long long gid = begin; gid < end; ++gid) {\n";

@@ -49,6 +49,41 @@ RT_FN unsigned short rt_f2bf(float f) {
   unsigned rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16, nan = (x >> 16) | 0x40u;
   return (unsigned short)rt_sel((unsigned)((x & 0x7fffffffu) > 0x7f800000u), nan, rounded);
 }
+// The compressed wire's 8-bit floats (core/wire_format.cpp encode_fp8/decode_fp8, bit for bit): round to
+// nearest even on the format's grid, subnormals kept, |f| above max saturates, NaN -> S.1111.111 (both),
+// Inf -> S.11111.00 (E5M2) or NaN (E4M3: no Inf). The grid's step in |f|'s binade is 2^qe; adding and
+// taking off 2^(qe+23) rounds |f| to it (float32's ulp there is 2^qe), as rt_f2h does for subnormals. As
+// above, every candidate is computed and one selected, so loops over them vectorize.
+RT_FN unsigned char rt_f2fp8(float f, int mb, int bias, float maxv, unsigned inf_code) {
+  unsigned x = rt_fbits(f), sign = (x >> 24) & 0x80u, ax = x & 0x7fffffffu;
+  float a = rt_bitsf(ax);
+  a = a < maxv ? a : maxv;  // saturation; NaN and Inf become maxv here and are replaced below
+  int emin = 1 - bias, e = (int)(rt_fbits(a) >> 23) - 127;
+  int qe = (e > emin ? e : emin) - mb;
+  float c = rt_bitsf((unsigned)(qe + 23 + 127) << 23);
+  float r = (a + c) - c;
+  unsigned rb = rt_fbits(r);
+  int re = (int)(rb >> 23) - 127;
+  unsigned sub = (unsigned)(r * rt_bitsf((unsigned)(mb - emin + 127) << 23));  // units of the smallest subnormal
+  unsigned norm = ((unsigned)(re + bias) << mb) | ((rb >> (23 - mb)) & ((1u << mb) - 1u));
+  unsigned code = rt_sel((unsigned)(re < emin), sub, norm);
+  code = rt_sel((unsigned)(ax > 0x7f800000u), 0x7fu, code);
+  code = rt_sel((unsigned)(ax == 0x7f800000u), inf_code, code);
+  return (unsigned char)(sign | code);
+}
+RT_FN float rt_fp82f(unsigned char c, int mb, int bias, int has_inf) {
+  unsigned u = c, sign = (u & 0x80u) << 24, e = (u & 0x7fu) >> mb, m = u & ((1u << mb) - 1u), etop = 0x7fu >> mb;
+  unsigned norm = ((e + 127u - (unsigned)bias) << 23) | (m << (23 - mb));
+  unsigned sub = rt_fbits((float)m * rt_bitsf((unsigned)(1 - bias - mb + 127) << 23));
+  unsigned v = rt_sel((unsigned)(e == 0u), sub, norm);
+  unsigned special = has_inf ? (unsigned)(e == etop) : (unsigned)((e == etop) & (m == (1u << mb) - 1u));
+  v = rt_sel(special, (has_inf && m == 0u) ? 0x7f800000u : 0x7fc00000u, v);
+  return rt_bitsf(sign | v);
+}
+RT_FN unsigned char rt_f2e4m3(float f) { return rt_f2fp8(f, 3, 7, 448.0f, 0x7fu); }
+RT_FN unsigned char rt_f2e5m2(float f) { return rt_f2fp8(f, 2, 15, 57344.0f, 0x7cu); }
+RT_FN float rt_e4m32f(unsigned char c) { return rt_fp82f(c, 3, 7, 0); }
+RT_FN float rt_e5m22f(unsigned char c) { return rt_fp82f(c, 2, 15, 1); }
 RT_FN long long rt_idiv(long long a, long long b) {
   return (b == 0 || (b == -1 && a == (-9223372036854775807LL - 1))) ? 0LL : a / b;
 }

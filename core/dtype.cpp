@@ -18,7 +18,7 @@ struct DTypeInfo {
 };
 
 // In enum order.
-constexpr std::array<DTypeInfo, 12> kInfo{{
+constexpr std::array<DTypeInfo, 14> kInfo{{
     {"float32", 4, true, false, 9},
     {"float16", 2, true, false, 7},
     {"bfloat16", 2, true, false, 8},
@@ -31,6 +31,8 @@ constexpr std::array<DTypeInfo, 12> kInfo{{
     {"void", 0, false, false, -1},
     {"int16", 2, false, false, 3},
     {"uint32", 4, false, true, 5},
+    {"fp8e4m3", 1, true, false, 6},  // below float32, above no public type
+    {"fp8e5m2", 1, true, false, 6},
 }};
 
 // The types each type promotes to, itself included (the upward closure of tinygrad's promo_lattice
@@ -66,6 +68,9 @@ uint32_t ancestors(DType d) {
       return bit({DType::float32, DType::float64});
     case DType::float64:
       return bit({DType::float64});
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
+      return bit({d}) | bit({DType::float32, DType::float64});
     default:
       throw InternalError("cannot promote void");
   }
@@ -79,6 +84,7 @@ std::string_view dtype_name(DType dtype) { return info(dtype).name; }
 int itemsize(DType dtype) { return info(dtype).itemsize; }
 bool is_float(DType dtype) { return info(dtype).is_float; }
 bool is_unsigned(DType dtype) { return info(dtype).is_unsigned; }
+bool is_internal(DType dtype) { return dtype == DType::void_ || dtype == DType::fp8e4m3 || dtype == DType::fp8e5m2; }
 
 DType promote(DType a, DType b) {
   if (a == b) return a;
@@ -131,7 +137,7 @@ int64_t int_max(DType dtype) {
 
 DType parse_dtype(std::string_view name) {
   for (size_t i = 0; i < kInfo.size(); ++i)
-    if (kInfo[i].name == name && static_cast<DType>(i) != DType::void_) return static_cast<DType>(i);
+    if (kInfo[i].name == name && !is_internal(static_cast<DType>(i))) return static_cast<DType>(i);
   struct Alias {
     std::string_view name;
     DType dtype;
@@ -147,11 +153,14 @@ DType parse_dtype(std::string_view name) {
       "' (expected float32, float16, bfloat16, float64, int32, int64, int16, int8, uint32, uint8 or bool)");
 }
 
-void check_dtype(DType dtype, std::string_view where, bool allow_void) {
+void check_dtype(DType dtype, std::string_view where, bool ir) {
   auto i = static_cast<size_t>(dtype);
-  if (i >= kInfo.size() || (dtype == DType::void_ && !allow_void))
-    throw ShapeError(fmt::format("{}: {} is not an element type", where,
-                                 i < kInfo.size() ? std::string(kInfo[i].name) : "dtype " + std::to_string(i)));
+  if (i >= kInfo.size() || (!ir && is_internal(dtype)))
+    throw ShapeError(fmt::format("{}: {} is not an element type{}", where,
+                                 i < kInfo.size() ? std::string(kInfo[i].name) : "dtype " + std::to_string(i),
+                                 i < kInfo.size() && dtype != DType::void_
+                                     ? " (it is internal: the compressed wire's element code, allreduce.wire)"
+                                     : ""));
 }
 
 std::ostream& operator<<(std::ostream& os, DType dtype) { return os << dtype_name(dtype); }

@@ -9,8 +9,11 @@
 
 namespace ringrt {
 
-// The public element types (README.md "The C++ API"); void_ is internal (STORE, SINK). Types added
-// later come after void_, so the values of the others (hashed into UOps and kernel names) never change.
+// The public element types (README.md "The C++ API"); void_ is internal (STORE, SINK), and so are the two
+// 8-bit floats, the element codes of the compressed wire (allreduce.wire, docs/compressed-wire.md): OCP FP8
+// E4M3 (bias 7, max 448, no Inf) and E5M2 (bias 15, max 57344, IEEE Inf/NaN), tinygrad's fp8e4m3 and
+// fp8e5m2. Types added later come after void_, so the values of the others (hashed into UOps and kernel
+// names) never change.
 enum class DType : uint8_t {
   float32,
   float16,
@@ -23,7 +26,9 @@ enum class DType : uint8_t {
   bool_,
   void_,
   int16,
-  uint32
+  uint32,
+  fp8e4m3,
+  fp8e5m2
 };
 
 std::string_view dtype_name(DType dtype);  // "float32", ..., "bool", "void"
@@ -34,15 +39,21 @@ bool is_unsigned(DType dtype);  // uint8, uint32 and bool
 // promo_lattice, least_upper_dtype; numpy agrees on the integers): bool < int8 < int16 < int32 < int64,
 // bool < uint8 < int16, uint8 < uint32 < int64, int64 < float16, bfloat16 < float32 < float64; so
 // int8+uint8 -> int16, int32+uint32 -> int64, float16+bfloat16 -> float32. (tinygrad's uint16, uint64
-// and fp8 are steps of its lattice ringrt lacks; no pair of ringrt types meets at one of them.)
+// are steps of its lattice ringrt lacks; no pair of ringrt types meets at one of them.) The internal fp8
+// types sit below float32 alone: tinygrad puts them below float16 and bfloat16, which gives a pair of them
+// two least upper bounds (promotion would not be associative); they only ever meet a CAST.
 DType promote(DType a, DType b);
 // The range of an integer or bool dtype, inclusive (bool: 0..1); throws InternalError for floats and void.
 int64_t int_min(DType dtype);
 int64_t int_max(DType dtype);
-// Parses a dtype name ("float32", "half", "bf16", "int", ...); throws ConfigError on anything else.
+// Parses a public dtype name ("float32", "half", "bf16", "int", ...); throws ConfigError on anything else
+// (the internal void and fp8 types included).
 DType parse_dtype(std::string_view name);
-// Throws ShapeError naming `where` unless dtype is an element type (void_ only when allow_void).
-void check_dtype(DType dtype, std::string_view where, bool allow_void = false);
+// Throws ShapeError naming `where` unless dtype is a public element type; `ir`: the IR's check, which also
+// admits the internal types (void_, fp8e4m3, fp8e5m2).
+void check_dtype(DType dtype, std::string_view where, bool ir = false);
+// Whether dtype is internal to the IR (void_ and the wire's fp8 types): no tensor, YAML or CLI takes it.
+bool is_internal(DType dtype);
 std::ostream& operator<<(std::ostream& os, DType dtype);  // the name
 
 // IEEE binary16 and bfloat16, round to nearest even (NaN stays NaN), as GPUs store them.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/errors.hpp"
+#include "core/wire_format.hpp"
 
 namespace ringrt {
 
@@ -33,6 +34,10 @@ double HostBuffer::get(int64_t i) const {
       return bfloat16_to_float(load<uint16_t>(bytes, i));
     case DType::float64:
       return load<double>(bytes, i);
+    case DType::fp8e4m3:
+      return decode_element(WireFormat::fp8_e4m3, load<uint8_t>(bytes, i));
+    case DType::fp8e5m2:
+      return decode_element(WireFormat::fp8_e5m2, load<uint8_t>(bytes, i));
     default:
       return static_cast<double>(get_int(i));
   }
@@ -71,6 +76,10 @@ void HostBuffer::set(int64_t i, double v) {
       return put<uint16_t>(bytes, i, float_to_bfloat16(static_cast<float>(v)));
     case DType::float64:
       return put<double>(bytes, i, v);
+    case DType::fp8e4m3:  // from the float32 value, as a kernel's CAST of a float32 does
+      return put<uint8_t>(bytes, i, static_cast<uint8_t>(encode_element(WireFormat::fp8_e4m3, static_cast<float>(v))));
+    case DType::fp8e5m2:
+      return put<uint8_t>(bytes, i, static_cast<uint8_t>(encode_element(WireFormat::fp8_e5m2, static_cast<float>(v))));
     case DType::bool_:
       return set_int(i, v != 0.0);
     case DType::void_:

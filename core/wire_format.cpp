@@ -88,17 +88,24 @@ float decode_element(WireFormat w, uint16_t code) {
   return static_cast<float>(decode_fp8(element_format(w), code));
 }
 
+int wire_min_scale_exponent(WireFormat w) {
+  if (w == WireFormat::bfloat16 || w == WireFormat::native) return 0;
+  ElementFormat f = element_format(w);
+  return -134 + f.bias + f.mantissa_bits;  // the smallest subnormal times 2^k at least 2^-133
+}
+
 int block_scale_exponent(WireFormat w, std::span<const float> block) {
   if (w == WireFormat::bfloat16 || w == WireFormat::native) return 0;
   double amax = 0;
   for (float x : block)
     if (std::isfinite(x)) amax = std::max(amax, std::fabs(static_cast<double>(x)));
-  if (amax == 0) return 0;
+  int kmin = wire_min_scale_exponent(w);
+  if (amax == 0) return kmin;
   double max = element_format(w).max;
   int k = static_cast<int>(std::ceil(std::log2(amax / max)));
   while (amax > std::ldexp(max, k)) ++k;  // the smallest k with amax <= max 2^k, exactly
   while (amax <= std::ldexp(max, k - 1)) --k;
-  return std::clamp(k, -127, 127);
+  return std::clamp(k, kmin, 127);
 }
 
 WireBlock encode_block(WireFormat w, std::span<const float> block) {

@@ -37,8 +37,14 @@ ElementFormat element_format(WireFormat w);  // throws InternalError for native
 uint16_t encode_element(WireFormat w, float x);
 float decode_element(WireFormat w, uint16_t code);
 
+// The smallest block scale exponent: FP8 -124 (E4M3) and -117 (E5M2), where the format's smallest
+// subnormal times the scale is 2^-133, bfloat16's smallest subnormal. So every decoded value is a multiple
+// of 2^-133: exact in float32 and in bfloat16, and dec(enc(.)) is idempotent (a decoded value crosses again
+// exactly). 0 for bfloat16 and native.
+int wire_min_scale_exponent(WireFormat w);
 // The E8M0 scale exponent of a block: the smallest power of two 2^k with amax / 2^k <= max (amax the
-// largest finite |x|; 0 when there is none or amax is 0), k clamped to [-127, 127]; bfloat16: always 0.
+// largest finite |x| of the block), k clamped to [wire_min_scale_exponent, 127] (a block with no finite
+// non-zero element: the minimum); bfloat16: always 0.
 int block_scale_exponent(WireFormat w, std::span<const float> block);
 
 // One block of up to 32 elements on the wire: the scale byte (E8M0: k + 127) and the element codes.

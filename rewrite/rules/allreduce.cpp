@@ -151,7 +151,7 @@ UOp naive_wire_allreduce(const Allreduce& a) {
     for (int64_t j = 0; j < a.ndev; ++j)
       if (j != i) stores.push_back(scratch.mselect(j).store(a.send(buf.mselect(i).reshape({a.numel}), j)));
     UOp mine = broadcast_to(dnum.eq(const_uop(DType::int32, static_cast<double>(i), &buf.graph())), a.shape);
-    UOp own = a.dtype == wire_dtype(a.wire) ? a.acc(buf) : wire_round(a.wire, buf);
+    UOp own = on_the_wire(a.wire, a.dtype) ? a.acc(buf) : wire_round(a.wire, buf);
     terms.push_back(mine.where(own, scratch.after(stores).reshape(a.shape)));
   }
   return fold(a.op, terms).cast(a.dtype);
@@ -223,9 +223,10 @@ UOp settled_copy(const UOp& x, const DeviceSpec& device, const Arg& arg) {
 std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
   UOp flat = a.buf.reshape({a.numel});
   std::vector<ReducedChunk> out(a.chunks.size());
-  // on a wire each device's buffer is encoded once (one kernel per device, not one per piece sent)
-  bool encode = a.wired() && a.dtype != wire_dtype(a.wire);
-  UOp sent = encode ? flat.cast(wire_dtype(a.wire)).contiguous() : flat;
+  // on the bfloat16 wire each device's buffer is encoded once (one kernel per device, not one per piece
+  // sent); FP8 encodes each piece (its blocks start at the piece's start)
+  bool encode = a.wire == WireFormat::bfloat16 && a.dtype != DType::bfloat16;
+  UOp sent = encode ? flat.cast(DType::bfloat16).contiguous() : flat;
   for (int64_t i = 0; i < a.ndev; ++i) {
     size_t c = static_cast<size_t>(i);
     if (a.empty(c)) continue;
@@ -287,7 +288,7 @@ UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& r
   UOp out = into ? *into : new_buffer(a.device, a.numel, a.dtype, &a.buf.graph());
   std::vector<UOp> stores;
   // on a wire other than the dtype, a copy crosses encoded; the value is dec(enc(.)) already, so exactly
-  bool encode = a.wired() && a.dtype != wire_dtype(a.wire);
+  bool encode = a.wired() && !on_the_wire(a.wire, a.dtype);
   auto gather = [&](const UOp& x, int64_t d) {
     return encode ? wire_copy(a.wire, x, a.to(d)).cast(a.dtype) : x.copy_to_device(a.to(d));
   };

@@ -3,8 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 #include "core/errors.hpp"
 #include "rewrite/rules/allreduce_blocks.hpp"
+#include "rewrite/rules/multi.hpp"
 
 namespace ringrt {
 
@@ -20,34 +24,104 @@ WireFormat wire_for(Collective collective, DType dtype, Ops op, const AllreduceS
   if (w != WireFormat::bfloat16 && op != Ops::ADD)
     throw refuse(
         "applies to sum only (a block's shared scale bounds a sum's error, not a product's); use bfloat16 or native");
-  if (w != WireFormat::bfloat16)
-    throw refuse(
-        "is not lowered yet (docs/compressed-wire.md: the FP8 wire needs 8-bit float IR); use bfloat16 or native");
   return w;
 }
 
-DType wire_dtype(WireFormat w) {
-  if (w == WireFormat::bfloat16) return DType::bfloat16;
-  throw InternalError(fmt::format("wire_dtype: no IR dtype for the {} wire", wire_format_name(w)));
+bool on_the_wire(WireFormat w, DType dtype) { return w == WireFormat::bfloat16 && dtype == DType::bfloat16; }
+
+namespace {
+
+// ---- FP8: codes and one E8M0 scale byte per block of 32 (core/wire_format.hpp, the same arithmetic) ----
+
+struct Encoded {
+  UOp codes;   // (n) fp8e4m3 or fp8e5m2: x / 2^k rounded to the format
+  UOp scales;  // (ceil(n / 32)) uint8: k + 127
+};
+
+DType fp8_dtype(WireFormat w) { return w == WireFormat::fp8_e4m3 ? DType::fp8e4m3 : DType::fp8e5m2; }
+
+// A constant of `dtype` in the shape of `like` (on no device, as const_like makes them).
+UOp constant(DType dtype, double value, const UOp& like) {
+  UOp c = const_uop(dtype, value, &like.graph());
+  return like.shape().empty() ? c : c.reshape(Shape(like.shape().size(), 1)).expand(like.shape());
 }
+
+// A per-block value (nb) as a per-element one (n): block b's value at elements 32b .. 32b+31.
+UOp per_element(const UOp& blocks, int64_t n) {
+  int64_t nb = blocks.shape().at(0);
+  return blocks.reshape({nb, 1}).expand({nb, kWireBlock}).reshape({nb * kWireBlock}).shrink(spans({{0, n}}));
+}
+
+// The scale 2^k of each block from its byte k + 127: the float32 whose exponent field is the byte.
+UOp scale_of(const UOp& bytes) {
+  UOp wide = bytes.cast(DType::int32);
+  return (wide * constant(DType::int32, 0x1p23, wide)).bitcast(DType::float32);
+}
+
+// The block scale exponent of core/wire_format.cpp block_scale_exponent: amax = 1.f x 2^E (the largest
+// finite |x| of the block), max = 1.m x 2^emax; the smallest k with amax <= max 2^k is E - emax, or one
+// more when f > m; clamped below at wire_min_scale_exponent.
+UOp scale_bytes(WireFormat w, const UOp& x, int64_t n) {
+  ElementFormat f = element_format(w);
+  int emax = std::ilogb(f.max);
+  double frac_max = (f.max / std::ldexp(1.0, emax) - 1) * 0x1p23;
+  // |x|'s bits, which order finite magnitudes as the values do (an integer max, associative: it vectorizes);
+  // NaN and Inf (bits >= 0x7f800000) count as 0
+  UOp bits = x.bitcast(DType::int32).alu(Ops::AND, {constant(DType::int32, 0x7fffffff, x)});
+  UOp finite = bits.alu(Ops::CMPLT, {constant(DType::int32, 0x7f800000, bits)});
+  bits = finite.where(bits, constant(DType::int32, 0, bits));
+  int64_t nb = (n + kWireBlock - 1) / kWireBlock;
+  bits = bits.pad(spans({{0, nb * kWireBlock - n}})).reshape({nb, kWireBlock}).r(Ops::MAX, {1}).reshape({nb});
+  UOp exponent = bits.alu(Ops::IDIV, {constant(DType::int32, 0x1p23, bits)});
+  UOp frac = bits.alu(Ops::SUB, {exponent * constant(DType::int32, 0x1p23, bits)});
+  UOp over = constant(DType::int32, frac_max, frac).alu(Ops::CMPLT, {frac});
+  UOp k = exponent + over.where(constant(DType::int32, -126 - emax, frac), constant(DType::int32, -127 - emax, frac));
+  k = k.alu(Ops::MAX, {constant(DType::int32, wire_min_scale_exponent(w), k)});
+  // a buffer of its own: read through an expand, the block reduce would be fused into every element's kernel
+  return (k + constant(DType::int32, 127, k)).cast(DType::uint8).contiguous();
+}
+
+Encoded encode_fp8(WireFormat w, const UOp& x) {
+  int64_t n = x.shape().at(0);
+  UOp scales = scale_bytes(w, x, n);
+  // x / 2^k is exact (a power of two) wherever it matters: a quotient below float32's normal range rounds
+  // to a signed zero in FP8 either way
+  return {x.alu(Ops::FDIV, {per_element(scale_of(scales), n)}).cast(fp8_dtype(w)), scales};
+}
+
+UOp decode_fp8(const Encoded& e) {  // exact: every product is a multiple of 2^-133 below float32's max
+  return e.codes.cast(DType::float32) * per_element(scale_of(e.scales), e.codes.shape().at(0));
+}
+
+UOp flat_float32(const UOp& x) {
+  UOp f = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
+  return f.reshape({prod(x.shape())});
+}
+
+}  // namespace
 
 UOp wire_copy(WireFormat w, const UOp& x, const DeviceSpec& device, const Arg& arg) {
   UOp one = x;  // the source device's value encoded there, not every device's
   if (x.device().tuple()) one = settled_mselect(x, std::holds_alternative<int64_t>(arg) ? std::get<int64_t>(arg) : 0);
-  return settled_copy(one.cast(wire_dtype(w)), device).cast(DType::float32);
+  if (w == WireFormat::bfloat16) return settled_copy(one.cast(DType::bfloat16), device).cast(DType::float32);
+  Encoded e = encode_fp8(w, flat_float32(one));
+  return decode_fp8({settled_copy(e.codes, device), settled_copy(e.scales, device)}).reshape(x.shape());
+}
+
+UOp wire_round(WireFormat w, const UOp& x) {
+  if (w == WireFormat::bfloat16) return x.cast(DType::bfloat16).cast(DType::float32);
+  return decode_fp8(encode_fp8(w, flat_float32(x))).reshape(x.shape());
 }
 
 UOp Allreduce::send(const UOp& x, int64_t d, const Arg& arg) const {
   if (!wired()) return settled_copy(x, to(d), arg);
-  if (x.dtype() == wire_dtype(wire)) return settled_copy(x, to(d), arg).cast(DType::float32);  // already encoded
+  if (on_the_wire(wire, x.dtype())) return settled_copy(x, to(d), arg).cast(DType::float32);  // already encoded
   return wire_copy(wire, x, to(d), arg);
 }
 
 UOp Allreduce::finish(const UOp& value) const {
   if (!wired()) return value;
-  return dtype == wire_dtype(wire) ? value.cast(dtype) : wire_round(wire, value).cast(dtype);
+  return on_the_wire(wire, dtype) ? value.cast(dtype) : wire_round(wire, value).cast(dtype);
 }
-
-UOp wire_round(WireFormat w, const UOp& x) { return x.cast(wire_dtype(w)).cast(DType::float32); }
 
 }  // namespace ringrt

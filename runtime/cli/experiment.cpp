@@ -73,8 +73,9 @@ void widen_for_wire(const ExperimentConfig& cfg, Collective collective, int64_t 
   double scale_max = w == WireFormat::bfloat16 ? 1.0 : 2 * largest / element_format(w).max;
   for (int64_t k = 0; k < len; ++k) {
     auto i = static_cast<size_t>(k);
-    double bound = sum_error_bound(w, crossings, abs_sum[i], std::max(scale_max, 0x1p-127)) +
-                   epsilon(cfg.dtype) / 2 * std::abs(ref.value[i]);
+    double bound =
+        sum_error_bound(w, crossings, abs_sum[i], std::max(scale_max, std::ldexp(1.0, wire_min_scale_exponent(w)))) +
+        epsilon(cfg.dtype) / 2 * std::abs(ref.value[i]);
     ref.tolerance[i] = std::max(ref.tolerance[i], bound);
   }
   ref.bitwise = false;

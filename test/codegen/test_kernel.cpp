@@ -5,6 +5,7 @@
 #include <bit>
 #include <boost/test/unit_test.hpp>
 #include <climits>
+#include <random>
 
 #include "codegen/kernel.hpp"
 #include "codegen/render.hpp"
@@ -190,6 +191,51 @@ BOOST_AUTO_TEST_CASE(float16_and_bfloat16_bit_patterns) {
     in.add(hr.alu(op, {hc}), fmt::format("float16 {}", op_name(op)));
   in.add(b.reshape({256, 256}).alu(Ops::SUB, {b.reshape({256, 256}).permute({1, 0})}), "bfloat16 SUB");
   in.add(b.alu(Ops::MUL, {b.const_like(0.1)}), "bfloat16 * 0.1");
+  in.check();
+}
+
+// The compressed wire's 8-bit floats (render_prelude.cpp rt_f2fp8 / rt_fp82f against core/wire_format.cpp's
+// encode_fp8 / decode_fp8, which the interpreter's CAST uses): every code decoded, and float32 bits encoded:
+// random patterns, every 97th pattern over the range where the codes' subnormals, normals and saturation lie
+// (2^-20 .. 2^17), and the edge values (NaN, Inf, +-0, each format's max and the midpoints around it).
+BOOST_AUTO_TEST_CASE(fp8_bit_patterns) {
+  Inputs in;
+  HostBuffer codes(DType::uint8, {256});
+  for (int64_t i = 0; i < 256; ++i) codes.set_int(i, i);
+  HostBuffer bits(DType::int32, {60000});
+  std::mt19937_64 rng(5);
+  for (int64_t i = 0; i < 20000; ++i) bits.set_int(i, static_cast<int64_t>(rng()));
+  for (int64_t i = 20000; i < bits.numel(); ++i) {  // 0x35800000 = 2^-20 .. 0x47800000 = 2^16, both signs
+    auto b = static_cast<uint32_t>(0x35800000 + (i - 20000) / 2 * 7549);
+    bits.set_int(i, static_cast<int32_t>((i % 2) ? (b | 0x80000000u) : b));
+  }
+  HostBuffer edge = HostBuffer::from_vector<double>(
+      {NAN,   -NAN,  INFINITY, -INFINITY, 0.0,     -0.0,   448,      464,     465,     480,       -464,
+       57344, 61440, 61441,    1e30,      0x1p-10, 0x1p-9, 0x1.8p-9, 0x1p-17, 0x1p-16, 0x1.8p-16, 0x1p-130},
+      DType::float32, {22});
+  UOp c = in.buffer(codes), f = in.buffer(bits).bitcast(DType::float32), e = in.buffer(edge);
+  for (DType t : {DType::fp8e4m3, DType::fp8e5m2}) {
+    in.add(c.bitcast(t).cast(DType::float32), fmt::format("every {} code -> float32", dtype_name(t)));
+    in.add(f.cast(t).bitcast(DType::uint8), fmt::format("float32 bits -> {}", dtype_name(t)));
+    in.add(e.cast(t).bitcast(DType::uint8), fmt::format("float32 edge values -> {}", dtype_name(t)));
+  }
+  in.check();
+}
+
+// A read through a view that expands a per-block value over K elements (the wire's block scales, gid / 32)
+// runs block by block, gid / K hoisted (render_cpp.cpp blocked_loop), with the interpreter's values; a range
+// that does not start or end on a block edge included (the kernel is run over chunks of the range).
+BOOST_AUTO_TEST_CASE(reads_of_expanded_blocks_run_block_by_block) {
+  Inputs in;
+  HostBuffer scales(DType::float32, {37}), x(DType::float32, {37 * 32});
+  for (int64_t i = 0; i < scales.numel(); ++i) scales.set(i, 1.0 + static_cast<double>(i));
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(i % 101) - 50.0);
+  UOp s = in.buffer(scales), v = in.buffer(x);
+  UOp per_element = s.reshape({37, 1}).expand({37, 32}).reshape({37 * 32});
+  UOp scaled = v.alu(Ops::FDIV, {per_element});
+  BOOST_TEST(render_cpp(lower_kernel(scaled)).find("gblock") != std::string::npos);
+  in.add(scaled, "x / the block's scale");
+  in.add(scaled.shrink(spans({{5, 37 * 32 - 7}})), "a range cut mid-block");
   in.check();
 }
 

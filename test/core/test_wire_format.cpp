@@ -225,13 +225,16 @@ BOOST_AUTO_TEST_CASE(block_scale_is_the_smallest_power_of_two_that_fits) {
       if (amax == 0 || !std::isfinite(amax)) continue;
       std::vector<float> block{amax / 3, -amax, 0.0f};
       int k = ringrt::block_scale_exponent(w, block);
-      if (k > -127) {
+      if (k > ringrt::wire_min_scale_exponent(w)) {
         BOOST_TEST(amax <= std::ldexp(max, k));
         BOOST_TEST(amax > std::ldexp(max, k - 1));
       }
     }
-    BOOST_TEST(ringrt::block_scale_exponent(w, std::vector<float>{0.0f, -0.0f}) == 0);
-    BOOST_TEST(ringrt::block_scale_exponent(w, std::vector<float>{NAN, INFINITY}) == 0);
+    int kmin = ringrt::wire_min_scale_exponent(w);
+    BOOST_TEST(kmin == (w == WireFormat::fp8_e4m3 ? -124 : -117));
+    BOOST_TEST(ringrt::block_scale_exponent(w, std::vector<float>{0.0f, -0.0f}) == kmin);
+    BOOST_TEST(ringrt::block_scale_exponent(w, std::vector<float>{NAN, INFINITY}) == kmin);
+    BOOST_TEST(ringrt::block_scale_exponent(w, std::vector<float>{0x1p-130f}) == kmin);  // below: clamped
     BOOST_TEST(ringrt::encode_block(w, std::vector<float>{448.0f * 1024}).scale ==
                127 + ringrt::block_scale_exponent(w, std::vector<float>{448.0f * 1024}));
   }
