@@ -38,9 +38,10 @@ std::vector<std::string_view> algorithm_words() {
   return out;
 }
 
-// A choice's collective, kind, device count and dtype, the collective by name (the file's order).
+// A choice's collective, kind, device count, dtype and settings, the collective by name (the file's order).
 auto group_of(const TunedChoice& c) {
-  return std::tuple(collective_name(c.collective), std::string_view(c.kind), c.devices, c.dtype);
+  return std::tuple(collective_name(c.collective), std::string_view(c.kind), c.devices, c.dtype, c.wire,
+                    c.deterministic);
 }
 
 // The reader of one tuning file: every error names the file, line, column and key.
@@ -103,7 +104,9 @@ struct Reader {
   }
 
   TunedChoice choice(const YAML::Node& c, const std::string& at) const {
-    only_keys(c, at, {"collective", "kind", "devices", "dtype", "bytes", "min_bytes", "max_bytes", "algorithm", "us"});
+    only_keys(c, at,
+              {"collective", "kind", "devices", "dtype", "wire", "deterministic", "bytes", "min_bytes", "max_bytes",
+               "algorithm", "us"});
     TunedChoice out;
     out.collective =
         *parse_collective(word(need(c, c["collective"], at + ".collective"), at + ".collective", tuned_words()));
@@ -119,6 +122,9 @@ struct Reader {
     } catch (const ConfigError& e) {
       fail(dt, at + ".dtype", e.what());
     }
+    if (const YAML::Node w = c["wire"])
+      out.wire = parse_wire_format(word(w, at + ".wire", {"native", "bfloat16", "fp8_e4m3", "fp8_e5m2"}));
+    if (const YAML::Node d = c["deterministic"]) out.deterministic = word(d, at + ".deterministic", {"true", "false"}) == "true";
     out.bytes = integer(need(c, c["bytes"], at + ".bytes"), at + ".bytes", 1, INT64_MAX);
     out.min_bytes = integer(need(c, c["min_bytes"], at + ".min_bytes"), at + ".min_bytes", 0, INT64_MAX);
     out.max_bytes = integer(need(c, c["max_bytes"], at + ".max_bytes"), at + ".max_bytes", 1, INT64_MAX);
@@ -197,10 +203,10 @@ Tuning load_tuning(const std::string& setting, const std::string& path) {
 }  // namespace
 
 const TunedChoice* TuningTable::find(Collective collective, std::string_view kind, int64_t devices, DType dtype,
-                                     int64_t bytes) const {
+                                     int64_t bytes, WireFormat wire, bool deterministic) const {
   for (const TunedChoice& c : choices)
-    if (c.collective == collective && c.kind == kind && c.devices == devices && c.dtype == dtype &&
-        bytes >= c.min_bytes && bytes < c.max_bytes)
+    if (c.collective == collective && c.kind == kind && c.devices == devices && c.dtype == dtype && c.wire == wire &&
+        c.deterministic == deterministic && bytes >= c.min_bytes && bytes < c.max_bytes)
       return &c;
   return nullptr;
 }
@@ -261,11 +267,14 @@ std::string tuning_yaml(const TuningTable& t) {
   for (const TunedChoice& c : t.choices) {
     std::vector<std::string> us;
     for (const auto& [algo, v] : c.us) us.push_back(fmt::format("{}: {:.1f}", algorithm_name(algo), v));
+    std::string settings;  // written only where not the default, so a native file reads as before
+    if (c.wire != WireFormat::native) settings += fmt::format("wire: {}, ", wire_format_name(c.wire));
+    if (c.deterministic) settings += "deterministic: true, ";
     out += fmt::format(
-        "  - {{collective: {}, kind: {}, devices: {}, dtype: {}, bytes: {}, min_bytes: {}, max_bytes: {}, "
+        "  - {{collective: {}, kind: {}, devices: {}, dtype: {}, {}bytes: {}, min_bytes: {}, max_bytes: {}, "
         "algorithm: {}, us: {{{}}}}}\n",
-        collective_name(c.collective), yaml_quoted(c.kind), c.devices, dtype_name(c.dtype), c.bytes, c.min_bytes,
-        c.max_bytes, algorithm_name(c.algorithm), fmt::join(us, ", "));
+        collective_name(c.collective), yaml_quoted(c.kind), c.devices, dtype_name(c.dtype), settings, c.bytes,
+        c.min_bytes, c.max_bytes, algorithm_name(c.algorithm), fmt::join(us, ", "));
   }
   return out;
 }

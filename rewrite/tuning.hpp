@@ -13,9 +13,13 @@
 //   choices:
 //     - {collective: allreduce, kind: CPU, devices: 4, dtype: float32, bytes: 262144,
 //        min_bytes: 131072, max_bytes: 2097152, algorithm: all2all, us: {naive: 120.5, ring: 140.2, all2all: 80.1}}
-// A choice applies to its collective, device kind, device count and dtype for bytes per device (as
-// rccl-tests counts them) in [min_bytes, max_bytes): the band around its measured size, cut at the
-// geometric middle between neighbouring measured sizes, the first band open below and the last above.
+//     - {collective: allreduce, kind: CPU, devices: 4, dtype: float32, wire: fp8_e4m3, deterministic: true, ...}
+// A choice applies to its collective, device kind, device count, dtype, allreduce.wire and
+// allreduce.deterministic (the optional keys wire, default native, and deterministic, default false: the
+// forms measured differ with them) for bytes per device (as rccl-tests counts them) in [min_bytes,
+// max_bytes): the band around its measured size, cut at the geometric middle between neighbouring measured
+// sizes, the first band open below and the last above. `ringrt tune` under a wire or deterministic mode
+// writes that setting's choices and keeps the file's choices for the others.
 //
 // Which file: the allreduce setting `allreduce.tuning` (RINGRT_TUNING): auto (tuning.yaml in
 // user_cache_dir(), used when present), off, or a path. A file is read once per process per setting,
@@ -39,6 +43,7 @@
 #include "core/algorithm.hpp"
 #include "core/dtype.hpp"
 #include "core/params_internal.hpp"
+#include "core/wire_format.hpp"
 
 namespace ringrt {
 
@@ -57,6 +62,8 @@ struct TunedChoice {
   Algorithm algorithm = Algorithm::naive;  // the fastest: one of kAllreduceAlgorithms (the others: ring | all2all)
   // each algorithm's time measured, microseconds, in the order of their names (as the file lists them)
   std::map<Algorithm, double, AlgorithmNameLess> us;
+  WireFormat wire = WireFormat::native;  // allreduce.wire it was measured under
+  bool deterministic = false;            // allreduce.deterministic it was measured under
   bool operator==(const TunedChoice&) const = default;
 };
 
@@ -65,9 +72,10 @@ struct TuningTable {
   std::string machine;  // machine_identity() of the machine
   std::string made;     // when, UTC
   std::vector<TunedChoice> choices;
-  // The choice for a collective of `bytes` per device on `devices` devices of `kind`, or null.
-  const TunedChoice* find(Collective collective, std::string_view kind, int64_t devices, DType dtype,
-                          int64_t bytes) const;
+  // The choice for a collective of `bytes` per device on `devices` devices of `kind` under the wire and
+  // deterministic settings, or null.
+  const TunedChoice* find(Collective collective, std::string_view kind, int64_t devices, DType dtype, int64_t bytes,
+                          WireFormat wire = WireFormat::native, bool deterministic = false) const;
 };
 
 // "0.1.0+<commit>[-dirty.<hash>]": the project's version, the commit and any uncommitted change of the

@@ -549,11 +549,11 @@ Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings&
   // tuned or modelled in one process: a collective across ranks (other transfers) keeps the rule
   if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
   int64_t bytes = c.numel * itemsize(c.dtype);
-  // deterministic: the tuning file measured the other forms (ring's rotating fold, ring_fused), so it is not read
-  // nor on a wire (allreduce.wire): it measured native copies
-  if (std::shared_ptr<const TuningTable> t =
-          s.deterministic || s.wire != "native" ? nullptr : tuning_for(s.tuning).table)
-    if (const TunedChoice* tuned = t->find(c.collective, c.kind, c.ndev, c.dtype, bytes)) return tuned->algorithm;
+  // the choice measured under this wire and deterministic setting (their forms differ: rewrite/tuning.hpp)
+  if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
+    if (const TunedChoice* tuned =
+            t->find(c.collective, c.kind, c.ndev, c.dtype, bytes, parse_wire_format(s.wire), s.deterministic))
+      return tuned->algorithm;
   // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
   // allreduce.tuning is off (tinygrad's rule, as before the model)
   if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1)

@@ -378,6 +378,7 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
     return 128 + interrupt_signal();
   }
   bar.clear();
+  keep_other_settings(table, path);
   writer.commit(table);
   std::printf(
       "# wrote %s: %zu choices; `ringrt run` and the C++ API follow it while allreduce.tuning names it "

@@ -157,7 +157,7 @@ std::string deterministic_choice_line(const ExperimentConfig& cfg) {
   const AllreduceSettings& s = cfg.settings;
   std::string head =
       "algorithm choice: deterministic (allreduce.deterministic: each element folded in device order; "
-      "no tuning file";
+      "no tuned choice for it";
   bool grouped = std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1;
   if (grouped) head += "; reducing collectives flat over the device groups";
   Collective kind = cfg.collective == Collective::reduce ? Collective::allreduce : cfg.collective;
@@ -193,23 +193,28 @@ std::string choice_line(const ExperimentConfig& cfg) {
     return fmt::format("algorithm choice: as set, not tuned: all2all {}, else ring {}, else naive ({})",
                        level(s.all2all), level(s.ring), set);
   }
-  if (s.deterministic) return deterministic_choice_line(cfg);
   Tuning t = tuning_for(s.tuning);
-  if (s.wire != "native")  // collective_algorithm: the tuning file timed native copies
-    t = Tuning{nullptr, "none: tinygrad's rule (not read with allreduce.wire " + s.wire + ")"};
+  // the device set and settings: a file tuned for other devices (kind, count), another dtype or other
+  // allreduce.wire / deterministic settings has no choice here
+  CollectiveSize c = CollectiveSize::of(cfg.collective == Collective::reduce ? Collective::allreduce : cfg.collective,
+                                        cfg.devices, 1, cfg.dtype);
+  WireFormat wire = parse_wire_format(s.wire);
+  bool covered = t.table && std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
+                   return x.collective == c.collective && x.kind == c.kind && x.devices == c.ndev &&
+                          x.dtype == c.dtype && x.wire == wire && x.deterministic == s.deterministic;
+                 });
+  if (s.deterministic) {
+    bool flat = std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() <= 1;
+    if (covered && flat && c.ranks <= 1) return "algorithm choice: deterministic, " + t.origin;
+    return deterministic_choice_line(cfg);
+  }
   if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)  // a tuning file, if any, is for flat ones
     return std::string("algorithm choice: hierarchical over device groups, tinygrad's rule inside") +
            (t.table ? " (the tuning file is for flat collectives)" : "");
   if (cfg.devices.empty()) return "algorithm choice: " + t.origin;
-  // the device set: a file tuned for other devices (kind, count) or another dtype has no choice here
-  CollectiveSize c = CollectiveSize::of(cfg.collective == Collective::reduce ? Collective::allreduce : cfg.collective,
-                                        cfg.devices, 1, cfg.dtype);
   if (c.ranks > 1)
     return std::string("algorithm choice: tinygrad's rule (across ranks") +
            (t.table ? "; the tuning file measured one process)" : ")");
-  bool covered = t.table && std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
-                   return x.collective == c.collective && x.kind == c.kind && x.devices == c.ndev && x.dtype == c.dtype;
-                 });
   if (covered) return "algorithm choice: " + t.origin;
   // no tuned choice: an allreduce takes the cost model of its devices' kind where it has figures
   // (collective_algorithm, rewrite/cost_model.hpp), unless allreduce.tuning is off
@@ -227,8 +232,9 @@ std::string choice_line(const ExperimentConfig& cfg) {
     if (size_t at = origin.find(": tinygrad's rule "); at != std::string::npos) origin.erase(at, 17);
     return "algorithm choice: " + modelled + "; tuning file: " + origin;
   }
-  std::string why = fmt::format("{} has no choice for {} on {} {} devices in {}", tuning_path(s.tuning),
-                                collective_name(c.collective), c.ndev, c.kind, dtype_name(c.dtype));
+  std::string why = fmt::format("{} has no choice for {} on {} {} devices in {}{}", tuning_path(s.tuning),
+                                collective_name(c.collective), c.ndev, c.kind, dtype_name(c.dtype),
+                                s.wire == "native" ? "" : " over allreduce.wire " + s.wire);
   std::string then = modelled.empty() ? "tinygrad's rule" : "the cost model";
   if (cfg.collective != Collective::alltoall)
     warn_once("tuning cover " + why, "the tuning file " + why + "; " + then + " chooses");

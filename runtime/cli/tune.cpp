@@ -94,7 +94,18 @@ struct Point {
     TuneTiming timing = tune_timing(cfg);
     point.timing = timing.timing;
     point.timed_blocks = timing.blocks;
-    TunedChoice c{collective, "", k, cfg.dtype, count * itemsize(cfg.dtype), 0, 0, Algorithm::naive, {}};
+    // measured under the run's wire and deterministic settings, which its forms depend on (rewrite/tuning.hpp)
+    TunedChoice c{collective,
+                  "",
+                  k,
+                  cfg.dtype,
+                  count * itemsize(cfg.dtype),
+                  0,
+                  0,
+                  Algorithm::naive,
+                  {},
+                  parse_wire_format(cfg.settings.wire),
+                  cfg.settings.deterministic};
     c.kind = CollectiveSize::of(collective, point.devices, count, cfg.dtype).kind;
     std::map<Algorithm, int> iters;                   // per algorithm: after its first round, enough to fill kBlockUs
     std::map<Algorithm, std::vector<double>> rounds;  // per algorithm: each round's time
@@ -179,13 +190,6 @@ std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOption
   if (rank_info().ranks > 1)
     throw ConfigError("ringrt tune measures the devices of one process; run it without mpirun");
   if (options.rounds < 1) throw ConfigError("ringrt tune: at least one round");
-  // The tuning file is read only without these (rewrite/rules/allreduce.cpp collective_algorithm) and does not
-  // record them: timings of their forms would be followed by runs of the native, rotating forms.
-  if (cfg.settings.deterministic || cfg.settings.wire != "native")
-    throw ConfigError(fmt::format(
-        "ringrt tune measures the native forms, which the tuning file is for: allreduce.deterministic is {} and "
-        "allreduce.wire is {}; tune without them (runs with them do not read the tuning file)",
-        cfg.settings.deterministic ? "true" : "false", cfg.settings.wire));
   std::vector<TunePoint> out;
   std::set<std::tuple<Collective, int64_t, int64_t>> seen;  // a size given twice is measured once
   for (Collective collective : collectives)
@@ -218,6 +222,18 @@ TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
   }
   set_bands(table.choices);
   return table;
+}
+
+void keep_other_settings(TuningTable& table, const std::string& path) {
+  if (!std::filesystem::exists(path)) return;
+  std::shared_ptr<const TuningTable> old = tuning_for(path).table;  // null when it is ignored (warned)
+  if (!old || old->version != table.version || old->machine != table.machine) return;
+  auto setting = [](const TunedChoice& c) { return std::pair(c.wire, c.deterministic); };
+  std::set<std::pair<WireFormat, bool>> measured;
+  for (const TunedChoice& c : table.choices) measured.insert(setting(c));
+  for (const TunedChoice& c : old->choices)
+    if (!measured.contains(setting(c))) table.choices.push_back(c);
+  set_bands(table.choices);
 }
 
 std::string tune_output(const ExperimentConfig& cfg, const std::string& out) {

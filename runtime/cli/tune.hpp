@@ -89,6 +89,11 @@ std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOption
 // options.stop asks; and what run_experiment throws.
 TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options);
 
+// The choices of the file at `path` (when it is readable and was made by this build on this machine)
+// measured under other allreduce.wire / allreduce.deterministic settings than table's, added to table (bands
+// set again): tuning one setting keeps the others'. A file that is absent or ignored adds nothing.
+void keep_other_settings(TuningTable& table, const std::string& path);
+
 // The file `ringrt tune` writes: `out` when given, else the file of cfg's allreduce.tuning (auto: the
 // cache folder's tuning.yaml, that folder made private; a path only when the environment or --set gave
 // it). Throws ConfigError when there is none (allreduce.tuning off and no --out) or the config file
