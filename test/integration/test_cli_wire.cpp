@@ -37,9 +37,10 @@ BOOST_AUTO_TEST_CASE(copies_cross_in_the_wire_format) {
   BOOST_TEST(copied_bytes("native", {}) == 2 * 3 * 400 * 4);
   BOOST_TEST(copied_bytes("bfloat16", {"--set", "allreduce.wire=bfloat16"}) == 2 * 3 * 400 * 2);
   BOOST_TEST(copied_bytes("bfloat16", {}, {"RINGRT_ALLREDUCE_WIRE=bfloat16"}) == 2 * 3 * 400 * 2);
-  // FP8: a byte an element and a scale byte per block of 32 (chunks of 100: 4 blocks), codes and scales apart
+  // FP8: a byte an element and a scale byte per block of 32, codes and scales apart; the chunks are cut at
+  // multiples of 32 (allreduce_chunks), so each step's 4 chunks hold ceil(400 / 32) = 13 blocks
   for (const char* fp8 : {"fp8_e4m3", "fp8_e5m2"})
-    BOOST_TEST(copied_bytes(fp8, {"--set", std::string("allreduce.wire=") + fp8}) == 2 * 3 * 4 * (100 + 4));
+    BOOST_TEST(copied_bytes(fp8, {"--set", std::string("allreduce.wire=") + fp8}) == 2 * 3 * (400 + 13));
   CliResult text = run_cli({"schedule", "configs/default.yaml", "--count", "400", "--set", "allreduce.wire=bfloat16"});
   BOOST_TEST(text.out.find(", wire bfloat16\n") != std::string::npos, text.out);
 }
