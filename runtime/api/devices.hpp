@@ -30,6 +30,9 @@ std::vector<std::string> global_devices(const std::vector<std::string>& local);
 bool is_local_device(const std::string& name);
 // The sum of value over every rank (collective; TimeoutError as global_devices). value without mpirun.
 int64_t sum_over_ranks(int64_t value);
+// The largest of value over every rank, NaN when any rank's is NaN (collective; TimeoutError as
+// global_devices). value without mpirun.
+double max_over_ranks(double value);
 // Ends every rank of the job with `status` (MPI_Abort), or this process (std::_Exit: no exit handlers)
 // without mpirun or when MPI did not start.
 [[noreturn]] void abort_ranks(int status);

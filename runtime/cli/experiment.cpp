@@ -205,7 +205,8 @@ double bus_bytes(const ExperimentConfig& cfg, Collective collective, int64_t cou
 void check_row(const ExperimentConfig& cfg, ResultRow& row, const Tensor& result, const ReferenceFor& ref) {
   ErrorStats errors;
   row.wrong = check_result(cfg, result, ref, kCheckChunk, &errors);
-  if (wire_applies(cfg, row.collective)) row.max_abs_err = errors.max_abs, row.max_rel_err = errors.max_rel;
+  if (wire_applies(cfg, row.collective))  // every rank's devices
+    row.max_abs_err = max_over_ranks(errors.max_abs), row.max_rel_err = max_over_ranks(errors.max_rel);
 }
 
 double busbw_factor(Collective collective, size_t ndev) {

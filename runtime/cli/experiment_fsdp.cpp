@@ -126,15 +126,18 @@ Tensor step_collective(const ExperimentConfig& cfg, const StepCollective& c, con
 
 // #wrong of the realized collective c of step `step`, from the host data: the gathered parameters, or
 // the reduction of the gradient rows that step wrote, each device's part.
+// The step's collective against its host reference: the wrong elements over every rank; the wire's errors of
+// a reduce_scatter (allreduce.wire) into *errors.
 int64_t check_step_collective(const ExperimentConfig& cfg, const StepCollective& c, const Unit& unit, int step,
-                              const Tensor& got) {
+                              const Tensor& got, ErrorStats* errors) {
   size_t ndev = cfg.devices.size();
   if (c.kind == Collective::allgather)
     return check_result(cfg, got,
                         collective_reference(cfg, Collective::allgather, unit.count,
                                              stored_in(unit.params_host, unit.count / static_cast<int64_t>(ndev))));
   return check_result(
-      cfg, got, collective_reference(cfg, Collective::reduce_scatter, unit.count, stored_rows(unit.grad_rows, step)));
+      cfg, got, collective_reference(cfg, Collective::reduce_scatter, unit.count, stored_rows(unit.grad_rows, step)),
+      kCheckChunk, errors);
 }
 
 }  // namespace
@@ -151,6 +154,7 @@ void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishR
   for (size_t u = 0; u < cfg.counts.size(); ++u) units.push_back(make_unit(cfg, u, cfg.counts[u]));
   std::vector<StepCollective> plan = step_plan(cfg);
   std::vector<int64_t> wrong(plan.size(), -1);
+  std::vector<ErrorStats> errors(plan.size());                   // the wire's (allreduce.wire): reduce_scatter rows
   std::vector<std::optional<Tensor>> grad_shards(units.size());  // the gradient shards, kept as FSDP keeps them
   // The last step's results, checked once it has run: a pipelined step is not waited for collective by
   // collective (a latency step's are checked as they come: one gathered unit held at a time)
@@ -169,13 +173,13 @@ void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishR
       Tensor y = step_collective(cfg, plan[i], unit);
       timer.realize(i, y);
       if (hold) held.push_back(y);
-      if (step == last && cfg.check && !hold) wrong[i] = check_step_collective(cfg, plan[i], unit, step, y);
+      if (step == last && cfg.check && !hold) wrong[i] = check_step_collective(cfg, plan[i], unit, step, y, &errors[i]);
       if (plan[i].kind == Collective::reduce_scatter) grad_shards[plan[i].unit] = y;
     }
     timer.end();
   }
   for (size_t i = 0; i < held.size(); ++i) {  // not timed
-    wrong[i] = check_step_collective(cfg, plan[i], units[plan[i].unit], last, *held[i]);
+    wrong[i] = check_step_collective(cfg, plan[i], units[plan[i].unit], last, *held[i], &errors[i]);
     held[i].reset();  // each gathered unit freed once checked
   }
   std::vector<ResultRow> rows;
@@ -185,6 +189,8 @@ void run_fsdp_steps(const ExperimentConfig& cfg, const Tick& tick, const FinishR
     row.phase = plan[i].phase;
     row.bucket = static_cast<int64_t>(plan[i].unit);
     row.wrong = wrong[i];
+    if (wire_applies(cfg, row.collective) && wrong[i] >= 0)  // every rank's devices
+      row.max_abs_err = max_over_ranks(errors[i].max_abs), row.max_rel_err = max_over_ranks(errors[i].max_rel);
     rows.push_back(row);
     finish_row(std::move(row));
   }

@@ -368,18 +368,22 @@ std::string format_footer(const ExperimentResult& result) {
 
 std::string csv_text(const ExperimentConfig& cfg, const ExperimentResult& result) {
   std::ostringstream out;
-  // columns added after the first ones are appended: timing, then the pipelined time and bandwidths
+  // columns added after the first ones are appended: timing, then the pipelined time and bandwidths, then the
+  // wire's errors
   out << "size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend,collective,phase,bucket,"
-         "timing,pipelined_time_us,pipelined_algbw_gbs,pipelined_busbw_gbs\n";
+         "timing,pipelined_time_us,pipelined_algbw_gbs,pipelined_busbw_gbs,max_abs_err,max_rel_err\n";
   auto times = [](const std::optional<Timed>& t) {  // empty where nothing was timed
     return t ? fmt::format("{:.3f},{:.4f},{:.4f}", t->time_us, t->algbw, t->busbw) : std::string(",,");
   };
+  auto error = [](const std::optional<double>& e) {  // empty without a wire or where not measured
+    return e && !std::isnan(*e) ? fmt::format("{:.6e}", *e) : std::string();
+  };
   for (const ResultRow& r : result.rows)
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.bytes, r.count, r.type, r.redop, r.algo,
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.bytes, r.count, r.type, r.redop, r.algo,
                        times(r.timed ? std::optional<Timed>(Timed{r.time_us, r.algbw, r.busbw}) : std::nullopt),
                        r.wrong < 0 ? "" : std::to_string(r.wrong), cfg.devices.size(), cfg.backend,
                        collective_name(r.collective), r.phase, r.bucket < 0 ? "" : std::to_string(r.bucket), r.timing,
-                       times(r.pipelined));
+                       times(r.pipelined), error(r.max_abs_err), error(r.max_rel_err));
   return out.str();
 }
 
@@ -412,7 +416,10 @@ std::string json_text(const ExperimentConfig& cfg, const ExperimentResult& resul
          {"timing", r.timing},
          {"pipelined_time_us", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).time_us)},
          {"pipelined_algbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).algbw)},
-         {"pipelined_busbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).busbw)}});
+         {"pipelined_busbw", number(r.pipelined.has_value(), r.pipelined.value_or(Timed{}).busbw)},
+         // allreduce.wire's measured errors: null without a wire, check off or where not measured
+         {"max_abs_err", number(r.max_abs_err && !std::isnan(*r.max_abs_err), r.max_abs_err.value_or(0))},
+         {"max_rel_err", number(r.max_rel_err && !std::isnan(*r.max_rel_err), r.max_rel_err.value_or(0))}});
   j["step"] = nullptr;
   Timed p = result.step ? result.step->pipelined.value_or(Timed{}) : Timed{};
   if (result.step)

@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -106,6 +108,19 @@ int64_t sum_over_ranks(int64_t value) {
        c->allgather("summing a value over the ranks (sum_over_ranks)", std::to_string(value), watchdog_timeout()))
     sum += std::stoll(v);
   return sum;
+}
+
+double max_over_ranks(double value) {
+  Cluster* c = cluster();
+  if (!c) return value;
+  double out = -std::numeric_limits<double>::infinity();
+  for (const std::string& v : c->allgather("the largest value over the ranks (max_over_ranks)",
+                                           fmt::format("{:a}", value), watchdog_timeout())) {
+    double x = std::strtod(v.c_str(), nullptr);  // hexadecimal: the value exactly
+    if (std::isnan(x)) return x;
+    out = std::max(out, x);
+  }
+  return out;
 }
 
 void abort_ranks(int status) {

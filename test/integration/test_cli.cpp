@@ -321,11 +321,12 @@ BOOST_AUTO_TEST_CASE(csv_and_json_files) {
   std::string text = read_file(csv);
   // the columns as they were, then the ones added since (test_cli_timing.cpp: the timing's)
   BOOST_TEST(text.rfind("size_bytes,count,type,redop,algo,time_us,algbw_gbs,busbw_gbs,wrong,ndev,backend,"
-                        "collective,phase,bucket,timing,pipelined_time_us,pipelined_algbw_gbs,pipelined_busbw_gbs\n",
+                        "collective,phase,bucket,timing,pipelined_time_us,pipelined_algbw_gbs,pipelined_busbw_gbs,"
+                        "max_abs_err,max_rel_err\n",
                         0) == 0u);
   BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 3);
   BOOST_TEST(text.find("\n256,64,float32,sum,") != std::string::npos, text);  // (the algorithm: the machine's choice)
-  BOOST_TEST(text.find(",4,cpu,allreduce,,,latency,,,\n") != std::string::npos, text);
+  BOOST_TEST(text.find(",4,cpu,allreduce,,,latency,,,,,\n") != std::string::npos, text);  // no wire: no errors
   json j = json::parse(read_file(js));
   BOOST_TEST(j["rows"].size() == 2u);
   BOOST_TEST(j["rows"][1]["count"] == 256);

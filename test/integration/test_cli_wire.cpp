@@ -64,14 +64,53 @@ BOOST_AUTO_TEST_CASE(run_reports_errors_within_the_bound) {
                               "experiment.iters=1", "--set", "allreduce.wire=bfloat16"});
   BOOST_TEST(chosen.status == 0, chosen.err);
   BOOST_TEST(wired.out.find(" 0  0.00e+00") == std::string::npos, wired.out);  // every row rounded somewhere
+  TempDir dir;
   for (const char* fp8 : {"fp8_e4m3", "fp8_e5m2"}) {  // the FP8 wires, checked against their own bound
     std::vector<std::string> a = args;
     a.back() = std::string("allreduce.wire=") + fp8;
+    std::string csv = (dir.path() / (std::string(fp8) + ".csv")).string();
+    std::string js = (dir.path() / (std::string(fp8) + ".json")).string();
+    a.insert(a.end(), {"--csv", csv, "--json", js});
     CliResult r = run_cli(a);
     BOOST_TEST_REQUIRE(r.status == 0, r.err + r.out);
     BOOST_TEST(r.out.find("#wrong in all: 0 OK") != std::string::npos, r.out);
     BOOST_TEST(r.out.find(std::string("allreduce.wire = ") + fp8) != std::string::npos, r.out);
+    // the errors in the CSV's and JSON's last columns: positive (FP8 rounds every row) and at most the sum's
+    // magnitude (the inputs are of order 1 on 4 devices, so any error of the wire's bound is far below 100)
+    nlohmann::json j = nlohmann::json::parse(read_file(js));  // kept: the loop must not outlive it
+    BOOST_TEST_REQUIRE(!j["rows"].empty());
+    for (const auto& row : j["rows"]) {
+      double e = row["max_abs_err"].get<double>();
+      BOOST_TEST((e > 0 && e < 100), e);
+      BOOST_TEST(row["max_rel_err"].get<double>() > 0);
+    }
+    std::string text = read_file(csv);
+    BOOST_TEST(text.find(",max_abs_err,max_rel_err\n") != std::string::npos);
+    BOOST_TEST(text.find("e-0") != std::string::npos, text);  // an error written in the last columns
   }
+}
+
+// FSDP steps over an FP8 wire: the reduce_scatter rows carry their measured errors (in the JSON), the allgather
+// rows (which the wire leaves) none; every row within its bound (#wrong 0).
+BOOST_AUTO_TEST_CASE(fsdp_reduce_scatter_rows_report_their_errors) {
+  TempDir dir;
+  std::string js = (dir.path() / "fsdp.json").string();
+  std::vector<std::string> args = small_run("configs/fsdp-gpt2-small.yaml");
+  args.insert(args.end(), {"--set", "allreduce.wire=fp8_e4m3", "--json", js});
+  CliResult r = run_cli(args);
+  BOOST_TEST_REQUIRE(r.status == 0, r.err + r.out);
+  int scattered = 0;
+  nlohmann::json j = nlohmann::json::parse(read_file(js));  // kept: the loop must not outlive it
+  for (const auto& row : j["rows"]) {
+    BOOST_TEST(row["wrong"] == 0);
+    if (row["collective"] == "reduce_scatter") {
+      ++scattered;
+      BOOST_TEST(row["max_abs_err"].get<double>() > 0);
+    } else {
+      BOOST_TEST(row["max_abs_err"].is_null());
+    }
+  }
+  BOOST_TEST(scattered == 3);
 }
 
 BOOST_AUTO_TEST_CASE(refused_where_it_cannot_apply) {

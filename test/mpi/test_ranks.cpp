@@ -13,6 +13,7 @@
 // clang-format on
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -121,6 +122,8 @@ BOOST_FIXTURE_TEST_CASE(the_global_device_list_names_rank_and_device, testing::M
   BOOST_TEST(me.hosts == me.ranks);  // RINGRT_RANKS_PER_HOST=1
   BOOST_TEST(me.host == me.rank);
   BOOST_TEST(sum_over_ranks(me.rank + 1) == me.ranks * (me.ranks + 1) / 2);
+  BOOST_TEST(max_over_ranks(0.1 * me.rank) == 0.1 * (me.ranks - 1));  // exactly: the values cross in hexadecimal
+  BOOST_TEST(std::isnan(max_over_ranks(me.rank == me.ranks - 1 ? NAN : 1.0)));
 }
 
 BOOST_DATA_TEST_CASE(allreduce_matches_host_arithmetic, bdata::make(kCases), c) {

@@ -6,22 +6,25 @@
 // machine), each allreduce being what `ringrt run` times (build the lazy sum over axis 0, realize it);
 // each algorithm's best block's time per allreduce is reported. The last result is checked on every
 // device against the exact sum (inputs are small integers). `deterministic` is the automatic choice with
-// allreduce.deterministic on (every element folded in device order; docs/deterministic.md). `wire_bfloat16` is
-// the automatic choice with allreduce.wire bfloat16 (chunks cross as bfloat16, summed in float32; the small
-// integer inputs stay exact; its busbw counts the 2-byte elements that cross: docs/compressed-wire.md). `in-place` is
-// the automatic choice as DDP runs it: Tensor::allreduce_in_place on the input itself, realized (the values grow from
-// call to call; one call on a fresh copy of the input is checked).
+// allreduce.deterministic on (every element folded in device order; docs/deterministic.md). `wire_bfloat16`,
+// `wire_fp8_e4m3` and `wire_fp8_e5m2` are the automatic choice with allreduce.wire set (chunks cross in the
+// format, summed in float32; checked against the wire's bound, core/wire_format.hpp sum_error_bound, which
+// the bfloat16 wire meets exactly on these inputs; busbw counts the bytes that cross: docs/compressed-wire.md).
+// `in-place` is the automatic choice as DDP runs it: Tensor::allreduce_in_place on the input itself, realized (the
+// values grow from call to call; one call on a fresh copy of the input is checked).
 //
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
 //   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, oneshot, twoshot,
-//   ring_fused, auto, deterministic, wire_bfloat16, in-place; sizes in bytes per device. Iterations per block adapt to
+//   ring_fused, auto, deterministic, wire_bfloat16, wire_fp8_e4m3, wire_fp8_e5m2, in-place; sizes in bytes per
+//   device. Iterations per block adapt to
 //   the size (a block lasts >= ~20 ms).
 // Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>",
-// deterministic: "deterministic:<chosen>", wire_bfloat16: "wire_bfloat16:<chosen>", in-place: "in-place:<chosen>");
+// deterministic: "deterministic:<chosen>", wire_W: "wire_W:<chosen>", in-place: "in-place:<chosen>");
 // exit status 1 when any result is wrong, 2 on bad arguments.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -30,6 +33,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/wire_format.hpp"
 
 using namespace ringrt;
 
@@ -43,10 +48,17 @@ AllreduceSettings settings_for(const std::string& algo) {
   if (algo == "ring") s.ring = 2, s.all2all = 0;
   if (algo == "all2all") s.all2all = 2;
   if (algo == "oneshot" || algo == "twoshot" || algo == "ring_fused")
-    s.algorithm = algo;                                 // fused (rewrite/collective.hpp)
-  if (algo == "deterministic") s.deterministic = true;  // the automatic choice, deterministic
-  if (algo == "wire_bfloat16") s.wire = "bfloat16";     // the automatic choice over a bfloat16 wire
+    s.algorithm = algo;                                    // fused (rewrite/collective.hpp)
+  if (algo == "deterministic") s.deterministic = true;     // the automatic choice, deterministic
+  if (algo.starts_with("wire_")) s.wire = algo.substr(5);  // the automatic choice over a wire
   return s;
+}
+
+bool known_algo(const std::string& a) {
+  for (const char* k : {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused", "auto", "in-place",
+                        "deterministic", "wire_bfloat16", "wire_fp8_e4m3", "wire_fp8_e5m2"})
+    if (a == k) return true;
+  return false;
 }
 
 // argv[i] as an integer in [lo, hi], or nothing (not a whole number, out of range).
@@ -109,9 +121,10 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
     Tensor y = x.sum({0});
     if (algo == "in-place") y = input().allreduce_in_place();
     std::vector<std::string> chosen = y.schedule().algorithms;  // none on one device: nothing to reduce
-    std::string name = algo == "auto" || algo == "in-place" || algo == "deterministic" || algo == "wire_bfloat16"
+    std::string name = algo == "auto" || algo == "in-place" || algo == "deterministic" || algo.starts_with("wire_")
                            ? algo + ":" + (chosen.empty() ? "none" : chosen[0])
                            : algo;
+    WireFormat wire = parse_wire_format(settings_for(algo).wire);
     y.realize();
     int64_t wrong = 0;
     for (const Tensor& shard : y.shards()) {
@@ -119,7 +132,11 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
       for (int64_t i = 0; i < count; ++i) {
         float want = 0;
         for (int64_t d = 0; d < ndev; ++d) want += static_cast<float>((i + d) % 7);
-        wrong += got.at(static_cast<size_t>(i)) != want;
+        // the wire's bound: sum |x| = want, the largest partial sum 6 ndev (its block scale below 2 x that / max)
+        double bound = wire == WireFormat::native || wire == WireFormat::bfloat16
+                           ? 0.0
+                           : sum_error_bound(wire, ndev, want, 2.0 * 6 * ndev / element_format(wire).max);
+        wrong += std::fabs(static_cast<double>(got.at(static_cast<size_t>(i))) - want) > bound;
       }
     }
     if (wrong) {
@@ -128,7 +145,8 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
       status = 1;
     }
     double algbw = static_cast<double>(bytes) / best[k] / 1e9;
-    double crossing = algo == "wire_bfloat16" ? 0.5 : 1.0;  // the bytes that cross per byte of the buffer
+    // the bytes that cross per byte of the buffer
+    double crossing = static_cast<double>(wire_bytes(wire, count, 4)) / static_cast<double>(count * 4);
     std::printf("%s,%s,%d,%lld,%.9f,%.3f,%.3f\n", system.c_str(), name.c_str(), ndev, static_cast<long long>(bytes),
                 best[k], algbw, algbw * crossing * 2.0 * (ndev - 1) / ndev);
     std::fflush(stdout);
@@ -159,12 +177,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> algos;
   std::stringstream list(argv[5]);
   for (std::string a; std::getline(list, a, ',');) {
-    if (a != "naive" && a != "ring" && a != "all2all" && a != "oneshot" && a != "twoshot" && a != "ring_fused" &&
-        a != "auto" && a != "in-place" && a != "deterministic" && a != "wire_bfloat16")
+    if (!known_algo(a))
       return bad(
           "ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, ring_fused, auto, deterministic, "
-          "wire_bfloat16, in-place; "
-          "got '" +
+          "wire_bfloat16, wire_fp8_e4m3, wire_fp8_e5m2, in-place; got '" +
           a + "'");
     algos.push_back(a);
   }
