@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
 
+#include <algorithm>
+#include <optional>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -25,6 +28,18 @@ struct DocumentStarts : YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
+// The first line up to `last` (0-based) whose indentation holds a tab: {line, column}, 0-based.
+std::optional<std::pair<int, int>> tab_in_indentation(std::string_view text, int last) {
+  int line = 0;
+  for (size_t at = 0; at <= text.size() && line <= last; ++line) {
+    size_t end = std::min(text.find('\n', at), text.size());
+    for (size_t i = at; i < end && (text[i] == ' ' || text[i] == '\t'); ++i)
+      if (text[i] == '\t') return std::pair(line, static_cast<int>(i - at));
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 YAML::Node load_yaml_document(std::string_view yaml, const std::string& name) {
@@ -32,7 +47,16 @@ YAML::Node load_yaml_document(std::string_view yaml, const std::string& name) {
   std::istringstream in(text);
   YAML::Parser parser(in);
   DocumentStarts docs;
-  while (docs.starts.size() < 2 && parser.HandleNextDocument(docs)) {
+  try {
+    while (docs.starts.size() < 2 && parser.HandleNextDocument(docs)) {
+    }
+  } catch (const YAML::ParserException& e) {  // yaml-cpp says "illegal map value" and the like for a tab
+    if (auto tab = tab_in_indentation(text, e.mark.line))
+      throw ConfigError(
+          fmt::format("{}:{}:{}: YAML syntax error: a tab in the indentation (YAML indents with spaces "
+                      "only; the parser says: {})",
+                      name, tab->first + 1, tab->second + 1, e.msg));
+    throw;
   }
   if (docs.starts.size() > 1) {
     const YAML::Mark& second = docs.starts[1];

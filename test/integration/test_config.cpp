@@ -74,6 +74,8 @@ const BadConfig kBad[] = {
      ":2:16: key 'experiment.counts': expected an integer in [1, 281474976710656], got '0'"},
     {"sizes_and_counts", "experiment:\n  sizes: {max: 4KiB}\n  counts: [16]\n", "",
      ":3:11: key 'experiment.counts': expected only one of experiment.sizes, experiment.counts, experiment.buckets"},
+    {"tab_in_indentation", "experiment:\n  op: sum\n\tdtype: float32\n", "",
+     ":3:1: YAML syntax error: a tab in the indentation (YAML indents with spaces only"},
     {"zero_devices", "devices:\n  count: 0\n", "",
      ":2:10: key 'devices.count': expected an integer in [1, 1024], got '0'"},
     {"unknown_device", "devices:\n  count: [CPU:0, CPU:1, GPU:2, CPU:3]\n", "",
