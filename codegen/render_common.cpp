@@ -279,7 +279,14 @@ class BodyRenderer {
         for (const auto& l : s.loops)
           line(d++, fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1}) {{", form_.counter, l.name, l.extent));
         block(s.body, d);
-        line(d, fmt::format("{} = {};", acc, alu(s.op, s.dtype, {{acc, s.dtype}, arg(s.result)}, d_)));
+        // an integer max or min of at most 32 bits, in its own type: the form g++ vectorizes (the long long
+        // form of alu, with its narrowing, it does not); the same value (no wrap, no NaN)
+        bool narrow_int = !is_float(s.dtype) && s.dtype != DType::bool_ && itemsize(s.dtype) <= 4 &&
+                          (s.op == Ops::MAX || s.op == Ops::MIN) && types_.at(s.result) == s.dtype;
+        if (narrow_int)
+          line(d, fmt::format("{0} = {0} {2} {1} ? {1} : {0};", acc, v(s.result), s.op == Ops::MAX ? "<" : ">"));
+        else
+          line(d, fmt::format("{} = {};", acc, alu(s.op, s.dtype, {{acc, s.dtype}, arg(s.result)}, d_)));
         while (d-- > depth) line(d, "}");
         e = acc;
         break;

@@ -144,14 +144,19 @@ UOp naive_wire_allreduce(const Allreduce& a) {
     return fold(a.op, copies).cast(a.dtype);
   }
   UOp dnum = device_num(a.ndev, &buf.graph());
+  // every device's buffer encoded once, where it lies (bfloat16 data on the bfloat16 wire already is)
+  std::optional<WireValue> sent;
+  if (!on_the_wire(a.wire, a.dtype)) sent = wire_encode(a.wire, buf.reshape({a.numel}));
   std::vector<UOp> terms;
   for (int64_t i = 0; i < a.ndev; ++i) {
     UOp scratch = new_buffer(a.device, a.numel, DType::float32, &buf.graph());
     std::vector<UOp> stores;
     for (int64_t j = 0; j < a.ndev; ++j)
-      if (j != i) stores.push_back(scratch.mselect(j).store(a.send(buf.mselect(i).reshape({a.numel}), j)));
+      if (j != i)
+        stores.push_back(scratch.mselect(j).store(sent ? wire_decode(wire_send(wire_select(*sent, i), a.to(j)))
+                                                       : a.send(buf.mselect(i).reshape({a.numel}), j)));
     UOp mine = broadcast_to(dnum.eq(const_uop(DType::int32, static_cast<double>(i), &buf.graph())), a.shape);
-    UOp own = on_the_wire(a.wire, a.dtype) ? a.acc(buf) : wire_round(a.wire, buf);
+    UOp own = sent ? wire_decode(*sent).reshape(a.shape) : a.acc(buf);
     terms.push_back(mine.where(own, scratch.after(stores).reshape(a.shape)));
   }
   return fold(a.op, terms).cast(a.dtype);
@@ -223,17 +228,26 @@ UOp settled_copy(const UOp& x, const DeviceSpec& device, const Arg& arg) {
 std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
   UOp flat = a.buf.reshape({a.numel});
   std::vector<ReducedChunk> out(a.chunks.size());
-  // on the bfloat16 wire each device's buffer is encoded once (one kernel per device, not one per piece
-  // sent); FP8 encodes each piece (its blocks start at the piece's start)
-  bool encode = a.wire == WireFormat::bfloat16 && a.dtype != DType::bfloat16;
-  UOp sent = encode ? flat.cast(DType::bfloat16).contiguous() : flat;
+  // on a wire each device's buffer is encoded once (an encode per device, not one per piece sent) where the
+  // pieces' blocks are the buffer's: bfloat16 has none; FP8's where every chunk starts on a multiple of 32
+  // (allreduce_chunks cuts there when numel is one). Else each piece is encoded (its blocks from its start).
+  bool aligned = std::all_of(a.chunks.begin(), a.chunks.end(), [](const auto& c) { return c.first % kWireBlock == 0; });
+  std::optional<WireValue> sent;
+  if (a.wired() && !on_the_wire(a.wire, a.dtype) && (a.wire == WireFormat::bfloat16 || aligned))
+    sent = wire_encode(a.wire, flat);
   for (int64_t i = 0; i < a.ndev; ++i) {
     size_t c = static_cast<size_t>(i);
     if (a.empty(c)) continue;
     std::vector<UOp> on_i;  // on a wire the peers' pieces cross encoded; device i reads its own in place
     for (int64_t j = 0; j < a.ndev; ++j) {
-      UOp piece = a.piece(settled_mselect(j == i ? flat : sent, j), c);
-      on_i.push_back(j == i ? a.acc(settled_copy(piece, a.to(i))) : a.send(piece, i));
+      UOp piece = a.piece(settled_mselect(flat, j), c);
+      if (j == i)
+        on_i.push_back(a.acc(settled_copy(piece, a.to(i))));
+      else if (sent)
+        on_i.push_back(
+            wire_decode(wire_send(wire_piece(wire_select(*sent, j), a.chunks[c].first, a.chunks[c].second), a.to(i))));
+      else
+        on_i.push_back(a.send(piece, i));
     }
     out[c] = {fold(a.op, on_i), i};
   }
@@ -313,8 +327,12 @@ UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& r
     UOp state = states[i];
     if (all2all) {
       UOp from = a.piece(state.mselect(start), i);
+      std::optional<WireValue> sent;  // on a wire the chunk is encoded once at its owner, for every peer
+      if (encode) sent = wire_encode(a.wire, from);
       for (int64_t j = 0; j < a.ndev; ++j)
-        if (j != start) stores.push_back(range(j).store(gather(from, j)));
+        if (j != start)
+          stores.push_back(
+              range(j).store(sent ? wire_decode(wire_send(*sent, a.to(j))).cast(a.dtype) : gather(from, j)));
       continue;
     }
     for (int64_t step = 1; step < a.ndev; ++step) {  // forward the chunk around the ring

@@ -33,11 +33,6 @@ namespace {
 
 // ---- FP8: codes and one E8M0 scale byte per block of 32 (core/wire_format.hpp, the same arithmetic) ----
 
-struct Encoded {
-  UOp codes;   // (n) fp8e4m3 or fp8e5m2: x / 2^k rounded to the format
-  UOp scales;  // (ceil(n / 32)) uint8: k + 127
-};
-
 DType fp8_dtype(WireFormat w) { return w == WireFormat::fp8_e4m3 ? DType::fp8e4m3 : DType::fp8e5m2; }
 
 // A constant of `dtype` in the shape of `like` (on no device, as const_like makes them).
@@ -81,18 +76,6 @@ UOp scale_bytes(WireFormat w, const UOp& x, int64_t n) {
   return (k + constant(DType::int32, 127, k)).cast(DType::uint8).contiguous();
 }
 
-Encoded encode_fp8(WireFormat w, const UOp& x) {
-  int64_t n = x.shape().at(0);
-  UOp scales = scale_bytes(w, x, n);
-  // x / 2^k is exact (a power of two) wherever it matters: a quotient below float32's normal range rounds
-  // to a signed zero in FP8 either way
-  return {x.alu(Ops::FDIV, {per_element(scale_of(scales), n)}).cast(fp8_dtype(w)), scales};
-}
-
-UOp decode_fp8(const Encoded& e) {  // exact: every product is a multiple of 2^-133 below float32's max
-  return e.codes.cast(DType::float32) * per_element(scale_of(e.scales), e.codes.shape().at(0));
-}
-
 UOp flat_float32(const UOp& x) {
   UOp f = x.dtype() == DType::float32 ? x : x.cast(DType::float32);
   return f.reshape({prod(x.shape())});
@@ -100,18 +83,54 @@ UOp flat_float32(const UOp& x) {
 
 }  // namespace
 
+namespace {
+// x encoded; `realized`: the codes a buffer of their own (what crosses, and is cut into pieces, is computed
+// once), else left to fuse into their reader (a dec(enc(.)) in place)
+WireValue encode(WireFormat w, const UOp& x, bool realized) {
+  UOp flat = flat_float32(x);
+  auto done = [&](const UOp& codes) { return realized ? codes.contiguous() : codes; };
+  if (w == WireFormat::bfloat16) return {done(flat.cast(DType::bfloat16)), std::nullopt, x.shape()};
+  int64_t n = flat.shape().at(0);
+  UOp scales = scale_bytes(w, flat, n);
+  // x / 2^k is exact (a power of two) wherever it matters: a quotient below float32's normal range rounds
+  // to a signed zero in FP8 either way
+  return {done(flat.alu(Ops::FDIV, {per_element(scale_of(scales), n)}).cast(fp8_dtype(w))), scales, x.shape()};
+}
+}  // namespace
+
+WireValue wire_encode(WireFormat w, const UOp& x) { return encode(w, x, true); }
+
+WireValue wire_select(const WireValue& v, int64_t i) {
+  return {settled_mselect(v.codes, i), v.scales ? std::optional(settled_mselect(*v.scales, i)) : std::nullopt, v.shape};
+}
+
+WireValue wire_piece(const WireValue& v, int64_t begin, int64_t end) {
+  if (v.scales && begin % kWireBlock != 0)
+    throw InternalError(fmt::format("wire_piece: [{}, {}) does not start on a block edge", begin, end));
+  std::optional<UOp> scales;
+  if (v.scales) scales = v.scales->shrink(spans({{begin / kWireBlock, (end + kWireBlock - 1) / kWireBlock}}));
+  return {v.codes.shrink(spans({{begin, end}})), scales, Shape{end - begin}};
+}
+
+WireValue wire_send(const WireValue& v, const DeviceSpec& device, const Arg& arg) {
+  return {settled_copy(v.codes, device, arg),
+          v.scales ? std::optional(settled_copy(*v.scales, device, arg)) : std::nullopt, v.shape};
+}
+
+UOp wire_decode(const WireValue& v) {
+  UOp wide = v.codes.cast(DType::float32);
+  // FP8: exact, every product a multiple of 2^-133 below float32's max
+  if (v.scales) wide = wide * per_element(scale_of(*v.scales), v.codes.shape().at(0));
+  return wide.reshape(v.shape);
+}
+
 UOp wire_copy(WireFormat w, const UOp& x, const DeviceSpec& device, const Arg& arg) {
   UOp one = x;  // the source device's value encoded there, not every device's
   if (x.device().tuple()) one = settled_mselect(x, std::holds_alternative<int64_t>(arg) ? std::get<int64_t>(arg) : 0);
-  if (w == WireFormat::bfloat16) return settled_copy(one.cast(DType::bfloat16), device).cast(DType::float32);
-  Encoded e = encode_fp8(w, flat_float32(one));
-  return decode_fp8({settled_copy(e.codes, device), settled_copy(e.scales, device)}).reshape(x.shape());
+  return wire_decode(wire_send(wire_encode(w, one), device));
 }
 
-UOp wire_round(WireFormat w, const UOp& x) {
-  if (w == WireFormat::bfloat16) return x.cast(DType::bfloat16).cast(DType::float32);
-  return decode_fp8(encode_fp8(w, flat_float32(x))).reshape(x.shape());
-}
+UOp wire_round(WireFormat w, const UOp& x) { return wire_decode(encode(w, x, false)); }
 
 UOp Allreduce::send(const UOp& x, int64_t d, const Arg& arg) const {
   if (!wired()) return settled_copy(x, to(d), arg);

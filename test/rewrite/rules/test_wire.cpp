@@ -266,18 +266,20 @@ BOOST_DATA_TEST_CASE(runtime_matches_the_interpreter, bdata::make(kWires) * bdat
   uint32_t seed = 40;
   for (const std::string& collective : kCollectives)
     for (DType dtype : {DType::float32, DType::bfloat16})
-      for (const char* kind : {"random", "huge", "nonfinite"}) {
-        if (wire == "bfloat16" && kind != std::string_view("random")) continue;
-        BOOST_TEST_CONTEXT(collective << " " << dtype_name(dtype) << " " << kind) {
-          // chunks of 18 (reduce_scatter) or uneven ones (allreduce): blocks cut short at a chunk's end
-          Point p = point_of(collective, wire_data(kind, dtype, 4, collective == "reduce_scatter" ? 72 : 70, seed++));
-          std::vector<std::pair<std::string, HostBuffer>> want = testing::interpreter_values(p.result);
-          std::vector<std::pair<std::string, HostBuffer>> got = p.result.local_host_shards();
-          BOOST_TEST_REQUIRE(got.size() == want.size());
-          for (size_t i = 0; i < got.size(); ++i)
-            BOOST_TEST((got[i].second.bytes == want[i].second.bytes), got[i].first);
+      for (const char* kind : {"random", "huge", "nonfinite"})
+        for (int64_t cols : {collective == "reduce_scatter" ? 72 : 70, 128}) {
+          if (wire == "bfloat16" && kind != std::string_view("random")) continue;
+          BOOST_TEST_CONTEXT(collective << " " << dtype_name(dtype) << " " << kind << " " << cols) {
+            // chunks of 18 (reduce_scatter) or uneven ones (allreduce): blocks cut short at a chunk's end, each
+            // piece encoded; 128: chunks of 32, each device's buffer encoded once (allreduce.cpp)
+            Point p = point_of(collective, wire_data(kind, dtype, 4, cols, seed++));
+            std::vector<std::pair<std::string, HostBuffer>> want = testing::interpreter_values(p.result);
+            std::vector<std::pair<std::string, HostBuffer>> got = p.result.local_host_shards();
+            BOOST_TEST_REQUIRE(got.size() == want.size());
+            for (size_t i = 0; i < got.size(); ++i)
+              BOOST_TEST((got[i].second.bytes == want[i].second.bytes), got[i].first);
+          }
         }
-      }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
