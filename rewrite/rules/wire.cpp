@@ -22,8 +22,7 @@ WireFormat wire_for(Collective collective, DType dtype, Ops op, const AllreduceS
   if (dtype != DType::float32 && dtype != DType::bfloat16)
     throw refuse("applies to float32 and bfloat16 only; set allreduce.wire: native");
   if (w != WireFormat::bfloat16 && op != Ops::ADD)
-    throw refuse(
-        "applies to sum only (a block's shared scale bounds a sum's error, not a product's); use bfloat16 or native");
+    throw refuse("applies to sum only (the error bound of a block's shared scale is a sum's); use bfloat16 or native");
   return w;
 }
 
