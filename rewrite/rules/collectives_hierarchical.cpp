@@ -46,9 +46,11 @@ std::vector<int64_t> peers_of(const Groups& groups, size_t l) {
   return out;
 }
 
-// The reduce-scatter of a with chunk i ending on device i.
-std::vector<ReducedChunk> scatter(Allreduce a, bool ring) {
+// The reduce-scatter of a with chunk i ending on device i, across `wire` (allreduce.wire: its copies encoded,
+// its sums float32).
+std::vector<ReducedChunk> scatter(Allreduce a, bool ring, WireFormat wire) {
   a.first = 1;
+  a.wire = wire;
   return ring ? reduce_scatter_ring(a) : reduce_scatter_all2all(a);
 }
 
@@ -78,8 +80,9 @@ UOp hierarchical_reduce_scatter(const UOp& red, const AllreduceSettings& s) {
   UOp buf = copy_source(red.src(0));
   DType dtype = buf.dtype();
   Ops op = static_cast<Ops>(red.arg_int());
-  // allreduce.wire: refused where it cannot apply; its copies stay native (docs/compressed-wire.md)
-  wire_for(Collective::reduce_scatter, dtype, op, s);
+  // allreduce.wire: refused where it cannot apply; both phases' copies cross it, the partials between them
+  // stay float32 (docs/compressed-wire.md)
+  WireFormat wire = wire_for(Collective::reduce_scatter, dtype, op, s);
   bool widen = !s.cast && (dtype == DType::float16 || dtype == DType::bfloat16);  // as the flat form
   if (widen) buf = buf.cast(DType::float32).contiguous();
   const DeviceTuple& devs = buf.device().names();
@@ -98,7 +101,7 @@ UOp hierarchical_reduce_scatter(const UOp& red, const AllreduceSettings& s) {
   for (const auto& [g, idx] : groups) {
     std::vector<UOp> shards;
     for (int64_t i : idx) shards.push_back(arranged(flat.mselect(i), order, c));
-    parts.push_back(scatter(over(mstack(shards), devs, idx, op, even_chunks(m, part), buf.dtype()), intra_ring));
+    parts.push_back(scatter(over(mstack(shards), devs, idx, op, even_chunks(m, part), buf.dtype()), intra_ring, wire));
   }
   // inter: member l of every group reduce-scatters its part; group g's chunk ends on group g's member l
   std::vector<UOp> mine(devs.size());
@@ -107,10 +110,12 @@ UOp hierarchical_reduce_scatter(const UOp& red, const AllreduceSettings& s) {
     std::vector<int64_t> peers = peers_of(groups, l);
     std::vector<UOp> held;
     for (const auto& p : parts) held.push_back(p[l].value);
+    DType held_dtype = wire == WireFormat::native ? buf.dtype() : DType::float32;  // a wire's sums
     std::vector<ReducedChunk> done =
-        scatter(over(mstack(held), devs, peers, op, even_chunks(ngroups, c), buf.dtype()), inter_ring);
+        scatter(over(mstack(held), devs, peers, op, even_chunks(ngroups, c), held_dtype), inter_ring, wire);
     for (size_t g = 0; g < ngroups; ++g)
-      mine[static_cast<size_t>(peers[g])] = widen ? done[g].value.cast(dtype) : done[g].value;
+      mine[static_cast<size_t>(peers[g])] =
+          widen || wire != WireFormat::native ? done[g].value.cast(dtype) : done[g].value;
   }
   return mstack(mine);
 }
