@@ -28,13 +28,16 @@ struct DocumentStarts : YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-// The first line up to `last` (0-based) whose indentation holds a tab: {line, column}, 0-based.
+// A tab in the indentation of the error's line or of the two before it (0-based lines), where yaml-cpp
+// reports one ("illegal map value" at or just after it): {line, column}, 0-based. A tab further up, inside a
+// block scalar or a quoted string where it is legal, is not the error.
 std::optional<std::pair<int, int>> tab_in_indentation(std::string_view text, int last) {
   int line = 0;
   for (size_t at = 0; at <= text.size() && line <= last; ++line) {
     size_t end = std::min(text.find('\n', at), text.size());
-    for (size_t i = at; i < end && (text[i] == ' ' || text[i] == '\t'); ++i)
-      if (text[i] == '\t') return std::pair(line, static_cast<int>(i - at));
+    if (line >= last - 2)
+      for (size_t i = at; i < end && (text[i] == ' ' || text[i] == '\t'); ++i)
+        if (text[i] == '\t') return std::pair(line, static_cast<int>(i - at));
     at = end + 1;
   }
   return std::nullopt;
