@@ -535,6 +535,10 @@ Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collec
   CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
   Algorithm algo = collective_algorithm(c, s);
   if (det && algo == Algorithm::ring_fused) algo = Algorithm::twoshot;
+  // deterministic over a wire: naive (and oneshot, naive on a wire) sends a device's own buffer across the wire
+  // too, so its bits would differ from the direct forms'; it runs as all2all, whose fold they all share
+  bool wired = s.wire != "native" && collective != Collective::allgather && collective != Collective::alltoall;
+  if (det && wired && (algo == Algorithm::naive || algo == Algorithm::oneshot)) algo = Algorithm::all2all;
   // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
   // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, on a wire (allreduce.wire: a fused
   // kernel reads its peers' memory, with no copy to encode), or another collective, its unfused

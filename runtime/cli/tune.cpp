@@ -28,10 +28,23 @@
 namespace ringrt {
 namespace {
 
-// The algorithms a collective can be forced to, and the settings that force each.
-std::vector<Algorithm> algorithms_of(Collective collective) {
-  if (collective == Collective::allreduce) return {kAllreduceAlgorithms.begin(), kAllreduceAlgorithms.end()};
-  return {kRingOrDirect.begin(), kRingOrDirect.end()};  // ring or the direct form (naive is the direct form there)
+// The algorithms a collective can be forced to under settings s, and the settings that force each: a fused
+// form that runs as another under s (a wire runs them unfused, deterministic mode ring_fused as twoshot;
+// rewrite/rules/allreduce.cpp allreduce_algorithm) is left out, as are naive and oneshot, which run as
+// all2all in deterministic mode over a wire: timing one program twice would let noise choose a name that
+// never runs.
+std::vector<Algorithm> algorithms_of(Collective collective, const AllreduceSettings& s) {
+  if (collective != Collective::allreduce)
+    return {kRingOrDirect.begin(), kRingOrDirect.end()};  // ring or the direct form (naive is the direct form there)
+  bool wired = s.wire != "native";
+  std::vector<Algorithm> out;
+  for (Algorithm a : kAllreduceAlgorithms) {
+    if (wired && is_fused(a)) continue;
+    if (s.deterministic && a == Algorithm::ring_fused) continue;
+    if (s.deterministic && wired && a == Algorithm::naive) continue;
+    out.push_back(a);
+  }
+  return out;
 }
 AllreduceSettings forced(AllreduceSettings s, Algorithm algorithm) {
   s.ring = algorithm == Algorithm::ring ? 2 : 0;
@@ -110,7 +123,7 @@ struct Point {
     std::map<Algorithm, int> iters;                   // per algorithm: after its first round, enough to fill kBlockUs
     std::map<Algorithm, std::vector<double>> rounds;  // per algorithm: each round's time
     for (int round = 0; round < options.rounds; ++round)
-      for (Algorithm algo : algorithms_of(collective)) {
+      for (Algorithm algo : algorithms_of(collective, cfg.settings)) {
         ExperimentConfig run = point;
         if (auto it = iters.find(algo); it != iters.end()) run.iters = it->second;
         double mean = run_once(run, algo);
@@ -212,7 +225,8 @@ std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOption
 TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
   std::vector<TunePoint> points = tune_points(cfg, options);
   int64_t runs = 0, done = 0;
-  for (const TunePoint& p : points) runs += static_cast<int64_t>(algorithms_of(p.collective).size()) * options.rounds;
+  for (const TunePoint& p : points)
+    runs += static_cast<int64_t>(algorithms_of(p.collective, cfg.settings).size()) * options.rounds;
   Point point{cfg, options, done, runs};
   TuningTable table{ringrt_version(), machine_identity(), utc_now(), {}};
   for (const TunePoint& p : points) {

@@ -210,6 +210,30 @@ BOOST_AUTO_TEST_CASE(the_interpreter_computes_the_host_encoding) {
     }
 }
 
+// Deterministic mode over a wire: every algorithm gives the same bits (naive and oneshot run as all2all there:
+// allreduce.cpp allreduce_algorithm), on the cpu devices as in the interpreter, allreduce and reduce_scatter.
+BOOST_AUTO_TEST_CASE(deterministic_over_a_wire_is_one_fold) {
+  for (const std::string& wire : kWires)
+    for (const std::string collective : {"allreduce", "reduce_scatter"}) {
+      HostBuffer data = wire_data("random", DType::float32, 3, 96, 17);
+      std::vector<std::vector<std::byte>> bits;
+      for (const std::string algo : {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused"}) {
+        AllreduceSettings s = wire_settings(algo, 3, wire);
+        s.deterministic = true;
+        ScopedSettings scope(s);
+        Point p = point_of(collective, data);
+        std::vector<std::byte> all;
+        for (const auto& [dev, v] : p.result.local_host_shards()) all.insert(all.end(), v.bytes.begin(), v.bytes.end());
+        std::vector<std::byte> oracle;
+        for (const auto& [dev, v] : testing::interpreter_values(p.result))
+          oracle.insert(oracle.end(), v.bytes.begin(), v.bytes.end());
+        BOOST_TEST((all == oracle), wire << " " << collective << " " << algo << ": the interpreter's bits");
+        bits.push_back(all);
+        BOOST_TEST((bits.back() == bits.front()), wire << " " << collective << " " << algo << " against naive");
+      }
+    }
+}
+
 // The wire is part of the program cache's key (AllreduceSettings): the same graph realized native, over the wire
 // and native again runs three programs' values, not the first one cached.
 BOOST_AUTO_TEST_CASE(the_program_cache_tells_the_wire_apart) {
