@@ -216,8 +216,19 @@ BOOST_AUTO_TEST_CASE(cache_folder_others_can_write_is_not_used) {
   std::filesystem::remove_all(base);
 }
 
-BOOST_AUTO_TEST_CASE(clang_compiles_the_same_source) {
-  if (std::system("clang++ --version > /dev/null 2>&1") != 0) return;  // optional: only where installed
+namespace {
+// A precondition: `tool --version` runs (an optional tool; the case reports a skip without it).
+struct HasTool {
+  const char* tool;
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
+    boost::test_tools::assertion_result r(std::system(fmt::format("{} --version > /dev/null 2>&1", tool).c_str()) == 0);
+    r.message() << tool << " is not installed (optional)";
+    return r;
+  }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(clang_compiles_the_same_source, *boost::unit_test::precondition(HasTool{"clang++"})) {
   std::filesystem::path dir = fresh_dir();
   ScopedEnv env("RINGRT_CACHE_DIR", dir.string());
   check_doubling(
@@ -293,8 +304,7 @@ BOOST_AUTO_TEST_CASE(the_compiler_is_found_without_path) {
   std::filesystem::remove_all(dir);
 }
 
-BOOST_AUTO_TEST_CASE(a_launcher_runs_the_compiler) {
-  if (std::system("ccache --version > /dev/null 2>&1") != 0) return;  // optional: only where installed
+BOOST_AUTO_TEST_CASE(a_launcher_runs_the_compiler, *boost::unit_test::precondition(HasTool{"ccache"})) {
   std::filesystem::path dir = fresh_dir();
   ScopedEnv env("RINGRT_CACHE_DIR", dir.string()), ccache_dir("CCACHE_DIR", (dir / "ccache").string());
   HostCompiler cc("ccache g++", HostCompiler::default_flags());

@@ -220,16 +220,24 @@ BOOST_AUTO_TEST_CASE(kernel_args_follow_render_hip_signature) {
 // (skipped when it is not installed). hipRTC compiles for gfx90a without a GPU. A cubin keeps its
 // parameters in binary .nv.info records, not YAML: on NVIDIA the layout is checked by the GPU cases,
 // which launch these kernels and compare every value with the interpreter.
-BOOST_AUTO_TEST_CASE(kernel_args_match_code_object_metadata) {
+namespace {
+// A precondition: an AMD code object (not a cubin or a simulated one) and llvm-readelf to read its metadata.
+struct HasAmdMetadata {
+  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
 #if defined(RINGRT_TEST_NVIDIA) || defined(RINGRT_TEST_SIM)
-  BOOST_TEST_MESSAGE("a cubin or a simulated code object has no AMDGPU metadata: checked on AMD builds only");
-  return;
+    boost::test_tools::assertion_result r(false);
+    r.message() << "a cubin or a simulated code object has no AMDGPU metadata: checked on AMD builds only";
+#else
+    boost::test_tools::assertion_result r(!find_readelf().empty());
+    r.message() << "llvm-readelf not found: the code object metadata cannot be read";
 #endif
-  std::string readelf = find_readelf();
-  if (readelf.empty()) {
-    BOOST_TEST_MESSAGE("llvm-readelf not found: the code object metadata is not checked");
-    return;
+    return r;
   }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(kernel_args_match_code_object_metadata, *boost::unit_test::precondition(HasAmdMetadata{})) {
+  std::string readelf = find_readelf();
   Graph g;
   ringrt::DeviceSpec two(ringrt::DeviceTuple{"HIP:0", "HIP:1"});
   UOp dn = ringrt::device_num(2, &g.g).cast(DType::float32).reshape({1}).expand({100});

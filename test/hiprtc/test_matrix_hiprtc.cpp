@@ -78,7 +78,9 @@ BOOST_DATA_TEST_CASE(matrix_kernels_compile, bdata::xrange(kParts), part) {
   std::vector<test::MatrixKernel> ks = test::matrix_kernels_part(part, kParts, render, &items, &distinct);
   BOOST_TEST_MESSAGE("matrix: " << items << " kernel items, " << distinct << " kernel forms; part " << part << ": "
                                 << ks.size());
+  BOOST_TEST_REQUIRE(distinct >= test::kMinMatrixKernels);  // an empty or shrunken matrix checks nothing
   BOOST_TEST_REQUIRE(ks.size() >= distinct / kParts);
+  BOOST_TEST_REQUIRE(!ks.empty());
   compile_in_batches(ks, fmt::format("matrix_part{}", part));
 }
 
@@ -92,6 +94,7 @@ BOOST_DATA_TEST_CASE(collective_kernels_compile, bdata::xrange(kCollectiveParts)
                                      << ks.size());
   BOOST_TEST_REQUIRE(distinct > 0u);
   BOOST_TEST_REQUIRE(ks.size() >= distinct / kCollectiveParts);
+  BOOST_TEST_REQUIRE(!ks.empty());
   compile_in_batches(ks, fmt::format("collectives_part{}", part));
 }
 

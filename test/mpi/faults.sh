@@ -86,7 +86,13 @@ start_long_job() {
     sleep 0.2
     local mpirun_pid
     mpirun_pid=$(pgrep -P "$job_pid" -x mpirun)
-    [[ -n "$mpirun_pid" ]] && rank_pid=$(pgrep -P "$mpirun_pid" | sed -n 2p)
+    # rank 1 by its rank (Open MPI puts OMPI_COMM_WORLD_RANK in each rank's environment), not by pgrep's order
+    rank_pid=""
+    if [[ -n "$mpirun_pid" ]]; then
+      for p in $(pgrep -P "$mpirun_pid"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && rank_pid=$p
+      done
+    fi
     if [[ -n "$rank_pid" ]] && grep -q '^#  *size' "$work/$1.out"; then
       sleep 2  # allreduces in flight
       return 0

@@ -119,6 +119,11 @@ const MatrixKernels& all_matrix_kernels(Render render) {
   return all;
 }
 
+// The least number of distinct kernels the allreduce matrix may have: it has about 300 forms (below); a
+// matrix that shrank below this (a generator that lost its devices, dtypes or algorithms) fails the tests that
+// walk it instead of checking nothing.
+inline constexpr size_t kMinMatrixKernels = 100;
+
 // [begin, end) of part `part` of `parts` of n things: contiguous, sizes differing by at most 1.
 inline std::pair<size_t, size_t> part_bounds(size_t n, size_t part, size_t parts) {
   return {n * part / parts, n * (part + 1) / parts};

@@ -6,7 +6,12 @@
 #include <atomic>
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "codegen/kernel.hpp"
@@ -195,14 +200,38 @@ BOOST_AUTO_TEST_CASE(cpu_memory_is_reused) {
   d.free(b, 1000);
 }
 
-// runtime.huge_pages: a buffer of 2 MiB or more starts on a 2 MiB page (a transparent huge page where
-// the kernel grants them); zeroed, and reused from the cache like any other. Off, only 64-byte aligned.
+namespace {
+// Whether the kernel holds the advice MADV_HUGEPAGE for the mapping that contains p: the "hg" flag of its
+// VmFlags line in /proc/self/smaps. nullopt when smaps cannot be read or has no such mapping.
+std::optional<bool> huge_page_advised(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(' ') > line.find('-')) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return (" " + line.substr(8) + " ").find(" hg ") != std::string::npos;
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+// runtime.huge_pages: a buffer of 2 MiB or more starts on a 2 MiB page and is advised as a transparent huge
+// page (MADV_HUGEPAGE: the "hg" flag of its mapping, where the kernel has THP); zeroed, and reused from the
+// cache like any other. Off, no advice: only 64-byte aligned, its mapping without "hg".
 BOOST_AUTO_TEST_CASE(cpu_buffers_from_2_mib_start_on_huge_pages) {
   Device& d = device("CPU:1");
   constexpr size_t kBytes = (size_t{3} << 20) + 100;
   auto* a = static_cast<unsigned char*>(d.allocate(kBytes));
   BOOST_TEST(reinterpret_cast<uintptr_t>(a) % (size_t{2} << 20) == 0u);
   BOOST_TEST((a[0] == 0 && a[kBytes - 1] == 0));
+  bool thp = std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::optional<bool> advised = huge_page_advised(a);
+  BOOST_TEST_REQUIRE(advised.has_value());  // the buffer's mapping is in smaps
+  if (thp) BOOST_TEST(*advised);            // the positive control: the check sees the advice
   std::memset(a, 7, kBytes);
   d.free(a, kBytes);
   BOOST_TEST(d.allocate(kBytes) == a);
@@ -212,6 +241,7 @@ BOOST_AUTO_TEST_CASE(cpu_buffers_from_2_mib_start_on_huge_pages) {
   set_runtime_params(off, {"runtime.huge_pages"});
   void* b = d.allocate(kBytes + 64);  // another size: a fresh block
   BOOST_TEST(reinterpret_cast<uintptr_t>(b) % 64 == 0u);
+  BOOST_TEST((huge_page_advised(b) == std::optional<bool>(false)));  // no advice when off
   d.free(b, kBytes + 64);
   reset_runtime_params();
 }
