@@ -216,6 +216,10 @@ int run_command(const std::string& config, const std::vector<std::string>& sets,
   std::vector<double> row_seconds;
   TraceOutput trace_out(trace);
   std::fputs(format_header(cfg).c_str(), stdout);
+  if (!trace.empty())  // tracing records an event per item of the traced iterations: their times grow
+    std::printf(
+        "# --trace: the last timed iteration of each row is traced, and its time is in the table: times include "
+        "the tracing (small sizes several times slower); time without --trace\n");
   std::fflush(stdout);
   ProgressBar bar;
   ExperimentObserver observer;
@@ -304,7 +308,12 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
   if (!emit_dir.empty() && writer) prepare_output_dir(emit_dir);
   ScopedSettings scope(cfg.settings);
   // planned from shapes alone: no memory for the input, nothing compiled or run
-  count = collective_count(cfg, count);
+  if (int64_t planned = collective_count(cfg, count); planned != count) {
+    std::fprintf(stderr, "ringrt schedule: --count %lld planned as %lld (%s over %zu devices takes a multiple of them)\n",
+                 static_cast<long long>(count), static_cast<long long>(planned),
+                 std::string(collective_name(cfg.collective)).c_str(), cfg.devices.size());
+    count = planned;
+  }
   Tensor lazy = run_collective(cfg, collective_input_placeholder(cfg, count));
   Schedule schedule = lazy.schedule();
   int64_t ndev = static_cast<int64_t>(cfg.devices.size());

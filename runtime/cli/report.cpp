@@ -282,6 +282,14 @@ std::string format_header(const ExperimentConfig& cfg) {
   out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}{}\n", cfg.warmup, form, cfg.iters, form,
                      cfg.check ? "true" : "false", steps_text(cfg));
   out += fmt::format("# timing: {}\n", timing_text(cfg));
+  // counts the collective cannot take as given (a multiple of the devices for reduce_scatter, allgather and
+  // alltoall; FSDP pads up): each, and what runs; the table's count column is what runs
+  std::vector<std::string> rounded;
+  for (int64_t c : cfg.form == SweepForm::buckets ? cfg.counts : cfg.sweep_counts())
+    if (int64_t runs = collective_count(cfg, c); runs != c) rounded.push_back(fmt::format("{} -> {}", c, runs));
+  if (!rounded.empty())
+    out += fmt::format("# counts rounded to a multiple of the {} devices ({}): {}\n", cfg.devices.size(),
+                       collective_name(cfg.collective), fmt::join(rounded, ", "));
   out += "# settings:\n";
   for (const std::string& l : settings_lines(cfg)) out += "#   " + l + "\n";
   out += "#\n";

@@ -28,6 +28,9 @@ BOOST_AUTO_TEST_CASE(trace_holds_the_last_iteration_of_each_row) {
                          "--set", "runtime.peer_reads=false", "--set", "runtime.peer_writes=false", "--trace", path});
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
   BOOST_TEST(table_rows(r.out).size() == 2u);
+  BOOST_TEST(r.out.find("# --trace: the last timed iteration of each row is traced, and its time is in the table") !=
+                 std::string::npos,
+             r.out);  // the header says the times include the tracing
   json j = json::parse(read_file(path));
   const json& meta = j.at("metadata");
   BOOST_TEST(meta.at("ringrt_trace").get<int>() == 1);
