@@ -388,6 +388,15 @@ Tensor& Tensor::assign(const Tensor& value) {
   auto axis_str = [](std::optional<int> a) { return a ? std::to_string(*a) : std::string("none"); };
   // into a view of a sharded tensor a replicated value works too: each device keeps its part
   bool replicated_into_view = s_->view_base && shard_axis() && !value.uop().logical() && value.uop().device().tuple();
+  // both replicated, but one a logical value (a lazy collective's result, one value for every device) and the
+  // other a value per device: the axes print alike, so say what differs
+  if (!replicated_into_view && value.shard_axis() == shard_axis() && value.uop().logical() != uop().logical())
+    throw ShapeError(fmt::format(
+        "ASSIGN: value {} into a tensor {} (both sharded on axis {}, shape {}); realize() the value first, which "
+        "stores it per device",
+        value.uop().logical() ? "replicated as one logical value (e.g. a lazy allreduce's result)" : "held per device",
+        uop().logical() ? "replicated as one logical value" : "held per device", axis_str(shard_axis()),
+        shape_str(shape())));
   if (!replicated_into_view && (value.shard_axis() != shard_axis() || value.uop().logical() != uop().logical()))
     throw ShapeError(
         fmt::format("ASSIGN: value sharded on axis {} into a tensor sharded on axis {} (shape {}); "

@@ -309,7 +309,8 @@ int schedule_command(const std::string& config, const std::vector<std::string>& 
   ScopedSettings scope(cfg.settings);
   // planned from shapes alone: no memory for the input, nothing compiled or run
   if (int64_t planned = collective_count(cfg, count); planned != count) {
-    std::fprintf(stderr, "ringrt schedule: --count %lld planned as %lld (%s over %zu devices takes a multiple of them)\n",
+    std::fprintf(stderr,
+                 "ringrt schedule: --count %lld planned as %lld (%s over %zu devices takes a multiple of them)\n",
                  static_cast<long long>(count), static_cast<long long>(planned),
                  std::string(collective_name(cfg.collective)).c_str(), cfg.devices.size());
     count = planned;

@@ -45,9 +45,9 @@ BOOST_AUTO_TEST_CASE(rounded_counts_are_named) {
                          "experiment.collective=reduce_scatter", "--set", "experiment.counts=[7, 9]", "--set",
                          "experiment.iters=1"});
   BOOST_TEST_REQUIRE(r.status == 0, r.err);
-  BOOST_TEST(r.out.find("# counts rounded to a multiple of the 3 devices (reduce_scatter): 7 -> 6\n") !=
-                 std::string::npos,
-             r.out);
+  BOOST_TEST(
+      r.out.find("# counts rounded to a multiple of the 3 devices (reduce_scatter): 7 -> 6\n") != std::string::npos,
+      r.out);
   auto rows = table_rows(r.out);
   BOOST_TEST_REQUIRE(rows.size() == 2u);
   BOOST_TEST(rows[0].at(1) == "6");
@@ -58,8 +58,8 @@ BOOST_AUTO_TEST_CASE(rounded_counts_are_named) {
   BOOST_TEST(s.err.find("--count 2 planned as 3 (reduce_scatter over 3 devices takes a multiple of them)") !=
                  std::string::npos,
              s.err);
-  CliResult fits = run_cli({"run", "configs/default.yaml", "--set", "experiment.counts=[7]", "--set",
-                            "experiment.iters=1"});
+  CliResult fits =
+      run_cli({"run", "configs/default.yaml", "--set", "experiment.counts=[7]", "--set", "experiment.iters=1"});
   BOOST_TEST(fits.out.find("# counts rounded") == std::string::npos, fits.out);  // an allreduce takes any count
 }
 
