@@ -23,15 +23,14 @@
 //     j is allreduced across the m devices j by a nested ALLREDUCE (naive, ring or all2all as chosen for
 //     it), the k of them independent; each group allgathers its k chunks. It needs groups of one size:
 //     groups of unequal size get the leader form (the DEBUG line says so).
-// Choice: with a tuning file (rewrite/tuning.hpp, `ringrt tune`) and ring/all2all at their automatic
-// levels, the algorithm measured fastest on this machine for the collective, devices, dtype and size.
-// Without a tuned choice, an allreduce on devices with cost figures (cpu measured, hip defaults) takes
-// the cost model's cheapest (rewrite/cost_model.hpp), unless allreduce.tuning is off. Otherwise
-// tinygrad's rule: all2all when ALL2ALL >= 2, or ALL2ALL >= 1 with n > 2 and numel > threshold;
-// else ring likewise with RING; else naive. 256000 elements is tinygrad's empirical crossover below
-// which ring's extra kernel launches and chunk reassembly lose to naive (on GPUs; on this project's cpu
-// backend all2all won at 4 devices from 256 KiB up, which is why the choice is measured per machine).
-// Cost of the hierarchical forms (alpha-beta model, bandwidth terms): m groups of k devices, S bytes per
+// Choice (rewrite/rules/choice.cpp): with a tuning file (rewrite/tuning.hpp, `ringrt tune`) and ring/all2all at their
+// automatic levels, the algorithm measured fastest on this machine for the collective, devices, dtype and size. Without
+// a tuned choice, an allreduce on devices with cost figures (cpu measured, hip defaults) takes the cost model's
+// cheapest (rewrite/cost_model.hpp), unless allreduce.tuning is off. Otherwise tinygrad's rule: all2all when ALL2ALL >=
+// 2, or ALL2ALL >= 1 with n > 2 and numel > threshold; else ring likewise with RING; else naive. 256000 elements is
+// tinygrad's empirical crossover below which ring's extra kernel launches and chunk reassembly lose to naive (on GPUs;
+// on this project's cpu backend all2all won at 4 devices from 256 KiB up, which is why the choice is measured per
+// machine). Cost of the hierarchical forms (alpha-beta model, bandwidth terms): m groups of k devices, S bytes per
 // device; each device sends and receives at B_intra inside its group and at B_net to other groups, both
 // directions and all its links at once; a bandwidth-optimal allreduce of X bytes over p devices takes
 // 2(p-1)/p X/B.
@@ -99,8 +98,6 @@ Groups device_groups(const DeviceTuple& devs, const AllreduceSettings& s) {
   return groups;
 }
 
-namespace {
-
 // The hierarchical form of an allreduce over devs: nothing without several groups, one of them of more
 // than one device; hierarchical_rs when allreduce.hierarchical is reduce_scatter and the groups have
 // one size; else hierarchical (the leader form, also for reduce_scatter over groups of unequal size).
@@ -113,6 +110,8 @@ optional<Algorithm> hierarchical_form(const DeviceTuple& devs, const AllreduceSe
       std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return size_of(g) == size_of(groups[0]); });
   return s.hierarchical == "reduce_scatter" && equal ? Algorithm::hierarchical_rs : Algorithm::hierarchical;
 }
+
+namespace {
 
 // An allreduce served by other allreduces: 16-bit floats widened to float32 when the cast setting is
 // off, a one-device destination tuple as that device's allreduce stacked, a destination tuple other
@@ -523,75 +522,6 @@ std::vector<std::pair<int64_t, int64_t>> allreduce_chunks(int64_t numel, int64_t
     at += len;
   }
   return out;
-}
-
-Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collective collective) {
-  const UOp& buf = red.src(0);
-  // deterministic (allreduce.deterministic): a reducing collective is flat over the whole tuple, whose order
-  // (rank-major across ranks) is the fold's, and ring_fused folds as twoshot does; the allgather keeps its forms
-  bool det = s.deterministic && collective != Collective::allgather && collective != Collective::alltoall;
-  if (buf.device().tuple() && !det)
-    if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
-  CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
-  Algorithm algo = collective_algorithm(c, s);
-  if (det && algo == Algorithm::ring_fused) algo = Algorithm::twoshot;
-  // deterministic over a wire: naive (and oneshot, naive on a wire) sends a device's own buffer across the wire
-  // too, so its bits would differ from the direct forms'; it runs as all2all, whose fold they all share
-  bool wired = s.wire != "native" && collective != Collective::allgather && collective != Collective::alltoall;
-  if (det && wired && (algo == Algorithm::naive || algo == Algorithm::oneshot)) algo = Algorithm::all2all;
-  // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
-  // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, on a wire (allreduce.wire: a fused
-  // kernel reads its peers' memory, with no copy to encode), or another collective, its unfused
-  // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all),
-  // ring_fused is the ring
-  if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
-    if ((collective != Collective::allreduce && collective != Collective::reduce_scatter &&
-         collective != Collective::allgather) ||
-        red.src(1).device() != buf.device() || c.ranks > 1 ||
-        (s.wire != "native" && collective != Collective::allgather))
-      return *fused == FusedAlgorithm::oneshot   ? Algorithm::naive
-             : *fused == FusedAlgorithm::twoshot ? Algorithm::all2all
-                                                 : Algorithm::ring;
-  return algo;
-}
-
-CollectiveSize CollectiveSize::of(Collective collective, const DeviceTuple& devices, int64_t numel, DType dtype) {
-  CollectiveSize out{collective, "", static_cast<int64_t>(devices.size()), numel, dtype, 0};
-  std::set<int> ranks;
-  for (const std::string& d : devices)
-    if (std::optional<RankedDeviceName> r = split_rank(d)) {
-      ranks.insert(r->rank);
-      out.kind = std::string(r->local.substr(0, r->local.find(':')));
-    }
-  out.ranks = static_cast<int64_t>(ranks.size());
-  return out;
-}
-
-Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
-  // tuned or modelled in one process: a collective across ranks (other transfers) keeps the rule
-  if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
-  int64_t bytes = c.numel * itemsize(c.dtype);
-  // the choice measured under this wire and deterministic setting (their forms differ: rewrite/tuning.hpp)
-  if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
-    if (const TunedChoice* tuned =
-            t->find(c.collective, c.kind, c.ndev, c.dtype, bytes, parse_wire_format(s.wire), s.deterministic))
-      return tuned->algorithm;
-  // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
-  // allreduce.tuning is off (tinygrad's rule, as before the model)
-  if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1)
-    // the figures' peer access is the hardware's: the runtime.peer_* switches are not read (off, the
-    // model would send the cpu to the fused forms, which read peers' memory whatever the switches say)
-    if (std::optional<CostFigures> f = cost_model_for(c.kind).figures)
-      return modelled_choice(*f, c.ndev, bytes, s.deterministic);
-  return collective_algorithm(c.ndev, c.numel, s);
-}
-
-Algorithm collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& s) {
-  if (std::optional<Algorithm> forced = forced_algorithm(s)) return *forced;  // allreduce.algorithm
-  bool big = ndev > 2 && numel > s.ring_threshold;
-  if (s.all2all >= 2 || (big && s.all2all >= 1)) return Algorithm::all2all;
-  if (s.ring >= 2 || (big && s.ring >= 1)) return Algorithm::ring;
-  return Algorithm::naive;
 }
 
 PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceChoices choices) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/algorithm.hpp"
 #include "core/settings.hpp"
 #include "core/wire_format.hpp"
 #include "rewrite/uop.hpp"
@@ -102,5 +103,10 @@ using Groups = std::vector<std::pair<int, std::vector<int64_t>>>;
 // Groups of devs (settings.groups; a device without a group id joins group -1) in order of first
 // appearance, each with its leader first (settings.reduce_leaders), then by name.
 Groups device_groups(const DeviceTuple& devs, const AllreduceSettings& s);
+
+// The hierarchical form of an allreduce over devs: nothing without several groups, one of them of more
+// than one device; hierarchical_rs when allreduce.hierarchical is reduce_scatter and the groups have
+// one size; else hierarchical (the leader form). Defined in allreduce.cpp; choice.cpp asks it first.
+std::optional<Algorithm> hierarchical_form(const DeviceTuple& devs, const AllreduceSettings& s);
 
 }  // namespace ringrt

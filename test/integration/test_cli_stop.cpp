@@ -117,6 +117,53 @@ BOOST_AUTO_TEST_CASE(sigterm_stops_a_run_and_keeps_the_rows_finished) {
       xml);
 }
 
+// SIGINT (Ctrl-C) stops a run as SIGTERM does, with exit status 128 + 2.
+BOOST_AUTO_TEST_CASE(sigint_stops_a_run_with_status_130) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "tmp");
+  std::string err = (dir.path() / "err").string();
+  bool signalled = false;
+  Watched w = run_watched(kLongRun, dir.path() / "tmp", err, [&](pid_t pid, const std::string& text) {
+    if (!signalled && !table_rows(text).empty() && text.back() == '\n') signalled = ::kill(pid, SIGINT) == 0;
+  });
+  BOOST_TEST_REQUIRE(signalled);
+  BOOST_TEST(WIFEXITED(w.raw));
+  BOOST_TEST(WEXITSTATUS(w.raw) == 130, read_file(err));
+  BOOST_TEST(read_file(err).find("ringrt: interrupted by SIGINT after ") != std::string::npos, read_file(err));
+}
+
+// The second-signal rule (runtime/cli/main.cpp on_stop_signal): another signal while the stop is under way
+// ends the process at once, by that signal; the same signal again within a second does not (one sender
+// delivering twice: the SIGTERM case above).
+BOOST_AUTO_TEST_CASE(a_second_different_signal_ends_the_run_at_once) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "tmp");
+  std::string err = (dir.path() / "err").string();
+  bool signalled = false;
+  Watched w = run_watched(kLongRun, dir.path() / "tmp", err, [&](pid_t pid, const std::string& text) {
+    if (!signalled && !table_rows(text).empty() && text.back() == '\n')
+      signalled = ::kill(pid, SIGTERM) == 0 && ::kill(pid, SIGINT) == 0;
+  });
+  BOOST_TEST_REQUIRE(signalled);
+  BOOST_TEST(WIFSIGNALED(w.raw), "wait status " << w.raw << "; stderr: " << read_file(err));
+  if (WIFSIGNALED(w.raw)) BOOST_TEST(WTERMSIG(w.raw) == SIGINT);
+}
+
+// Exit status 3 from a one-process run: a kernel that cannot be compiled (the compiler, a script that answers
+// --version and fails every compile, set through runtime.cxx's environment variable CXX) is a compile error.
+BOOST_AUTO_TEST_CASE(a_compile_error_is_status_3) {
+  TempDir dir;
+  fs::path cxx = dir.path() / "broken-cxx";
+  write_file(cxx.string(),
+             "#!/bin/sh\n[ \"$1\" = --version ] && { echo broken 1.0; exit 0; }\necho 'error: broken' >&2\nexit 1\n");
+  fs::permissions(cxx, fs::perms::owner_all);
+  CliResult r =
+      run_cli({"run", "configs/default.yaml", "--set", "experiment.sizes.max=1KiB", "--set", "experiment.iters=1"},
+              {"CXX=" + cxx.string(), "RINGRT_CACHE_DIR=" + (dir.path() / "cache").string()});
+  BOOST_TEST(r.status == 3, r.err);
+  BOOST_TEST(r.err.find("error: broken") != std::string::npos, r.err);
+}
+
 // A run killed outright (SIGKILL: as by a second signal, another rank's MPI_Abort or the OOM killer)
 // leaves in --csv and --json every row it printed, each row written before it is shown, and never
 // the previous run's content (the files held another run's text before).

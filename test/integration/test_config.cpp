@@ -431,4 +431,29 @@ BOOST_AUTO_TEST_CASE(a_stop_request_ends_the_host_loops_of_a_row) {
   BOOST_TEST(whole.rows[1].wrong == 0);
 }
 
+// A count the collective cannot take as given is rounded, and said so: the header names each (the table's count
+// column is what ran), `schedule` on stderr; a count that fits is not mentioned.
+BOOST_AUTO_TEST_CASE(rounded_counts_are_named) {
+  CliResult r = run_cli({"run", "configs/default.yaml", "--set", "devices.count=3", "--set",
+                         "experiment.collective=reduce_scatter", "--set", "experiment.counts=[7, 9]", "--set",
+                         "experiment.iters=1"});
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  BOOST_TEST(
+      r.out.find("# counts rounded to a multiple of the 3 devices (reduce_scatter): 7 -> 6\n") != std::string::npos,
+      r.out);
+  auto rows = table_rows(r.out);
+  BOOST_TEST_REQUIRE(rows.size() == 2u);
+  BOOST_TEST(rows[0].at(1) == "6");
+  BOOST_TEST(rows[1].at(1) == "9");
+  CliResult s = run_cli({"schedule", "configs/default.yaml", "--set", "devices.count=3", "--set",
+                         "experiment.collective=reduce_scatter", "--count", "2"});
+  BOOST_TEST_REQUIRE(s.status == 0, s.err);
+  BOOST_TEST(s.err.find("--count 2 planned as 3 (reduce_scatter over 3 devices takes a multiple of them)") !=
+                 std::string::npos,
+             s.err);
+  CliResult fits =
+      run_cli({"run", "configs/default.yaml", "--set", "experiment.counts=[7]", "--set", "experiment.iters=1"});
+  BOOST_TEST(fits.out.find("# counts rounded") == std::string::npos, fits.out);  // an allreduce takes any count
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -400,24 +400,6 @@ BOOST_DATA_TEST_CASE(a_rule_that_throws_stops_every_thread, bdata::make(kDrivers
                         ringrt::test::message_has({"no sqrt"}));
 }
 
-namespace {
-struct NotInChild {  // true in this process, false in a child of RINGRT_RUN_IN_CHILD
-  boost::test_tools::assertion_result operator()(boost::unit_test::test_unit_id) const {
-    boost::test_tools::assertion_result r(!ringrt::test::in_child());
-    r.message() << "in the child process";
-    return r;
-  }
-};
-}  // namespace
-
-// RINGRT_RUN_IN_CHILD's child that skips the case (a precondition true here, false there: devices that vanish
-// in the child) is an error of the parent, not a pass (test/support/checks.hpp): exactly one error expected.
-BOOST_AUTO_TEST_CASE(a_child_that_skipped_is_an_error,
-                     *boost::unit_test::precondition(NotInChild{}) * boost::unit_test::expected_failures(1)) {
-  RINGRT_RUN_IN_CHILD();
-  BOOST_TEST(false);  // never reached: the child skips the case
-}
-
 // One node rewritten 50,000 times in a row (a constant counting down): the per-node fixpoint loop must
 // be iterative too. Runs in a child process, so that a stack overflow fails only this case.
 BOOST_DATA_TEST_CASE(long_rewrite_sequence_of_one_node, bdata::make(kDrivers), d) {

@@ -101,16 +101,20 @@ std::ostream& operator<<(std::ostream& os, const Sample& s) {
   const char* l = s.layout == Layout::axis0 ? "axis 0" : s.layout == Layout::axis1 ? "axis 1" : "replicated";
   return os << s.ndev << " devices, " << op_str(s.op) << ", " << s.algo << ", " << l << ", " << s.count;
 }
+// Every device count x op x algorithm, the layout and the count drawn independently (k % 3 and (k / 3) % 4),
+// so each layout meets odd and even counts: an even axis-1 count is a (1, count) row sharded on its columns,
+// an odd one a (count, 1) column (sharded columns).
 std::vector<Sample> samples() {
   std::vector<Sample> out;
-  const int64_t counts[] = {37, 1001, 4099};
+  const int64_t counts[] = {37, 36, 1001, 4099};
   size_t k = 0;
   for (int n = 1; n <= 5; ++n)
-    for (Op op : {Op::sum, Op::max})
+    for (Op op : {Op::sum, Op::max, Op::min, Op::prod})
       for (const char* algo : {"naive", "ring", "all2all", "hierarchical"}) {
         if (std::string(algo) == "hierarchical" && n < 3) continue;
         auto layout = static_cast<Layout>(k % 3);
-        out.push_back({n, op, algo, layout, counts[k++ % 3]});
+        out.push_back({n, op, algo, layout, counts[(k / 3) % 4]});
+        ++k;
       }
   return out;
 }
@@ -130,7 +134,7 @@ Tensor bucket(int n, Layout layout, const Shape& local, DType dt) {
 BOOST_DATA_TEST_CASE(values_match_host, bdata::make(samples()), sample) {
   ScopedSettings scope(forcing(sample.algo, sample.ndev));
   int n = sample.ndev;
-  Shape local = sample.layout == Layout::axis1 ? Shape{1, sample.count} : Shape{1, sample.count};
+  Shape local{1, sample.count};
   if (sample.layout == Layout::axis1 && sample.count % 2 == 1) local = {sample.count, 1};  // odd: sharded columns
   DType dt = sample.ndev % 2 ? DType::float32 : DType::int32;
   Tensor x = bucket(n, sample.layout, local, dt);

@@ -150,6 +150,17 @@ BOOST_AUTO_TEST_CASE(collective_references_are_nccls_definitions) {
   BOOST_TEST(ref("broadcast", 6, 0, 6) == (V{20, 21, 22, 23, 24, 25}));  // root 2's
   Reference part = collective_reference("allreduce", DType::int32, ReduceOp::max, 3, 0, 6, 0, 4, 2, v);
   BOOST_TEST(values_of(part.exact) == (V{24, 25}));  // elements [4, 6)
+  // max, min and prod on values that are not ordered by device (so "the last device's" or "the first's" would
+  // be wrong): device d's element i = (7 d + 3 i) mod 5 - 2
+  StoredValue w = [](int64_t d, int64_t i) { return static_cast<double>((7 * d + 3 * i) % 5 - 2); };
+  auto op_ref = [&](ReduceOp op) {
+    return values_of(collective_reference("allreduce", DType::int32, op, 3, 0, 4, 0, 0, 4, w).exact);
+  };
+  // the columns: i=0: -2, 0, 2; i=1: 1, -2, 0; i=2: -1, 1, -2; i=3: 2, -1, 1
+  BOOST_TEST(op_ref(ReduceOp::max) == (V{2, 1, 1, 2}));
+  BOOST_TEST(op_ref(ReduceOp::min) == (V{-2, -2, -2, -1}));
+  BOOST_TEST(op_ref(ReduceOp::prod) == (V{0, 0, 2, -2}));
+  BOOST_TEST(op_ref(ReduceOp::sum) == (V{0, -1, -2, 2}));
   BOOST_CHECK_THROW(collective_reference("gather", DType::int32, ReduceOp::sum, 3, 0, 6, 0, 0, 6, v),
                     std::invalid_argument);
 }

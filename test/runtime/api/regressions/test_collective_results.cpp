@@ -48,13 +48,11 @@ BOOST_DATA_TEST_CASE(c13_replicas_bitwise, bdata::make(variants({4}, kAll)), var
   expect_bitwise_replicas(r, 4);
   Arr got = read(r);
   BOOST_TEST_REQUIRE(got.v.size() == 128u);
-  // algorithms agree within the float32 rounding of these inputs: 4 * 1e8 * 2^-23 < 48
-  for (double v : got.v) BOOST_TEST(std::abs(v - 2.0) <= 48.0);
-  if (var.algo == Algo::naive || var.algo == Algo::all2all) {
-    expect_equal(got, make_arr({128}, [](int64_t) { return 1.0; }));
-  } else if (var.algo == Algo::ring) {
-    expect_equal(got, make_arr({128}, [](int64_t j) { return (j / 32) % 2 == 0 ? 1.0 : 0.0; }));
-  }
+  // every algorithm within the float32 bound of the exact sum (2) for any order of the 4 terms: a sum of n
+  // terms in float32 errs by at most gamma_{n-1} sum |x_i|, gamma_k = k u / (1 - k u), u = 2^-24 (Higham 4.4);
+  // which value each algorithm's order gives is not pinned
+  const double sum_abs = 1e8 + 1 + 1e8 + 1, k = 3, u = 0x1p-24, bound = k * u / (1 - k * u) * sum_abs;
+  for (double v : got.v) BOOST_TEST(std::abs(v - 2.0) <= bound, v << " vs 2 within " << bound);
 }
 
 // Class: inputs with heavy cancellation in float32, float16 and bfloat16 (16-bit allreduce copies

@@ -217,7 +217,7 @@ BOOST_AUTO_TEST_CASE(c07b_flip_two_unsharded_axes) {
 
 BOOST_AUTO_TEST_CASE(c07c_flip_sharded_axis) {
   shape_error_or(
-      {"FLIP", "(2, 2, 2)", "axis 1"}, [] { return c07_input().flip({1}); },
+      Expect::refusal, {"FLIP", "(2, 2, 2)", "axis 1"}, [] { return c07_input().flip({1}); },
       [](Tensor t) {
         expect_values(t, {2, 3, 0, 1, 6, 7, 4, 5});
       });
@@ -285,7 +285,7 @@ BOOST_DATA_TEST_CASE(c07_class_permute_flip, bdata::make(variants({2, 3, 6}, kAl
       for (int a : axes) pos.push_back(a < 0 ? a + 3 : a);
       Arr want = flip(x, pos);
       shape_error_or(
-          {"FLIP", shape_text(x.shape), "axis 1"}, [&] { return X.flip(axes); },
+          Expect::refusal, {"FLIP", shape_text(x.shape), "axis 1"}, [&] { return X.flip(axes); },
           [&](Tensor t) { expect_equal(read(t), want); });
     });
   }

@@ -1,0 +1,86 @@
+// The algorithm of a collective (rewrite/rules/multi.hpp collective_algorithm, allreduce_algorithm): forced,
+// tuned (rewrite/tuning.hpp), modelled (rewrite/cost_model.hpp) or tinygrad's rule, and the forms a setting
+// turns it into (deterministic mode, a wire, a destination a fused kernel cannot serve). The lowering that
+// runs the choice: allreduce.cpp.
+#include <optional>
+#include <set>
+
+#include "core/params_internal.hpp"
+#include "rewrite/collective.hpp"
+#include "rewrite/cost_model.hpp"
+#include "rewrite/rules/allreduce_blocks.hpp"
+#include "rewrite/rules/multi.hpp"
+#include "rewrite/tuning.hpp"
+
+namespace ringrt {
+
+Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collective collective) {
+  const UOp& buf = red.src(0);
+  // deterministic (allreduce.deterministic): a reducing collective is flat over the whole tuple, whose order
+  // (rank-major across ranks) is the fold's, and ring_fused folds as twoshot does; the allgather keeps its forms
+  bool det = s.deterministic && collective != Collective::allgather && collective != Collective::alltoall;
+  if (buf.device().tuple() && !det)
+    if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
+  CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
+  Algorithm algo = collective_algorithm(c, s);
+  if (det && algo == Algorithm::ring_fused) algo = Algorithm::twoshot;
+  // deterministic over a wire: naive (and oneshot, naive on a wire) sends a device's own buffer across the wire
+  // too, so its bits would differ from the direct forms'; it runs as all2all, whose fold they all share
+  bool wired = s.wire != "native" && collective != Collective::allgather && collective != Collective::alltoall;
+  if (det && wired && (algo == Algorithm::naive || algo == Algorithm::oneshot)) algo = Algorithm::all2all;
+  // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
+  // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, on a wire (allreduce.wire: a fused
+  // kernel reads its peers' memory, with no copy to encode), or another collective, its unfused
+  // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all),
+  // ring_fused is the ring
+  if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
+    if ((collective != Collective::allreduce && collective != Collective::reduce_scatter &&
+         collective != Collective::allgather) ||
+        red.src(1).device() != buf.device() || c.ranks > 1 ||
+        (s.wire != "native" && collective != Collective::allgather))
+      return *fused == FusedAlgorithm::oneshot   ? Algorithm::naive
+             : *fused == FusedAlgorithm::twoshot ? Algorithm::all2all
+                                                 : Algorithm::ring;
+  return algo;
+}
+
+CollectiveSize CollectiveSize::of(Collective collective, const DeviceTuple& devices, int64_t numel, DType dtype) {
+  CollectiveSize out{collective, "", static_cast<int64_t>(devices.size()), numel, dtype, 0};
+  std::set<int> ranks;
+  for (const std::string& d : devices)
+    if (std::optional<RankedDeviceName> r = split_rank(d)) {
+      ranks.insert(r->rank);
+      out.kind = std::string(r->local.substr(0, r->local.find(':')));
+    }
+  out.ranks = static_cast<int64_t>(ranks.size());
+  return out;
+}
+
+Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
+  // tuned or modelled in one process: a collective across ranks (other transfers) keeps the rule
+  if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
+  int64_t bytes = c.numel * itemsize(c.dtype);
+  // the choice measured under this wire and deterministic setting (their forms differ: rewrite/tuning.hpp)
+  if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
+    if (const TunedChoice* tuned =
+            t->find(c.collective, c.kind, c.ndev, c.dtype, bytes, parse_wire_format(s.wire), s.deterministic))
+      return tuned->algorithm;
+  // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
+  // allreduce.tuning is off (tinygrad's rule, as before the model)
+  if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1)
+    // the figures' peer access is the hardware's: the runtime.peer_* switches are not read (off, the
+    // model would send the cpu to the fused forms, which read peers' memory whatever the switches say)
+    if (std::optional<CostFigures> f = cost_model_for(c.kind).figures)
+      return modelled_choice(*f, c.ndev, bytes, s.deterministic);
+  return collective_algorithm(c.ndev, c.numel, s);
+}
+
+Algorithm collective_algorithm(int64_t ndev, int64_t numel, const AllreduceSettings& s) {
+  if (std::optional<Algorithm> forced = forced_algorithm(s)) return *forced;  // allreduce.algorithm
+  bool big = ndev > 2 && numel > s.ring_threshold;
+  if (s.all2all >= 2 || (big && s.all2all >= 1)) return Algorithm::all2all;
+  if (s.ring >= 2 || (big && s.ring >= 1)) return Algorithm::ring;
+  return Algorithm::naive;
+}
+
+}  // namespace ringrt
