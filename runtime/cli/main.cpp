@@ -33,6 +33,8 @@
 #include "core/files.hpp"
 #include "core/interrupt.hpp"
 #include "core/params_internal.hpp"
+#include "rewrite/ops.hpp"
+#include "rewrite/rules/wire.hpp"
 #include "rewrite/tuning.hpp"
 #include "runtime/api/trace.hpp"
 #include "runtime/cli/config.hpp"
@@ -121,6 +123,9 @@ void report(const std::string& message) {
 // An empty config path: the built-in defaults (`ringrt tune` without a config).
 ExperimentConfig load_and_install(const std::string& config, const std::vector<std::string>& sets) {
   ExperimentConfig cfg = config.empty() ? parse_config("", "(defaults)", sets) : load_config(config, sets);
+  // allreduce.wire against the experiment's collective, dtype and op: refused here, before any header, as
+  // the lowering would refuse it (rewrite/rules/wire.hpp wire_for; FSDP's allgathers take no wire)
+  if (collective_reduces(cfg.collective)) wire_for(cfg.collective, cfg.dtype, ir_op(cfg.op), cfg.settings);
   set_runtime_params(cfg.runtime);
   if (in_spmd_job() && rank_info().rank != 0 && std::freopen("/dev/null", "w", stdout) == nullptr)
     throw IOError("cannot silence this rank's stdout");
@@ -363,11 +368,15 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
     throw IOError(fmt::format("{}: the tuning file would replace the config file", path));
   TuningWriter writer(path);
   std::printf(
-      "# ringrt tune %s: %s over 2..%zu %s devices, %s, %zu points, %d round%s of %d + %d iterations per "
+      "# ringrt tune %s: %s over 2..%zu %s devices, %s%s, %zu point%s, %d round%s of %d + %d iterations per "
       "algorithm (after the first: as many as fill 20 ms)%s\n",
       config.empty() ? (sets.empty() ? "(built-in defaults)" : "(built-in defaults and --set)") : cfg.file.c_str(),
       fmt::format("{}", fmt::join(options.collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
-      std::string(dtype_name(cfg.dtype)).c_str(), points.size(), rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters,
+      std::string(dtype_name(cfg.dtype)).c_str(),
+      (std::string(cfg.settings.wire == "native" ? "" : ", allreduce.wire " + cfg.settings.wire) +
+       (cfg.settings.deterministic ? ", deterministic" : ""))
+          .c_str(),
+      points.size(), points.size() == 1 ? "" : "s", rounds, rounds == 1 ? "" : "s", cfg.warmup, cfg.iters,
       tune_timing_text(tune_timing(cfg)).c_str());
   std::printf("%s\n", tune_table_header().c_str());
   std::fflush(stdout);

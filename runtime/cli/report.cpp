@@ -444,6 +444,8 @@ std::string json_text(const ExperimentConfig& cfg, const ExperimentResult& resul
                  {"pipelined_busbw", number(result.step->pipelined.has_value(), p.busbw)}};
   j["sharding"] = cfg.sharding;  // added after the first keys: appended
   j["timing"] = cfg.timing;
+  j["wire"] = cfg.settings.wire;  // allreduce.wire and allreduce.deterministic, as schedule --json names them
+  j["deterministic"] = cfg.settings.deterministic;
   return j.dump(2) + "\n";
 }
 

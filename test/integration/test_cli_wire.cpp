@@ -78,6 +78,8 @@ BOOST_AUTO_TEST_CASE(run_reports_errors_within_the_bound) {
     // the errors in the CSV's and JSON's last columns: positive (FP8 rounds every row) and at most the sum's
     // magnitude (the inputs are of order 1 on 4 devices, so any error of the wire's bound is far below 100)
     nlohmann::json j = nlohmann::json::parse(read_file(js));  // kept: the loop must not outlive it
+    BOOST_TEST(j["wire"] == fp8);
+    BOOST_TEST(j["deterministic"] == false);
     BOOST_TEST_REQUIRE(!j["rows"].empty());
     for (const auto& row : j["rows"]) {
       double e = row["max_abs_err"].get<double>();
@@ -111,6 +113,24 @@ BOOST_AUTO_TEST_CASE(fsdp_reduce_scatter_rows_report_their_errors) {
     }
   }
   BOOST_TEST(scattered == 3);
+}
+
+// `ringrt config` refuses what run would, before anything is printed: the wire against the experiment's
+// collective, dtype and op.
+BOOST_AUTO_TEST_CASE(config_refuses_a_wire_that_cannot_apply) {
+  CliResult r =
+      run_cli({"config", "configs/default.yaml", "--set", "allreduce.wire=fp8_e4m3", "--set", "experiment.op=max"});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.out.empty(), r.out);
+  BOOST_TEST(r.err.find("allreduce of float32 (max): allreduce.wire fp8_e4m3 applies to sum only") != std::string::npos,
+             r.err);
+  r = run_cli(
+      {"config", "configs/default.yaml", "--set", "allreduce.wire=bfloat16", "--set", "experiment.dtype=int32"});
+  BOOST_TEST(r.status == 2);
+  BOOST_TEST(r.err.find("allreduce.wire bfloat16 applies to float32 and bfloat16 only") != std::string::npos, r.err);
+  r = run_cli({"config", "configs/default.yaml", "--set", "allreduce.wire=fp8_e4m3", "--set",
+               "experiment.collective=allgather", "--set", "experiment.dtype=int32"});
+  BOOST_TEST(r.status == 0, r.err);  // the wire leaves an allgather
 }
 
 BOOST_AUTO_TEST_CASE(refused_where_it_cannot_apply) {
