@@ -1,9 +1,11 @@
 // The on-disk compile cache and the process-wide compile counters (see compile_cache.hpp).
 #include "codegen/compile_cache.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -226,6 +228,7 @@ std::optional<std::string> CompileCache::load(const std::string& key, std::strin
   }
   if (std::string problem = check_record(entry, key); !problem.empty()) return refuse(problem);
   entry.resize(entry.size() - kRecordSize);
+  ::futimens(fd, nullptr);  // used now: the bound removes the entries used least recently (best effort)
   return entry;
 }
 
@@ -257,6 +260,74 @@ std::filesystem::path CompileCache::store(const std::string& key, std::string_vi
   return final_path;
 }
 
+namespace {
+struct DirEntry {
+  std::string name;
+  int64_t bytes;
+  struct timespec used;
+};
+// The folder's regular files of this user: the entries (named by a cache key) and, apart, the temporary files
+// of writers (".KEY....tmp").
+void scan(const std::filesystem::path& dir, std::vector<DirEntry>& entries, std::vector<DirEntry>* temporaries) {
+  int dfd = open_dir(dir);
+  if (dfd < 0) return;
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return;
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    bool temporary = name.size() > 5 && name[0] == '.' && name.ends_with(".tmp");
+    if (!temporary && (name.size() < kKeySize || !is_cache_key(std::string_view(name).substr(0, kKeySize)))) continue;
+    struct stat st {};
+    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid())
+      continue;
+    DirEntry de{name, static_cast<int64_t>(st.st_size), st.st_mtim};
+    if (!temporary)
+      entries.push_back(std::move(de));
+    else if (temporaries)
+      temporaries->push_back(std::move(de));
+  }
+  ::closedir(d);  // closes dfd
+}
+}  // namespace
+
+CacheUsage cache_usage(const std::filesystem::path& dir) {
+  std::vector<DirEntry> entries;
+  scan(dir, entries, nullptr);
+  CacheUsage u;
+  for (const DirEntry& e : entries) ++u.entries, u.bytes += e.bytes;
+  return u;
+}
+
+int64_t enforce_cache_bound(const std::filesystem::path& dir, const std::string& keep) {
+  std::vector<DirEntry> entries, temporaries;
+  scan(dir, entries, &temporaries);
+  int64_t removed = 0;
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  for (const DirEntry& t : temporaries)  // a writer that died left it: an hour is far beyond any write
+    if (now.tv_sec - t.used.tv_sec > 3600) ::unlink((dir / t.name).c_str());
+  int64_t max = current_runtime_params().cache_max_bytes, total = 0;
+  for (const DirEntry& e : entries) total += e.bytes;
+  if (total <= max) return 0;
+  std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  int64_t target = max / 10 * 9;
+  for (const DirEntry& e : entries) {
+    if (total <= target) break;
+    if (e.name == keep) continue;
+    // another process may have removed it already (ENOENT) or renewed it just now: either is fine
+    if (::unlink((dir / e.name).c_str()) == 0 || errno == ENOENT) {
+      total -= e.bytes;
+      ++removed;
+    }
+  }
+  return removed;
+}
+
 std::optional<CachedArtifact> find_cached(const std::string& key, std::string_view suffix) {
   if (!is_cache_key(key)) return std::nullopt;  // the caller names what gave it (an index entry)
   std::filesystem::path primary = trusted_cache_dir();
@@ -278,7 +349,9 @@ std::optional<CachedArtifact> find_cached(const std::string& key, std::string_vi
 std::filesystem::path publish_artifact(const std::string& key, std::string_view suffix, std::string_view bytes) {
   std::filesystem::path primary = trusted_cache_dir();
   try {
-    return CompileCache(primary).store(key, suffix, bytes);
+    std::filesystem::path stored = CompileCache(primary).store(key, suffix, bytes);
+    enforce_cache_bound(primary, stored.filename().string());
+    return stored;
   } catch (const IOError& first) {
     try {
       std::filesystem::path own = private_cache_dir();

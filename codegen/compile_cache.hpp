@@ -17,6 +17,9 @@
 //   again and published again; an entry that cannot be published goes to the private folder (one
 //   warning), and a kernel that cannot be published anywhere still runs from memory.
 //
+// Bound. The folder holds at most runtime.cache_max_bytes of entries: each store removes the entries used
+// least recently past it (enforce_cache_bound); a load renews its entry's time.
+//
 // Concurrency. A write goes to a unique temporary file in the cache directory (created O_EXCL, 0600),
 // is fsynced and renamed onto the final name; rename is atomic, so a reader sees a whole entry or none.
 // Two processes (or threads) compiling the same kernel at once both compile and both publish a whole
@@ -104,6 +107,18 @@ CachedArtifact cached_artifact(const std::string& key, std::string_view suffix,
 // IOError.
 std::optional<CachedArtifact> find_cached(const std::string& key, std::string_view suffix);
 std::filesystem::path publish_artifact(const std::string& key, std::string_view suffix, std::string_view bytes);
+
+// The cache folder's contents: its entries (files named by a cache key) and their bytes.
+struct CacheUsage {
+  int64_t entries = 0, bytes = 0;
+};
+CacheUsage cache_usage(const std::filesystem::path& dir);
+// Keeps `dir` within runtime.cache_max_bytes: when its entries hold more, the ones used least recently (their
+// modification time: a store sets it, a load renews it) are removed, down to 90% of the bound, `keep` (a
+// file name) never; temporary files older than an hour (a writer that died) are removed too. Safe with other
+// processes using the folder: a reader holds an entry it opened, and one removed before its open is a miss
+// (compiled again). Returns the entries removed; never throws.
+int64_t enforce_cache_bound(const std::filesystem::path& dir, const std::string& keep = "");
 
 using ringrt::warn_once;  // core/files.hpp
 

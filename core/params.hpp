@@ -90,6 +90,7 @@ inline constexpr ParamParser kBoolean{ParamKind::boolean}, kSwitch01{ParamKind::
   X(double, watchdog_s, "runtime.watchdog_s", "RINGRT_WATCHDOG_S", 60, seconds_in(0.001, 1e7), "seconds an item of a run may take before the run fails with a TimeoutError") \
   X(double, mpi_start_s, "runtime.mpi_start_s", "RINGRT_MPI_START_S", 15, seconds_in(0.001, 1e7), "under mpirun: seconds the ranks wait for every rank to start MPI before a TimeoutError (the wait is the longer of this and runtime.watchdog_s)") \
   X(std::string, cache_dir, "runtime.cache_dir", "RINGRT_CACHE_DIR", "", kFolder, "compiled-kernel cache; empty: $XDG_CACHE_HOME/ringrt, else ~/.cache/ringrt (no YAML)") \
+  X(int64_t, cache_max_bytes, "runtime.cache_max_bytes", "RINGRT_CACHE_MAX_BYTES", int64_t{1} << 30, int_in(int64_t{1} << 20, INT64_MAX), "the kernel cache folder's bound in bytes: past it, the entries used least recently are removed, down to 90% (safe with other processes using the folder)") \
   X(std::string, cxx, "runtime.cxx", "CXX", "g++", kCommand, "host C++ compiler command for cpu kernels, may start with a launcher: ccache g++ (no YAML); read at the first cpu compile")
 // clang-format on
 

@@ -8,11 +8,13 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
+#include "codegen/compile_cache.hpp"
 #include "core/algorithm.hpp"
 #include "core/errors.hpp"
 #include "core/files.hpp"
@@ -241,6 +243,20 @@ std::string choice_line(const ExperimentConfig& cfg) {
   return "algorithm choice: " + (modelled.empty() ? "tinygrad's rule (" + why + ")" : modelled + " (" + why + ")");
 }
 
+namespace {
+// "kernel cache: DIR, N entries, X MiB (bound Y MiB)": the folder runtime.cache_dir names (codegen/compile_cache.hpp;
+// none: kernels kept for the process only) and how much of runtime.cache_max_bytes it holds.
+std::string kernel_cache_line() {
+  std::filesystem::path dir = codegen::cache_dir();
+  double bound = static_cast<double>(current_runtime_params().cache_max_bytes) / (1 << 20);
+  if (dir.empty()) return "kernel cache: none (no cache folder: kernels are kept for the process only)";
+  codegen::CacheUsage u = codegen::cache_usage(dir);
+  return fmt::format("kernel cache: {}, {} entr{}, {:.1f} MiB (bound {:.0f} MiB, runtime.cache_max_bytes)",
+                     dir.string(), u.entries, u.entries == 1 ? "y" : "ies", static_cast<double>(u.bytes) / (1 << 20),
+                     bound);
+}
+}  // namespace
+
 std::string describe_config(const ExperimentConfig& cfg) {
   std::string out;
   auto line = [&](const std::string& key, const std::string& value) { out += origin_line(cfg, key, value); };
@@ -249,6 +265,7 @@ std::string describe_config(const ExperimentConfig& cfg) {
   line("devices.groups", fmt::format("[{}]", fmt::join(cfg.groups, ", ")));
   out += dump_params({cfg.settings, cfg.runtime}, cfg.origins);  // every tunable, with where it was set
   out += choice_line(cfg) + "\n";
+  out += kernel_cache_line() + "\n";
   line("experiment.collective", std::string(collective_name(cfg.collective)));
   line("experiment.root", std::to_string(cfg.root));
   line("experiment.op", cfg.op_name);
@@ -282,6 +299,7 @@ std::string format_header(const ExperimentConfig& cfg) {
   out += fmt::format("# warmup: {} {}, timed: {} {}, check: {}{}\n", cfg.warmup, form, cfg.iters, form,
                      cfg.check ? "true" : "false", steps_text(cfg));
   out += fmt::format("# timing: {}\n", timing_text(cfg));
+  out += "# " + kernel_cache_line() + "\n";
   // counts the collective cannot take as given (a multiple of the devices for reduce_scatter, allgather and
   // alltoall; FSDP pads up): each, and what runs; the table's count column is what runs
   std::vector<std::string> rounded;

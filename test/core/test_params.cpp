@@ -112,6 +112,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"runtime.watchdog_s", "RINGRT_WATCHDOG_S"},
       {"runtime.mpi_start_s", "RINGRT_MPI_START_S"},
       {"runtime.cache_dir", "RINGRT_CACHE_DIR"},
+      {"runtime.cache_max_bytes", "RINGRT_CACHE_MAX_BYTES"},
       {"runtime.cxx", "CXX"}};
   BOOST_TEST_REQUIRE(tunables().size() == want.size());
   for (size_t i = 0; i < want.size(); ++i) {

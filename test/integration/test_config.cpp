@@ -456,4 +456,24 @@ BOOST_AUTO_TEST_CASE(rounded_counts_are_named) {
   BOOST_TEST(fits.out.find("# counts rounded") == std::string::npos, fits.out);  // an allreduce takes any count
 }
 
+// The kernel cache's folder, size and bound (runtime.cache_max_bytes) in the run header and `config --dump`; a
+// bound below 1 MiB is refused naming the key.
+BOOST_AUTO_TEST_CASE(the_kernel_cache_and_its_bound_are_shown) {
+  TempDir dir;
+  std::vector<std::string> env{"RINGRT_CACHE_DIR=" + (dir.path() / "cache").string(),
+                               "RINGRT_CACHE_MAX_BYTES=67108864"};
+  CliResult r = run_cli(
+      {"run", "configs/default.yaml", "--set", "experiment.sizes.max=1KiB", "--set", "experiment.iters=1"}, env);
+  BOOST_TEST_REQUIRE(r.status == 0, r.err);
+  std::string want = "# kernel cache: " + (dir.path() / "cache").string() + ", ";
+  BOOST_TEST(r.out.find(want) != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("MiB (bound 64 MiB, runtime.cache_max_bytes)") != std::string::npos, r.out);
+  CliResult d = run_cli({"config", "configs/default.yaml", "--dump"}, env);
+  BOOST_TEST(d.out.find("kernel cache: " + (dir.path() / "cache").string() + ", ") != std::string::npos, d.out);
+  BOOST_TEST(d.out.find("runtime.cache_max_bytes = 67108864") != std::string::npos, d.out);
+  CliResult bad = run_cli({"config", "configs/default.yaml", "--set", "runtime.cache_max_bytes=1000"});
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(bad.err.find("runtime.cache_max_bytes") != std::string::npos, bad.err);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
