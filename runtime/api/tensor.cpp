@@ -410,6 +410,10 @@ Tensor& Tensor::assign(const Tensor& value) {
                     shape_str(shape()), op_name(uop().op())));
   own(s_);  // a borrowed value gets its own memory first: the write never reaches the lender
   Tensor v = value.cast(dtype());
+  {  // a value read this tensor's assignment that own() just ran: it reads the destination (a chain stays shallow)
+    std::lock_guard<std::recursive_mutex> lock(realize_mutex());
+    if (UOp settled = with_run_assigns_settled(v.uop()); settled.node() != v.uop().node()) v = v.derive(settled);
+  }
   static std::atomic<int64_t> calls{0};  // each call its own ASSIGN: X.assign(X + 1) runs every time
   check_has_memory(*v.s_, "assign");
   {  // another thread's before_write reads every live state (realize.cpp live_states) under this lock

@@ -463,6 +463,19 @@ void realize_states(const std::vector<StatePtr>& states, bool views) {
   if (!plain.empty()) run_fresh(plain, settings);
 }
 
+UOp with_run_assigns_settled(const UOp& root) {
+  std::unordered_map<const detail::Node*, UOp> sub;
+  {
+    std::lock_guard<std::mutex> lock(assign_log().mu);
+    if (assign_log().dest.empty()) return root;
+    for (const UOp& u : root.graph().toposort({root}))
+      if (u.op() == Ops::ASSIGN)
+        if (auto it = assign_log().dest.find(u.node()); it != assign_log().dest.end())
+          sub.emplace(u.node(), it->second);
+  }
+  return sub.empty() ? root : substitute(root, sub);
+}
+
 void own(const StatePtr& st) {
   GraphUse use;
   check_has_memory(*st, "write");

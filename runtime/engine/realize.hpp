@@ -91,6 +91,10 @@ std::recursive_mutex& realize_mutex();
 // Realizes st into memory of its own, to be written in place (a borrowed value gets a copy first, so
 // the write never reaches the lender).
 void own(const StatePtr& st);
+// root with every assignment that has run replaced by its destination (the value it left there): a value
+// built on a tensor before its assignment ran keeps no chain of earlier steps (X.assign(X + 1) repeated:
+// each step's graph stays as small as the first's). The same values; root when none has run.
+UOp with_run_assigns_settled(const UOp& root);
 
 // The roots of the global graph's collection (runtime/engine/collect.hpp): every live state's graph
 // and the destination of every assignment record a live graph still holds (the others are dropped;

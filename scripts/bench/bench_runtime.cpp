@@ -10,6 +10,9 @@
 // (the `* 1` is simplified away, so half the nodes change), summed pairwise into one root: about
 // 100 * W nodes. Counters: nodes (graph size), rewrites (replacements made).
 //
+// BM_AssignChain: a chain of lazy assigns (X.assign(X + 1) without realizing), whose cost per step must not
+// grow with the chain.
+//
 // BM_Realize: the whole path of one repeated allreduce, x.sum({0}).realize() on N cpu devices (lazy graph,
 // program cache, buffers, launches, waits, freeing the result): at 1 KiB per device it is the host's
 // cost per collective, the latency a small gradient bucket pays.
@@ -218,5 +221,20 @@ BENCHMARK(BM_Realize)
     ->ArgNames({"devices", "bytes", "algo"})
     ->ArgsProduct({{2, 4}, {1 << 10, 256 << 10}, {1, 2}})
     ->Unit(benchmark::kMicrosecond);
+
+// BM_AssignChain/steps:N: N lazy X.assign(X + 1) on 4 cpu devices (256 floats each) and one realize: the time per
+// chain, so a linear chain shows N-proportional times (time per step flat across N).
+void BM_AssignChain(benchmark::State& state) {
+  int64_t steps = state.range(0);
+  for (auto _ : state) {
+    Tensor x = Tensor::full({4, 256}, 0.0).shard(cpu_devices(4), 0).contiguous().realize();
+    for (int64_t i = 0; i < steps; ++i) x.assign(x + 1);
+    x.realize();
+  }
+  state.counters["per_step_us"] =
+      benchmark::Counter(static_cast<double>(steps) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_AssignChain)->ArgNames({"steps"})->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 }  // namespace

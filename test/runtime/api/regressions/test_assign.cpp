@@ -429,4 +429,20 @@ BOOST_AUTO_TEST_CASE(assign_a_lazy_allreduce_into_a_replicated_tensor) {
     for (size_t i = 0; i < 4; ++i) BOOST_TEST(v.get(static_cast<int64_t>(i)) == want[i], dev << " " << i);
 }
 
+// 1,000 X.assign(X + 1) without realizing: host arithmetic's values (1,000 everywhere), and linear: a value built on
+// X reads the destination of X's assignments that ran, not their chain, so the graph nodes alive after 1,000 steps
+// are those after 10, and the chain builds no program after its first steps (scripts/bench/bench_runtime.cpp
+// BM_AssignChain times it).
+BOOST_AUTO_TEST_CASE(a_chain_of_lazy_assigns_stays_one_step_deep) {
+  Tensor x = Tensor::full({4, 256}, 0.0).shard(ringrt::cpu_devices(4), 0).contiguous().realize();
+  for (int i = 0; i < 10; ++i) x.assign(x + 1);
+  size_t nodes = Tensor::engine_stats().graph_nodes, built = Tensor::programs_built();
+  for (int i = 10; i < 1000; ++i) x.assign(x + 1);
+  BOOST_TEST(Tensor::engine_stats().graph_nodes <= nodes + 16);  // a chain would hold thousands
+  BOOST_TEST(Tensor::programs_built() == built);
+  x.realize();
+  for (const auto& [dev, v] : x.local_host_shards())
+    for (int64_t i = 0; i < v.numel(); ++i) BOOST_TEST_REQUIRE(v.get(i) == 1000.0, dev << " " << i);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
