@@ -10,6 +10,8 @@
 // (the `* 1` is simplified away, so half the nodes change), summed pairwise into one root: about
 // 100 * W nodes. Counters: nodes (graph size), rewrites (replacements made).
 //
+// BM_HostWrite: host writes to 4 devices against one memcpy of the same bytes.
+//
 // BM_AssignChain: a chain of lazy assigns (X.assign(X + 1) without realizing), whose cost per step must not
 // grow with the chain.
 //
@@ -18,8 +20,11 @@
 // cost per collective, the latency a small gradient bucket pays.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstring>
 #include <optional>
 #include <ringrt/ringrt.hpp>
+#include <vector>
 
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/schedule.hpp"
@@ -220,6 +225,30 @@ void BM_Realize(benchmark::State& state) {
 BENCHMARK(BM_Realize)
     ->ArgNames({"devices", "bytes", "algo"})
     ->ArgsProduct({{2, 4}, {1 << 10, 256 << 10}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
+// BM_HostWrite/bytes:B/memcpy:M: M = 0: Tensor::write_shards of B bytes to each of 4 cpu devices (the devices' copies
+// at once, runtime/engine/storage.cpp DeviceStorage::write); M = 1: one memcpy of the same 4 B bytes, the floor.
+// bytes_per_second is the host bandwidth of each.
+void BM_HostWrite(benchmark::State& state) {
+  int64_t bytes = state.range(0), count = bytes / 4;
+  std::vector<HostBuffer> shards(4, HostBuffer(DType::float32, {count}));
+  for (HostBuffer& h : shards) std::fill(h.bytes.begin(), h.bytes.end(), std::byte{1});
+  if (state.range(1) == 1) {
+    std::vector<std::byte> from(static_cast<size_t>(4 * bytes), std::byte{1}), to(from.size());
+    for (auto _ : state) {
+      std::memcpy(to.data(), from.data(), from.size());
+      benchmark::DoNotOptimize(to.data());
+    }
+  } else {
+    Tensor x = Tensor::full({4 * count}, 0.0).shard(cpu_devices(4), 0).contiguous().realize();
+    for (auto _ : state) x.write_shards(shards);
+  }
+  state.SetBytesProcessed(state.iterations() * 4 * bytes);
+}
+BENCHMARK(BM_HostWrite)
+    ->ArgNames({"bytes", "memcpy"})
+    ->ArgsProduct({{1 << 20, 16 << 20}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 // BM_AssignChain/steps:N: N lazy X.assign(X + 1) on 4 cpu devices (256 floats each) and one realize: the time per
