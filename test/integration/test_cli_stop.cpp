@@ -33,10 +33,11 @@ struct Watched {
   int raw = 0;
   std::string out;
 };
-Watched run_watched(const std::vector<std::string>& extra, const fs::path& tmp, const std::string& err,
-                    const std::function<void(pid_t, const std::string&)>& watch) {
-  std::vector<std::string> args{RINGRT_CLI_PATH, "run", std::string(RINGRT_SOURCE_DIR) + "/configs/default.yaml"};
-  args.insert(args.end(), extra.begin(), extra.end());
+// `ringrt` with `command_args` (the subcommand first), as run_watched below.
+Watched command_watched(const std::vector<std::string>& command_args, const fs::path& tmp, const std::string& err,
+                        const std::function<void(pid_t, const std::string&)>& watch) {
+  std::vector<std::string> args{RINGRT_CLI_PATH};
+  args.insert(args.end(), command_args.begin(), command_args.end());
   std::vector<std::string> env{"TMPDIR=" + tmp.string()};
   for (char** e = environ; *e; ++e)
     if (std::string_view(*e).rfind("RINGRT_", 0) != 0 && std::string_view(*e).rfind("TMPDIR=", 0) != 0)
@@ -66,6 +67,13 @@ Watched run_watched(const std::vector<std::string>& extra, const fs::path& tmp, 
   ::close(out[0]);
   BOOST_TEST_REQUIRE(::waitpid(pid, &w.raw, 0) == pid);
   return w;
+}
+
+Watched run_watched(const std::vector<std::string>& extra, const fs::path& tmp, const std::string& err,
+                    const std::function<void(pid_t, const std::string&)>& watch) {
+  std::vector<std::string> args{"run", std::string(RINGRT_SOURCE_DIR) + "/configs/default.yaml"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return command_watched(args, tmp, err, watch);
 }
 
 // The later counts of these runs are large, so a signal sent once the first row is out comes long
@@ -147,6 +155,33 @@ BOOST_AUTO_TEST_CASE(a_second_different_signal_ends_the_run_at_once) {
   BOOST_TEST_REQUIRE(signalled);
   BOOST_TEST(WIFSIGNALED(w.raw), "wait status " << w.raw << "; stderr: " << read_file(err));
   if (WIFSIGNALED(w.raw)) BOOST_TEST(WTERMSIG(w.raw) == SIGINT);
+}
+
+// A `ringrt tune` stopped by SIGTERM after its first point writes nothing: the file at --out keeps its old bytes,
+// no temporary file is left beside it, and the status is 143.
+BOOST_AUTO_TEST_CASE(a_stopped_tune_writes_nothing) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "tmp");
+  std::string out = (dir.path() / "tuning.yaml").string(), err = (dir.path() / "err").string();
+  write_file(out, "the tuning file before\n");
+  std::vector<std::string> args{"tune",          std::string(RINGRT_SOURCE_DIR) + "/configs/default.yaml",
+                                "--out",         out,
+                                "--collectives", "allreduce",
+                                "--rounds",      "1",
+                                "--set",         "experiment.sizes={min: 4KiB, max: 64MiB, factor: 4}"};
+  bool signalled = false;
+  Watched w = command_watched(args, dir.path() / "tmp", err, [&](pid_t pid, const std::string& text) {
+    // the header, the table's header, then a point's line: stop during the next point
+    if (!signalled && std::count(text.begin(), text.end(), '\n') >= 3) signalled = ::kill(pid, SIGTERM) == 0;
+  });
+  BOOST_TEST_REQUIRE(signalled, w.out);
+  BOOST_TEST(WIFEXITED(w.raw));
+  BOOST_TEST(WEXITSTATUS(w.raw) == 143, read_file(err));
+  BOOST_TEST(read_file(err).find("nothing written to " + out) != std::string::npos, read_file(err));
+  BOOST_TEST(read_file(out) == "the tuning file before\n");
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) files += e.is_regular_file() ? 1 : 0;
+  BOOST_TEST(files == 2u);  // tuning.yaml and err: no .ringrt-tuning-* left
 }
 
 // Exit status 3 from a one-process run: a kernel that cannot be compiled (the compiler, a script that answers

@@ -38,11 +38,13 @@ inline bool in_child() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
-// Runs the current test case in a child process and checks that it exits with status 0 and ran the case: a
-// child that skipped it (a precondition false there, such as devices that vanished, while it held in this
-// process) is an error, not a pass. The child's short report goes to a file this reads.
-inline void check_current_case_in_child() {
-  std::string name = boost::unit_test::framework::current_test_case().full_name();
+// A test case run in a child process (this executable again, --run_test=<case>, RINGRT_TEST_CHILD=1): its wait
+// status and its Boost.Test short report (written to a file of its own, read back).
+struct ChildRun {
+  int status = 0;
+  std::string report;
+};
+inline ChildRun run_case_in_child(const std::string& name) {
   std::string exe = "/proc/self/exe", run = "--run_test=" + name;
   char report_path[] = "/tmp/ringrt-child-report-XXXXXX";
   int report_fd = ::mkstemp(report_path);
@@ -63,28 +65,42 @@ inline void check_current_case_in_child() {
   pid_t pid = 0;
   int rc = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data());
   BOOST_REQUIRE_MESSAGE(rc == 0, "posix_spawn failed: " << std::strerror(rc));
-  int status = 0;
-  BOOST_REQUIRE(waitpid(pid, &status, 0) == pid);
-  if (WIFSIGNALED(status)) {
-    BOOST_ERROR("test case " << name << " crashed in its child process with signal " << WTERMSIG(status) << " ("
-                             << strsignal(WTERMSIG(status)) << ")");
-  } else {
-    BOOST_CHECK_MESSAGE(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                        "test case " << name << " failed in its child process (exit status "
-                                     << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ")");
-  }
-  std::string report;
+  ChildRun out;
+  BOOST_REQUIRE(waitpid(pid, &out.status, 0) == pid);
   if (FILE* f = std::fopen(report_path, "r")) {
     char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) report.append(buf, n);
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.report.append(buf, n);
     std::fclose(f);
   }
   ::unlink(report_path);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    // the one case run passed (the module's other cases count as skipped: not selected). The report is quoted
-    // on one line: as Boost prints it, CTest's skip pattern would match it and hide this failure as a skip
-    std::string quoted = std::regex_replace(report, std::regex("\\s*\n\\s*"), " | ");
-    BOOST_CHECK_MESSAGE(std::regex_search(report, std::regex(R"((^|\s)1 test case out of [0-9]+ passed)")),
+  return out;
+}
+
+// Whether the child ran its one case and it passed: exit status 0 and "1 test case out of N passed" (the
+// module's other cases count as skipped, not selected); a child whose case was skipped (a precondition false
+// there) exits 0 too, and did not run it.
+inline bool child_ran_the_case(const ChildRun& r) {
+  return WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 &&
+         std::regex_search(r.report, std::regex(R"((^|\s)1 test case out of [0-9]+ passed)"));
+}
+
+// Runs the current test case in a child process and checks that it exits with status 0 and ran the case: a
+// child that skipped it (a precondition false there, such as devices that vanished, while it held in this
+// process) is an error, not a pass.
+inline void check_current_case_in_child() {
+  std::string name = boost::unit_test::framework::current_test_case().full_name();
+  ChildRun r = run_case_in_child(name);
+  if (WIFSIGNALED(r.status)) {
+    BOOST_ERROR("test case " << name << " crashed in its child process with signal " << WTERMSIG(r.status) << " ("
+                             << strsignal(WTERMSIG(r.status)) << ")");
+  } else if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+    BOOST_ERROR("test case " << name << " failed in its child process (exit status "
+                             << (WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1) << ")");
+  } else {
+    // the report quoted on one line: as Boost prints it, CTest's skip pattern would match it and hide this
+    // failure as a skip
+    std::string quoted = std::regex_replace(r.report, std::regex("\\s*\n\\s*"), " | ");
+    BOOST_CHECK_MESSAGE(child_ran_the_case(r),
                         "test case " << name << " did not run in its child process (skipped there): " << quoted);
   }
 }
