@@ -92,7 +92,8 @@ Baseline parse_baseline(std::string_view text, const std::string& name) {
   }
   Reader r{name};
   r.only_keys(root, "",
-              {"format", "experiment", "ringrt", "machine", "backend", "devices", "made", "busbw_tolerance", "rows"});
+              {"format", "experiment", "ringrt", "machine", "backend", "devices", "wire", "deterministic", "made",
+               "busbw_tolerance", "rows"});
   Baseline b;
   if (std::string f = r.line(r.need(root, "format", "format"), "format"); f != kBaselineFormat)
     r.fail("format", std::string(kBaselineFormat), root["format"]);
@@ -104,6 +105,11 @@ Baseline parse_baseline(std::string_view text, const std::string& name) {
   b.machine = r.line(r.need(machine, "cpu", "machine.cpu"), "machine.cpu");
   b.backend = r.line(r.need(root, "backend", "backend"), "backend");
   b.devices = r.integer(r.need(root, "devices", "devices"), "devices", 1);
+  if (root.contains("wire")) b.wire = r.line(root["wire"], "wire");
+  if (root.contains("deterministic")) {
+    if (!root["deterministic"].is_boolean()) r.fail("deterministic", "true or false", root["deterministic"]);
+    b.deterministic = root["deterministic"].get<bool>();
+  }
   if (root.contains("made")) b.made = r.line(root["made"], "made");
   if (root.contains("busbw_tolerance") && !root["busbw_tolerance"].is_null())
     b.busbw_tolerance = r.number(root["busbw_tolerance"], "busbw_tolerance", 0, 1, "a fraction in [0, 1)");
@@ -134,6 +140,8 @@ std::string baseline_json(const Baseline& b) {
   j["machine"] = {{"host", b.host}, {"cpu", b.machine}};
   j["backend"] = b.backend;
   j["devices"] = b.devices;
+  if (b.wire != "native") j["wire"] = b.wire;  // written where set, so a native run's file reads as before
+  if (b.deterministic) j["deterministic"] = true;
   j["made"] = b.made;
   j["busbw_tolerance"] = b.busbw_tolerance ? Json(*b.busbw_tolerance) : Json(nullptr);
   j["rows"] = Json::array();
@@ -146,11 +154,14 @@ std::string baseline_json(const Baseline& b) {
 }
 
 std::string not_comparable(const Baseline& b, const std::string& host, const std::string& machine,
-                           const std::string& backend, int64_t devices) {
+                           const std::string& backend, int64_t devices, const std::string& wire, bool deterministic) {
   if (b.host != host || b.machine != machine)
     return fmt::format("recorded on host '{}' ({}), this is host '{}' ({})", b.host, b.machine, host, machine);
   if (b.backend != backend) return fmt::format("recorded on the {} backend, this run is {}", b.backend, backend);
   if (b.devices != devices) return fmt::format("recorded with {} devices, this run has {}", b.devices, devices);
+  if (b.wire != wire) return fmt::format("recorded with allreduce.wire {}, this run's is {}", b.wire, wire);
+  if (b.deterministic != deterministic)
+    return fmt::format("recorded with allreduce.deterministic {}, this run's is {}", b.deterministic, deterministic);
   return "";
 }
 

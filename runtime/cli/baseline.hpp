@@ -37,13 +37,15 @@ struct BaselineRow {
 };
 
 struct Baseline {
-  std::string experiment;  // the experiment's file name
-  std::string ringrt;      // ringrt_version() of the build that recorded it
-  std::string host;        // host_name()
-  std::string machine;     // machine_identity() (rewrite/tuning.hpp): CPU model, logical CPUs, memory
-  std::string backend;     // cpu | hip
-  int64_t devices = 0;     // the run's device count
-  std::string made;        // when, UTC
+  std::string experiment;       // the experiment's file name
+  std::string ringrt;           // ringrt_version() of the build that recorded it
+  std::string host;             // host_name()
+  std::string machine;          // machine_identity() (rewrite/tuning.hpp): CPU model, logical CPUs, memory
+  std::string backend;          // cpu | hip
+  int64_t devices = 0;          // the run's device count
+  std::string wire = "native";  // allreduce.wire of the run (absent in older files: native)
+  bool deterministic = false;   // allreduce.deterministic of the run (absent: false)
+  std::string made;             // when, UTC
   std::optional<double> busbw_tolerance;
   std::vector<BaselineRow> rows;
 };
@@ -61,10 +63,12 @@ Baseline parse_baseline(std::string_view json, const std::string& name);
 // The file's text, indented, with a final newline: parse_baseline(baseline_json(b)) == b.
 std::string baseline_json(const Baseline& b);
 
-// "" when a run on this host and machine, backend and device count may be compared with b; else why not: "recorded
-// on host 'a' (CPU ...), this is host 'b' (CPU ...)", "recorded on the hip backend, this run is cpu", "recorded
-// with 4 devices, this run has 2".
+// "" when a run on this host and machine, backend, device count, wire and deterministic setting may be compared
+// with b; else why not: "recorded on host 'a' (CPU ...), this is host 'b' (CPU ...)", "recorded on the hip backend,
+// this run is cpu", "recorded with 4 devices, this run has 2", "recorded with allreduce.wire native, this run's is
+// fp8_e4m3" (another wire or deterministic mode moves other bytes through other forms).
 std::string not_comparable(const Baseline& b, const std::string& host, const std::string& machine,
-                           const std::string& backend, int64_t devices);
+                           const std::string& backend, int64_t devices, const std::string& wire = "native",
+                           bool deterministic = false);
 
 }  // namespace ringrt

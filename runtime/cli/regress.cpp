@@ -134,7 +134,8 @@ void compare_rows(ExperimentVerdict& e, const RegressContext& ctx) {
   std::string why = !e.baseline
                         ? fmt::format("no baseline ({}): record one with --record", printable_name(e.baseline_path))
                         : not_comparable(*e.baseline, ctx.host, ctx.machine, e.cfg.backend,
-                                         static_cast<int64_t>(e.cfg.devices.size()));
+                                         static_cast<int64_t>(e.cfg.devices.size()), e.cfg.settings.wire,
+                                         e.cfg.settings.deterministic);
   std::map<std::string, const BaselineRow*> base;
   if (e.baseline)
     for (const BaselineRow& b : e.baseline->rows) base[b.row] = &b;
@@ -204,6 +205,8 @@ void record_rows(ExperimentVerdict& e, const RegressContext& ctx, bool writer) {
   b.machine = ctx.machine;
   b.backend = e.cfg.backend;
   b.devices = static_cast<int64_t>(e.cfg.devices.size());
+  b.wire = e.cfg.settings.wire;
+  b.deterministic = e.cfg.settings.deterministic;
   b.made = utc_now();
   b.busbw_tolerance = e.tolerance;
   for (const RowVerdict& v : e.rows)

@@ -195,6 +195,15 @@ BOOST_AUTO_TEST_CASE(a_baseline_from_another_machine_is_not_comparable) {
   CliResult wrong = f.regress({}, {"RINGRT_TEST_CORRUPT=1"});
   BOOST_TEST(wrong.status == 1);
   BOOST_TEST(has(wrong.err, "allreduce sum float32 256 B: #wrong 1 (must stay 0)"), wrong.err);
+  // a run over another wire, or in deterministic mode, is not comparable with a native baseline (other bytes
+  // cross, through other forms): not a regression
+  f.edit("allreduce", [](json& j) { j["devices"] = 2; });
+  CliResult wired = f.regress({"--set", "allreduce.wire=fp8_e4m3"});
+  BOOST_TEST(wired.status == 0, wired.out << wired.err);
+  BOOST_TEST(has(wired.out, "recorded with allreduce.wire native, this run's is fp8_e4m3"), wired.out);
+  CliResult det = f.regress({"--set", "allreduce.deterministic=true"});
+  BOOST_TEST(det.status == 0, det.out << det.err);
+  BOOST_TEST(has(det.out, "recorded with allreduce.deterministic false, this run's is true"), det.out);
 }
 
 // A row the baseline has and the run does not is a regression; a row only the run has, or an experiment without a
