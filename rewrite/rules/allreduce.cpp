@@ -229,7 +229,8 @@ std::vector<ReducedChunk> reduce_scatter_all2all(const Allreduce& a) {
   std::vector<ReducedChunk> out(a.chunks.size());
   // on a wire each device's buffer is encoded once (an encode per device, not one per piece sent) where the
   // pieces' blocks are the buffer's: bfloat16 has none; FP8's where every chunk starts on a multiple of 32
-  // (allreduce_chunks cuts there when numel is one). Else each piece is encoded (its blocks from its start).
+  // (allreduce_chunks cuts there when numel is a multiple of 32). Else each piece is encoded (its blocks from its
+  // start).
   bool aligned = std::all_of(a.chunks.begin(), a.chunks.end(), [](const auto& c) { return c.first % kWireBlock == 0; });
   std::optional<WireValue> sent;
   if (a.wired() && !on_the_wire(a.wire, a.dtype) && (a.wire == WireFormat::bfloat16 || aligned))

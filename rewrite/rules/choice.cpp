@@ -14,33 +14,46 @@
 
 namespace ringrt {
 
+namespace {
+// A fused form's unfused counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers
+// directly (all2all), ring_fused is the ring.
+Algorithm unfused(FusedAlgorithm f) {
+  return f == FusedAlgorithm::oneshot   ? Algorithm::naive
+         : f == FusedAlgorithm::twoshot ? Algorithm::all2all
+                                        : Algorithm::ring;
+}
+}  // namespace
+
+Algorithm form_under_settings(Algorithm algo, Collective collective, const AllreduceSettings& s) {
+  bool reduces = collective != Collective::allgather && collective != Collective::alltoall;
+  bool det = s.deterministic && reduces, wired = s.wire != "native" && reduces;
+  // deterministic: ring_fused folds as twoshot does
+  if (det && algo == Algorithm::ring_fused) algo = Algorithm::twoshot;
+  // deterministic over a wire: naive (and oneshot, naive on a wire) sends a device's own buffer across the wire
+  // too, so its bits would differ from the direct forms'; it runs as all2all, whose fold they all share
+  if (det && wired && (algo == Algorithm::naive || algo == Algorithm::oneshot)) algo = Algorithm::all2all;
+  // on a wire a fused kernel reads its peers' memory, with no copy to encode: its unfused counterpart
+  if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo); fused && wired) return unfused(*fused);
+  return algo;
+}
+
 Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collective collective) {
   const UOp& buf = red.src(0);
   // deterministic (allreduce.deterministic): a reducing collective is flat over the whole tuple, whose order
-  // (rank-major across ranks) is the fold's, and ring_fused folds as twoshot does; the allgather keeps its forms
+  // (rank-major across ranks) is the fold's; the allgather keeps its forms
   bool det = s.deterministic && collective != Collective::allgather && collective != Collective::alltoall;
   if (buf.device().tuple() && !det)
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
   CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
-  Algorithm algo = collective_algorithm(c, s);
-  if (det && algo == Algorithm::ring_fused) algo = Algorithm::twoshot;
-  // deterministic over a wire: naive (and oneshot, naive on a wire) sends a device's own buffer across the wire
-  // too, so its bits would differ from the direct forms'; it runs as all2all, whose fold they all share
-  bool wired = s.wire != "native" && collective != Collective::allgather && collective != Collective::alltoall;
-  if (det && wired && (algo == Algorithm::naive || algo == Algorithm::oneshot)) algo = Algorithm::all2all;
+  Algorithm algo = form_under_settings(collective_algorithm(c, s), collective, s);
   // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
-  // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, on a wire (allreduce.wire: a fused
-  // kernel reads its peers' memory, with no copy to encode), or another collective, its unfused
-  // counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers directly (all2all),
-  // ring_fused is the ring
+  // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, or another collective, its
+  // unfused counterpart
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
     if ((collective != Collective::allreduce && collective != Collective::reduce_scatter &&
          collective != Collective::allgather) ||
-        red.src(1).device() != buf.device() || c.ranks > 1 ||
-        (s.wire != "native" && collective != Collective::allgather))
-      return *fused == FusedAlgorithm::oneshot   ? Algorithm::naive
-             : *fused == FusedAlgorithm::twoshot ? Algorithm::all2all
-                                                 : Algorithm::ring;
+        red.src(1).device() != buf.device() || c.ranks > 1)
+      return unfused(*fused);
   return algo;
 }
 

@@ -39,6 +39,10 @@ PatternMatcher replace_allreduce(const AllreduceSettings& settings, AllreduceCho
 // is reduce_scatter and the device groups have one size) (reference: handle_allreduce's
 // use_ring/use_all2all, handle_allreduce_multirank).
 // collective: the collective the ALLREDUCE implements (collective_of's kind), whose tuned choice applies.
+// The form `algo` runs as under the settings alone, for `collective` (rewrite/rules/choice.cpp): deterministic mode
+// runs ring_fused as twoshot and, over a wire, naive and oneshot as all2all; a wire runs the fused forms unfused.
+// Shared by the lowering (allreduce_algorithm) and `ringrt tune`, which times only forms that run as themselves.
+Algorithm form_under_settings(Algorithm algo, Collective collective, const AllreduceSettings& settings);
 Algorithm allreduce_algorithm(const UOp& allreduce, const AllreduceSettings& settings,
                               Collective collective = Collective::allreduce);
 

@@ -36,8 +36,7 @@ DType fp8_dtype(WireFormat w) { return w == WireFormat::fp8_e4m3 ? DType::fp8e4m
 
 // A constant of `dtype` in the shape of `like` (on no device, as const_like makes them).
 UOp constant(DType dtype, double value, const UOp& like) {
-  UOp c = const_uop(dtype, value, &like.graph());
-  return like.shape().empty() ? c : c.reshape(Shape(like.shape().size(), 1)).expand(like.shape());
+  return broadcast_to(const_uop(dtype, value, &like.graph()), like.shape());
 }
 
 // A per-block value (nb) as a per-element one (n): block b's value at elements 32b .. 32b+31.
@@ -80,9 +79,6 @@ UOp flat_float32(const UOp& x) {
   return f.reshape({prod(x.shape())});
 }
 
-}  // namespace
-
-namespace {
 // x encoded; `realized`: the codes a buffer of their own (what crosses, and is cut into pieces, is computed
 // once), else left to fuse into their reader (a dec(enc(.)) in place)
 WireValue encode(WireFormat w, const UOp& x, bool realized) {
@@ -95,6 +91,7 @@ WireValue encode(WireFormat w, const UOp& x, bool realized) {
   // to a signed zero in FP8 either way
   return {done(flat.alu(Ops::FDIV, {per_element(scale_of(scales), n)}).cast(fp8_dtype(w))), scales, x.shape()};
 }
+
 }  // namespace
 
 WireValue wire_encode(WireFormat w, const UOp& x) { return encode(w, x, true); }

@@ -28,22 +28,15 @@
 namespace ringrt {
 namespace {
 
-// The algorithms a collective can be forced to under settings s, and the settings that force each: a fused
-// form that runs as another under s (a wire runs them unfused, deterministic mode ring_fused as twoshot;
-// rewrite/rules/allreduce.cpp allreduce_algorithm) is left out, as are naive and oneshot, which run as
-// all2all in deterministic mode over a wire: timing one program twice would let noise choose a name that
-// never runs.
+// The algorithms a collective can be forced to under settings s, and the settings that force each: a form that
+// runs as another under s (rewrite/rules/multi.hpp form_under_settings) is left out: timing one program twice
+// would let noise choose a name that never runs.
 std::vector<Algorithm> algorithms_of(Collective collective, const AllreduceSettings& s) {
   if (collective != Collective::allreduce)
     return {kRingOrDirect.begin(), kRingOrDirect.end()};  // ring or the direct form (naive is the direct form there)
-  bool wired = s.wire != "native";
   std::vector<Algorithm> out;
-  for (Algorithm a : kAllreduceAlgorithms) {
-    if (wired && is_fused(a)) continue;
-    if (s.deterministic && a == Algorithm::ring_fused) continue;
-    if (s.deterministic && wired && a == Algorithm::naive) continue;
-    out.push_back(a);
-  }
+  for (Algorithm a : kAllreduceAlgorithms)
+    if (form_under_settings(a, collective, s) == a) out.push_back(a);
   return out;
 }
 AllreduceSettings forced(AllreduceSettings s, Algorithm algorithm) {
