@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -42,11 +43,7 @@ uint64_t bits_of(const HostBuffer& b) {
 }
 
 // The stored bytes of a CONST, exactly as the interpreter stores it.
-uint64_t const_bits(const UOp& u) {
-  HostBuffer b(u.dtype(), {});
-  std::holds_alternative<double>(u.arg()) ? b.set(0, u.arg_float()) : b.set_int(0, u.arg_int());
-  return bits_of(b);
-}
+uint64_t const_bits(const UOp& u) { return bits_of(const_value(u)); }
 
 // The accumulator's starting value (interpreter.cpp `reduce`).
 uint64_t identity_bits(Ops op, DType dtype) {
@@ -61,7 +58,7 @@ uint64_t identity_bits(Ops op, DType dtype) {
 }
 
 std::string kind_name(StmtKind k) {
-  static const char* names[] = {"const", "load", "dnum", "alu", "cast", "bitcast", "select", "reduce"};
+  static const char* names[] = {"const", "load", "dnum", "alu", "cast", "bitcast", "select", "reduce", "scalar"};
   return names[static_cast<int>(k)];
 }
 
@@ -127,6 +124,14 @@ class Lowerer {
 
   int zero(DType dtype) { return add(Stmt{.kind = StmtKind::Const, .dtype = dtype}); }
 
+  // A program parameter: argument word j of the kernel, one per slot however often it is read.
+  int scalar(const ScalarArg& p, DType dtype) {
+    KernelScalar want{p.slot, dtype};
+    auto at = std::find(k_.scalars.begin(), k_.scalars.end(), want);
+    if (at == k_.scalars.end()) at = k_.scalars.insert(at, want);
+    return add(Stmt{.kind = StmtKind::Scalar, .dtype = dtype, .input = static_cast<int>(at - k_.scalars.begin())});
+  }
+
   // The value of u at `at`, lowered once per (node, index) and block.
   int emit(const UOp& u, const ViewIndex& at) {
     std::string key = fmt::format("{}|{}", reinterpret_cast<uintptr_t>(u.node()), at.valid.render());
@@ -176,6 +181,7 @@ class Lowerer {
                         .valid = at.valid});
       }
       case Ops::CONST:
+        if (const auto* p = std::get_if<ScalarArg>(&u.arg()); p && p->slot >= 0) return scalar(*p, u.dtype());
         return add(Stmt{.kind = StmtKind::Const, .dtype = u.dtype(), .bits = const_bits(u)});
       case Ops::DEFINE_VAR:
         if (std::get<VarArg>(u.arg()).name != "_device_num")
@@ -240,6 +246,7 @@ void dump_block(std::string& out, const std::vector<Stmt>& block, int depth) {
     for (int x : s.src) out += fmt::format(" v{}", x);
     if (s.kind == StmtKind::Const || s.kind == StmtKind::Reduce) out += fmt::format(" 0x{:x}", s.bits);
     if (s.kind == StmtKind::Load) out += fmt::format(" in{}[{}]", s.input, s.index.render());
+    if (s.kind == StmtKind::Scalar) out += fmt::format(" sc{}", s.input);
     if (s.kind == StmtKind::Load || s.kind == StmtKind::Select) out += fmt::format(" if {}", s.valid.render());
     if (s.kind == StmtKind::Reduce) {
       for (const auto& l : s.loops) out += fmt::format(" {}<{}", l.name, l.extent);
@@ -305,6 +312,8 @@ std::string Kernel::dump() const {
   std::string out = fmt::format("kernel {} {} dnum<={}\n", dtype_name(dtype), shape_str(shape), dnum_max);
   for (size_t i = 0; i < inputs.size(); ++i)
     out += fmt::format("in{} {}[{}]\n", i, dtype_name(inputs[i].dtype), inputs[i].numel);
+  for (size_t j = 0; j < scalars.size(); ++j)
+    out += fmt::format("sc{} {} ${}\n", j, dtype_name(scalars[j].dtype), scalars[j].slot);
   dump_block(out, body, 0);
   out += fmt::format("out = v{}\n", result);
   if (peer_outputs > 0) out += fmt::format("peer outputs {}\n", peer_outputs);
@@ -314,6 +323,7 @@ std::string Kernel::dump() const {
 std::string Kernel::code() const {
   std::string out = fmt::format("kernel {}\n", dtype_name(dtype));
   for (size_t i = 0; i < inputs.size(); ++i) out += fmt::format("in{} {}\n", i, dtype_name(inputs[i].dtype));
+  for (size_t j = 0; j < scalars.size(); ++j) out += fmt::format("sc{} {}\n", j, dtype_name(scalars[j].dtype));
   dump_block(out, body, 0);
   out += fmt::format("out = v{}\n", result);
   if (peer_outputs > 0) out += fmt::format("peer outputs {}\n", peer_outputs);

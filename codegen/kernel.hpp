@@ -23,7 +23,7 @@
 
 namespace ringrt::codegen {
 
-enum class StmtKind : uint8_t { Const, Load, DeviceNum, Alu, Cast, Bitcast, Select, Reduce };
+enum class StmtKind : uint8_t { Const, Load, DeviceNum, Alu, Cast, Bitcast, Select, Reduce, Scalar };
 
 struct LoopVar {  // a reduce loop counter `name` over [0, extent)
   std::string name;
@@ -37,7 +37,7 @@ struct Stmt {
   Ops op = Ops::SINK;            // Alu: the op; Reduce: ADD, MUL, MAX or MIN
   std::vector<int> src{};        // Alu: operands; Cast, Bitcast, Select: the source value
   uint64_t bits = 0;             // Const: the value's bytes, little-endian; Reduce: the identity's
-  int input = -1;                // Load: index into Kernel::inputs
+  int input = -1;                // Load: index into Kernel::inputs; Scalar: index into Kernel::scalars
   Expr index{};                  // Load: the element read
   Mask valid{};                  // Load, Select: the value is 0 where the mask is false
   std::vector<LoopVar> loops{};  // Reduce: outermost first
@@ -49,6 +49,14 @@ struct KernelInput {  // one BUFFER the kernel reads
   int64_t buffer_id;
   DType dtype;
   int64_t numel;
+};
+
+// A run-time scalar the kernel reads (rewrite/uop.hpp ScalarArg): parameter `slot` of the program,
+// passed as one 64-bit argument word holding the value's stored bytes (little-endian, zero-extended).
+struct KernelScalar {
+  int64_t slot;
+  DType dtype;
+  bool operator==(const KernelScalar&) const = default;
 };
 
 struct Kernel {
@@ -65,6 +73,10 @@ struct Kernel {
   // The executor sets it (with_peer_outputs) when a kernel's result is copied whole to peers' memory
   // that the kernel's device may write: the kernel writes each copy itself (runtime.peer_writes).
   int peer_outputs = 0;
+  // Run-time scalars, first appearance first: argument words after the peer outputs (cpu: bufs[1 +
+  // inputs.size() + peer_outputs + j]; hip: parameters sc0..sc<n-1>). Their values are not code: a
+  // kernel run with other values is the same compiled function.
+  std::vector<KernelScalar> scalars;
 
   bool has_reduce() const;
   // The constant c when every load of input `input` reads element gid + c (outside any reduce loop;
@@ -96,7 +108,8 @@ struct Kernel {
 
 // Lowers a kernel AST: the UOp subgraph rooted at the value the kernel computes (shape S; see
 // docs/architecture.md "Code generation"). Leaves are BUFFERs seen through movement ops (RESHAPE EXPAND PAD
-// SHRINK PERMUTE FLIP, PAD/SHRINK bounds c + k*_device_num), CONSTs (a DEVICE source is ignored) and
+// SHRINK PERMUTE FLIP, PAD/SHRINK bounds c + k*_device_num), CONSTs (a DEVICE source is ignored; a
+// program parameter, ScalarArg slot >= 0, is a Kernel::scalars argument, a named variable's value a literal) and
 // DEFINE_VAR _device_num; between them ALU ops, CAST, BITCAST, REDUCE_AXIS and movement ops above
 // computed values, which are pushed into the index (views compose; nothing is realized).
 // `name`: the kernel's C name; empty derives "E_<hash>" (elementwise) or "r_<hash>" (with a reduction)

@@ -257,6 +257,12 @@ class BodyRenderer {
       case StmtKind::DeviceNum:
         e = fmt::format("({})dnum", t);
         break;
+      case StmtKind::Scalar: {  // the argument word's low bytes are the value's stored bytes
+        static const char* kWord[] = {"", "unsigned char",     "unsigned short", "", "unsigned int", "", "",
+                                      "", "unsigned long long"};
+        e = fmt::format("__builtin_bit_cast({}, ({})sc{})", t, kWord[itemsize(s.dtype)], s.input);
+        break;
+      }
       case StmtKind::Alu: {
         std::vector<std::pair<std::string, DType>> args;
         for (int x : s.src) args.push_back(arg(x));
@@ -395,6 +401,12 @@ std::vector<const Kernel*> unique_kernels(std::span<const Kernel> kernels) {
 std::vector<std::string> input_params(const Kernel& k) {
   std::vector<std::string> p;
   for (size_t i = 0; i < k.inputs.size(); ++i) p.push_back(fmt::format("const {}* in{}", c_type(k.inputs[i].dtype), i));
+  return p;
+}
+
+std::vector<std::string> scalar_params(const Kernel& k) {
+  std::vector<std::string> p;
+  for (size_t j = 0; j < k.scalars.size(); ++j) p.push_back(fmt::format("unsigned long long sc{}", j));
   return p;
 }
 

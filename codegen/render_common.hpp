@@ -66,5 +66,7 @@ std::vector<GidRange> gid_ranges(const Kernel& k, size_t max_ranges);
 std::vector<const Kernel*> unique_kernels(std::span<const Kernel> kernels);
 // "const T* in0" ... parameter list fragments for the inputs: one entry per input.
 std::vector<std::string> input_params(const Kernel& k);
+// "unsigned long long sc0" ...: one entry per run-time scalar (Kernel::scalars), its argument word.
+std::vector<std::string> scalar_params(const Kernel& k);
 
 }  // namespace ringrt::codegen::cstyle

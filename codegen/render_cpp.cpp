@@ -81,7 +81,7 @@ static inline void ringrt_stream_line(void* dst, const void* src) {
 #endif
 )";
 
-// The pointer declarations at the top of a kernel's entry points: out, in0.., peer0.., dnum.
+// The declarations at the top of a kernel's entry points: out, in0.., peer0.., sc0.. (words), dnum.
 std::string pointers(const Kernel& k) {
   std::string t = cstyle::c_type(k.dtype);
   std::string src = fmt::format("  {0}* out = ({0}*)bufs[0];\n", t);
@@ -91,6 +91,10 @@ std::string pointers(const Kernel& k) {
                        i + 1, i);
   for (int j = 0; j < k.peer_outputs; ++j)
     src += fmt::format("  {0}* peer{1} = ({0}*)bufs[{2}];\n", t, j, k.inputs.size() + 1 + static_cast<size_t>(j));
+  auto scalars = cstyle::scalar_params(k);
+  for (size_t j = 0; j < scalars.size(); ++j)
+    src += fmt::format("  const {} = (unsigned long long)bufs[{}];\n  (void)sc{};\n", scalars[j],
+                       k.inputs.size() + 1 + static_cast<size_t>(k.peer_outputs) + j, j);
   return src + "  const long long dnum = dnum_arg;\n  (void)dnum;\n";
 }
 

@@ -101,6 +101,7 @@ std::string render_kernel(const Kernel& k, const Form& f, const char* qualifier 
   std::vector<std::string> params{fmt::format("{}* out", cstyle::c_type(k.dtype))};
   for (auto& p : cstyle::input_params(k)) params.push_back(p);
   for (int j = 0; j < k.peer_outputs; ++j) params.push_back(fmt::format("{}* peer{}", cstyle::c_type(k.dtype), j));
+  for (auto& p : cstyle::scalar_params(k)) params.push_back(p);  // 8-byte words, as the pointers before them
   params.push_back("int dnum_arg");
   params.push_back("long long n");
   std::string src = fmt::format("\n{} void {}({}) {{\n", qualifier, k.name, fmt::join(params, ", "));

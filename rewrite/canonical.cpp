@@ -1,9 +1,12 @@
 #include "rewrite/canonical.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <unordered_map>
 
 #include "core/errors.hpp"
+#include "rewrite/interpreter.hpp"
 #include "rewrite/node.hpp"
 
 namespace ringrt {
@@ -29,6 +32,24 @@ class Positions {
 };
 }  // namespace
 
+bool is_runtime_scalar(const UOp& c) {
+  if (c.op() != Ops::CONST) return false;
+  if (const auto* s = std::get_if<ScalarArg>(&c.arg())) return s->slot < 0;
+  const double* v = std::get_if<double>(&c.arg());
+  return v && is_float(c.dtype()) && std::isfinite(*v) && *v != 0.0 && *v != 1.0;
+}
+
+UOp with_scalar_parameters(const UOp& root) {
+  std::unordered_map<const detail::Node*, UOp> sub;
+  for (const UOp& u : root.graph().toposort({root}))
+    if (is_runtime_scalar(u)) {
+      const auto* named = std::get_if<ScalarArg>(&u.arg());
+      auto slot = static_cast<int64_t>(sub.size());
+      sub.emplace(u.node(), u.replace(u.src(), ScalarArg{named ? named->name : std::string(), 0, slot}));
+    }
+  return sub.empty() ? root : substitute(root, sub);
+}
+
 Canonical::Canonical(const std::vector<UOp>& roots) {
   if (roots.empty()) return;
   std::vector<UOp> order = roots[0].graph().toposort(roots);
@@ -51,6 +72,13 @@ Canonical::Canonical(const std::vector<UOp>& roots) {
       }
       if (at == static_cast<int64_t>(buffers_.size())) buffers_.push_back(b.id);
       r.arg = BufferArg{at, b.numel};
+    } else if (u.op() == Ops::CONST && is_runtime_scalar(u)) {
+      const auto* named = std::get_if<ScalarArg>(&u.arg());
+      r.arg = ScalarArg{named ? named->name : std::string(), 0, static_cast<int64_t>(scalars_.size())};
+      HostBuffer value = const_value(u);
+      uint64_t word = 0;
+      std::memcpy(&word, value.bytes.data(), value.bytes.size());
+      scalars_.push_back(word);
     }
     h = detail::mix(detail::mix(detail::mix(h, static_cast<uint64_t>(r.op)), static_cast<uint64_t>(r.dtype)),
                     detail::hash_arg(r.arg));

@@ -122,8 +122,9 @@ void infer_leaf(Node& n) {
       if (src.size() > 1 || (src.size() == 1 && src[0].op() != Ops::DEVICE))
         shape_error(op, src, "expects no source or one DEVICE");
       if (!src.empty()) n.device = src[0].device();
-      if (!std::holds_alternative<int64_t>(n.arg) && !std::holds_alternative<double>(n.arg))
-        shape_error(op, src, "arg must be a number");
+      if (!std::holds_alternative<int64_t>(n.arg) && !std::holds_alternative<double>(n.arg) &&
+          !std::holds_alternative<ScalarArg>(n.arg))
+        shape_error(op, src, "arg must be a number or a run-time scalar");
       return;
     case Ops::DEFINE_VAR:
       check_nsrc(op, src, 0);

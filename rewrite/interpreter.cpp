@@ -398,9 +398,7 @@ class Evaluator {
   Value leaf(const UOp& u, size_t w) const {
     Value out;
     if (u.op() == Ops::CONST) {
-      HostBuffer b(u.dtype(), {});
-      std::holds_alternative<double>(u.arg()) ? b.set(0, u.arg_float()) : b.set_int(0, u.arg_int());
-      out.assign(w, b);
+      out.assign(w, const_value(u));
     } else if (u.op() == Ops::DEFINE_VAR) {
       for (size_t d = 0; d < w; ++d) {
         out.emplace_back(u.dtype(), Shape{});
@@ -491,6 +489,18 @@ std::vector<HostBuffer> Interpreter::evaluate(const UOp& root) {
   Evaluator ev(lookup_);
   for (const UOp& u : root.graph().toposort({root})) ev.evaluate(u);
   return ev.at(root);
+}
+
+HostBuffer const_value(const UOp& c) {
+  HostBuffer b(c.dtype(), {});
+  if (const auto* s = std::get_if<ScalarArg>(&c.arg())) {
+    if (s->slot >= 0)
+      throw InternalError(fmt::format("CONST: program parameter ${} has no value outside a run", s->slot));
+    is_float(c.dtype()) ? b.set(0, s->value) : b.set_int(0, static_cast<int64_t>(s->value));
+  } else {
+    std::holds_alternative<double>(c.arg()) ? b.set(0, c.arg_float()) : b.set_int(0, c.arg_int());
+  }
+  return b;
 }
 
 }  // namespace ringrt

@@ -34,6 +34,11 @@ class Interpreter {
   BufferLookup lookup_;
 };
 
+// A CONST's value as stored in its dtype (a 0-d HostBuffer): its number, or a named variable's value
+// (ScalarArg, converted as a number of that dtype is). Throws InternalError for a program's parameter
+// (ScalarArg slot >= 0), whose value only a run supplies (runtime/engine/program_cache.hpp).
+HostBuffer const_value(const UOp& c);
+
 // Element-wise helpers shared with code generation tests: apply one ALU op to scalars of dtype.
 double alu_float(Ops op, DType dtype, const std::vector<double>& args);
 int64_t alu_int(Ops op, DType dtype, const std::vector<int64_t>& args);

@@ -81,6 +81,10 @@ uint64_t hash_arg(const Arg& arg) {
           h = mix(mix(mix(h, hash_str(v.name)), static_cast<uint64_t>(v.min)), static_cast<uint64_t>(v.max));
         } else if constexpr (std::is_same_v<T, BufferArg>) {
           h = mix(mix(h, static_cast<uint64_t>(v.id)), static_cast<uint64_t>(v.numel));
+        } else if constexpr (std::is_same_v<T, ScalarArg>) {
+          uint64_t bits;
+          std::memcpy(&bits, &v.value, 8);
+          h = mix(mix(mix(h, hash_str(v.name)), bits), static_cast<uint64_t>(v.slot));
         }
       },
       arg);
@@ -91,6 +95,8 @@ uint64_t hash_arg(const Arg& arg) {
 bool same_arg(const Arg& a, const Arg& b) {
   const double *x = std::get_if<double>(&a), *y = std::get_if<double>(&b);
   if (x && y) return std::memcmp(x, y, sizeof(double)) == 0;
+  const ScalarArg *p = std::get_if<ScalarArg>(&a), *q = std::get_if<ScalarArg>(&b);
+  if (p && q) return p->name == q->name && p->slot == q->slot && std::memcmp(&p->value, &q->value, sizeof(double)) == 0;
   return a == b;
 }
 
@@ -122,6 +128,9 @@ std::string arg_str(const Arg& arg) {
           return fmt::format("({})", fmt::join(parts, ", "));
         } else if constexpr (std::is_same_v<T, VarArg>) {
           return fmt::format("{}[{}..{}]", v.name, v.min, v.max);
+        } else if constexpr (std::is_same_v<T, ScalarArg>) {
+          std::string name = v.name.empty() ? "" : v.name + " ";
+          return v.slot >= 0 ? fmt::format("{}${}", name, v.slot) : fmt::format("{}= {}", name, v.value);
         } else {
           return fmt::format("buf{} n={}", v.id, v.numel);
         }
@@ -334,6 +343,7 @@ uint64_t UOp::hash() const { return n_->hash; }
 int64_t UOp::id() const { return n_->id; }
 int64_t UOp::arg_int() const { return std::get<int64_t>(n_->arg); }
 double UOp::arg_float() const {
+  if (const auto* s = std::get_if<ScalarArg>(&n_->arg)) return s->value;
   return std::holds_alternative<double>(n_->arg) ? std::get<double>(n_->arg)
                                                  : static_cast<double>(std::get<int64_t>(n_->arg));
 }

@@ -47,15 +47,26 @@ struct VarArg {  // DEFINE_VAR: name and inclusive range
   int64_t min, max;
   bool operator==(const VarArg&) const = default;
 };
+// CONST whose value is a run-time scalar: a kernel argument, not part of the program's structure
+// (docs/architecture.md "Runtime scalars"). In a user's graph: a named variable (Tensor::variable) with
+// its value, slot -1. In a program's graph (Canonical::instantiate): parameter `slot` of the program,
+// whose value each run supplies; `value` is 0 there.
+struct ScalarArg {
+  std::string name;  // the variable's name; "" for a number Canonical made a parameter
+  double value = 0;
+  int64_t slot = -1;
+  bool operator==(const ScalarArg&) const = default;
+};
 struct BufferArg {  // BUFFER: id keeps two buffers of equal size apart; numel elements
   int64_t id, numel;
   bool operator==(const BufferArg&) const = default;
 };
 
 // int64: CONST (integers), MSELECT index, MULTI axis, COPY source index. double: CONST (floats).
-// vector<int64_t>: RESHAPE/EXPAND shape, PERMUTE order, FLIP flags. string/DeviceTuple: DEVICE.
+// ScalarArg: CONST (a run-time scalar). vector<int64_t>: RESHAPE/EXPAND shape, PERMUTE order, FLIP
+// flags. string/DeviceTuple: DEVICE.
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, DeviceTuple, ReduceArg,
-                         Spans, VarArg, BufferArg>;
+                         Spans, VarArg, BufferArg, ScalarArg>;
 std::string arg_str(const Arg& arg);
 
 // Where a node lives: nowhere (constants), one device, or a tuple of devices. A tuple is interned:

@@ -146,6 +146,10 @@ optional<UOp> copy_multi(const UOp& multi, const UOp& device) {
 
 optional<UOp> assign_multi(const UOp& root) {
   const UOp &dest = root.src(0), &value = root.src(1);
+  // a replicated value into a buffer held per device on the same devices: each device stores its copy
+  if (dest.op() != Ops::MULTI && !dest.logical() && value.op() == Ops::MULTI && !value.axis() &&
+      dest.device() == value.device())
+    return dest.assign(value.src(0));
   if (dest.op() != Ops::MULTI || value.op() != Ops::MULTI || dest.axis() != value.axis())
     throw ShapeError(
         fmt::format("ASSIGN: destination and value have different shard layouts (shape {}, axes {} and {})",

@@ -13,6 +13,7 @@
 #include "codegen/item_kernel.hpp"
 #include "codegen/render.hpp"
 #include "core/files.hpp"
+#include "rewrite/canonical.hpp"
 #include "rewrite/collective.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/plan/memory_plan.hpp"
@@ -57,7 +58,7 @@ Schedule schedule_of(const UOp& root, bool borrowed) {
   GraphUse use;
   // a view of a realized buffer, or a contiguous() that will be one: nothing to run
   if (borrowed || as_buffer_view(root, current_settings())) return {};
-  Lowered low = lower_multi({root}, current_settings());
+  Lowered low = lower_multi({with_scalar_parameters(root)}, current_settings());  // numbers as the program's
   Schedule s;
   s.algorithms = algorithm_names(low.algorithms);
   ItemPlan plan = plan_schedule(low.roots);

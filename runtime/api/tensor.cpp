@@ -260,14 +260,6 @@ Tensor Tensor::binary(BinaryOp bop, const Tensor& o) const {
   return t;
 }
 
-namespace {
-Tensor scalar_op(const Tensor& a, BinaryOp op, double v) {
-  DType d = a.dtype();
-  if (!is_float(d) && v != static_cast<double>(static_cast<int64_t>(v))) d = DType::float32;
-  return a.binary(op, Tensor::constant(v, d));
-}
-}  // namespace
-
 Tensor operator+(const Tensor& a, const Tensor& b) {
   GraphUse use;
   return a.binary(BinaryOp::add, b);
@@ -283,22 +275,6 @@ Tensor operator*(const Tensor& a, const Tensor& b) {
 Tensor operator/(const Tensor& a, const Tensor& b) {
   GraphUse use;
   return a.binary(BinaryOp::div, b);
-}
-Tensor operator+(const Tensor& a, double b) {
-  GraphUse use;
-  return scalar_op(a, BinaryOp::add, b);
-}
-Tensor operator-(const Tensor& a, double b) {
-  GraphUse use;
-  return scalar_op(a, BinaryOp::sub, b);
-}
-Tensor operator*(const Tensor& a, double b) {
-  GraphUse use;
-  return scalar_op(a, BinaryOp::mul, b);
-}
-Tensor operator/(const Tensor& a, double b) {
-  GraphUse use;
-  return scalar_op(a, BinaryOp::div, b);
 }
 Tensor Tensor::maximum(const Tensor& o) const {
   GraphUse use;
@@ -388,16 +364,22 @@ Tensor& Tensor::assign(const Tensor& value) {
   auto axis_str = [](std::optional<int> a) { return a ? std::to_string(*a) : std::string("none"); };
   // into a view of a sharded tensor a replicated value works too: each device keeps its part
   bool replicated_into_view = s_->view_base && shard_axis() && !value.uop().logical() && value.uop().device().tuple();
-  // both replicated, but one a logical value (a lazy collective's result, one value for every device) and the
-  // other a value per device: the axes print alike, so say what differs
-  if (!replicated_into_view && value.shard_axis() == shard_axis() && value.uop().logical() != uop().logical())
+  // one logical value on every device (a lazy allreduce's result, w - lr * g.sum({0})) into a tensor held
+  // per device: each device stores its copy of the value (rewrite/rules/multi.cpp assign_multi)
+  bool logical_into_replicated =
+      !value.shard_axis() && !shard_axis() && value.uop().logical() && !uop().logical() && uop().device().tuple();
+  // both replicated, but one a value per device (which may differ between devices) and the other one
+  // logical value for every device: the axes print alike, so say what differs
+  if (!replicated_into_view && !logical_into_replicated && value.shard_axis() == shard_axis() &&
+      value.uop().logical() != uop().logical())
     throw ShapeError(fmt::format(
         "ASSIGN: value {} into a tensor {} (both sharded on axis {}, shape {}); realize() the value first, which "
         "stores it per device",
         value.uop().logical() ? "replicated as one logical value (e.g. a lazy allreduce's result)" : "held per device",
         uop().logical() ? "replicated as one logical value" : "held per device", axis_str(shard_axis()),
         shape_str(shape())));
-  if (!replicated_into_view && (value.shard_axis() != shard_axis() || value.uop().logical() != uop().logical()))
+  if (!replicated_into_view && !logical_into_replicated &&
+      (value.shard_axis() != shard_axis() || value.uop().logical() != uop().logical()))
     throw ShapeError(
         fmt::format("ASSIGN: value sharded on axis {} into a tensor sharded on axis {} (shape {}); "
                     "reshard the value first",

@@ -119,6 +119,14 @@ class Tensor {
   static Tensor full(Shape shape, double value, DType dtype = DType::float32, std::string device = "CPU:0");
   // A device-less scalar: it broadcasts onto any device or device tuple it is combined with.
   static Tensor constant(double value, DType dtype = DType::float32);
+  // A named run-time scalar, shape (), device-less like constant(): its value is an argument of the
+  // kernels that read it, never part of the program, so a new value each step (a learning rate, a step
+  // counter, an integer threshold) reuses the compiled program. Plain floating-point numbers other than
+  // 0 and 1 are already such arguments (docs/architecture.md "Runtime scalars"); name the ones that
+  // must be whatever their value: integers (else structure), values that may be 0 or 1. Reference:
+  // tinygrad's Variable(name, ...).bind(value) (DEFINE_VAR). Throws ConfigError for a name that is not
+  // a C identifier or an integer dtype's value that is not an integer within its range.
+  static Tensor variable(const std::string& name, double value, DType dtype = DType::float32);
   static Tensor arange(int64_t n, DType dtype = DType::float32, std::string device = "CPU:0");
 
   // Split along axis over devices (each gets shape[axis]/n; ShapeError if uneven), or replicate
@@ -252,6 +260,11 @@ class Tensor {
   friend Tensor operator-(const Tensor& a, double b);
   friend Tensor operator*(const Tensor& a, double b);
   friend Tensor operator/(const Tensor& a, double b);
+  // The number first: lr * g, 1 - x (the same dtype rule as above).
+  friend Tensor operator+(double a, const Tensor& b);
+  friend Tensor operator-(double a, const Tensor& b);
+  friend Tensor operator*(double a, const Tensor& b);
+  friend Tensor operator/(double a, const Tensor& b);
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor binary(BinaryOp op, const Tensor& o) const;  // numpy broadcasting and dtype promotion

@@ -263,6 +263,64 @@ Tensor Tensor::placeholder(Shape shape, DType dtype, const std::vector<std::stri
   return t;
 }
 
+// ---------------------------------------------------------------------------------------------
+// arithmetic with a number: the number is a device-less CONST of the tensor's dtype (float32 for a
+// fraction with an integer tensor), which the program cache passes as a kernel argument
+// (rewrite/canonical.hpp is_runtime_scalar)
+
+namespace {
+DType scalar_dtype(const Tensor& a, double v) {
+  DType d = a.dtype();
+  return !is_float(d) && v != static_cast<double>(static_cast<int64_t>(v)) ? DType::float32 : d;
+}
+}  // namespace
+
+Tensor operator+(const Tensor& a, double b) {
+  GraphUse use;
+  return a.binary(BinaryOp::add, Tensor::constant(b, scalar_dtype(a, b)));
+}
+Tensor operator-(const Tensor& a, double b) {
+  GraphUse use;
+  return a.binary(BinaryOp::sub, Tensor::constant(b, scalar_dtype(a, b)));
+}
+Tensor operator*(const Tensor& a, double b) {
+  GraphUse use;
+  return a.binary(BinaryOp::mul, Tensor::constant(b, scalar_dtype(a, b)));
+}
+Tensor operator/(const Tensor& a, double b) {
+  GraphUse use;
+  return a.binary(BinaryOp::div, Tensor::constant(b, scalar_dtype(a, b)));
+}
+Tensor operator+(double a, const Tensor& b) {
+  GraphUse use;
+  return Tensor::constant(a, scalar_dtype(b, a)).binary(BinaryOp::add, b);
+}
+Tensor operator-(double a, const Tensor& b) {
+  GraphUse use;
+  return Tensor::constant(a, scalar_dtype(b, a)).binary(BinaryOp::sub, b);
+}
+Tensor operator*(double a, const Tensor& b) {
+  GraphUse use;
+  return Tensor::constant(a, scalar_dtype(b, a)).binary(BinaryOp::mul, b);
+}
+Tensor operator/(double a, const Tensor& b) {
+  GraphUse use;
+  return Tensor::constant(a, scalar_dtype(b, a)).binary(BinaryOp::div, b);
+}
+
+Tensor Tensor::variable(const std::string& name, double value, DType dtype) {
+  GraphUse use;
+  check_dtype(dtype, "variable");
+  bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                    std::all_of(name.begin(), name.end(),
+                                [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!identifier) throw ConfigError(fmt::format("Tensor::variable: name '{}' is not a C identifier", name));
+  if (!is_float(dtype) && (value != std::floor(value) || value < static_cast<double>(int_min(dtype)) ||
+                           value > static_cast<double>(int_max(dtype))))
+    throw ConfigError(fmt::format("Tensor::variable {}: {} is not a {} value", name, value, dtype_name(dtype)));
+  return Tensor(make_state(make_uop(Ops::CONST, dtype, {}, ScalarArg{name, value, -1}), {}));
+}
+
 Tensor Tensor::full_like(double value) const {
   GraphUse use;
   const DeviceSpec& dev = uop().device();

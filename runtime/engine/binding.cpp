@@ -110,6 +110,8 @@ class Program::Binding {
         launch.bufs.push_back(sym(b.at(b.size() == 1 ? 0 : d).ptr));
       }
       if (plan_.peer_writes && !pk.peer_copies.empty()) add_peer_outputs(pk, launch);
+      for (const codegen::KernelScalar& sc : pk.kernel.scalars)
+        launch.bufs.push_back({SymPtr::kScalarTag + static_cast<uint32_t>(sc.slot), 0});
       launch.kernel = launch.peer ? pk.peer_compiled.get() : pk.compiled.at(launch.device).get();
       plan_.launches[i].push_back(std::move(launch));
     }
@@ -421,7 +423,7 @@ void Program::BindingPlan::drop_unused_temps() {
   for (const Temp& t : temps) slots += t.devices.size();
   std::vector<char> used(slots, 0);
   auto mark = [&](const SymPtr& p) {
-    if (p.tag >= SymPtr::kTempTag) used.at(p.tag - SymPtr::kTempTag) = 1;
+    if (p.temp()) used.at(p.tag - SymPtr::kTempTag) = 1;
   };
   for (const auto& item : launches)
     for (const Launch& l : item)
@@ -444,7 +446,7 @@ void Program::BindingPlan::drop_unused_temps() {
   }
   temps = std::move(kept);
   auto renumber = [&](SymPtr& p) {
-    if (p.tag >= SymPtr::kTempTag) p.tag = SymPtr::kTempTag + renumbered[p.tag - SymPtr::kTempTag];
+    if (p.temp()) p.tag = SymPtr::kTempTag + renumbered[p.tag - SymPtr::kTempTag];
   };
   for (auto& item : launches)
     for (Launch& l : item)

@@ -58,12 +58,15 @@ struct Program::PreparedKernel {
   std::shared_ptr<PreparedCollective> collective;  // a fused collective item's; null for a kernel item
 };
 
-// A pointer of a run: slot `tag` (an output or input block: its index among the run's fixed slots;
-// a fresh block: kTempTag + its index) plus `offset` bytes.
+// An argument word of a run: slot `tag` (an output or input block: its index among the run's fixed
+// slots; a fresh block: kTempTag + its index) plus `offset` bytes; or run-time scalar `tag -
+// kScalarTag` (the program's parameter, codegen::KernelScalar), whose word is the run's value.
 struct SymPtr {
   static constexpr uint32_t kTempTag = uint32_t{1} << 22;
+  static constexpr uint32_t kScalarTag = uint32_t{1} << 30;
   uint32_t tag = 0;
   uint64_t offset = 0;
+  bool temp() const { return tag >= kTempTag && tag < kScalarTag; }
 };
 
 // The run's real memory the symbolic pointers stand for.
@@ -71,9 +74,12 @@ struct RunSlots {
   std::vector<void*> fixed;      // outputs' blocks (root by root), then the looked-up inputs' blocks
   std::vector<Device*> devices;  // per fixed slot
   std::vector<std::shared_ptr<DeviceStorage>> held;  // the inputs' storages, held for the run
-  std::vector<Block> temps;  // fresh blocks: BindingPlan::temps' entries, device by device (tag order)
+  std::vector<Block> temps;       // fresh blocks: BindingPlan::temps' entries, device by device (tag order)
+  std::vector<uint64_t> scalars;  // the run's values of the program's parameters (ExecOptions::scalars)
 
   void* real(const SymPtr& p) const {
+    if (p.tag >= SymPtr::kScalarTag)
+      return reinterpret_cast<void*>(static_cast<uintptr_t>(scalars[p.tag - SymPtr::kScalarTag]));
     void* base = p.tag < SymPtr::kTempTag ? fixed[p.tag] : temps[p.tag - SymPtr::kTempTag].ptr;
     return p.offset == 0 ? base : static_cast<char*>(base) + p.offset;
   }

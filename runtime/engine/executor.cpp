@@ -14,6 +14,7 @@
 #include "codegen/item_kernel.hpp"
 #include "core/errors.hpp"
 #include "core/hash.hpp"
+#include "core/interrupt.hpp"
 #include "core/params_internal.hpp"
 #include "rewrite/collective.hpp"
 #include "rewrite/plan/memory_plan.hpp"
@@ -101,6 +102,7 @@ void Program::prepare() {
     ItemKernel lowered = lower_item(item);  // shared with Schedule::emit_sources
     pk->kernel = std::move(lowered.kernel);
     pk->input_reads = std::move(lowered.input_reads);
+    for (const auto& sc : pk->kernel.scalars) scalar_count_ = std::max(scalar_count_, static_cast<size_t>(sc.slot) + 1);
     kernels_.push_back(pk);
   }
   Cluster* c = cluster();
@@ -454,8 +456,12 @@ std::string Program::late_item(const Events& events, const BindingPlan& plan, ui
   return fmt::format("a run of {} items did not complete within {} ms", plan_.items.size(), timeout.count());
 }
 
+// How often a wait for a run across ranks checks for a stop request (core/interrupt.hpp).
+constexpr std::chrono::milliseconds kStopPoll{20};
+
 // The host waits once per device queue (its last event: the queues are in order), then sweeps the rest,
-// done by then (polled, no wait), for their errors.
+// done by then (polled, no wait), for their errors. Across ranks an item may wait for a peer that
+// stopped: a stop request ends the wait (Interrupted; the memory stays with the items until they end).
 void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& options) const {
   auto deadline = std::chrono::steady_clock::now() + options.timeout;
   auto wait_one = [&](const Event& e) {
@@ -463,11 +469,14 @@ void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& o
     bool done = false;
     try {
       done = e.wait_for(std::chrono::milliseconds(0));  // done (with its error) or not: no clock read
-      if (!done) {
+      while (!done) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
+        done = e.wait_for(std::max(spans_ranks_ ? std::min(left, kStopPoll) : left, std::chrono::milliseconds(0)));
+        if (done || std::chrono::steady_clock::now() >= deadline) break;
+        if (int sig = interrupt_signal(); sig != 0)
+          throw Interrupted(fmt::format("stopped by signal {} while a run across ranks was in flight", sig));
       }
-    } catch (...) {  // the item's error
+    } catch (...) {  // the item's error, or a stop
       memory.release_when_done(events, options.outputs);
       throw;
     }
@@ -506,6 +515,9 @@ std::vector<Event> pending_fences(const std::vector<std::shared_ptr<DeviceStorag
 std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Block>>& outs,
                                                 const StorageLookup& inputs, const ExecOptions& options) const {
   static std::atomic<uint64_t> multi_rank_runs{0};  // the same sequence on every rank (SPMD)
+  if (options.scalars.size() < scalar_count_)
+    throw InternalError(
+        fmt::format("a program of {} run-time scalars run with {} values", scalar_count_, options.scalars.size()));
   uint64_t run = 0;
   if (spans_ranks_) {  // every rank runs the same program now, or none does
     run = ++multi_rank_runs;
@@ -520,6 +532,7 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
     if (std::shared_ptr<const PendingWork> work = run_graph(outs, inputs, options)) return work;
   std::unique_ptr<RunMemory> memory = bind(outs, inputs);
   memory->run = run;
+  memory->slots.scalars = options.scalars;
   Events events = submit(*memory, pending_fences(memory->slots.held, options.outputs));
   if (asynchronous) {
     // Asynchronous: the storages and the process's list hold the work in flight (pending.hpp).

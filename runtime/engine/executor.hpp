@@ -94,6 +94,10 @@ struct ExecOptions {
   // What keeps the program alive (its cache entry): a run may return before its work completes only
   // with one (the work in flight names its items from the program when it is late).
   std::shared_ptr<const void> owner;
+  // The values of the program's run-time scalars (codegen::KernelScalar): parameter i's stored bytes,
+  // zero-extended to a word; at least Program::scalar_count() of them. Kernels read them as
+  // arguments, so a new value runs the same compiled code (a graph replays with its nodes' words set).
+  std::vector<uint64_t> scalars;
 };
 
 class Program {
@@ -112,6 +116,8 @@ class Program {
   std::shared_ptr<const PendingWork> run(const std::vector<std::vector<Block>>& outs, const StorageLookup& inputs,
                                          const ExecOptions& options = {}) const;
   const ItemPlan& plan() const { return plan_; }
+  // How many run-time scalars its kernels read: ExecOptions::scalars needs this many values.
+  size_t scalar_count() const { return scalar_count_; }
   // Whether every device of its items queues asynchronously (Device::asynchronous): a run may then stay
   // in flight, given an owner (ExecOptions::owner).
   bool asynchronous() const { return asynchronous_; }
@@ -176,6 +182,7 @@ class Program {
   ItemPlan plan_;
   std::vector<UOp> roots_;
   std::vector<std::shared_ptr<PreparedKernel>> kernels_;  // per item (null for copies)
+  size_t scalar_count_ = 0;                               // 1 + the largest KernelScalar::slot of its kernels (0: none)
   bool spans_ranks_ = false;     // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
   bool asynchronous_ = false;    // every device of every item asynchronous (Device::asynchronous), this rank's
   bool has_collective_ = false;  // a fused collective item (rewrite/collective.hpp): never a graph

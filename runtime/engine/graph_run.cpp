@@ -8,12 +8,12 @@
 // scratch memory of its own (the plan's temps), allocated once: its launches run one after another on
 // one queue, so they can share it, and a run allocates nothing and patches nothing for it.
 //
-// Replay. A run computes each node's pointers from its slots (its inputs' and outputs' blocks, the
-// graph's scratch) and changes only the nodes whose pointers differ from the last launch's (a result in
-// a new buffer: its writers' nodes); the launch waits for the pending work of the run's storages
-// (fences) and completes with one event, the run's only tail. Its memory: the input storages stay
-// held until it completes; the scratch goes with the graph (a new binding plan, or the program), once
-// its last launch completed.
+// Replay. A run computes each node's argument words from its slots (its inputs' and outputs' blocks, the
+// graph's scratch, its run-time scalars' values) and changes only the nodes whose words differ from the
+// last launch's (a result in a new buffer: its writers' nodes; a new learning rate: its readers'); the launch waits for
+// the pending work of the run's storages (fences) and completes with one event, the run's only tail. Its memory: the
+// input storages stay held until it completes; the scratch goes with the graph (a new binding plan, or the program),
+// once its last launch completed.
 //
 // Bounds. A program keeps one graph. Scratch over kMaxGraphScratch (large messages, whose launch cost is
 // nothing next to their transfer), more than kMaxGraphs graphs alive in the process, a copy the graph
@@ -92,6 +92,7 @@ std::shared_ptr<const PendingWork> Program::run_graph(const std::vector<std::vec
   if (no_graph_ || has_collective_) return nullptr;  // a fused collective's barriers are its own launches'
   RunSlots slots;
   std::shared_ptr<const BindingPlan> plan = binding(outs, inputs, slots);
+  slots.scalars = options.scalars;  // a kernel node's words: a new value is set like a new pointer
   auto is_copy = [&](size_t i) { return plan_.items[i].kind == ScheduleItem::Kind::copy; };
 
   if (!graph_ || graph_->plan != plan) {  // record the graph of this binding plan

@@ -17,8 +17,8 @@ struct ProgramRef::Built {
   std::unique_ptr<Program> program;
 };
 
-ProgramRef::ProgramRef(std::shared_ptr<const Built> built, std::vector<int64_t> buffers)
-    : built_(std::move(built)), buffers_(std::move(buffers)) {}
+ProgramRef::ProgramRef(std::shared_ptr<const Built> built, std::vector<int64_t> buffers, std::vector<uint64_t> scalars)
+    : built_(std::move(built)), buffers_(std::move(buffers)), scalars_(std::move(scalars)) {}
 
 const Lowered& ProgramRef::lowered() const { return built_->lowered; }
 
@@ -29,6 +29,7 @@ std::shared_ptr<const PendingWork> ProgramRef::run(const std::vector<std::vector
     return storages(buffers_[static_cast<size_t>(id)]);
   };
   if (built_->program->asynchronous()) options.owner = built_;  // (a run may stay in flight)
+  options.scalars = scalars_;
   return built_->program->run(outs, params, options);
 }
 
@@ -48,6 +49,7 @@ struct LastRoots {
   std::vector<int64_t> ids;
   std::list<Entry>::iterator entry;
   std::vector<int64_t> buffers;
+  std::vector<uint64_t> scalars;
   bool valid = false;
 };
 
@@ -109,26 +111,28 @@ std::optional<std::vector<int64_t>> global_ids(const std::vector<UOp>& roots) {
 ProgramRef program_for(const std::vector<UOp>& roots, const AllreduceSettings& settings) {
   auto& cache = program_cache();
   std::optional<std::vector<int64_t>> ids = global_ids(roots);
-  auto remember = [&](std::list<Entry>::iterator e, const std::vector<int64_t>& buffers) {
-    if (ids) cache.last = {*ids, e, buffers, true};
+  auto remember = [&](std::list<Entry>::iterator e, const std::vector<int64_t>& buffers,
+                      const std::vector<uint64_t>& scalars) {
+    if (ids) cache.last = {*ids, e, buffers, scalars, true};
   };
   {
     std::lock_guard<std::mutex> lock(cache.mu);
     if (cache.last.valid && ids && cache.last.ids == *ids && cache.last.entry->settings == settings) {
       cache.lru.splice(cache.lru.begin(), cache.lru, cache.last.entry);
       ++cache.hits;
-      return ProgramRef(cache.last.entry->built, cache.last.buffers);
+      return ProgramRef(cache.last.entry->built, cache.last.buffers, cache.last.scalars);
     }
   }
   Canonical key(roots);
   std::vector<int64_t> buffers = key.buffers();
+  std::vector<uint64_t> scalars = key.scalars();
   {
     std::lock_guard<std::mutex> lock(cache.mu);
     if (auto e = cache.find(key, settings); e != cache.lru.end()) {
       cache.lru.splice(cache.lru.begin(), cache.lru, e);  // iterators stay valid
       ++cache.hits;
-      remember(e, buffers);
-      return ProgramRef(e->built, std::move(buffers));
+      remember(e, buffers, scalars);
+      return ProgramRef(e->built, std::move(buffers), std::move(scalars));
     }
   }
   auto built = std::make_shared<ProgramRef::Built>();
@@ -139,8 +143,9 @@ ProgramRef program_for(const std::vector<UOp>& roots, const AllreduceSettings& s
   std::lock_guard<std::mutex> lock(cache.mu);
   ++cache.misses;
   cache.insert({std::move(key), settings, built}, capacity());
-  if (!cache.lru.empty() && cache.lru.front().built == built) remember(cache.lru.begin(), buffers);  // capacity 0: none
-  return ProgramRef(std::move(built), std::move(buffers));
+  if (!cache.lru.empty() && cache.lru.front().built == built)
+    remember(cache.lru.begin(), buffers, scalars);  // capacity 0: none
+  return ProgramRef(std::move(built), std::move(buffers), std::move(scalars));
 }
 
 ProgramCacheStats program_cache_stats() {

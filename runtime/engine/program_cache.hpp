@@ -4,10 +4,11 @@
 // buffers replaced by parameters).
 //
 // A key is a graph's Canonical form (rewrite/canonical.hpp) and the allreduce settings. On a miss the
-// graph is rebuilt in a graph of the entry's own (parameter i = BUFFER id i) and lowered and planned
-// there, so everything the lowering makes dies with the entry; a run binds parameter i to the storage
-// of the caller's i-th buffer. Bounded: least recently used entries are dropped beyond
-// runtime.program_cache programs (core/params.hpp).
+// graph is rebuilt in a graph of the entry's own (parameter i = BUFFER id i, run-time scalar j = CONST
+// slot j) and lowered and planned there, so everything the lowering makes dies with the entry; a run
+// binds parameter i to the storage of the caller's i-th buffer and passes the caller's scalar values
+// as the kernels' arguments (a learning rate that changes every step builds nothing). Bounded: least recently used
+// entries are dropped beyond runtime.program_cache programs (core/params.hpp).
 #pragma once
 
 #include <cstddef>
@@ -25,19 +26,20 @@ namespace ringrt {
 class ProgramRef {
  public:
   struct Built;  // the entry: its graph, lowering and program (program_cache.cpp)
-  ProgramRef(std::shared_ptr<const Built> built, std::vector<int64_t> buffers);
+  ProgramRef(std::shared_ptr<const Built> built, std::vector<int64_t> buffers, std::vector<uint64_t> scalars);
   // The lowering of the roots, in the entry's graph: shapes, dtypes, devices and shard axes equal the
   // caller's (its nodes are not the caller's).
   const Lowered& lowered() const;
-  // Program::run with parameter i read from storages(buffers[i]); the program's own scratch buffers
-  // are fresh memory; the entry is the run's owner (a run may stay in flight). Throws what Program::run
-  // throws.
+  // Program::run with parameter i read from storages(buffers[i]) and the caller's run-time scalars'
+  // values (Canonical::scalars); the program's own scratch buffers are fresh memory; the entry is the
+  // run's owner (a run may stay in flight). Throws what Program::run throws.
   std::shared_ptr<const PendingWork> run(const std::vector<std::vector<Block>>& outs, const StorageLookup& storages,
                                          ExecOptions options = {}) const;
 
  private:
   std::shared_ptr<const Built> built_;
   std::vector<int64_t> buffers_;
+  std::vector<uint64_t> scalars_;
 };
 
 // The compiled program realizing roots (logical nodes of one graph) with these settings, built on a

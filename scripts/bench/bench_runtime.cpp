@@ -15,12 +15,18 @@
 // BM_AssignChain: a chain of lazy assigns (X.assign(X + 1) without realizing), whose cost per step must not
 // grow with the chain.
 //
+// BM_SgdStep: a training step written the natural way on 4 cpu devices (65,536 floats each): host write of
+// the gradients, allreduce, w.assign(w - lr * g), one realize; the learning rate a cosine schedule's, given
+// as a plain double (lr:0, a kernel argument) or written each step into a device tensor (lr:1, the way
+// around a program per value before run-time scalars). Counter: steps per second.
+//
 // BM_Realize: the whole path of one repeated allreduce, x.sum({0}).realize() on N cpu devices (lazy graph,
 // program cache, buffers, launches, waits, freeing the result): at 1 KiB per device it is the host's
 // cost per collective, the latency a small gradient bucket pays.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <ringrt/ringrt.hpp>
@@ -36,7 +42,7 @@ using namespace ringrt;
 
 namespace {
 
-std::optional<double> const_value(UOp u) {
+std::optional<double> broadcast_const(UOp u) {
   while (u.op() == Ops::RESHAPE || u.op() == Ops::EXPAND) u = u.src(0);
   if (u.op() != Ops::CONST) return std::nullopt;
   return u.arg_float();
@@ -47,12 +53,12 @@ const PatternMatcher& simplifier() {
   static const PatternMatcher pm({
       {UPat(Ops::MUL).src({UPat::var("x"), UPat::var("y")}),
        [](const Match& m) -> std::optional<UOp> {
-         auto c = const_value(m["y"]);
+         auto c = broadcast_const(m["y"]);
          return c && *c == 1 ? std::optional<UOp>(m["x"]) : std::nullopt;
        }},
       {UPat(Ops::ADD).src({UPat::var("x"), UPat::var("y")}),
        [](const Match& m) -> std::optional<UOp> {
-         auto c = const_value(m["y"]);
+         auto c = broadcast_const(m["y"]);
          return c && *c == 0 ? std::optional<UOp>(m["x"]) : std::nullopt;
        }},
   });
@@ -265,5 +271,32 @@ void BM_AssignChain(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_AssignChain)->ArgNames({"steps"})->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+void BM_SgdStep(benchmark::State& state) {
+  constexpr int64_t kN = 65536;
+  const bool lr_tensor = state.range(0) == 1;
+  std::vector<std::string> devs = cpu_devices(4);
+  Tensor w = Tensor::full({kN}, 1.0).shard(devs, std::nullopt).contiguous().realize();
+  Tensor grads = Tensor::full({4, kN}, 0.0).shard(devs, 0).contiguous().realize();
+  Tensor lr_on_devices = Tensor::full({1}, 0.0).shard(devs, std::nullopt).contiguous().realize();
+  std::vector<HostBuffer> g(4, HostBuffer(DType::float32, {1, kN}));
+  for (int d = 0; d < 4; ++d)
+    for (int64_t i = 0; i < kN; ++i) g[static_cast<size_t>(d)].set(i, 1e-6 * static_cast<double>(d + i % 7));
+  int64_t k = 0;
+  for (auto _ : state) {
+    double lr = 0.05 * (1 + std::cos(3.14159265358979 * static_cast<double>(k++ % 10000) / 10000));
+    grads.write_shards(g);
+    if (lr_tensor) {
+      lr_on_devices.write(HostBuffer::from_vector(std::vector<double>{lr}, DType::float32, {1}));
+      w.assign(w - lr_on_devices * grads.sum({0}));
+    } else {
+      w.assign(w - lr * grads.sum({0}));
+    }
+    w.realize();
+  }
+  state.counters["steps_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SgdStep)->ArgNames({"lr"})->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

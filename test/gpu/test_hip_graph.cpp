@@ -110,6 +110,33 @@ BOOST_AUTO_TEST_CASE(other_buffers_change_the_recorded_pointers) {
   BOOST_TEST(Tensor::programs_built() - built <= 2u);  // (the data's shard, then the sum: reused)
 }
 
+// A learning rate given as a plain double is a kernel argument (docs/architecture.md "Runtime scalars"): a
+// new value replays the recorded graph with that kernel node's argument word set, and builds nothing.
+BOOST_AUTO_TEST_CASE(a_new_learning_rate_replays_the_graph) {
+  Tensor w = Tensor::full({kCols}, 1.0).shard(kTwo, std::nullopt).contiguous().realize();
+  Tensor g = rows(1.0f);  // column c of the devices' rows sums to 1000 + 2c
+  std::vector<float> host(static_cast<size_t>(kCols), 1.0f);
+  auto step = [&](double lr) {
+    w.assign(w - lr * g.sum({0}));
+    w.realize();
+    for (int64_t c = 0; c < kCols; ++c) {
+      float sum = static_cast<float>(1000 + 2 * c);
+      host[static_cast<size_t>(c)] = host[static_cast<size_t>(c)] - static_cast<float>(lr) * sum;
+    }
+  };
+  step(0.25);  // recorded
+  ringrt::synchronize();
+  size_t built = Tensor::programs_built();
+  Ran before = Ran::now();
+  for (double lr : {0.5, 0.125, 1e-3, 0.75}) step(lr);
+  ringrt::synchronize();
+  BOOST_TEST(Tensor::programs_built() == built);
+  if (kCounted) BOOST_TEST(Ran::now().since(before).graphs == 4u);
+  for (const auto& [dev, v] : w.local_host_shards())
+    for (int64_t c = 0; c < kCols; ++c)
+      BOOST_TEST(static_cast<float>(v.get(c)) == host[static_cast<size_t>(c)], dev << " column " << c);
+}
+
 BOOST_AUTO_TEST_CASE(results_realized_together_are_one_graph) {
   Tensor a = rows(1.0f), b = rows(4.0f);
   Tensor::realize_all({a.sum({0}), b.sum({0})});  // recorded

@@ -25,20 +25,20 @@ namespace {
 // ---- a small simplifier: the rule set every test here rewrites with ----
 
 // The value of a constant, looking through the RESHAPE/EXPAND that broadcast it (const_like).
-std::optional<double> const_value(UOp u) {
+std::optional<double> broadcast_const(UOp u) {
   while (u.op() == Ops::RESHAPE || u.op() == Ops::EXPAND) u = u.src(0);
   if (u.op() != Ops::CONST) return std::nullopt;
   return u.arg_float();
 }
 
 bool is_const(const UOp& u, double v) {
-  auto c = const_value(u);
+  auto c = broadcast_const(u);
   return c && *c == v;
 }
 
 // Folds a op b of two constants while the result stays small (exact in float32 as in double).
 std::optional<UOp> fold(const UOp& node) {
-  auto a = const_value(node.src(0)), b = const_value(node.src(1));
+  auto a = broadcast_const(node.src(0)), b = broadcast_const(node.src(1));
   if (!a || !b) return std::nullopt;
   double r = node.op() == Ops::ADD ? *a + *b : node.op() == Ops::MUL ? *a * *b : std::max(*a, *b);
   if (std::fabs(r) > 1048576) return std::nullopt;
@@ -71,7 +71,7 @@ PatternMatcher simplifier() {
       // c op x -> x op c (constants to the right)
       {UPat(kCommutative).named("n").src({x, y}),
        [](const Match& m) -> std::optional<UOp> {
-         if (!const_value(m["x"]) || const_value(m["y"])) return std::nullopt;
+         if (!broadcast_const(m["x"]) || broadcast_const(m["y"])) return std::nullopt;
          return m["y"].alu(m["n"].op(), {m["x"]});
        }},
       // -(-x) -> x
@@ -79,7 +79,7 @@ PatternMatcher simplifier() {
       // -c -> c
       {UPat(Ops::NEG).src({x}),
        [](const Match& m) -> std::optional<UOp> {
-         auto c = const_value(m["x"]);
+         auto c = broadcast_const(m["x"]);
          return c ? std::optional<UOp>(m["x"].const_like(-*c)) : std::nullopt;
        }},
       // reshape(reshape(x)) -> reshape(x)
@@ -88,7 +88,7 @@ PatternMatcher simplifier() {
       // reshape of a broadcast constant -> the constant broadcast to the new shape
       {UPat(Ops::RESHAPE).named("r").src({UPat(Ops::EXPAND).named("e")}),
        [](const Match& m) -> std::optional<UOp> {
-         auto c = const_value(m["e"]);
+         auto c = broadcast_const(m["e"]);
          return c ? std::optional<UOp>(m["r"].const_like(*c)) : std::nullopt;
        }},
   });

@@ -14,6 +14,7 @@
 #include "codegen/compiler.hpp"
 #include "codegen/item_kernel.hpp"
 #include "codegen/render.hpp"
+#include "rewrite/canonical.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/api/internal.hpp"
@@ -55,7 +56,8 @@ BOOST_AUTO_TEST_CASE(kernel_items_are_the_plans_kernels_lowered) {
   Tensor r = (sharded_ones(4, 400).sum({0}) * 2.0).contiguous();
   Schedule s = r.schedule();
   BOOST_TEST_REQUIRE(s.kernel_items.size() == static_cast<size_t>(s.kernels()));
-  ItemPlan plan = plan_schedule(lower_multi({uop_of(r)}, all2all()).roots);
+  // the plan realize() runs: its numbers are the program's parameters (rewrite/canonical.hpp)
+  ItemPlan plan = plan_schedule(lower_multi({with_scalar_parameters(uop_of(r))}, all2all()).roots);
   size_t next = 0;
   for (size_t i = 0; i < plan.items.size(); ++i) {
     if (plan.items[i].kind != ScheduleItem::Kind::kernel) continue;

@@ -409,24 +409,23 @@ BOOST_DATA_TEST_CASE(c12_class_in_place_hazards, bdata::make({1, 2, 4}) * bdata:
 }
 
 // A training step as a new user writes it: w (replicated per device) -= the lazy allreduce of a sharded bucket
-// (replicated as one logical value). The axes print alike ("none"), so the refusal says what differs and what
-// to do; done, the values are host arithmetic's.
+// (replicated as one logical value). Each device stores its copy of the sum: host arithmetic's values on every
+// device. The other way round (a value per device, which may differ between devices, into a tensor that is one
+// logical value) is refused, and the axes print alike ("none"), so the message says what differs.
 BOOST_AUTO_TEST_CASE(assign_a_lazy_allreduce_into_a_replicated_tensor) {
   auto devs = ringrt::cpu_devices(2);
   std::vector<float> w0{1, 2, 3, 4}, g{10, 20, 30, 40, 50, 60, 70, 80};  // g: 2 rows of 4, one per device
   ringrt::Tensor w = ringrt::Tensor::from_vector(w0, {4}).shard(devs, std::nullopt);
   w.realize();
   ringrt::Tensor bucket = ringrt::Tensor::from_vector(g, {2, 4}).shard(devs, 0);
-  ringrt::Tensor update = w - bucket.sum({0});
-  BOOST_CHECK_EXCEPTION(
-      w.assign(update), ringrt::ShapeError,
-      ringrt::test::message_has({"replicated as one logical value", "held per device", "realize() the value first"}));
-  update.realize();
-  w.assign(update).realize();
+  w.assign(w - bucket.sum({0})).realize();
   std::vector<float> want;
   for (size_t i = 0; i < 4; ++i) want.push_back(w0[i] - (g[i] + g[4 + i]));
   for (const auto& [dev, v] : w.local_host_shards())
     for (size_t i = 0; i < 4; ++i) BOOST_TEST(v.get(static_cast<int64_t>(i)) == want[i], dev << " " << i);
+  ringrt::Tensor logical = bucket.sum({0});  // lazy: one logical value
+  BOOST_CHECK_EXCEPTION(logical.assign(w), ringrt::ShapeError,
+                        ringrt::test::message_has({"held per device", "replicated as one logical value"}));
 }
 
 // 1,000 X.assign(X + 1) without realizing: host arithmetic's values (1,000 everywhere), and linear: a value built on
