@@ -587,8 +587,10 @@ int main(int argc, char** argv) {
   });
   // Under mpirun, a rank that fails ends the job (MPI_Abort with its status): the others would wait for it.
   // First a grace second, so that the ranks failing the same way (a plan mismatch, a dead peer's
-  // timeout: their watchdogs fire together) report too before Open MPI kills them.
-  if (status >= 2 && in_spmd_job()) {
+  // timeout: their watchdogs fire together) report too before Open MPI kills them. A stopped rank
+  // (130/143) just exits: mpirun signals every rank, and a rank signalled alone that exits without
+  // MPI_Finalize makes mpirun end the others.
+  if (status >= 2 && status < 128 && in_spmd_job()) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     abort_ranks(status);
   }

@@ -42,6 +42,11 @@ class Cluster {
   // allgather: every rank's value, in rank order.
   virtual std::vector<std::string> allgather(const std::string& what, const std::string& value,
                                              std::chrono::milliseconds timeout) = 0;
+  // A call of agree or allgather that ends early (a timeout; a stop request, core/interrupt.hpp, which
+  // ends the wait within a millisecond with Interrupted) leaves its requests pending: they are parked
+  // with their buffers, which a late rank's message may still fill, until they complete. How many
+  // calls are parked now (those completed are dropped); the job's end skips MPI_Finalize while any is.
+  virtual size_t parked() { return 0; }
   // Ends every rank of the job with `status` (MPI_Abort).
   [[noreturn]] virtual void abort(int status) = 0;
 };

@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include <mutex>
 
 #include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/rank_info.hpp"
 #include "core/settings.hpp"
 #include "runtime/device/cluster.hpp"
@@ -51,6 +53,10 @@ struct Registry {
 // How long exit waits for the work in flight on all devices together. The longest any kernel or copy
 // of ringrt takes is well under a second; past this, something submitted never ends (a stuck device).
 constexpr std::chrono::seconds kExitDrain{10};
+// After a stop request (SIGINT/SIGTERM, core/interrupt.hpp) the process ends with 130/143 and its work is
+// abandoned: exit waits this long only, since queued work may wait for another rank that stopped too (a
+// transfer whose request, with its memory, MPI still holds).
+constexpr std::chrono::milliseconds kStopDrain{200};
 
 Registry& registry() {
   static auto* r = new Registry;  // never destroyed: see the file comment
@@ -59,15 +65,20 @@ Registry& registry() {
 
 // At exit: waits until every device's queue has run everything submitted to it, so that no device
 // thread runs a kernel or frees memory while the process's global state is torn down. A device still
-// busy after kExitDrain is reported on stderr and left running.
+// busy after kExitDrain (kStopDrain after a stop request) is reported on stderr and left running; the
+// drain's later registrations then return at once.
 void drain_at_exit() {
+  static std::atomic<bool> gave_up{false};
+  if (gave_up.load()) return;
   std::vector<Device*> devices;
   {
     auto& r = registry();
     std::lock_guard<std::recursive_mutex> lock(r.mu);
     for (auto& [name, dev] : r.devices) devices.push_back(dev.get());
   }
-  auto deadline = std::chrono::steady_clock::now() + kExitDrain;
+  const bool stopped = interrupt_signal() != 0;
+  auto deadline = std::chrono::steady_clock::now() +
+                  (stopped ? kStopDrain : std::chrono::duration_cast<std::chrono::milliseconds>(kExitDrain));
   for (Device* dev : devices) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     bool idle = false;
@@ -76,9 +87,15 @@ void drain_at_exit() {
     } catch (...) {  // the device failed: nothing of it runs any more
       idle = true;
     }
-    if (!idle)
-      std::fprintf(stderr, "ringrt: %s still runs work %lld s after exit began; exiting without waiting for it\n",
-                   dev->name().c_str(), static_cast<long long>(kExitDrain.count()));
+    if (!idle) {
+      gave_up.store(true);
+      if (stopped)
+        std::fprintf(stderr, "ringrt: %s: work still queued at exit after the stop request is abandoned\n",
+                     dev->name().c_str());
+      else
+        std::fprintf(stderr, "ringrt: %s still runs work 10 s after exit began; exiting without waiting for it\n",
+                     dev->name().c_str());
+    }
   }
 }
 

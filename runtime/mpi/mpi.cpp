@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/errors.hpp"
+#include "core/interrupt.hpp"
 
 namespace ringrt::mpi {
 
@@ -59,12 +60,13 @@ Comm Comm::dup() const {
   return Comm(d);
 }
 
-bool wait_until(MPI_Request& request, std::chrono::steady_clock::time_point deadline) {
+Waited wait_until(MPI_Request& request, std::chrono::steady_clock::time_point deadline) {
   for (int spins = 0;; ++spins) {
     int done = 0;
     RINGRT_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    if (done) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (done) return Waited::done;
+    if (interrupt_signal() != 0) return Waited::stopped;
+    if (std::chrono::steady_clock::now() >= deadline) return Waited::timed_out;
     if (spins < 64)
       std::this_thread::yield();
     else

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace ringrt::mpi {
@@ -38,8 +39,14 @@ class Comm {
   MPI_Comm c_ = MPI_COMM_NULL;
 };
 
-// Waits for request by polling MPI_Test until deadline; false on timeout (the request is then left
-// pending: the caller ends the job). Throws DeviceError for an MPI error.
-bool wait_until(MPI_Request& request, std::chrono::steady_clock::time_point deadline);
+// How a wait ended.
+enum class Waited { done, timed_out, stopped };
+// Waits for request by polling MPI_Test until deadline or a stop request (SIGINT/SIGTERM:
+// core/interrupt.hpp), checked every poll: spinning for the first polls, then sleeping 100 us between
+// them, so a stop ends the wait within a millisecond. On timed_out or stopped the request is left
+// pending: its buffers must outlive it (a receive or a collective may still write them; MPI cannot
+// cancel a collective), so callers keep them with the request (MpiCluster parks both). Throws
+// DeviceError for an MPI error.
+Waited wait_until(MPI_Request& request, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace ringrt::mpi

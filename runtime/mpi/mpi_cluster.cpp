@@ -25,6 +25,7 @@
 
 #include "core/errors.hpp"
 #include "core/hash.hpp"
+#include "core/interrupt.hpp"
 #include "core/params_internal.hpp"
 #include "runtime/device/cluster.hpp"
 #include "runtime/mpi/mpi.hpp"
@@ -172,6 +173,7 @@ class MpiCluster final : public Cluster {
   // progress thread stops, then MPI_Finalize on the MPI thread, unless transfers are still pending
   // (their requests would never complete: the job ends without finalizing).
   void finalize() noexcept {
+    if (interrupt_signal() != 0) return;  // stopped: no agreement (the others are stopping), no MPI_Finalize
     try {
       agree("ending the job (every rank's last call)", 0, watchdog_timeout());
     } catch (const std::exception& e) {
@@ -180,7 +182,7 @@ class MpiCluster final : public Cluster {
       std::this_thread::sleep_for(std::chrono::seconds(1));  // the others report too (as the program does)
       abort(dynamic_cast<const TimeoutError*>(&e) ? 3 : 2);
     }
-    bool clean = transfers_->pending() == 0;
+    bool clean = transfers_->pending() == 0 && parked_done();
     transfers_.reset();
     if (!clean) return;
     std::unique_lock<std::mutex> lock(st_->mu);
@@ -214,22 +216,37 @@ class MpiCluster final : public Cluster {
                                      std::chrono::milliseconds timeout) override {
     std::vector<Header> all = headers(what, value.size(), timeout);
     size_t n = all.size();
-    std::vector<int> lens(n), offsets(n);
+    auto ex = std::make_shared<Exchange>();
+    ex->sent = value;
+    ex->lens.resize(n);
+    ex->offsets.resize(n);
     int total = 0;
     for (size_t r = 0; r < n; ++r) {
-      lens[r] = static_cast<int>(all[r].value);
-      offsets[r] = total;
-      total += lens[r];
+      ex->lens[r] = static_cast<int>(all[r].value);
+      ex->offsets[r] = total;
+      total += ex->lens[r];
     }
-    std::string gathered(static_cast<size_t>(total), '\0');
-    MPI_Request req = MPI_REQUEST_NULL;
-    RINGRT_MPI(MPI_Iallgatherv(value.data(), static_cast<int>(value.size()), MPI_CHAR, gathered.data(), lens.data(),
-                               offsets.data(), MPI_CHAR, st_->coll.get(), &req));
-    wait(req, timeout, what);
+    ex->gathered.assign(static_cast<size_t>(total), '\0');
+    ex->requests.push_back(MPI_REQUEST_NULL);
+    RINGRT_MPI(MPI_Iallgatherv(ex->sent.data(), static_cast<int>(ex->sent.size()), MPI_CHAR, ex->gathered.data(),
+                               ex->lens.data(), ex->offsets.data(), MPI_CHAR, st_->coll.get(), &ex->requests[0]));
+    auto deadline = Clock::now() + timeout;
+    if (mpi::Waited w = mpi::wait_until(ex->requests[0], deadline); w != mpi::Waited::done)
+      fail(ex, w,
+           fmt::format("{} did not complete within {} ms: a rank has died, hangs, or runs another "
+                       "program (every rank must make the same calls in the same order)",
+                       what, timeout.count()),
+           what);
     std::vector<std::string> out;
     for (size_t r = 0; r < n; ++r)
-      out.push_back(gathered.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lens[r])));
+      out.push_back(ex->gathered.substr(static_cast<size_t>(ex->offsets[r]), static_cast<size_t>(ex->lens[r])));
     return out;
+  }
+
+  size_t parked() override {
+    parked_done();
+    std::lock_guard<std::mutex> lock(parked_mu_);
+    return parked_.size();
   }
 
   [[noreturn]] void abort(int status) override {
@@ -242,58 +259,96 @@ class MpiCluster final : public Cluster {
   static constexpr std::chrono::seconds kFinalizeWait{10};
   static constexpr int kHeaderTag = 1;  // on coll: the headers of collectives (the collectives have their own matching)
 
+  // The buffers and requests of one exchange between the ranks (a round of headers, a gather), held on
+  // the heap: a wait that ends early (a timeout, a stop) parks them, requests and buffers together, so
+  // that a message arriving late, or a collective MPI cannot cancel, never writes freed memory.
+  struct Exchange {
+    Header mine;
+    std::vector<Header> all;
+    std::string sent, gathered;
+    std::vector<int> lens, offsets;
+    std::vector<MPI_Request> requests;
+  };
+
+  // Parks ex and throws: Interrupted for a stop (the job is ending: every rank got the signal, or the
+  // launcher ends the job when this rank exits), TimeoutError with `late` for a timeout.
+  [[noreturn]] void fail(const std::shared_ptr<Exchange>& ex, mpi::Waited how, const std::string& late,
+                         const std::string& what) {
+    {
+      std::lock_guard<std::mutex> lock(parked_mu_);
+      parked_.push_back(ex);
+    }
+    if (how == mpi::Waited::stopped)
+      throw Interrupted(
+          fmt::format("stopped by signal {} while waiting for the other ranks ({})", interrupt_signal(), what));
+    throw TimeoutError(late);
+  }
+
+  // Whether every parked exchange completed (those done are dropped): MPI_Finalize needs none pending.
+  bool parked_done() {
+    std::lock_guard<std::mutex> lock(parked_mu_);
+    std::erase_if(parked_, [](const std::shared_ptr<Exchange>& ex) {
+      int done = 1;
+      for (MPI_Request& r : ex->requests)
+        if (r != MPI_REQUEST_NULL) {
+          int flag = 0;
+          if (MPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) done = 0;
+        }
+      return done != 0;
+    });
+    return parked_.empty();
+  }
+
   // Every rank's header: first of every collective, so that ranks at different calls (one gathers,
   // another agrees on a run) meet a ConfigError naming the call, not each other's payloads. Sent point
   // to point to every other rank (tag kHeaderTag; one pair's messages arrive in order), so that a
   // timeout names the ranks whose header never came.
   std::vector<Header> headers(const std::string& what, uint64_t value, std::chrono::milliseconds timeout) {
     const int n = st_->info.ranks, me = st_->info.rank;
-    Header mine{fnv1a(what), value};
-    std::vector<Header> all(static_cast<size_t>(n));
-    all[static_cast<size_t>(me)] = mine;
-    std::vector<MPI_Request> sends, recvs(static_cast<size_t>(n), MPI_REQUEST_NULL);
+    auto ex = std::make_shared<Exchange>();
+    ex->mine = Header{fnv1a(what), value};
+    ex->all.resize(static_cast<size_t>(n));
+    ex->all[static_cast<size_t>(me)] = ex->mine;
+    ex->requests.assign(2 * static_cast<size_t>(n), MPI_REQUEST_NULL);  // [r]: the receive from r, [n + r]: the send
     for (int r = 0; r < n; ++r) {
       if (r == me) continue;
-      sends.push_back(MPI_REQUEST_NULL);
-      RINGRT_MPI(MPI_Isend(&mine, 2, MPI_UINT64_T, r, kHeaderTag, st_->coll.get(), &sends.back()));
-      RINGRT_MPI(MPI_Irecv(&all[static_cast<size_t>(r)], 2, MPI_UINT64_T, r, kHeaderTag, st_->coll.get(),
-                           &recvs[static_cast<size_t>(r)]));
+      auto ru = static_cast<size_t>(r);
+      RINGRT_MPI(MPI_Isend(&ex->mine, 2, MPI_UINT64_T, r, kHeaderTag, st_->coll.get(), &ex->requests[ru + n]));
+      RINGRT_MPI(MPI_Irecv(&ex->all[ru], 2, MPI_UINT64_T, r, kHeaderTag, st_->coll.get(), &ex->requests[ru]));
     }
     auto deadline = Clock::now() + timeout;
     std::vector<int> missing;
-    for (int r = 0; r < n; ++r)
-      if (r != me && !mpi::wait_until(recvs[static_cast<size_t>(r)], deadline)) missing.push_back(r);
+    for (int r = 0; r < n; ++r) {
+      if (r == me) continue;
+      mpi::Waited w = mpi::wait_until(ex->requests[static_cast<size_t>(r)], deadline);
+      if (w == mpi::Waited::stopped) fail(ex, w, "", what);
+      if (w == mpi::Waited::timed_out) missing.push_back(r);
+    }
     if (!missing.empty())
-      throw TimeoutError(
-          fmt::format("{}: rank(s) {} did not arrive within {} ms (died, stopped, or running another "
-                      "program: every rank must make the same calls in the same order)",
-                      what, fmt::join(missing, ", "), timeout.count()));
-    for (MPI_Request& s : sends)
-      if (!mpi::wait_until(s, deadline))
-        throw TimeoutError(
-            fmt::format("{}: a header to another rank was not delivered within {} ms", what, timeout.count()));
+      fail(ex, mpi::Waited::timed_out,
+           fmt::format("{}: rank(s) {} did not arrive within {} ms (died, stopped, or running another "
+                       "program: every rank must make the same calls in the same order)",
+                       what, fmt::join(missing, ", "), timeout.count()),
+           what);
+    for (size_t s = static_cast<size_t>(n); s < ex->requests.size(); ++s)
+      if (mpi::Waited w = mpi::wait_until(ex->requests[s], deadline); w != mpi::Waited::done)
+        fail(ex, w, fmt::format("{}: a header to another rank was not delivered within {} ms", what, timeout.count()),
+             what);
     std::vector<int> elsewhere;
-    for (size_t r = 0; r < all.size(); ++r)
-      if (all[r].what != mine.what) elsewhere.push_back(static_cast<int>(r));
+    for (size_t r = 0; r < ex->all.size(); ++r)
+      if (ex->all[r].what != ex->mine.what) elsewhere.push_back(static_cast<int>(r));
     if (!elsewhere.empty())
       throw ConfigError(
           fmt::format("the ranks are at different calls: this rank ({}) at {}, rank(s) {} elsewhere; "
                       "every rank must make the same calls in the same order",
                       me, what, fmt::join(elsewhere, ", ")));
-    return all;
-  }
-
-  // Waits for a collective of coll; a rank that does not arrive by the timeout is a TimeoutError.
-  void wait(MPI_Request& req, std::chrono::milliseconds timeout, const std::string& what) {
-    if (!mpi::wait_until(req, Clock::now() + timeout))
-      throw TimeoutError(
-          fmt::format("{} did not complete within {} ms: a rank has died, hangs, or runs another "
-                      "program (every rank must make the same calls in the same order)",
-                      what, timeout.count()));
+    return ex->all;
   }
 
   std::shared_ptr<MpiState> st_;
   std::unique_ptr<mpi::Transfers> transfers_;
+  std::mutex parked_mu_;
+  std::vector<std::shared_ptr<Exchange>> parked_;  // exchanges a timeout or a stop left pending
 };
 
 MpiCluster* the_cluster = nullptr;  // for the exit handler

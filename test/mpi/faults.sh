@@ -10,6 +10,8 @@
 # 3. A rank killed mid-run (SIGKILL), mpirun told not to kill the job at once: every survivor reports
 #    the TimeoutError (a failing rank waits a second before MPI_Abort so that all do), and the job ends
 #    non-zero.
+# 4. SIGTERM to the ranks waiting inside MPI for a stopped rank: the waits end at once (not at the
+#    watchdog), each reports the stop and exits 143, and the job ends.
 # The Open MPI settings come from the environment (cmake/RingrtTests.cmake).
 set -uo pipefail
 ringrt="$1"
@@ -76,9 +78,10 @@ plan_mismatch &
 different_rows &
 wait
 
-# Starts a long sweep over 3 ranks in the background; sets job_pid and rank_pid (rank 1's process).
+# Starts a long sweep over 3 ranks in the background (watchdog ${watchdog:-3} s); sets job_pid, rank_pid (rank 1's
+# process) and other_pids (ranks 0 and 2).
 start_long_job() {
-  RINGRT_WATCHDOG_S=3 timeout 120 mpirun -np 3 "$ringrt" run "$configs/ring.yaml" --set devices.count=1 \
+  RINGRT_WATCHDOG_S=${watchdog:-3} timeout 120 mpirun -np 3 "$ringrt" run "$configs/ring.yaml" --set devices.count=1 \
     --set experiment.sizes.max=4KiB --set experiment.iters=1000000 >"$work/$1.out" 2>&1 &
   job_pid=$!
   rank_pid=""
@@ -88,9 +91,14 @@ start_long_job() {
     mpirun_pid=$(pgrep -P "$job_pid" -x mpirun)
     # rank 1 by its rank (Open MPI puts OMPI_COMM_WORLD_RANK in each rank's environment), not by pgrep's order
     rank_pid=""
+    other_pids=()
     if [[ -n "$mpirun_pid" ]]; then
       for p in $(pgrep -P "$mpirun_pid"); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && rank_pid=$p
+        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
+          rank_pid=$p
+        else
+          other_pids+=("$p")
+        fi
       done
     fi
     if [[ -n "$rank_pid" ]] && grep -q '^#  *size' "$work/$1.out"; then
@@ -125,6 +133,30 @@ for r in 0 2; do
     "$work/killed.out" || fail "killed rank: rank $r did not report a TimeoutError"
 done
 
+# 4. a stop during MPI waits: rank 1 stops answering (SIGSTOP), so ranks 0 and 2 wait for it inside MPI (a
+#    transfer, a run's plan check); SIGTERM to them ends their waits at once, not at the watchdog (a minute
+#    here): each reports the stop and exits 143, and mpirun ends the job (abort_on_non_zero_status back on)
+export OMPI_MCA_orte_abort_on_non_zero_status=1
+watchdog=60 start_long_job interrupted
+if [[ -n "$rank_pid" ]]; then
+  kill -STOP "$rank_pid"
+  sleep 1  # ranks 0 and 2 now wait for rank 1
+  signalled=$(date +%s%N)
+  kill -TERM "${other_pids[@]}"
+  wait "$job_pid"
+  rc=$?
+  ended=$((($(date +%s%N) - signalled) / 1000000))
+  kill -KILL "$rank_pid" 2>/dev/null
+  echo "faults: a stop during MPI waits ended the job in $ended ms (mpirun exit $rc)"
+  ((ended < 30000)) || fail "stop during MPI waits: the job took $ended ms to end (the watchdog's 60 s, not the stop)"
+  [[ $rc != 0 && $rc != 124 ]] || fail "stop during MPI waits: mpirun exit $rc, expected a failure before the timeout"
+  for r in 0 2; do
+    grep -Eq "rank $r: (interrupted by SIGTERM|stopped by signal 15)" "$work/interrupted.out" ||
+      fail "stop during MPI waits: rank $r did not report the stop"
+  done
+  ! grep -q "timeout:" "$work/interrupted.out" || fail "stop during MPI waits: a timeout was reported"
+fi
+
 if [[ -s "$work/failures" ]]; then
   for f in "$work"/*.out; do
     echo "---- $f"
@@ -132,4 +164,4 @@ if [[ -s "$work/failures" ]]; then
   done
   exit 1
 fi
-echo "faults: start-up, plan mismatch, stopped rank and killed rank all ended cleanly"
+echo "faults: start-up, plan mismatch, stopped rank, killed rank and a stop during MPI waits all ended cleanly"

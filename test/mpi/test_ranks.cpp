@@ -13,13 +13,19 @@
 // clang-format on
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/settings.hpp"
 #include "runtime/api/internal.hpp"
+#include "runtime/device/cluster.hpp"
 #include "testing/checks.hpp"
 #include "testing/devices.hpp"
 
@@ -266,6 +272,37 @@ BOOST_AUTO_TEST_CASE(deterministic_bits_for_any_split_into_ranks) {
         }
       }
     }
+}
+
+// A stop request (SIGINT/SIGTERM: core/interrupt.hpp) during a wait for the other ranks ends the wait with
+// Interrupted, not at the watchdog (a minute here), and leaves its requests parked with their buffers: the
+// other ranks, arriving late, send their headers into that parked memory (freed memory would take them),
+// and once they have the call completes and is dropped.
+BOOST_AUTO_TEST_CASE(a_stop_ends_a_wait_and_its_buffers_outlive_its_requests) {
+  Cluster* c = cluster();
+  BOOST_TEST_REQUIRE(c != nullptr);
+  const auto timeout = std::chrono::seconds(60);
+  if (rank_info().rank == 0) {
+    std::thread stop([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      request_interrupt(SIGTERM);
+    });
+    auto started = std::chrono::steady_clock::now();
+    BOOST_CHECK_THROW(c->agree("a stopped call", 7, timeout), Interrupted);
+    auto waited = std::chrono::steady_clock::now() - started;
+    stop.join();
+    clear_interrupt();
+    BOOST_TEST(waited < timeout);   // the stop ended it, not the watchdog
+    BOOST_TEST(c->parked() == 1u);  // the others have not sent their headers yet
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  }
+  if (rank_info().rank != 0) c->agree("a stopped call", 7, timeout);  // its header lands in rank 0's parked memory
+  c->agree("after the stopped call", 1, timeout);
+  if (rank_info().rank == 0) {
+    for (int i = 0; i < 500 && c->parked() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    BOOST_TEST(c->parked() == 0u);  // completed, then dropped
+  }
 }
 
 // Ranks at different calls (one sums a value, the others run a program) meet a ConfigError naming
