@@ -14,6 +14,7 @@
 
 #include "test/codegen/kernel_check.hpp"
 #include "test/support/allreduce_matrix.hpp"
+#include "test/support/collectives_matrix.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_matrix_kernels)
 
@@ -83,6 +84,28 @@ BOOST_DATA_TEST_CASE(matrix_kernels_match_interpreter, bdata::xrange(kParts), pa
                                 << at_o3.asts.size() << " at -O3, " << at_o1.asts.size() << " at -O1");
   test::check_against_interpreter(at_o3.asts, at_o3.lookups, at_o3.ndevs, at_o3.labels, 0, test::host_compiler_at(3));
   test::check_against_interpreter(at_o1.asts, at_o1.lookups, at_o1.ndevs, at_o1.labels, 0, test::host_compiler_at(1));
+}
+
+// The collectives matrix (test/support/collectives_matrix.hpp: reduce_scatter, allgather, broadcast, reduce
+// and alltoall x naive/ring/all2all x 2/3/5/8 devices x 4 dtypes x sum/max): its kernels that the allreduce
+// matrix does not have, checked the same way, at -O1 (the allreduce matrix's -O3 kernels are of the same
+// forms), in kCollectiveParts cases.
+constexpr size_t kCollectiveParts = 2;
+
+BOOST_DATA_TEST_CASE(collective_kernels_match_interpreter, bdata::xrange(kCollectiveParts), part) {
+  size_t items = 0, distinct = 0;
+  auto render = [](const codegen::Kernel& k) { return codegen::render_cpp(k); };
+  std::vector<test::MatrixKernel> ks =
+      test::kernels_part(test::all_collective_kernels(render), part, kCollectiveParts, &items, &distinct);
+  BOOST_TEST_REQUIRE(distinct > 0u);
+  BOOST_TEST_REQUIRE(ks.size() >= distinct / kCollectiveParts);
+  BOOST_TEST_REQUIRE(!ks.empty());
+  std::mt19937 rng(static_cast<uint32_t>(100 + part));
+  Batch batch;
+  for (const test::MatrixKernel& k : ks) batch.add(k, rng);
+  BOOST_TEST_MESSAGE("collectives: " << items << " kernel items, " << distinct << " kernels not in the allreduce "
+                                     << "matrix; part " << part << ": " << ks.size());
+  test::check_against_interpreter(batch.asts, batch.lookups, batch.ndevs, batch.labels, 0, test::host_compiler_at(1));
 }
 
 // The matrix points are built from UOps (test::matrix_allreduce) to skip realizing their inputs; here

@@ -22,6 +22,7 @@
 #include "rewrite/plan/schedule.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "runtime/api/internal.hpp"
+#include "runtime/engine/realize.hpp"
 #include "testing/datasets.hpp"
 
 namespace ringrt::test {
@@ -54,6 +55,10 @@ struct MatrixKernel {
   UOp ast;
   std::vector<UOp> reads;
   std::string label;  // the first matrix point and item that produced it
+  // Keeps ast and reads alive: nodes of the global graph that no tensor reaches are collected at the end
+  // of the next Tensor call (runtime/engine/collect.hpp), such as a later point's (the collectives matrix
+  // builds its points with the Tensor API). A state holding a SINK of them is a root of the collection.
+  StatePtr keep;
 };
 
 // The kernels of one matrix point, the multi-device graph `root` lowered with `settings` and planned as
@@ -71,8 +76,11 @@ void add_point_kernels(const UOp& root, const AllreduceSettings& settings, const
     if (items_seen) ++*items_seen;
     ItemKernel ik = lower_item(item);
     if (!by_source.emplace(render(ik.kernel), out.size()).second) continue;
+    std::vector<UOp> held{item_ast(item)};
+    held.insert(held.end(), item.reads.begin(), item.reads.end());
     out.push_back({std::move(ik.kernel), item_ast(item), item.reads,
-                   fmt::format("{}, item {} on {}", point, i, item.device.to_string())});
+                   fmt::format("{}, item {} on {}", point, i, item.device.to_string()),
+                   make_state(make_uop(Ops::SINK, DType::void_, held), {})});
   }
 }
 
