@@ -42,6 +42,10 @@ class Cluster {
   // allgather: every rank's value, in rank order.
   virtual std::vector<std::string> allgather(const std::string& what, const std::string& value,
                                              std::chrono::milliseconds timeout) = 0;
+  // Makes progress on this rank's transfers from the calling thread (tests those posted, completes
+  // their events); whether any moved. Non-blocking. The thread that waits for a run calls it
+  // (wait_across_ranks), so a message that arrives is seen at once, not at a progress thread's next poll.
+  virtual bool progress() { return false; }
   // A call of agree or allgather that ends early (a timeout; a stop request, core/interrupt.hpp, which
   // ends the wait within a millisecond with Interrupted) leaves its requests pending: they are parked
   // with their buffers, which a late rank's message may still fill, until they complete. How many
@@ -56,6 +60,13 @@ class Cluster {
 // (MPI failed), ConfigError (the ranks differ in runtime.ranks_per_host), TimeoutError (a rank never
 // started within the watchdog).
 Cluster* cluster();
+
+// Waits until e (work of a run across ranks) completes or `deadline` passes; whether it completed (its
+// error rethrown, as Event::wait_for does). The waiting thread drives the transfers (Cluster::progress):
+// it spins testing them while they move (and for 200 us after), then tests every 50 us, so an
+// oversubscribed host is not busy-polled for long. A stop request (core/interrupt.hpp) ends the wait
+// with Interrupted (the run's memory stays with its items until they end).
+bool wait_across_ranks(const Event& e, std::chrono::steady_clock::time_point deadline);
 
 // For runtime/mpi/: the factory cluster() calls once (it returns null when not under mpirun).
 void register_cluster_factory(std::unique_ptr<Cluster> (*factory)());

@@ -11,9 +11,11 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/params_internal.hpp"
 #include "runtime/device/cluster.hpp"
 
@@ -58,6 +60,26 @@ void register_cluster_factory(std::unique_ptr<Cluster> (*factory)()) {
 }
 
 void register_builtin_backends_once();  // registry.cpp: the generated registrations (the factory among them)
+
+bool wait_across_ranks(const Event& e, std::chrono::steady_clock::time_point deadline) {
+  constexpr auto kSpin = std::chrono::microseconds(200), kBackoff = std::chrono::microseconds(50);
+  using Clock = std::chrono::steady_clock;
+  Cluster* c = cluster();
+  auto spin_until = Clock::now() + kSpin;
+  for (;;) {
+    bool moved = c && c->progress();
+    if (e.wait_for(std::chrono::milliseconds(0))) return true;
+    auto now = Clock::now();
+    if (now >= deadline) return false;
+    if (int sig = interrupt_signal(); sig != 0)
+      throw Interrupted(fmt::format("stopped by signal {} while a run across ranks was in flight", sig));
+    if (moved) spin_until = now + kSpin;
+    if (now < spin_until)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(kBackoff);
+  }
+}
 
 Cluster* cluster() {
   register_builtin_backends_once();

@@ -14,7 +14,6 @@
 #include "codegen/item_kernel.hpp"
 #include "core/errors.hpp"
 #include "core/hash.hpp"
-#include "core/interrupt.hpp"
 #include "core/params_internal.hpp"
 #include "rewrite/collective.hpp"
 #include "rewrite/plan/memory_plan.hpp"
@@ -456,12 +455,9 @@ std::string Program::late_item(const Events& events, const BindingPlan& plan, ui
   return fmt::format("a run of {} items did not complete within {} ms", plan_.items.size(), timeout.count());
 }
 
-// How often a wait for a run across ranks checks for a stop request (core/interrupt.hpp).
-constexpr std::chrono::milliseconds kStopPoll{20};
-
 // The host waits once per device queue (its last event: the queues are in order), then sweeps the rest,
-// done by then (polled, no wait), for their errors. Across ranks an item may wait for a peer that
-// stopped: a stop request ends the wait (Interrupted; the memory stays with the items until they end).
+// done by then (polled, no wait), for their errors. Across ranks the waiting thread drives the transfers
+// and a stop request ends the wait (runtime/device/cluster.hpp wait_across_ranks).
 void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& options) const {
   auto deadline = std::chrono::steady_clock::now() + options.timeout;
   auto wait_one = [&](const Event& e) {
@@ -469,12 +465,11 @@ void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& o
     bool done = false;
     try {
       done = e.wait_for(std::chrono::milliseconds(0));  // done (with its error) or not: no clock read
-      while (!done) {
+      if (!done && spans_ranks_) {
+        done = wait_across_ranks(e, deadline);
+      } else if (!done) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        done = e.wait_for(std::max(spans_ranks_ ? std::min(left, kStopPoll) : left, std::chrono::milliseconds(0)));
-        if (done || std::chrono::steady_clock::now() >= deadline) break;
-        if (int sig = interrupt_signal(); sig != 0)
-          throw Interrupted(fmt::format("stopped by signal {} while a run across ranks was in flight", sig));
+        done = e.wait_for(std::max(left, std::chrono::milliseconds(0)));
       }
     } catch (...) {  // the item's error, or a stop
       memory.release_when_done(events, options.outputs);
@@ -519,12 +514,15 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
     throw InternalError(
         fmt::format("a program of {} run-time scalars run with {} values", scalar_count_, options.scalars.size()));
   uint64_t run = 0;
-  if (spans_ranks_) {  // every rank runs the same program now, or none does
+  if (spans_ranks_) {  // the ranks built the same program: agreed on its first run, once
     run = ++multi_rank_runs;
-    cluster()->agree(fmt::format("the plan of run {} of a program across ranks (its items, kernels and "
-                                 "runtime.mpi_chunk_bytes)",
-                                 run),
-                     plan_hash_, options.timeout);
+    if (!agreed_.load()) {
+      cluster()->agree(fmt::format("the plan of run {} of a program across ranks (its items, kernels and "
+                                   "runtime.mpi_chunk_bytes)",
+                                   run),
+                       plan_hash_, options.timeout);
+      agreed_.store(true);
+    }
   }
   bool traced = trace_timing();  // a Trace records: the backends stamp times; recorded once all is done
   bool asynchronous = asynchronous_ && !traced && options.owner && current_runtime_params().async;

@@ -243,6 +243,8 @@ class MpiCluster final : public Cluster {
     return out;
   }
 
+  bool progress() override { return transfers_->progress(); }
+
   size_t parked() override {
     parked_done();
     std::lock_guard<std::mutex> lock(parked_mu_);

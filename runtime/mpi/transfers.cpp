@@ -1,4 +1,4 @@
-// runtime/mpi/transfers.hpp: the progress thread of the transfers between ranks.
+// runtime/mpi/transfers.hpp: the transfers between ranks, posted where their data becomes ready.
 #include "runtime/mpi/transfers.hpp"
 
 #include <fmt/format.h>
@@ -75,8 +75,9 @@ Event Transfers::recv(Device& to, void* dst, size_t bytes, int peer, size_t item
   return start(std::move(t), std::move(after));
 }
 
-// Hands t to the progress thread once every event of `after` completed (the first error among them
-// completes t with it instead).
+// Posts t once every event of `after` completed, on the thread that completes the last of them (this one
+// when they all have: the common case on the cpu backend, whose small kernels run inline); the first
+// error among them completes t with it instead.
 Event Transfers::start(std::shared_ptr<Transfer> t, std::vector<Event> after) {
   const RuntimeParams& params = current_runtime_params();
   t->staged = !t->dev->host_addressable() || params.mpi_stage_host;
@@ -93,11 +94,7 @@ Event Transfers::start(std::shared_ptr<Transfer> t, std::vector<Event> after) {
   auto arrive = [this, t, left] {
     if (left->fetch_sub(1) != 1) return;
     if (trace_timing()) t->ready = std::chrono::steady_clock::now();  // a Trace records: from ready to done
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ready_.push_back(t);
-    }
-    cv_.notify_one();
+    post(t);
   };
   for (const Event& e : after)
     e.on_done([t, e, arrive] {
@@ -110,6 +107,74 @@ Event Transfers::start(std::shared_ptr<Transfer> t, std::vector<Event> after) {
     });
   arrive();
   return done;
+}
+
+void Transfers::post(std::shared_ptr<Transfer> t) {
+  std::vector<std::shared_ptr<Transfer>> done;
+  if (t->staged && !t->error) {  // the progress thread stages and posts it
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_.push_back(std::move(t));
+    }
+    cv_.notify_one();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(direct_mu_);
+    std::vector<std::shared_ptr<Transfer>> one{std::move(t)};
+    advance_all(one, done);
+    direct_.insert(direct_.end(), one.begin(), one.end());
+  }
+  complete(done);
+  { std::lock_guard<std::mutex> lock(mu_); }  // the thread either sees direct_ or gets this notify
+  cv_.notify_one();
+}
+
+bool Transfers::progress() {
+  std::vector<std::shared_ptr<Transfer>> done;
+  bool moved = false;
+  {
+    std::unique_lock<std::mutex> lock(direct_mu_, std::try_to_lock);
+    if (!lock.owns_lock() || direct_.empty()) return false;
+    moved = advance_all(direct_, done);
+  }
+  complete(done);
+  return moved;
+}
+
+bool Transfers::advance_all(std::vector<std::shared_ptr<Transfer>>& list,
+                            std::vector<std::shared_ptr<Transfer>>& done) {
+  bool progressed = false;
+  for (auto it = list.begin(); it != list.end();) {
+    Transfer& t = **it;
+    if (!t.error) {
+      try {
+        progressed |= advance(t);
+      } catch (...) {
+        t.error = std::current_exception();
+      }
+    }
+    if (!t.error && !t.finished()) {
+      ++it;
+      continue;
+    }
+    done.push_back(std::move(*it));
+    it = list.erase(it);
+    progressed = true;
+  }
+  return progressed;
+}
+
+void Transfers::complete(std::vector<std::shared_ptr<Transfer>>& done) {
+  for (auto& t : done) {
+    {  // no longer pending once its waiters may go on (and the process may exit and finalize)
+      std::lock_guard<std::mutex> lock(mu_);
+      --pending_;
+    }
+    if (t->ready && !t->error) t->done.set_times(*t->ready, std::chrono::steady_clock::now());
+    t->done.set_done(t->error);
+  }
+  done.clear();
 }
 
 // Completes what finished, in order, and posts chunks while the window allows.
@@ -148,38 +213,23 @@ bool Transfers::advance(Transfer& t) {
 }
 
 void Transfers::loop() {
-  std::vector<std::shared_ptr<Transfer>> active;
-  int idle = 0;  // passes without progress
+  std::vector<std::shared_ptr<Transfer>> staged, done;  // the thread's own
+  int idle = 0;                                         // passes without progress
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (active.empty()) cv_.wait(lock, [&] { return stop_ || !ready_.empty(); });
+      auto nothing = [&] {
+        std::lock_guard<std::mutex> d(direct_mu_);
+        return staged.empty() && ready_.empty() && direct_.empty();
+      };
+      if (nothing()) cv_.wait(lock, [&] { return stop_ || !ready_.empty() || !nothing(); });
       if (stop_) break;
-      for (auto& t : ready_) active.push_back(std::move(t));
+      for (auto& t : ready_) staged.push_back(std::move(t));
       ready_.clear();
     }
-    bool progressed = false;
-    for (auto it = active.begin(); it != active.end();) {
-      Transfer& t = **it;
-      std::exception_ptr error = t.error;
-      try {
-        if (!error) progressed |= advance(t);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      if (!error && !t.finished()) {
-        ++it;
-        continue;
-      }
-      {  // no longer pending once its waiters may go on (and the process may exit and finalize)
-        std::lock_guard<std::mutex> lock(mu_);
-        --pending_;
-      }
-      if (t.ready && !error) t.done.set_times(*t.ready, std::chrono::steady_clock::now());
-      t.done.set_done(error);
-      it = active.erase(it);
-      progressed = true;
-    }
+    bool progressed = advance_all(staged, done);
+    complete(done);
+    progressed = progress() || progressed;
     idle = progressed ? 0 : idle + 1;
     if (idle > 64)
       std::this_thread::sleep_for(std::chrono::microseconds(50));  // no busy-poll when oversubscribed
@@ -188,9 +238,17 @@ void Transfers::loop() {
   }
   // stopped (process exit) with transfers pending: they fail; their MPI requests are left to MPI_Abort
   auto error = std::make_exception_ptr(DeviceError("MPI transfer abandoned at exit"));
-  for (auto& t : active) t->done.set_done(error);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& t : ready_) t->done.set_done(error);
+  {
+    std::lock_guard<std::mutex> d(direct_mu_);
+    staged.insert(staged.end(), direct_.begin(), direct_.end());
+    direct_.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    staged.insert(staged.end(), ready_.begin(), ready_.end());
+    ready_.clear();
+  }
+  for (auto& t : staged) t->done.set_done(error);  // no lock held: their waiters may run here
 }
 
 }  // namespace ringrt::mpi

@@ -1,10 +1,14 @@
-// The transfers between ranks of runtime/mpi/mpi_cluster.cpp: one progress thread posts every send
-// and receive once the events it waits for complete, tests them without blocking, and completes their
-// events. Memory another thread may touch (the cpu backend's: Device::host_addressable) goes to MPI in
-// place; device memory (GPUs: Debian's Open MPI has no ROCm or CUDA support) is staged through the
-// device's persistent pinned buffers (Device::allocate_staging), chunk by chunk, two chunks in flight, so staging one
-// chunk overlaps the transfer of the one before (reference: NCCL's proxy thread; Horovod's host-staged hierarchical
-// allreduce).
+// The transfers between ranks of runtime/mpi/mpi_cluster.cpp. A transfer of memory another thread may
+// touch (the cpu backend's: Device::host_addressable) is posted to MPI in place (MPI_Isend/MPI_Irecv into
+// the program's own buffers, no staging) by the thread that makes its data ready: the submitting thread
+// when its events have completed already, else the thread that completes the last of them (a device
+// queue's). Posted transfers are tested (MPI_Test) by whichever thread calls progress(): the thread
+// that waits for the run (Program::wait spins on it, then backs off) and the progress thread, which
+// backs off to 50 us sleeps when nothing moves, so an oversubscribed host is never busy-polled for long.
+// Device memory (GPUs: Debian's Open MPI has no ROCm or CUDA support) is staged through the device's
+// persistent pinned buffers (Device::allocate_staging) by the progress thread alone, chunk by chunk, two
+// chunks in flight, so staging one chunk overlaps the transfer of the one before (reference: NCCL's proxy
+// thread; Horovod's host-staged hierarchical allreduce).
 #pragma once
 
 #include <condition_variable>
@@ -33,21 +37,30 @@ class Transfers {
   Event recv(Device& to, void* dst, size_t bytes, int peer, size_t item, std::vector<Event> after);
   // Transfers posted and not completed (a clean MPI_Finalize needs none).
   size_t pending() const;
+  // Tests the transfers posted in place and completes those done (their events, outside any lock); whether
+  // any moved. Thread-safe and non-blocking: returns at once while another thread is testing them.
+  bool progress();
 
   struct Transfer;  // transfers.cpp
 
  private:
   Event start(std::shared_ptr<Transfer> t, std::vector<Event> after);
+  void post(std::shared_ptr<Transfer> t);  // its data is ready: posted in place, or handed to the thread
   void loop();
   bool advance(Transfer& t);  // true when it made progress; throws DeviceError
+  // Advances each of `list` and moves those finished (or failed) to `done`; whether any moved.
+  bool advance_all(std::vector<std::shared_ptr<Transfer>>& list, std::vector<std::shared_ptr<Transfer>>& done);
+  void complete(std::vector<std::shared_ptr<Transfer>>& done);  // their events, with no lock held
 
   MPI_Comm comm_;
   int tag_ub_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::shared_ptr<Transfer>> ready_;  // whose events completed: to post
+  std::vector<std::shared_ptr<Transfer>> ready_;  // staged, whose events completed: for the thread to post
   size_t pending_ = 0;
   bool stop_ = false;
+  std::mutex direct_mu_;                           // direct_ and the MPI state of its transfers
+  std::vector<std::shared_ptr<Transfer>> direct_;  // posted in place: any thread tests them
   std::thread thread_;
 };
 
