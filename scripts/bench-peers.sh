@@ -24,6 +24,8 @@
 #   over the compressed wires (wire_bfloat16, wire_fp8_e4m3, wire_fp8_e5m2:<chosen>: allreduce.wire,
 #   docs/compressed-wire.md);
 # - ringrt gpt2-ddp-step: one DDP step of GPT-2 small (17 buckets, 475 MiB per device, 4 devices);
+# - over-mpi-RxD: ringrt's automatic choice across R MPI ranks of D cpu devices each (2 x 1, 4 x 1, 2 x 2),
+#   at 1 KiB (a call's fixed cost) and the sizes above, against MPI_Allreduce on as many ranks;
 # - ringrt-<lever>-off: the automatic choice with one optimisation switched off (see README,
 #   "Performance switches"), to show what it buys.
 # Every figure is the best of BLOCKS timed blocks after warm-up; every result is checked (a wrong
@@ -61,7 +63,7 @@ for n in "${ndevs[@]}"; do
   echo "# openmpi, $n ranks" >&2
   MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295 \
     mpirun --allow-run-as-root --oversubscribe -x MALLOC_MMAP_MAX_ -x MALLOC_TRIM_THRESHOLD_ -np "$n" \
-    "$build/mpi_allreduce" 3 "$blocks" 0 "${sizes[@]}" >>"$csv"
+    "$build/mpi_allreduce" 3 "$blocks" 0 1024 "${sizes[@]}" >>"$csv"
 done
 
 # the automatic choice as a user gets it: `ringrt tune` on this machine first (allreduce, float32, the
@@ -79,6 +81,20 @@ for n in "${ndevs[@]}"; do
   # algorithms see the same machine
   "$build/ringrt_peers" ringrt "$n" 3 "$blocks" auto,deterministic,wire_bfloat16,wire_fp8_e4m3,wire_fp8_e5m2,naive,ring,all2all,oneshot,twoshot,ring_fused,in-place "${sizes[@]}" >>"$csv"
 done
+
+# ringrt across MPI ranks (system over-mpi-RxD: R ranks x D cpu devices, every rank a host of its own),
+# beside MPI_Allreduce on the same ranks above (2 x 2 against 4 ranks); 1 KiB: the fixed cost of a call
+# (stdin from /dev/null: mpirun would read the loop's list)
+while read -r ranks per; do
+  echo "# ringrt over MPI, $ranks ranks x $per devices" >&2
+  RINGRT_RANKS_PER_HOST=1 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl vader,self \
+    -x RINGRT_RANKS_PER_HOST -x RINGRT_TUNING -np "$ranks" \
+    "$build/ringrt_peers" "over-mpi-${ranks}x${per}" "$per" 3 "$blocks" auto 1024 "${sizes[@]}" </dev/null >>"$csv"
+done <<'LAYOUTS'
+2 1
+4 1
+2 2
+LAYOUTS
 
 # the real workload: one DDP step of GPT-2 small (configs/ddp-gpt2-small.yaml: 17 gradient buckets of its
 # 124M float32 parameters allreduced in place on 4 devices), the tuned choice; report.py sets it beside

@@ -4,7 +4,7 @@
     scripts/bench/peers/report.py peers.csv busbw.png
 
 Rows: system, algo, ndev, bytes_per_dev, time_s, algbw_GBps, busbw_GBps (systems: floor, floor-in-place,
-floor-dram, openmpi, ringrt, and ringrt-<lever>-off ablations). Prints the table (times in us), every ringrt algorithm's
+floor-dram, openmpi, ringrt, ringrt-<lever>-off ablations, and over-mpi-<R>x<D>: ringrt across R MPI ranks of D devices). Prints the table (times in us), every ringrt algorithm's
 time over the floor and over Open MPI, the project's targets (ringrt's automatic choice: over Open
 MPI <= 1.0 below 1 MiB and <= 0.5 from 1 MiB; over the floor <= 3 at 256 KiB and <= 1.3 at 64 MiB for 4
 devices) with met / NOT met, the floor targets again for the in-place form (ringrt rows "in-place:<chosen>",
@@ -158,6 +158,23 @@ for r in rows:
         print(f"GPT-2 DDP step, ndev {r['ndev']}, {size_label(r['bytes'])} per device: {r['t'] * 1e3:.1f} ms, floor "
               f"{floor_t * 1e3:.1f} ms, ratio {r['t'] / floor_t:6.3f} (target <= 1.5) {'met' if ok else 'NOT met'}")
 print("# all targets met" if all_met else "# some targets NOT met")
+
+over_mpi = sorted({r["system"] for r in rows if r["system"].startswith("over-mpi-")})
+if over_mpi:
+    # targets: 2 x 1 and 4 x 1 at most MPI_Allreduce's time at every size; 2 x 2 (against 4 ranks) at most 0.6x at
+    # 4 MiB and 64 MiB; the fixed cost (1 KiB) at most 1.5x
+    print("\n# ringrt over MPI ranks: time / MPI_Allreduce's on as many ranks (as many devices)")
+    for system in over_mpi:
+        layout = system[len("over-mpi-"):]
+        for r in sorted((r for r in rows if r["system"] == system), key=lambda r: r["bytes"]):
+            mpi = pick("openmpi", r["ndev"], r["bytes"])
+            if not mpi:
+                continue
+            limit = 1.5 if r["bytes"] <= 1024 else 0.6 if layout == "2x2" and r["bytes"] >= 4 << 20 else \
+                None if layout == "2x2" else 1.0
+            ok = limit is None or r["t"] / mpi <= limit
+            print(f"{system:<16} {size_label(r['bytes']):>8}: {r['t'] * 1e6:10.1f} us, MPI {mpi * 1e6:10.1f} us, "
+                  f"{r['t'] / mpi:6.2f}x" + ("" if limit is None else f" (target <= {limit}) {'met' if ok else 'NOT met'}"))
 
 ablations = sorted({r["system"] for r in rows if r["system"].startswith("ringrt-")})
 if ablations:

@@ -13,6 +13,10 @@
 // `in-place` is the automatic choice as DDP runs it: Tensor::allreduce_in_place on the input itself, realized (the
 // values grow from call to call; one call on a fresh copy of the input is checked).
 //
+// Under mpirun (bench-peers.sh's ringrt-mpi rows): NDEV cpu devices on every rank, the devices of the whole job
+// (global_devices) hold the input, every rank times its own calls with rank 0's iteration counts, the wrong
+// elements are summed over the ranks and rank 0 prints the rows (ndev: the job's devices).
+//
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
 //   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, oneshot, twoshot,
 //   ring_fused, auto, deterministic, wire_bfloat16, wire_fp8_e4m3, wire_fp8_e5m2, in-place; sizes in bytes per
@@ -89,12 +93,18 @@ double seconds_of(Tensor& x, int iters, bool in_place = false) {
 // top); returns 1 when a result is wrong, else 0. Throws what ringrt throws (std::bad_alloc included).
 int run_size(const std::string& system, const std::vector<std::string>& devs, int warmup, int blocks,
              const std::vector<std::string>& algos, int64_t bytes) {
-  int ndev = static_cast<int>(devs.size()), status = 0;
+  int ndev = static_cast<int>(devs.size()), status = 0;  // every rank's devices
   int64_t count = bytes / 4;
   std::vector<float> data(static_cast<size_t>(ndev * count));
   for (int64_t d = 0; d < ndev; ++d)
     for (int64_t i = 0; i < count; ++i) data[static_cast<size_t>(d * count + i)] = static_cast<float>((i + d) % 7);
-  auto input = [&] { return Tensor::from_vector(data, {ndev, count}).shard(devs, 0); };
+  auto input = [&] {  // one row per device (under mpirun each rank's own rows are its devices')
+    std::vector<HostBuffer> rows;
+    for (int64_t d = 0; d < ndev; ++d)
+      rows.push_back(HostBuffer::from_vector(
+          std::vector<float>(data.begin() + d * count, data.begin() + (d + 1) * count), DType::float32, {1, count}));
+    return Tensor::from_shards(std::move(rows), devs, 0);
+  };
   Tensor x = input(), grads = input();  // grads: in-place's, whose values grow
   x.realize();
   grads.realize();
@@ -108,6 +118,7 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
     timed(k, std::max(warmup, 1));  // builds and compiles the program
     double one = timed(k, 3);       // calibration, warm
     iters[k] = static_cast<int>(std::clamp(0.02 / std::max(one, 1e-7), 1.0, 2000.0));
+    iters[k] = static_cast<int>(sum_over_ranks(rank_info().rank == 0 ? iters[k] : 0));  // rank 0's, on every rank
   }
   for (int b = 0; b < blocks; ++b)
     for (size_t j = 0; j < algos.size(); ++j) {
@@ -127,7 +138,7 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
     WireFormat wire = parse_wire_format(settings_for(algo).wire);
     y.realize();
     int64_t wrong = 0;
-    for (const Tensor& shard : y.shards()) {
+    for (const auto& [dev, shard] : y.local_host_shards()) {  // this rank's devices
       std::vector<float> got = shard.to_vector<float>();
       for (int64_t i = 0; i < count; ++i) {
         float want = 0;
@@ -139,6 +150,7 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
         wrong += std::fabs(static_cast<double>(got.at(static_cast<size_t>(i))) - want) > bound;
       }
     }
+    wrong = sum_over_ranks(wrong);
     if (wrong) {
       std::fprintf(stderr, "ringrt_peers: %s %d devices %lld bytes: %lld wrong elements\n", algo.c_str(), ndev,
                    static_cast<long long>(bytes), static_cast<long long>(wrong));
@@ -147,6 +159,7 @@ int run_size(const std::string& system, const std::vector<std::string>& devs, in
     double algbw = static_cast<double>(bytes) / best[k] / 1e9;
     // the bytes that cross per byte of the buffer
     double crossing = static_cast<double>(wire_bytes(wire, count, 4)) / static_cast<double>(count * 4);
+    if (rank_info().rank != 0) continue;  // under mpirun rank 0 prints for the job
     std::printf("%s,%s,%d,%lld,%.9f,%.3f,%.3f\n", system.c_str(), name.c_str(), ndev, static_cast<long long>(bytes),
                 best[k], algbw, algbw * crossing * 2.0 * (ndev - 1) / ndev);
     std::fflush(stdout);
@@ -194,7 +207,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> devs;
   try {
-    devs = cpu_devices(ndev);
+    devs = global_devices(cpu_devices(ndev));  // under mpirun: NDEV on every rank
   } catch (const std::exception& e) {
     return bad(e.what());
   }
