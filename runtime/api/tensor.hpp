@@ -256,11 +256,15 @@ class Tensor {
   friend Tensor operator-(const Tensor& a, const Tensor& b);
   friend Tensor operator*(const Tensor& a, const Tensor& b);
   friend Tensor operator/(const Tensor& a, const Tensor& b);
+  // With a number: the number is a device-less constant of the tensor's dtype, except that a fraction
+  // with an integer tensor is float32 (int32 x * 2.0 is int32, x * 2.5 float32: the dtype follows the
+  // value, unlike tinygrad, where any Python float makes it float). A floating-point constant other than
+  // 0 and 1 is a kernel argument (a new value reuses the program); an integer constant is structure.
   friend Tensor operator+(const Tensor& a, double b);
   friend Tensor operator-(const Tensor& a, double b);
   friend Tensor operator*(const Tensor& a, double b);
   friend Tensor operator/(const Tensor& a, double b);
-  // The number first: lr * g, 1 - x (the same dtype rule as above).
+  // The number first: lr * g, 1 - x (the same rules).
   friend Tensor operator+(double a, const Tensor& b);
   friend Tensor operator-(double a, const Tensor& b);
   friend Tensor operator*(double a, const Tensor& b);

@@ -317,7 +317,7 @@ Tensor Tensor::variable(const std::string& name, double value, DType dtype) {
   if (!identifier) throw ConfigError(fmt::format("Tensor::variable: name '{}' is not a C identifier", name));
   if (!is_float(dtype) && (value != std::floor(value) || value < static_cast<double>(int_min(dtype)) ||
                            value > static_cast<double>(int_max(dtype))))
-    throw ConfigError(fmt::format("Tensor::variable {}: {} is not a {} value", name, value, dtype_name(dtype)));
+    throw ConfigError(fmt::format("Tensor::variable {}: {} is not a value of {}", name, value, dtype_name(dtype)));
   return Tensor(make_state(make_uop(Ops::CONST, dtype, {}, ScalarArg{name, value, -1}), {}));
 }
 
