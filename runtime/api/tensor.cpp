@@ -380,10 +380,11 @@ Tensor& Tensor::assign(const Tensor& value) {
         shape_str(shape())));
   if (!replicated_into_view && !logical_into_replicated &&
       (value.shard_axis() != shard_axis() || value.uop().logical() != uop().logical()))
-    throw ShapeError(
-        fmt::format("ASSIGN: value sharded on axis {} into a tensor sharded on axis {} (shape {}); "
-                    "reshard the value first",
-                    axis_str(value.shard_axis()), axis_str(shard_axis()), shape_str(shape())));
+    throw ShapeError(fmt::format("ASSIGN: value sharded on axis {} into a tensor sharded on axis {} (shape {}); {}",
+                                 axis_str(value.shard_axis()), axis_str(shard_axis()), shape_str(shape()),
+                                 value.uop().logical() && !value.shard_axis()
+                                     ? "realize() the value first (a lazy allreduce's result is one logical value)"
+                                     : "reshard the value first"));
   if (s_->view_base) return assign_view(value);
   if (!s_->borrowed && !is_buffer_view(uop()) && group::movement().contains(uop().op()))
     throw ShapeError(

@@ -73,7 +73,8 @@ DType float_dtype(DType d) { return is_float(d) ? d : DType::float32; }
 
 // The dtype of a scalar combined with a tensor of dtype d (tensor.cpp scalar_op's rule).
 DType scalar_dtype(DType d, double v) {
-  return !is_float(d) && v != static_cast<double>(static_cast<int64_t>(v)) ? DType::float32 : d;
+  bool whole = v == std::floor(v) && std::fabs(v) < 0x1p63;  // (and representable: no out-of-range cast)
+  return !is_float(d) && !whole ? DType::float32 : d;
 }
 
 // A constant of value on the devices of like (none, one, or the tuple), broadcast to shape.
@@ -271,7 +272,8 @@ Tensor Tensor::placeholder(Shape shape, DType dtype, const std::vector<std::stri
 namespace {
 DType scalar_dtype(const Tensor& a, double v) {
   DType d = a.dtype();
-  return !is_float(d) && v != static_cast<double>(static_cast<int64_t>(v)) ? DType::float32 : d;
+  bool whole = v == std::floor(v) && std::fabs(v) < 0x1p63;  // (and representable: no out-of-range cast)
+  return !is_float(d) && !whole ? DType::float32 : d;
 }
 }  // namespace
 
@@ -315,8 +317,9 @@ Tensor Tensor::variable(const std::string& name, double value, DType dtype) {
                     std::all_of(name.begin(), name.end(),
                                 [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   if (!identifier) throw ConfigError(fmt::format("Tensor::variable: name '{}' is not a C identifier", name));
-  if (!is_float(dtype) && (value != std::floor(value) || value < static_cast<double>(int_min(dtype)) ||
-                           value > static_cast<double>(int_max(dtype))))
+  // int_max + 1 is a power of two, exact in a double (int_max itself is not for int64)
+  if (!is_float(dtype) && !(value == std::floor(value) && value >= static_cast<double>(int_min(dtype)) &&
+                            value < static_cast<double>(int_max(dtype)) + 1.0))
     throw ConfigError(fmt::format("Tensor::variable {}: {} is not a value of {}", name, value, dtype_name(dtype)));
   return Tensor(make_state(make_uop(Ops::CONST, dtype, {}, ScalarArg{name, value, -1}), {}));
 }

@@ -173,9 +173,11 @@ class MpiCluster final : public Cluster {
   // progress thread stops, then MPI_Finalize on the MPI thread, unless transfers are still pending
   // (their requests would never complete: the job ends without finalizing).
   void finalize() noexcept {
-    if (interrupt_signal() != 0) return;  // stopped: no agreement (the others are stopping), no MPI_Finalize
+    if (interrupt_signal() != 0) stopped_exit(false);  // no agreement (the others are stopping), no MPI_Finalize
     try {
       agree("ending the job (every rank's last call)", 0, watchdog_timeout());
+    } catch (const Interrupted&) {  // a stop while the others finish: this rank is stopped, not failed
+      stopped_exit(true);
     } catch (const std::exception& e) {
       std::string line = fmt::format("ringrt: rank {}: {}\n", st_->info.rank, e.what());
       std::fwrite(line.data(), 1, line.size(), stderr);
@@ -189,6 +191,20 @@ class MpiCluster final : public Cluster {
     st_->finalize = true;
     st_->cv.notify_all();
     st_->cv.wait_for(lock, kFinalizeWait, [&] { return st_->finalized; });
+  }
+
+  // A stop request at the job's end ends this rank with 128 + the signal, as a stopped run: no MPI_Finalize
+  // (other ranks may never reach it), no MPI_Abort and no grace second (every rank of a stopped job is
+  // stopping; a rank signalled alone ends the job when it exits). Output flushed first.
+  [[noreturn]] void stopped_exit(bool during_agreement) noexcept {
+    int sig = interrupt_signal();
+    if (during_agreement) {
+      std::string line = fmt::format(
+          "ringrt: rank {}: interrupted by signal {} at the job's end (its runs completed)\n", st_->info.rank, sig);
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+    std::fflush(nullptr);
+    std::_Exit(128 + sig);
   }
 
   const RankInfo& info() const override { return st_->info; }

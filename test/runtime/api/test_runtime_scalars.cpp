@@ -151,6 +151,12 @@ BOOST_AUTO_TEST_CASE(bad_variables_are_refused) {
                         ringrt::test::message_has({"n", "1.5", "int32"}));
   BOOST_CHECK_EXCEPTION(Tensor::variable("n", 300, DType::int8), ringrt::ConfigError,
                         ringrt::test::message_has({"300", "int8"}));
+  // 2^63 is one past int64's largest value (a double cannot hold 2^63 - 1): refused, where a cast would wrap
+  BOOST_CHECK_EXCEPTION(Tensor::variable("n", 0x1p63, DType::int64), ringrt::ConfigError,
+                        ringrt::test::message_has({"int64"}));
+  Tensor zeros = Tensor::from_vector(std::vector<int64_t>{0, 0}, {2}).realize();
+  Tensor lowest = zeros + Tensor::variable("n", -0x1p63, DType::int64);  // int64's smallest: accepted, exact
+  BOOST_TEST(lowest.to_vector<int64_t>() == std::vector<int64_t>({INT64_MIN, INT64_MIN}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -423,6 +423,11 @@ BOOST_AUTO_TEST_CASE(assign_a_lazy_allreduce_into_a_replicated_tensor) {
   for (size_t i = 0; i < 4; ++i) want.push_back(w0[i] - (g[i] + g[4 + i]));
   for (const auto& [dev, v] : w.local_host_shards())
     for (size_t i = 0; i < 4; ++i) BOOST_TEST(v.get(static_cast<int64_t>(i)) == want[i], dev << " " << i);
+  // into a view of a sharded tensor the advice is to realize the value (one logical value), not to reshard it
+  ringrt::Tensor big = ringrt::Tensor::full({4, 4}, 7.0).shard(devs, 0).contiguous().realize();
+  BOOST_CHECK_EXCEPTION(
+      big.shrink({{0, 4}, {0, 2}}).assign(ringrt::Tensor::full({2, 4, 2}, 1.0).shard(devs, 0).sum({0})),
+      ringrt::ShapeError, ringrt::test::message_has({"realize() the value first"}));
   ringrt::Tensor logical = bucket.sum({0});  // lazy: one logical value
   BOOST_CHECK_EXCEPTION(logical.assign(w), ringrt::ShapeError,
                         ringrt::test::message_has({"held per device", "replicated as one logical value"}));
