@@ -68,6 +68,12 @@ Cluster* cluster();
 // with Interrupted (the run's memory stays with its items until they end).
 bool wait_across_ranks(const Event& e, std::chrono::steady_clock::time_point deadline);
 
+// Drives this rank's transfers from the calling thread until every event of `after` completed or
+// `deadline` passed: the executor calls it before submitting a small kernel that waits for transfers, so
+// that the kernel runs inline on the submitting thread as soon as its data arrives, not on its device's
+// queue thread after a wake-up. Errors, a timeout and a stop only end it early: the run's wait reports them.
+void settle_across_ranks(const std::vector<Event>& after, std::chrono::steady_clock::time_point deadline) noexcept;
+
 // For runtime/mpi/: the factory cluster() calls once (it returns null when not under mpirun).
 void register_cluster_factory(std::unique_ptr<Cluster> (*factory)());
 

@@ -81,6 +81,17 @@ bool wait_across_ranks(const Event& e, std::chrono::steady_clock::time_point dea
   }
 }
 
+void settle_across_ranks(const std::vector<Event>& after, std::chrono::steady_clock::time_point deadline) noexcept {
+  for (const Event& e : after) {
+    if (e.done()) continue;
+    try {
+      if (!wait_across_ranks(e, deadline)) return;
+    } catch (...) {  // an error or a stop: the run's wait reports it
+      return;
+    }
+  }
+}
+
 Cluster* cluster() {
   register_builtin_backends_once();
   auto& s = slot();

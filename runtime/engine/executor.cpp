@@ -293,6 +293,7 @@ std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<
 // as one group (Device::launch_group: the cpu backend runs small ones as one parallel loop), when an
 // item that waits for one of them comes, or any item that queues work (so every device's queue keeps
 // the items' order), or the end: an all2all's reduces, one item per device, then run as one.
+constexpr int64_t kSettle = 256 << 10;  // across ranks: a kernel of at most this many bytes runs inline
 Program::Events Program::submit(RunMemory& memory, const std::vector<Event>& fences) const {
   Events events(plan_.items.size());
   std::vector<size_t> held;
@@ -328,6 +329,8 @@ Program::Events Program::submit(RunMemory& memory, const std::vector<Event>& fen
     }
     ScheduleItem::Kind kind = plan_.items[i].kind;
     bool kernel = kind == ScheduleItem::Kind::kernel;
+    if (spans_ranks_ && kernel && prod(plan_.items[i].ast.shape()) * itemsize(plan_.items[i].ast.dtype()) <= kSettle)
+      settle_across_ranks(after, std::chrono::steady_clock::now() + watchdog_timeout());  // then inline, here
     if (kernel && std::all_of(after.begin(), after.end(), [](const Event& e) { return e.done(); })) {
       held.push_back(i);
       is_held[i] = 1;
@@ -511,8 +514,7 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
                                                 const StorageLookup& inputs, const ExecOptions& options) const {
   static std::atomic<uint64_t> multi_rank_runs{0};  // the same sequence on every rank (SPMD)
   if (options.scalars.size() < scalar_count_)
-    throw InternalError(
-        fmt::format("a program of {} run-time scalars run with {} values", scalar_count_, options.scalars.size()));
+    throw InternalError(fmt::format("a run with {} of {} run-time scalars", options.scalars.size(), scalar_count_));
   uint64_t run = 0;
   if (spans_ranks_) {  // the ranks built the same program: agreed on its first run, once
     run = ++multi_rank_runs;
