@@ -222,6 +222,7 @@ class Program::RunMemory {
     return !launches.empty() && launches[0].peer;
   }
   uint64_t run = 0;  // this process's count of runs across ranks, this one's (1, 2, ...); 0: one rank
+  std::chrono::steady_clock::time_point deadline;  // the watchdog's, for submit (settled kernels) and wait
   std::shared_ptr<const BindingPlan> plan;
   RunSlots slots;
 
@@ -286,13 +287,10 @@ std::unique_ptr<Program::RunMemory> Program::bind(const std::vector<std::vector<
   return std::make_unique<RunMemory>(std::move(plan), std::move(slots));
 }
 
-// ---------------------------------------------------------------------------------------------
-// submit: every item to its device's queue
-
-// Kernels that may start at once (every event they wait for done) are held back and launched together,
-// as one group (Device::launch_group: the cpu backend runs small ones as one parallel loop), when an
-// item that waits for one of them comes, or any item that queues work (so every device's queue keeps
-// the items' order), or the end: an all2all's reduces, one item per device, then run as one.
+// submit: every item to its device's queue. Kernels that may start at once (every event they wait for done) are held
+// back and launched together, as one group (Device::launch_group: the cpu backend runs small ones as one parallel
+// loop), when an item that waits for one of them comes, or any item that queues work (so every device's queue keeps the
+// items' order), or the end: an all2all's reduces, one item per device, then run as one.
 constexpr int64_t kSettle = 256 << 10;  // across ranks: a kernel of at most this many bytes runs inline
 Program::Events Program::submit(RunMemory& memory, const std::vector<Event>& fences) const {
   Events events(plan_.items.size());
@@ -330,7 +328,7 @@ Program::Events Program::submit(RunMemory& memory, const std::vector<Event>& fen
     ScheduleItem::Kind kind = plan_.items[i].kind;
     bool kernel = kind == ScheduleItem::Kind::kernel;
     if (spans_ranks_ && kernel && prod(plan_.items[i].ast.shape()) * itemsize(plan_.items[i].ast.dtype()) <= kSettle)
-      settle_across_ranks(after, std::chrono::steady_clock::now() + watchdog_timeout());  // then inline, here
+      settle_across_ranks(after, memory.deadline);  // then inline, here
     if (kernel && std::all_of(after.begin(), after.end(), [](const Event& e) { return e.done(); })) {
       held.push_back(i);
       is_held[i] = 1;
@@ -462,7 +460,7 @@ std::string Program::late_item(const Events& events, const BindingPlan& plan, ui
 // done by then (polled, no wait), for their errors. Across ranks the waiting thread drives the transfers
 // and a stop request ends the wait (runtime/device/cluster.hpp wait_across_ranks).
 void Program::wait(const Events& events, RunMemory& memory, const ExecOptions& options) const {
-  auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  const auto deadline = memory.deadline;
   auto wait_one = [&](const Event& e) {
     if (e.succeeded()) return;  // most are done by now (inline work): no lock, no clock read
     bool done = false;
@@ -532,6 +530,7 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
     if (std::shared_ptr<const PendingWork> work = run_graph(outs, inputs, options)) return work;
   std::unique_ptr<RunMemory> memory = bind(outs, inputs);
   memory->run = run;
+  memory->deadline = std::chrono::steady_clock::now() + options.timeout;
   memory->slots.scalars = options.scalars;
   Events events = submit(*memory, pending_fences(memory->slots.held, options.outputs));
   if (asynchronous) {
