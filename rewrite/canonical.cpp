@@ -39,13 +39,19 @@ bool is_runtime_scalar(const UOp& c) {
   return v && is_float(c.dtype()) && std::isfinite(*v) && *v != 0.0 && *v != 1.0;
 }
 
+namespace {
+// The program parameter `slot` that run-time scalar c becomes (a named variable keeps its name).
+ScalarArg parameter_of(const UOp& c, int64_t slot) {
+  const auto* named = std::get_if<ScalarArg>(&c.arg());
+  return ScalarArg{named ? named->name : std::string(), 0, slot};
+}
+}  // namespace
+
 UOp with_scalar_parameters(const UOp& root) {
   std::unordered_map<const detail::Node*, UOp> sub;
   for (const UOp& u : root.graph().toposort({root}))
     if (is_runtime_scalar(u)) {
-      const auto* named = std::get_if<ScalarArg>(&u.arg());
-      auto slot = static_cast<int64_t>(sub.size());
-      sub.emplace(u.node(), u.replace(u.src(), ScalarArg{named ? named->name : std::string(), 0, slot}));
+      sub.emplace(u.node(), u.replace(u.src(), parameter_of(u, static_cast<int64_t>(sub.size()))));
     }
   return sub.empty() ? root : substitute(root, sub);
 }
@@ -73,8 +79,7 @@ Canonical::Canonical(const std::vector<UOp>& roots) {
       if (at == static_cast<int64_t>(buffers_.size())) buffers_.push_back(b.id);
       r.arg = BufferArg{at, b.numel};
     } else if (u.op() == Ops::CONST && is_runtime_scalar(u)) {
-      const auto* named = std::get_if<ScalarArg>(&u.arg());
-      r.arg = ScalarArg{named ? named->name : std::string(), 0, static_cast<int64_t>(scalars_.size())};
+      r.arg = parameter_of(u, static_cast<int64_t>(scalars_.size()));
       HostBuffer value = const_value(u);
       uint64_t word = 0;
       std::memcpy(&word, value.bytes.data(), value.bytes.size());
