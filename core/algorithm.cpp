@@ -9,8 +9,8 @@
 namespace ringrt {
 
 namespace {
-constexpr std::array<std::string_view, 8> kAlgorithmNames{"naive",   "ring",       "all2all",      "oneshot",
-                                                          "twoshot", "ring_fused", "hierarchical", "hierarchical_rs"};
+constexpr std::array<std::string_view, 9> kAlgorithmNames{
+    "naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused", "hierarchical", "hierarchical_rs", "mpi"};
 constexpr std::array<std::string_view, 6> kCollectiveNames{"allreduce", "reduce_scatter", "allgather",
                                                            "alltoall",  "broadcast",      "reduce"};
 static_assert(kAlgorithmNames.size() == kAlgorithms.size() && kCollectiveNames.size() == kCollectives.size());
@@ -24,11 +24,11 @@ constexpr std::string_view algorithm_setting_choices() {
   return {};
 }
 
-// Whether choices is "auto" and then exactly the forceable algorithms' names, '|' between.
+// Whether choices is "auto" and then exactly the forceable algorithms' names (kForcedAlgorithms), '|' between.
 constexpr bool setting_lists_the_forceable_algorithms(std::string_view choices) {
   if (!choices.starts_with("auto")) return false;
   choices.remove_prefix(4);
-  for (Algorithm a : kAllreduceAlgorithms) {
+  for (Algorithm a : kForcedAlgorithms) {
     std::string_view name = kAlgorithmNames[static_cast<size_t>(a)];
     if (!choices.starts_with("|") || choices.substr(1, name.size()) != name) return false;
     choices.remove_prefix(1 + name.size());
@@ -36,7 +36,7 @@ constexpr bool setting_lists_the_forceable_algorithms(std::string_view choices) 
   return choices.empty();
 }
 static_assert(setting_lists_the_forceable_algorithms(algorithm_setting_choices()),
-              "allreduce.algorithm's one_of (core/params.hpp) must be auto and then kAllreduceAlgorithms' names");
+              "allreduce.algorithm's one_of (core/params.hpp) must be auto and then kForcedAlgorithms' names");
 }  // namespace
 
 std::string_view algorithm_name(Algorithm a) {

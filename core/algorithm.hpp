@@ -41,15 +41,20 @@ enum class Algorithm : uint8_t {
   // over device groups of one size, the reduce_scatter form: reduce-scatter in each group, allreduce of each
   // share across groups, allgather (Horovod's hierarchical allreduce; allreduce.hierarchical reduce_scatter).
   hierarchical_rs,
+  // across ranks, one device of the tuple on each: MPI's own non-blocking collective (MPI_Iallreduce,
+  // MPI_Ireduce_scatter_block, MPI_Iallgather, MPI_Ibcast) on each rank's buffer, one item (Horovod's
+  // MPI allreduce; runtime/mpi/transfers.hpp). Where it cannot serve (one process, several devices of a
+  // rank, GPU memory, a 16-bit float or FP8 reduction, a wire, deterministic), ring.
+  mpi,
 };
 
 // What a collective computes, as rccl-tests and NCCL name them (runtime/api/tensor.hpp).
 enum class Collective : uint8_t { allreduce, reduce_scatter, allgather, alltoall, broadcast, reduce };
 
 // Every algorithm and every collective, in enumerator order.
-inline constexpr std::array<Algorithm, 8> kAlgorithms{
-    Algorithm::naive,   Algorithm::ring,       Algorithm::all2all,      Algorithm::oneshot,
-    Algorithm::twoshot, Algorithm::ring_fused, Algorithm::hierarchical, Algorithm::hierarchical_rs};
+inline constexpr std::array<Algorithm, 9> kAlgorithms{
+    Algorithm::naive,      Algorithm::ring,         Algorithm::all2all,         Algorithm::oneshot, Algorithm::twoshot,
+    Algorithm::ring_fused, Algorithm::hierarchical, Algorithm::hierarchical_rs, Algorithm::mpi};
 inline constexpr std::array<Collective, 6> kCollectives{Collective::allreduce, Collective::reduce_scatter,
                                                         Collective::allgather, Collective::alltoall,
                                                         Collective::broadcast, Collective::reduce};
@@ -58,6 +63,11 @@ inline constexpr std::array<Collective, 6> kCollectives{Collective::allreduce, C
 inline constexpr std::array<Algorithm, 6> kAllreduceAlgorithms{Algorithm::naive,   Algorithm::ring,
                                                                Algorithm::all2all, Algorithm::oneshot,
                                                                Algorithm::twoshot, Algorithm::ring_fused};
+// What allreduce.algorithm may force: kAllreduceAlgorithms, then mpi (across ranks only: neither tuned nor
+// modelled in one process).
+inline constexpr std::array<Algorithm, 7> kForcedAlgorithms{
+    Algorithm::naive,   Algorithm::ring,       Algorithm::all2all, Algorithm::oneshot,
+    Algorithm::twoshot, Algorithm::ring_fused, Algorithm::mpi};
 // The fused algorithms (rewrite/collective.hpp FusedAlgorithm): one launch per device.
 inline constexpr std::array<Algorithm, 3> kFusedAlgorithms{Algorithm::oneshot, Algorithm::twoshot,
                                                            Algorithm::ring_fused};
@@ -71,7 +81,7 @@ inline constexpr std::array<Collective, 4> kTunedCollectives{Collective::allredu
 inline constexpr std::array<Collective, 4> kFusedCollectives{Collective::allreduce, Collective::reduce_scatter,
                                                              Collective::allgather, Collective::broadcast};
 
-// "naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused", "hierarchical", "hierarchical_rs": the
+// "naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused", "hierarchical", "hierarchical_rs", "mpi": the
 // enumerator's own name, as settings, the tuning file, Schedule::algorithms and the report spell it.
 std::string_view algorithm_name(Algorithm a);
 // The algorithm named `name` (exactly one of algorithm_name's words); nothing for any other text.

@@ -13,11 +13,12 @@ namespace ringrt {
 Algorithm algorithm_of(FusedAlgorithm a) {
   return a == FusedAlgorithm::oneshot   ? Algorithm::oneshot
          : a == FusedAlgorithm::twoshot ? Algorithm::twoshot
-                                        : Algorithm::ring_fused;
+         : a == FusedAlgorithm::ring    ? Algorithm::ring_fused
+                                        : Algorithm::mpi;
 }
 
 std::optional<FusedAlgorithm> fused_algorithm(Algorithm a) {
-  for (FusedAlgorithm f : {FusedAlgorithm::oneshot, FusedAlgorithm::twoshot, FusedAlgorithm::ring})
+  for (FusedAlgorithm f : {FusedAlgorithm::oneshot, FusedAlgorithm::twoshot, FusedAlgorithm::ring, FusedAlgorithm::mpi})
     if (algorithm_of(f) == a) return f;
   return std::nullopt;
 }
@@ -255,6 +256,7 @@ std::vector<FusedStep> fused_steps(FusedAlgorithm a, int64_t ndev, int64_t numel
   auto add = [&](FusedStep s) {
     if (s.kind == K::barrier || s.begin < s.end) out.push_back(s);
   };
+  if (a == FusedAlgorithm::mpi) return out;  // MPI's collective: no launch on the devices
   if (c == FusedCollective::broadcast) return broadcast_steps(a, ndev, numel, d, root, slices);
   if (a == FusedAlgorithm::ring && ndev > 1) return ring_steps(ndev, numel, d, c, slices);
   if (c == FusedCollective::allgather) {  // every device's input into its range, this device's own first

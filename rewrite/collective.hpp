@@ -51,13 +51,15 @@ namespace ringrt {
 
 // The IR's encoding of a fused collective's algorithm and collective (a COLLECTIVE node's arg holds them as
 // integers); their names are core/algorithm.hpp's, through the conversions below.
-enum class FusedAlgorithm : uint8_t { oneshot, twoshot, ring };
+// mpi: not a launch on the devices but MPI's own non-blocking collective on each rank's buffer, across
+// ranks of one device each (Algorithm::mpi; the cluster runs it, runtime/device/cluster.hpp): no steps.
+enum class FusedAlgorithm : uint8_t { oneshot, twoshot, ring, mpi };
 // What a fused collective computes: the allreduce (every device the whole fold), the reduce_scatter
 // (device d chunk d of it: numel / n elements, numel a multiple of n), the allgather (every device the
 // n devices' values one after another: n numel elements), or the broadcast (every device the root's value).
 enum class FusedCollective : uint8_t { allreduce, reduce_scatter, allgather, broadcast };
 
-// Algorithm::oneshot, twoshot, ring_fused; and back (nothing for an algorithm that is not fused).
+// Algorithm::oneshot, twoshot, ring_fused, mpi; and back (nothing for an algorithm that is not one item).
 Algorithm algorithm_of(FusedAlgorithm a);
 std::optional<FusedAlgorithm> fused_algorithm(Algorithm a);
 // Collective::allreduce, reduce_scatter, allgather, broadcast; and back (nothing for another collective).
@@ -65,7 +67,7 @@ Collective collective_of(FusedCollective c);
 std::optional<FusedCollective> fused_collective(Collective c);
 // "allreduce", "reduce_scatter", ...: collective_name(collective_of(c)).
 std::string_view fused_collective_name(FusedCollective c);
-// "oneshot", "twoshot", "ring_fused": algorithm_name(algorithm_of(a)).
+// "oneshot", "twoshot", "ring_fused", "mpi": algorithm_name(algorithm_of(a)).
 std::string_view fused_name(FusedAlgorithm a);
 
 // What a COLLECTIVE node does: reduce with op, by algorithm.

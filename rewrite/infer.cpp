@@ -201,7 +201,8 @@ void infer_transfer(Node& n) {
 }
 
 // COLLECTIVE (rewrite/collective.hpp): buf on a device tuple reduced onto that same tuple, arg
-// {reduce op, algorithm, allreduce or reduce_scatter (flat chunk d on device d)}.
+// {reduce op, algorithm (FusedAlgorithm: oneshot, twoshot, ring_fused, mpi), allreduce or reduce_scatter (flat
+// chunk d on device d), allgather or broadcast (with its root)}.
 void infer_collective(Node& n) {
   const auto& src = n.src;
   check_nsrc(Ops::COLLECTIVE, src, 2);
@@ -210,11 +211,11 @@ void infer_collective(Node& n) {
     shape_error(n.op, src, "reduces a value on a device tuple onto that tuple");
   const auto* arg = std::get_if<std::vector<int64_t>>(&n.arg);
   if (!arg || (arg->size() != 3 && arg->size() != 4) || !is_reduce_op(static_cast<Ops>((*arg)[0])) || (*arg)[1] < 0 ||
-      (*arg)[1] > 2 || (*arg)[2] < 0 || (*arg)[2] > 3 || ((*arg)[2] == 3) != (arg->size() == 4) ||
+      (*arg)[1] > 3 || (*arg)[2] < 0 || (*arg)[2] > 3 || ((*arg)[2] == 3) != (arg->size() == 4) ||
       (arg->size() == 4 && ((*arg)[3] < 0 || (*arg)[3] >= static_cast<int64_t>(src[0].device().count()))))
     shape_error(n.op, src,
-                "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot|ring_fused, allreduce|reduce_scatter|allgather} or "
-                "{ADD, oneshot|twoshot|ring_fused, broadcast, a root in the tuple}");
+                "arg must be {ADD|MUL|MAX|MIN, oneshot|twoshot|ring_fused|mpi, allreduce|reduce_scatter|allgather} or "
+                "{ADD, oneshot|twoshot|ring_fused|mpi, broadcast, a root in the tuple}");
   n.shape = src[0].shape();
   n.device = src[0].device();
   if ((*arg)[2] == 1) {  // reduce_scatter: device d holds chunk d of the flat value

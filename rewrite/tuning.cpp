@@ -124,7 +124,8 @@ struct Reader {
     }
     if (const YAML::Node w = c["wire"])
       out.wire = parse_wire_format(word(w, at + ".wire", {"native", "bfloat16", "fp8_e4m3", "fp8_e5m2"}));
-    if (const YAML::Node d = c["deterministic"]) out.deterministic = word(d, at + ".deterministic", {"true", "false"}) == "true";
+    if (const YAML::Node d = c["deterministic"])
+      out.deterministic = word(d, at + ".deterministic", {"true", "false"}) == "true";
     out.bytes = integer(need(c, c["bytes"], at + ".bytes"), at + ".bytes", 1, INT64_MAX);
     out.min_bytes = integer(need(c, c["min_bytes"], at + ".min_bytes"), at + ".min_bytes", 0, INT64_MAX);
     out.max_bytes = integer(need(c, c["max_bytes"], at + ".max_bytes"), at + ".max_bytes", 1, INT64_MAX);

@@ -23,6 +23,9 @@
 //     j is allreduced across the m devices j by a nested ALLREDUCE (naive, ring or all2all as chosen for
 //     it), the k of them independent; each group allgathers its k chunks. It needs groups of one size:
 //     groups of unequal size get the leader form (the DEBUG line says so).
+// - mpi: across ranks of one device each, MPI's own non-blocking allreduce on each rank's buffer (the
+//   COLLECTIVE node of the fused forms, run by the cluster: runtime/mpi/transfers.hpp). The cross-host level
+//   of the hierarchical forms takes it too: their nested allreduces across groups choose like any other.
 // Choice (rewrite/rules/choice.cpp): with a tuning file (rewrite/tuning.hpp, `ringrt tune`) and ring/all2all at their
 // automatic levels, the algorithm measured fastest on this machine for the collective, devices, dtype and size. Without
 // a tuned choice, an allreduce on devices with cost figures (cpu measured, hip defaults) takes the cost model's
@@ -473,7 +476,8 @@ optional<UOp> handle_allreduce(UOp buf, const UOp& red, const AllreduceSettings&
   buf = copy_source(buf);
   if (ndev == 1) return device.single() ? buf.mselect(0).copy_to_device(device) : buf;
   if (numel == 0) return nothing_to_reduce(buf, device);
-  if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo)) {  // one launch per device (collective.hpp)
+  // one launch per device (collective.hpp), or MPI's collective on each rank's buffer (mpi)
+  if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo)) {
     if (device != buf.device()) throw InternalError("a fused allreduce onto other devices than its source's");
     // stored into a buffer, the source's or a new one that the result's memory takes (as the allgathers'
     // stores into theirs): the item writes the result in place, no copy after it

@@ -1,7 +1,7 @@
 // The algorithm of a collective (rewrite/rules/multi.hpp collective_algorithm, allreduce_algorithm): forced,
-// tuned (rewrite/tuning.hpp), modelled (rewrite/cost_model.hpp) or tinygrad's rule, and the forms a setting
-// turns it into (deterministic mode, a wire, a destination a fused kernel cannot serve). The lowering that
-// runs the choice: allreduce.cpp.
+// tuned (rewrite/tuning.hpp), modelled (rewrite/cost_model.hpp), MPI's own across ranks or tinygrad's rule, and the
+// forms a setting turns it into (deterministic mode, a wire, a destination a fused kernel cannot serve). The lowering
+// that runs the choice: allreduce.cpp.
 #include <optional>
 #include <set>
 
@@ -16,13 +16,22 @@ namespace ringrt {
 
 namespace {
 // A fused form's unfused counterpart: oneshot reads every input (naive), twoshot reduce-scatters and allgathers
-// directly (all2all), ring_fused is the ring.
+// directly (all2all), ring_fused is the ring; and where MPI's collective cannot serve, mpi is the ring.
 Algorithm unfused(FusedAlgorithm f) {
   return f == FusedAlgorithm::oneshot   ? Algorithm::naive
          : f == FusedAlgorithm::twoshot ? Algorithm::all2all
                                         : Algorithm::ring;
 }
 }  // namespace
+
+bool mpi_serves(const CollectiveSize& c) {
+  bool reduces = c.collective != Collective::allgather && c.collective != Collective::broadcast;
+  // MPI has no 16-bit float or FP8 type to reduce (Open MPI 4.1); it moves any bytes
+  bool reducible =
+      c.dtype != DType::float16 && c.dtype != DType::bfloat16 && c.dtype != DType::fp8e4m3 && c.dtype != DType::fp8e5m2;
+  return c.ranks > 1 && c.ranks == c.ndev && c.kind == "CPU" && fused_collective(c.collective) &&
+         (reducible || !reduces);
+}
 
 Algorithm form_under_settings(Algorithm algo, Collective collective, const AllreduceSettings& s) {
   bool reduces = collective != Collective::allgather && collective != Collective::alltoall;
@@ -32,6 +41,8 @@ Algorithm form_under_settings(Algorithm algo, Collective collective, const Allre
   // deterministic over a wire: naive (and oneshot, naive on a wire) sends a device's own buffer across the wire
   // too, so its bits would differ from the direct forms'; it runs as all2all, whose fold they all share
   if (det && wired && (algo == Algorithm::naive || algo == Algorithm::oneshot)) algo = Algorithm::all2all;
+  // deterministic: MPI's collective folds in its own order (recursive doubling, rings: not tuple order)
+  if (det && algo == Algorithm::mpi) algo = Algorithm::ring;
   // on a wire a fused kernel reads its peers' memory, with no copy to encode: its unfused counterpart
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo); fused && wired) return unfused(*fused);
   return algo;
@@ -46,13 +57,13 @@ Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collec
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
   CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());
   Algorithm algo = form_under_settings(collective_algorithm(c, s), collective, s);
-  // a fused form reduces onto the source's own devices in one process (rewrite/collective.hpp): an
-  // allreduce, a reduce_scatter or an allgather; onto one root, across ranks, or another collective, its
-  // unfused counterpart
+  // a fused form reduces onto the source's own devices (rewrite/collective.hpp): an allreduce, a
+  // reduce_scatter or an allgather; the fused kernels in one process, mpi across ranks where MPI's
+  // collective serves (mpi_serves); onto one root, or another collective, its unfused counterpart
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
     if ((collective != Collective::allreduce && collective != Collective::reduce_scatter &&
          collective != Collective::allgather) ||
-        red.src(1).device() != buf.device() || c.ranks > 1)
+        red.src(1).device() != buf.device() || (*fused == FusedAlgorithm::mpi ? !mpi_serves(c) : c.ranks > 1))
       return unfused(*fused);
   return algo;
 }
@@ -70,9 +81,12 @@ CollectiveSize CollectiveSize::of(Collective collective, const DeviceTuple& devi
 }
 
 Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
-  // tuned or modelled in one process: a collective across ranks (other transfers) keeps the rule
-  if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
   int64_t bytes = c.numel * itemsize(c.dtype);
+  // across ranks: MPI's own collective up to allreduce.mpi_bytes where it serves, else the rule (tuned and
+  // modelled choices are measured in one process, whose transfers are not MPI's)
+  if (c.ranks > 1 && automatic_levels(s) && !forced_algorithm(s) && bytes <= s.mpi_bytes && mpi_serves(c))
+    return Algorithm::mpi;
+  if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
   // the choice measured under this wire and deterministic setting (their forms differ: rewrite/tuning.hpp)
   if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
     if (const TunedChoice* tuned =

@@ -135,11 +135,11 @@ optional<CollectiveUse> broadcast_of(const UOp& c, const Readers& readers, const
   const std::vector<UOp>& users = readers.at(c.node());
   if (std::any_of(users.begin(), users.end(), device_dependent)) return std::nullopt;  // a scatter
   Algorithm algo = collective_algorithm(CollectiveSize::of(Collective::broadcast, devs, numel, c.dtype()), s);
-  // fused (rewrite/collective.hpp) from a value on the tuple itself, in one process
-  if (is_fused(algo) && x.device() == c.device() &&
-      CollectiveSize::of(Collective::broadcast, devs, 1, c.dtype()).ranks <= 1)
+  // fused (rewrite/collective.hpp) from a value on the tuple itself, in one process; MPI's across ranks
+  CollectiveSize size = CollectiveSize::of(Collective::broadcast, devs, numel, c.dtype());
+  if (x.device() == c.device() && (algo == Algorithm::mpi ? mpi_serves(size) : is_fused(algo) && size.ranks <= 1))
     return CollectiveUse{Collective::broadcast, algo};
-  return CollectiveUse{Collective::broadcast, ring_or_direct(algo)};
+  return CollectiveUse{Collective::broadcast, algo == Algorithm::mpi ? Algorithm::ring : ring_or_direct(algo)};
 }
 
 // The collective over buf's tuple, the chunks given.
@@ -338,11 +338,12 @@ optional<CollectiveUse> collective_of(const UOp& u, const Readers& readers, cons
   optional<Collective> kind = allreduce_kind(u, readers);
   if (!kind) return std::nullopt;
   Algorithm algo = allreduce_algorithm(u, s, *kind);
-  // a fused reduce_scatter (rewrite/collective.hpp) of a buffer that cuts into n equal chunks; else direct
-  if (*kind == Collective::reduce_scatter && is_fused(algo))
+  // a fused reduce_scatter (rewrite/collective.hpp; or MPI's) of a buffer that cuts into n equal chunks; else direct
+  bool one_item = fused_algorithm(algo).has_value();
+  if (*kind == Collective::reduce_scatter && one_item)
     return CollectiveUse{
         *kind, prod(u.src(0).shape()) % static_cast<int64_t>(u.device().count()) == 0 ? algo : Algorithm::all2all};
-  if (*kind == Collective::allgather && is_fused(algo))  // fused where the shards lie one after another
+  if (*kind == Collective::allgather && one_item)  // fused where the shards lie one after another
     return CollectiveUse{*kind, gathered_in_order(u) ? algo : Algorithm::all2all};
   // deterministic (allreduce.deterministic): a reduce_scatter folds each chunk in tuple order on its owner, the
   // direct form; the ring's would fold chunk i from device i+1 on

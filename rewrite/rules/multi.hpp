@@ -68,8 +68,15 @@ struct CollectiveSize {
 // tuning file of settings.tuning (rewrite/tuning.hpp) when it has a choice for c, measured on this
 // machine, and c runs in one process; else, for an allreduce in one process with allreduce.tuning not
 // off, the cost model's cheapest where the devices' kind has figures (rewrite/cost_model.hpp);
+// across ranks, mpi up to allreduce.mpi_bytes per device where mpi_serves (automatic levels, auto algorithm);
 // otherwise collective_algorithm(c.ndev, c.numel, settings), tinygrad's rule.
 Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings& settings);
+// Whether MPI's own collective (Algorithm::mpi) can serve c: across ranks with one device of the tuple on each
+// (MPI reduces one buffer per rank), in host memory (cpu devices: Debian's Open MPI reads no GPU memory), an
+// allreduce, reduce_scatter, allgather or broadcast, and for the reducing ones a dtype MPI reduces (not the
+// 16-bit floats or FP8). Across ranks and automatic (allreduce.algorithm auto, the levels at their defaults),
+// collective_algorithm takes it up to allreduce.mpi_bytes per device.
+bool mpi_serves(const CollectiveSize& c);
 
 // The collectives other than allreduce, as the lowered multi-device graph expresses them (collectives.cpp):
 // - reduce_scatter: an ALLREDUCE onto its own tuple whose every reader takes its own device's chunk (a

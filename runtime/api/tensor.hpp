@@ -49,12 +49,13 @@ struct KernelItem {
   int64_t numel = 0;   // the elements one launch writes (on each device of the tuple)
 };
 
-// One fused collective item of a schedule (rewrite/collective.hpp): one launch per device of its tuple.
+// One fused collective item of a schedule (rewrite/collective.hpp): one launch per device of its tuple (mpi: one
+// MPI collective per rank).
 struct FusedItem {
   size_t item = 0;         // its index among all items, as in Schedule::to_string()
   std::string device;      // the device tuple, e.g. "(CPU:0, CPU:1)"
   std::string collective;  // "allreduce" | "reduce_scatter" | "allgather"
-  std::string algorithm;   // "oneshot" | "twoshot" | "ring_fused"
+  std::string algorithm;   // "oneshot" | "twoshot" | "ring_fused"; "mpi": MPI's own collective across ranks
   std::string op;          // "ADD" | "MUL" | "MAX" | "MIN"; "none" for an allgather
   int64_t numel = 0;       // elements per device of the collective's input
   bool operator==(const FusedItem&) const = default;
@@ -62,7 +63,7 @@ struct FusedItem {
 
 // What realize() runs: the lowered graph's device-to-device copies, kernels and fused collectives, in order.
 struct Schedule {
-  // per ALLREDUCE node, in order: naive|ring|all2all|oneshot|twoshot|ring_fused|hierarchical|hierarchical_rs; one
+  // per ALLREDUCE node, in order: naive|ring|all2all|oneshot|twoshot|ring_fused|hierarchical|hierarchical_rs|mpi; one
   // lowered as a reduce_scatter, allgather or alltoall (rewrite/rules/collectives.cpp) names the form it got, ring,
   // all2all (direct) or hierarchical (over device groups). So is a broadcast from one device of a tuple
   // (Tensor::broadcast of a tensor on the tuple); placing a one-device value on a tuple (shard(), broadcast() of a

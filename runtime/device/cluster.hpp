@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "core/algorithm.hpp"
+#include "core/dtype.hpp"
 #include "core/rank_info.hpp"
+#include "core/reduce_op.hpp"
 #include "runtime/device/device.hpp"
 
 namespace ringrt {
@@ -32,6 +35,29 @@ class Cluster {
   virtual Event send(Device& from, const void* src, size_t bytes, int peer, size_t item, std::vector<Event> after) = 0;
   // bytes from rank `peer` into dst on `to` (a device of this rank), once `after` completes.
   virtual Event recv(Device& to, void* dst, size_t bytes, int peer, size_t item, std::vector<Event> after) = 0;
+
+  // MPI's own non-blocking collective (Algorithm::mpi) on this rank's device `on` (host memory), once `after`
+  // completes: every rank of call.ranks passes the same call (the rules made one item of it; the executor
+  // calls this in item order, and each communicator's collectives are posted to MPI in that order whatever
+  // order their data becomes ready in). The event completes when output holds this rank's result; it fails
+  // with a DeviceError of MPI, or with the error of an `after` event (the collective is still posted, with
+  // whatever the input holds, so that the other ranks' calls still match). DeviceError for a rank list
+  // prepare_collectives did not see.
+  struct CollectiveCall {
+    Collective collective = Collective::allreduce;  // allreduce, reduce_scatter, allgather or broadcast
+    ReduceOp op = ReduceOp::sum;
+    DType dtype = DType::float32;
+    std::vector<int> ranks;  // the tuple's ranks, in tuple order: the communicator's order
+    const void* input = nullptr;
+    void* output = nullptr;
+    size_t count = 0;  // elements of each rank's input (a reduce_scatter's output: count / ranks)
+    int root = 0;      // a broadcast's: the index in ranks whose value every rank takes
+  };
+  virtual Event collective(Device& on, const CollectiveCall& call, std::vector<Event> after);
+  // Makes the communicators of these rank lists (each a list of distinct ranks in tuple order), once each: a
+  // collective over all ranks (MPI_Comm_split), so every rank calls it with the same lists in the same order
+  // (the executor does, after the ranks agreed on a program's plan). ResourceError beyond 64 lists.
+  virtual void prepare_collectives(const std::vector<std::vector<int>>& rank_lists) { (void)rank_lists; }
 
   // Collectives: every rank calls them in the same order, naming the call (`what`: "run 7 of a program
   // across ranks"). A rank at another call is a ConfigError on every rank naming the call; a rank

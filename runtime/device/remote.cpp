@@ -59,6 +59,12 @@ void register_cluster_factory(std::unique_ptr<Cluster> (*factory)()) {
   slot().factory = factory;
 }
 
+Event Cluster::collective(Device& on, const CollectiveCall& call, std::vector<Event> after) {
+  (void)after;
+  throw InternalError(
+      fmt::format("MPI's {} on {}: this cluster runs no collectives", collective_name(call.collective), on.name()));
+}
+
 void register_builtin_backends_once();  // registry.cpp: the generated registrations (the factory among them)
 
 bool wait_across_ranks(const Event& e, std::chrono::steady_clock::time_point deadline) {

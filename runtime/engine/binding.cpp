@@ -250,6 +250,15 @@ class Program::Binding {
     if (source.size() != target.size() || target.size() != static_cast<size_t>(c.ndev))
       throw InternalError("a fused collective's source and result are on other devices");
     bool in_place = false;
+    if (c.arg.algorithm == FusedAlgorithm::mpi) {  // MPI's: this rank's device alone, its output and input
+      for (size_t d = 0; d < target.size(); ++d) {
+        if (target[d].device->remote_rank() >= 0) continue;  // its rank posts its part
+        BindingPlan::Launch launch{target[d].device, static_cast<int32_t>(d), {sym(target[d].ptr), sym(source[d].ptr)}};
+        launch.in_place = launch.bufs[0].tag == launch.bufs[1].tag && launch.bufs[0].offset == launch.bufs[1].offset;
+        plan_.launches[i].push_back(std::move(launch));
+      }
+      return;
+    }
     std::vector<SymPtr> outs, ins;
     for (const Block& a : target)  // every combine step reads every device's input in place
       for (const Block& b : target)

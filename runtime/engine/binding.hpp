@@ -45,6 +45,7 @@ struct PreparedCollective {
   std::shared_ptr<CollectiveBarrier> barrier;
   uint64_t next_barrier = 0;
   uint64_t next_signal = 0;  // each device's signals in the earlier calls (ring_fused)
+  std::vector<int> ranks;    // mpi: the tuple's ranks in tuple order (the communicator's; Cluster::collective)
 };
 
 struct Program::PreparedKernel {

@@ -5,7 +5,11 @@
 #include <algorithm>
 
 #include "codegen/item_kernel.hpp"
+#include "core/errors.hpp"
+#include "core/params_internal.hpp"
 #include "rewrite/collective.hpp"
+#include "rewrite/ops.hpp"
+#include "runtime/device/cluster.hpp"
 #include "runtime/engine/binding.hpp"
 
 namespace ringrt {
@@ -19,6 +23,13 @@ std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item)
   c->numel = prod(item.ast.src(0).shape());  // every device's input (a reduce_scatter writes a chunk of it)
   c->dtype = item.ast.dtype();
   c->barrier = std::make_shared<CollectiveBarrier>(c->ndev);
+  if (c->arg.algorithm == FusedAlgorithm::mpi) {  // MPI's collective: no steps, no kernels; its ranks
+    for (const std::string& d : item.device.names())
+      if (std::optional<RankedDeviceName> r = split_rank(d)) c->ranks.push_back(r->rank);
+    if (c->ranks.size() != static_cast<size_t>(c->ndev))
+      throw InternalError(fmt::format("MPI's collective on {}: not one device on each rank", item.device.to_string()));
+    return c;
+  }
   // ring_fused's slices: its chunks are about numel / n elements (an allgather's: every device's numel)
   int64_t chunk = c->arg.collective == FusedCollective::allgather ? c->numel : c->numel / std::max<int64_t>(1, c->ndev);
   int64_t slices = ring_slices(c->ndev, chunk * itemsize(c->dtype));
@@ -47,6 +58,22 @@ std::vector<Event> Program::submit_collective(size_t i, const BindingPlan& plan,
                                               const std::vector<Event>& after) const {
   PreparedCollective& c = *kernels_[i]->collective;
   const std::vector<BindingPlan::Launch>& planned = plan.launches[i];
+  if (c.arg.algorithm == FusedAlgorithm::mpi) {  // this rank's device: MPI's collective, by the cluster
+    std::vector<Event> out;
+    for (const BindingPlan::Launch& l : planned) {
+      Cluster::CollectiveCall call;
+      call.collective = collective_of(c.arg.collective);
+      call.op = reduce_op_of(c.arg.op);
+      call.dtype = c.dtype;
+      call.ranks = c.ranks;
+      call.output = slots.real(l.bufs[0]);
+      call.input = slots.real(l.bufs[1]);
+      call.count = static_cast<size_t>(c.numel);
+      call.root = static_cast<int>(c.arg.root);
+      out.push_back(cluster()->collective(*l.device, call, after));
+    }
+    return out;
+  }
   auto n = static_cast<size_t>(c.ndev);
   std::vector<CollectiveLaunch> launches;
   for (const BindingPlan::Launch& l : planned) {

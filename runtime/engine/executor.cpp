@@ -32,7 +32,6 @@ std::vector<std::string> names_of(const DeviceSpec& d) {
   if (d.single()) return {d.name()};
   throw InternalError("memory for a value without a device");
 }
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -95,6 +94,7 @@ void Program::prepare() {
       if (!pk->collective->kernels.empty()) pk->kernel = pk->collective->kernels.rbegin()->second;
       kernels_.push_back(pk);
       has_collective_ = true;
+      if (!pk->collective->ranks.empty()) mpi_ranks_.push_back(pk->collective->ranks);  // MPI's (mpi)
       continue;
     }
     auto pk = std::make_shared<PreparedKernel>();
@@ -517,10 +517,10 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
   if (spans_ranks_) {  // the ranks built the same program: agreed on its first run, once
     run = ++multi_rank_runs;
     if (!agreed_.load()) {
-      cluster()->agree(fmt::format("the plan of run {} of a program across ranks (its items, kernels and "
-                                   "runtime.mpi_chunk_bytes)",
-                                   run),
-                       plan_hash_, options.timeout);
+      std::string what =
+          "the plan of run {} of a program across ranks (its items, kernels and runtime.mpi_chunk_bytes)";
+      cluster()->agree(fmt::format(fmt::runtime(what), run), plan_hash_, options.timeout);
+      cluster()->prepare_collectives(mpi_ranks_);  // every rank, the same lists: they agreed on the plan
       agreed_.store(true);
     }
   }
@@ -588,9 +588,10 @@ void Program::record_trace(const Events& events, const RunMemory& memory) const 
     std::vector<std::string> local;  // submit_kernel's launches, in order: this rank's devices
     for (const auto& name : names_of(item.device))
       if (device(name).remote_rank() < 0) local.push_back(name);
+    bool mpi = kernels_[i]->collective && !kernels_[i]->collective->ranks.empty();  // MPI's: queued in MPI
     for (size_t d = 0; d < events[i].size() && d < local.size(); ++d) {
       work.push_back({base, events[i][d].times()});
-      work.back().event.queue = local[d];
+      work.back().event.queue = mpi ? local[d] + " mpi" : local[d];
     }
   }
   record_trace_run(std::move(work));

@@ -186,7 +186,8 @@ class Program {
   bool spans_ranks_ = false;     // items on devices of several ranks of an SPMD job (runtime/device/cluster.hpp)
   bool asynchronous_ = false;    // every device of every item asynchronous (Device::asynchronous), this rank's
   bool has_collective_ = false;  // a fused collective item (rewrite/collective.hpp): never a graph
-  uint64_t plan_hash_ = 0;       // what the ranks compare before its first run (spans_ranks_ only)
+  std::vector<std::vector<int>> mpi_ranks_;  // its MPI collectives' rank lists (Cluster::prepare_collectives)
+  uint64_t plan_hash_ = 0;                   // what the ranks compare before its first run (spans_ranks_ only)
   mutable std::atomic<bool> agreed_{false};  // the ranks agreed on plan_hash_ (its first run across ranks)
   MemoryPlan memory_;    // write sites and peer-read candidates (rewrite/plan/memory_plan.hpp), planned once
   struct BindingCache {  // the last binding plan (one: a run whose facts differ replaces it)

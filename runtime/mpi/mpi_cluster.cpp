@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -187,6 +188,10 @@ class MpiCluster final : public Cluster {
     bool clean = transfers_->pending() == 0 && parked_done();
     transfers_.reset();
     if (!clean) return;
+    {
+      std::lock_guard<std::mutex> lock(comms_mu_);
+      comms_.clear();  // freed before MPI_Finalize
+    }
     std::unique_lock<std::mutex> lock(st_->mu);
     st_->finalize = true;
     st_->cv.notify_all();
@@ -214,6 +219,36 @@ class MpiCluster final : public Cluster {
   }
   Event recv(Device& to, void* dst, size_t bytes, int peer, size_t item, std::vector<Event> after) override {
     return transfers_->recv(to, dst, bytes, peer, item, std::move(after));
+  }
+
+  Event collective(Device& on, const CollectiveCall& call, std::vector<Event> after) override {
+    MPI_Comm comm = MPI_COMM_NULL;
+    {
+      std::lock_guard<std::mutex> lock(comms_mu_);
+      auto it = comms_.find(call.ranks);
+      if (it == comms_.end())
+        throw DeviceError(
+            fmt::format("MPI's {} across ranks {}: no communicator was made for them "
+                        "(prepare_collectives)",
+                        collective_name(call.collective), fmt::join(call.ranks, ", ")));
+      comm = it->second.get();
+    }
+    return transfers_->collective(on, comm, call, std::move(after));
+  }
+
+  void prepare_collectives(const std::vector<std::vector<int>>& rank_lists) override {
+    constexpr size_t kMaxComms = 64;  // MPI's communicator ids are a finite resource; real jobs need one or two
+    std::lock_guard<std::mutex> lock(comms_mu_);
+    for (const std::vector<int>& ranks : rank_lists) {
+      if (comms_.count(ranks)) continue;
+      if (comms_.size() >= kMaxComms)
+        throw ResourceError(fmt::format("MPI's collectives over more than {} lists of ranks in one job", kMaxComms));
+      auto at = std::find(ranks.begin(), ranks.end(), st_->info.rank);
+      int color = at == ranks.end() ? MPI_UNDEFINED : 0, key = static_cast<int>(at - ranks.begin());
+      MPI_Comm made = MPI_COMM_NULL;  // every rank splits (a collective over the job): members in list order
+      RINGRT_MPI(MPI_Comm_split(st_->world.get(), color, key, &made));
+      comms_.emplace(ranks, mpi::Comm(made));
+    }
   }
 
   void agree(const std::string& what, uint64_t value, std::chrono::milliseconds timeout) override {
@@ -365,6 +400,8 @@ class MpiCluster final : public Cluster {
 
   std::shared_ptr<MpiState> st_;
   std::unique_ptr<mpi::Transfers> transfers_;
+  std::mutex comms_mu_;
+  std::map<std::vector<int>, mpi::Comm> comms_;  // MPI's collectives': by their ranks (null where not a member)
   std::mutex parked_mu_;
   std::vector<std::shared_ptr<Exchange>> parked_;  // exchanges a timeout or a stop left pending
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstring>
 #include <optional>
 
 #include "core/errors.hpp"
@@ -35,8 +36,122 @@ struct Transfers::Transfer {
   size_t posted = 0;  // bytes posted so far
   std::deque<Slot> in_flight;
 
-  bool finished() const { return posted == bytes && in_flight.empty(); }
+  // a collective (Transfers::collective): its call and communicator, its number there, whether MPI has it
+  std::optional<Cluster::CollectiveCall> call;
+  MPI_Comm comm = MPI_COMM_NULL;
+  uint64_t number = 0;
+  bool handed = false;
+  std::vector<char> input;      // a copy of the input where it overlaps the output (not MPI_IN_PLACE's way)
+  std::exception_ptr upstream;  // a collective's: of an event it waited for (it is posted all the same)
+
+  bool finished() const { return call ? handed && in_flight.empty() : posted == bytes && in_flight.empty(); }
 };
+
+namespace {
+
+// MPI's type of a dtype MPI reduces (mpi_serves, rewrite/rules/multi.hpp); DeviceError for another.
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::float32:
+      return MPI_FLOAT;
+    case DType::float64:
+      return MPI_DOUBLE;
+    case DType::int32:
+      return MPI_INT32_T;
+    case DType::int64:
+      return MPI_INT64_T;
+    case DType::int16:
+      return MPI_INT16_T;
+    case DType::int8:
+      return MPI_INT8_T;
+    case DType::uint8:
+      return MPI_UINT8_T;
+    case DType::uint32:
+      return MPI_UINT32_T;
+    case DType::bool_:
+      return MPI_C_BOOL;
+    default:
+      throw DeviceError(fmt::format("MPI reduces no {} (Algorithm::mpi)", dtype_name(dtype)));
+  }
+}
+
+// MPI's op: bool's sum and max are its logical or, its prod and min its logical and (the interpreter's).
+MPI_Op mpi_op(ReduceOp op, DType dtype) {
+  bool logical = dtype == DType::bool_;
+  switch (op) {
+    case ReduceOp::sum:
+      return logical ? MPI_LOR : MPI_SUM;
+    case ReduceOp::prod:
+      return logical ? MPI_LAND : MPI_PROD;
+    case ReduceOp::max:
+      return logical ? MPI_LOR : MPI_MAX;
+    case ReduceOp::min:
+      return logical ? MPI_LAND : MPI_MIN;
+  }
+  throw InternalError("mpi_op: a reduce op out of range");
+}
+
+int mpi_count(size_t n, const Cluster::CollectiveCall& c) {
+  if (n > static_cast<size_t>(INT_MAX))
+    throw DeviceError(
+        fmt::format("MPI's {} of {} elements of {}: over MPI's int count; set allreduce.algorithm to "
+                    "ring for it",
+                    collective_name(c.collective), c.count, dtype_name(c.dtype)));
+  return static_cast<int>(n);
+}
+
+bool overlaps(const char* a, size_t an, const char* b, size_t bn) { return a < b + bn && b < a + an; }
+
+// Posts t's collective (MPI_I*) in place; its input copied first where it overlaps the output other than as
+// MPI_IN_PLACE takes it.
+void post_collective(Transfers::Transfer& t) {
+  const Cluster::CollectiveCall& c = *t.call;
+  auto n = static_cast<size_t>(c.ranks.size());
+  size_t me = 0;
+  int comm_rank = 0;
+  RINGRT_MPI(MPI_Comm_rank(t.comm, &comm_rank));
+  me = static_cast<size_t>(comm_rank);
+  size_t item = static_cast<size_t>(itemsize(c.dtype)), bytes = c.count * item;
+  const char* in = static_cast<const char*>(c.input);
+  char* out = static_cast<char*>(c.output);
+  size_t out_bytes = c.collective == Collective::allgather        ? n * bytes
+                     : c.collective == Collective::reduce_scatter ? bytes / n
+                                                                  : bytes;
+  bool in_place = (c.collective == Collective::allreduce && in == out) ||
+                  (c.collective == Collective::allgather && in == out + me * bytes) ||
+                  c.collective == Collective::broadcast;
+  if (!in_place && overlaps(in, bytes, out, out_bytes)) {
+    t.input.assign(in, in + bytes);
+    in = t.input.data();
+  }
+  const void* send = in_place ? MPI_IN_PLACE : in;
+  Transfers::Transfer::Slot slot;
+  switch (c.collective) {
+    case Collective::allreduce:
+      RINGRT_MPI(MPI_Iallreduce(send, out, mpi_count(c.count, c), mpi_type(c.dtype), mpi_op(c.op, c.dtype), t.comm,
+                                &slot.request));
+      break;
+    case Collective::reduce_scatter:
+      RINGRT_MPI(MPI_Ireduce_scatter_block(send, out, mpi_count(c.count / n, c), mpi_type(c.dtype),
+                                           mpi_op(c.op, c.dtype), t.comm, &slot.request));
+      break;
+    case Collective::allgather: {
+      int count = mpi_count(bytes, c);
+      RINGRT_MPI(MPI_Iallgather(send, count, MPI_BYTE, out, count, MPI_BYTE, t.comm, &slot.request));
+      break;
+    }
+    case Collective::broadcast:
+      if (me == static_cast<size_t>(c.root) && in != out) std::memmove(out, in, bytes);
+      RINGRT_MPI(MPI_Ibcast(out, mpi_count(bytes, c), MPI_BYTE, c.root, t.comm, &slot.request));
+      break;
+    default:
+      throw InternalError(fmt::format("MPI's collective for {}", collective_name(c.collective)));
+  }
+  t.handed = true;
+  t.in_flight.push_back(slot);
+}
+
+}  // namespace
 
 Transfers::Transfers(MPI_Comm comm, int tag_ub) : comm_(comm), tag_ub_(tag_ub), thread_([this] { loop(); }) {}
 
@@ -75,12 +190,29 @@ Event Transfers::recv(Device& to, void* dst, size_t bytes, int peer, size_t item
   return start(std::move(t), std::move(after));
 }
 
+Event Transfers::collective(Device& on, MPI_Comm comm, const Cluster::CollectiveCall& call, std::vector<Event> after) {
+  if (!on.host_addressable())
+    throw DeviceError(
+        fmt::format("MPI's {} on {}: MPI reads no device memory here (Algorithm::mpi runs on cpu "
+                    "devices); set allreduce.algorithm to ring",
+                    collective_name(call.collective), on.name()));
+  auto t = std::make_shared<Transfer>();
+  t->dev = &on;
+  t->call = call;
+  t->comm = comm;
+  {
+    std::lock_guard<std::mutex> lock(direct_mu_);
+    t->number = orders_[comm].called++;
+  }
+  return start(std::move(t), std::move(after));
+}
+
 // Posts t once every event of `after` completed, on the thread that completes the last of them (this one
 // when they all have: the common case on the cpu backend, whose small kernels run inline); the first
 // error among them completes t with it instead.
 Event Transfers::start(std::shared_ptr<Transfer> t, std::vector<Event> after) {
   const RuntimeParams& params = current_runtime_params();
-  t->staged = !t->dev->host_addressable() || params.mpi_stage_host;
+  t->staged = !t->call && (!t->dev->host_addressable() || params.mpi_stage_host);
   // the same chunks on both sides whatever each stages (MPI matches message by message), so that a
   // rank with GPUs and one with cpu devices agree; the ranks agreed on the chunk size with the plan
   t->chunk = static_cast<size_t>(params.mpi_chunk_bytes);
@@ -100,8 +232,9 @@ Event Transfers::start(std::shared_ptr<Transfer> t, std::vector<Event> after) {
     e.on_done([t, e, arrive] {
       try {
         e.wait_for(std::chrono::milliseconds(0));  // rethrows its error
-      } catch (...) {
-        if (!t->error) t->error = std::current_exception();
+      } catch (...) {  // a collective is posted all the same: the other ranks' calls must still match
+        std::exception_ptr& first = t->call ? t->upstream : t->error;
+        if (!first) first = std::current_exception();
       }
       arrive();
     });
@@ -121,13 +254,34 @@ void Transfers::post(std::shared_ptr<Transfer> t) {
   }
   {
     std::lock_guard<std::mutex> lock(direct_mu_);
-    std::vector<std::shared_ptr<Transfer>> one{std::move(t)};
-    advance_all(one, done);
-    direct_.insert(direct_.end(), one.begin(), one.end());
+    if (t->call) {
+      post_in_order(std::move(t), done);
+    } else {
+      std::vector<std::shared_ptr<Transfer>> one{std::move(t)};
+      advance_all(one, done);
+      direct_.insert(direct_.end(), one.begin(), one.end());
+    }
   }
   complete(done);
   { std::lock_guard<std::mutex> lock(mu_); }  // the thread either sees direct_ or gets this notify
   cv_.notify_one();
+}
+
+void Transfers::post_in_order(std::shared_ptr<Transfer> t, std::vector<std::shared_ptr<Transfer>>& done) {
+  Order& order = orders_[t->comm];
+  order.ready.emplace(t->number, std::move(t));
+  while (!order.ready.empty() && order.ready.begin()->first == order.posted) {
+    std::vector<std::shared_ptr<Transfer>> one{std::move(order.ready.begin()->second)};
+    order.ready.erase(order.ready.begin());
+    ++order.posted;
+    try {
+      post_collective(*one[0]);
+    } catch (...) {
+      one[0]->error = std::current_exception();
+    }
+    advance_all(one, done);
+    direct_.insert(direct_.end(), one.begin(), one.end());
+  }
 }
 
 bool Transfers::progress() {
@@ -172,7 +326,7 @@ void Transfers::complete(std::vector<std::shared_ptr<Transfer>>& done) {
       --pending_;
     }
     if (t->ready && !t->error) t->done.set_times(*t->ready, std::chrono::steady_clock::now());
-    t->done.set_done(t->error);
+    t->done.set_done(t->error ? t->error : t->upstream);
   }
   done.clear();
 }
@@ -190,6 +344,7 @@ bool Transfers::advance(Transfer& t) {
     t.in_flight.pop_front();
     progressed = true;
   }
+  if (t.call) return progressed;  // a collective: one request, posted by post_in_order
   while (t.posted < t.bytes && t.in_flight.size() < t.window) {
     Transfer::Slot s;
     s.offset = t.posted;

@@ -9,16 +9,21 @@
 // persistent pinned buffers (Device::allocate_staging) by the progress thread alone, chunk by chunk, two
 // chunks in flight, so staging one chunk overlaps the transfer of the one before (reference: NCCL's proxy
 // thread; Horovod's host-staged hierarchical allreduce).
+// MPI's own collectives (Cluster::collective, Algorithm::mpi) are transfers of one request each: posted in
+// place by the thread that readies their data as the transfers are, but in the order they were called on
+// their communicator (MPI matches collectives by their order on it), and tested with them.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "runtime/device/cluster.hpp"
 #include "runtime/device/device.hpp"
 #include "runtime/mpi/mpi.hpp"
 
@@ -35,6 +40,11 @@ class Transfers {
   // As Cluster::send and Cluster::recv (runtime/device/cluster.hpp).
   Event send(Device& from, const void* src, size_t bytes, int peer, size_t item, std::vector<Event> after);
   Event recv(Device& to, void* dst, size_t bytes, int peer, size_t item, std::vector<Event> after);
+  // As Cluster::collective, on comm (call.ranks' communicator, whose rank i is call.ranks[i]; owned by the
+  // caller, outlives this): numbered in the order of these calls on comm, posted in that order. Throws
+  // DeviceError for a count MPI cannot take (over INT_MAX elements, or bytes for the collectives that move
+  // bytes) or a device whose memory MPI cannot read.
+  Event collective(Device& on, MPI_Comm comm, const Cluster::CollectiveCall& call, std::vector<Event> after);
   // Transfers posted and not completed (a clean MPI_Finalize needs none).
   size_t pending() const;
   // Tests the transfers posted in place and completes those done (their events, outside any lock); whether
@@ -46,6 +56,9 @@ class Transfers {
  private:
   Event start(std::shared_ptr<Transfer> t, std::vector<Event> after);
   void post(std::shared_ptr<Transfer> t);  // its data is ready: posted in place, or handed to the thread
+  // A collective whose data is ready: posted with every later one of its communicator that is ready too,
+  // once those before it were; under direct_mu_. Those posted go to direct_, those completed to done.
+  void post_in_order(std::shared_ptr<Transfer> t, std::vector<std::shared_ptr<Transfer>>& done);
   void loop();
   bool advance(Transfer& t);  // true when it made progress; throws DeviceError
   // Advances each of `list` and moves those finished (or failed) to `done`; whether any moved.
@@ -61,6 +74,11 @@ class Transfers {
   bool stop_ = false;
   std::mutex direct_mu_;                           // direct_ and the MPI state of its transfers
   std::vector<std::shared_ptr<Transfer>> direct_;  // posted in place: any thread tests them
+  struct Order {  // a communicator's collectives: numbered when called, posted in that order
+    uint64_t called = 0, posted = 0;
+    std::map<uint64_t, std::shared_ptr<Transfer>> ready;  // ready, waiting for an earlier one
+  };
+  std::map<MPI_Comm, Order> orders_;  // under direct_mu_
   std::thread thread_;
 };
 

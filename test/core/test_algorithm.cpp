@@ -15,8 +15,8 @@ BOOST_AUTO_TEST_SUITE(test_algorithm)
 using namespace ringrt;
 
 BOOST_AUTO_TEST_CASE(algorithm_names_parse_back_and_print) {
-  const std::vector<std::string> want{"naive",   "ring",       "all2all",      "oneshot",
-                                      "twoshot", "ring_fused", "hierarchical", "hierarchical_rs"};
+  const std::vector<std::string> want{"naive",      "ring",         "all2all",         "oneshot", "twoshot",
+                                      "ring_fused", "hierarchical", "hierarchical_rs", "mpi"};
   BOOST_TEST_REQUIRE(kAlgorithms.size() == want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     Algorithm a = kAlgorithms[i];
@@ -64,11 +64,12 @@ BOOST_AUTO_TEST_CASE(settings_choices_are_the_forceable_algorithms) {
   const Tunable* t = find_tunable("allreduce.algorithm");
   BOOST_TEST_REQUIRE(t != nullptr);
   std::string want = "auto";
-  for (Algorithm a : kAllreduceAlgorithms) want += "|" + std::string(algorithm_name(a));
+  for (Algorithm a : kForcedAlgorithms) want += "|" + std::string(algorithm_name(a));
   BOOST_TEST(t->parser.choices == want);
+  BOOST_TEST(t->parser.choices.ends_with("|ring_fused|mpi"));  // the tuned and modelled ones, then mpi
   AllreduceSettings s;
   BOOST_TEST(!forced_algorithm(s).has_value());
-  for (Algorithm a : kAllreduceAlgorithms) {
+  for (Algorithm a : kForcedAlgorithms) {
     s.algorithm = std::string(algorithm_name(a));
     BOOST_TEST((forced_algorithm(s) == a));
   }

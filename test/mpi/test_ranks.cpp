@@ -12,6 +12,8 @@
 #include <boost/test/data/test_case.hpp>
 // clang-format on
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -302,6 +304,153 @@ BOOST_AUTO_TEST_CASE(a_stop_ends_a_wait_and_its_buffers_outlive_its_requests) {
   if (rank_info().rank == 0) {
     for (int i = 0; i < 500 && c->parked() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     BOOST_TEST(c->parked() == 0u);  // completed, then dropped
+  }
+}
+
+// MPI's own collectives (allreduce.algorithm mpi), one cpu device per rank: the allreduce in every dtype MPI
+// reduces with every op, reduce_scatter, allgather and broadcast run as algorithm mpi (one item: the cluster's
+// MPI_I* call) and give host arithmetic's values; where MPI's cannot serve (a 16-bit float sum, a reduce onto one
+// root) the ring runs instead, with the same values.
+BOOST_AUTO_TEST_CASE(mpi_collectives_match_host_arithmetic) {
+  std::vector<std::string> devs = devices_with(1);
+  AllreduceSettings s = current_settings();
+  s.algorithm = "mpi";
+  s.groups.clear();
+  ScopedSettings scope(s);
+  auto n = static_cast<int64_t>(devs.size());
+  auto rows_of = [&](DType dtype, int64_t count, bool positive) {
+    std::vector<HostBuffer> rows;
+    for (int64_t g = 0; g < n; ++g) {
+      rows.push_back(HostBuffer(dtype, {1, count}));
+      for (int64_t i = 0; i < count; ++i)
+        rows.back().set(
+            i, positive ? std::abs(input_value(g, i)) / 4 : input_value(g, i) / (dtype == DType::bool_ ? 11 : 1));
+    }
+    return rows;
+  };
+  int64_t wrong = 0;
+  for (DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64, DType::int8, DType::uint8,
+                      DType::bool_, DType::float16})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min}) {
+      if (dtype == DType::float16 && op != ReduceOp::sum) continue;  // (its products round: the ring's order)
+      std::string what = fmt::format("{} {}", dtype_name(dtype), reduce_op_name(op));
+      std::vector<HostBuffer> rows = rows_of(dtype, 37, dtype == DType::uint8 || op == ReduceOp::prod);
+      Tensor r = Tensor::from_shards(rows, devs, 0).reduce(op, {0});
+      std::string want = dtype == DType::float16 ? "ring" : "mpi";
+      BOOST_TEST(r.algorithms() == std::vector<std::string>{want}, what);
+      testing::ResultCheck check = testing::check_values(
+          r.local_host_shards(), devs, testing::reduction_expected(rows, op), {"allreduce", want, what, ""});
+      BOOST_TEST(check.ok(), check.message());
+      wrong += check.wrong();
+    }
+  std::vector<HostBuffer> flat = rows_of(DType::int32, n * 5, false);
+  for (HostBuffer& row : flat) row.shape = {n * 5};
+  Tensor x = Tensor::from_shards(flat, devs, 0);
+  int root = static_cast<int>(n - 1);
+  for (const std::string kind : {"reduce_scatter", "allgather", "broadcast", "reduce"}) {
+    Tensor r = testing::apply_collective(kind, x, ReduceOp::sum, root);
+    std::string want = kind == "reduce" ? "ring" : "mpi";
+    BOOST_TEST(r.algorithms() == std::vector<std::string>{want}, kind);
+    testing::ResultCheck check =
+        testing::check_values(r.local_host_shards(), r.devices(),
+                              testing::collective_expected(kind, flat, ReduceOp::sum, root), {kind, want, "int32", ""});
+    BOOST_TEST(check.ok(), check.message());
+    wrong += check.wrong();
+  }
+  // in place (DDP's gradients): the result is the source buffer itself, MPI_IN_PLACE
+  Tensor grads = Tensor::from_shards(rows_of(DType::float32, 1001, false), devs, 0);
+  std::vector<HostBuffer> before = rows_of(DType::float32, 1001, false);
+  grads.allreduce_in_place(ReduceOp::max);
+  testing::ResultCheck check =
+      testing::check_values(grads.local_host_shards(), devs, testing::reduction_expected(before, ReduceOp::max),
+                            {"allreduce_in_place", "mpi", "float32", ""});
+  BOOST_TEST(check.ok(), check.message());
+  wrong += check.wrong();
+  BOOST_TEST(sum_over_ranks(wrong) == 0);
+}
+
+// Automatic (allreduce.algorithm auto, the levels at their defaults): across ranks of one device each, MPI's own
+// allreduce up to allreduce.mpi_bytes per device, tinygrad's rule above it; the hierarchical form over groups of 2
+// devices per rank takes MPI's for its allreduce across the groups' leaders (one device per rank).
+BOOST_AUTO_TEST_CASE(the_automatic_choice_takes_mpi_up_to_mpi_bytes) {
+  AllreduceSettings s = current_settings();
+  s.algorithm = "auto";
+  s.groups.clear();
+  s.mpi_bytes = 4096;
+  int64_t wrong = 0;
+  for (int64_t count : {1024, 1025}) {
+    ScopedSettings scope(s);
+    std::vector<std::string> devs = devices_with(1);
+    std::vector<HostBuffer> rows;
+    for (size_t g = 0; g < devs.size(); ++g) {
+      rows.push_back(HostBuffer(DType::float32, {1, count}));
+      for (int64_t i = 0; i < count; ++i) rows.back().set(i, input_value(static_cast<int64_t>(g), i));
+    }
+    Tensor r = Tensor::from_shards(rows, devs, 0).sum({0});
+    BOOST_TEST((r.algorithms().at(0) == "mpi") == (count * 4 <= s.mpi_bytes), count);
+    testing::ResultCheck check =
+        testing::check_values(r.local_host_shards(), devs, testing::reduction_expected(rows, ReduceOp::sum),
+                              {"allreduce", "auto", "float32", ""});
+    BOOST_TEST(check.ok(), check.message());
+    wrong += check.wrong();
+  }
+  std::vector<std::string> devs = devices_with(2);
+  AllreduceSettings grouped = s;
+  for (const std::string& d : devs) grouped.groups[d] = split_rank(d)->rank;
+  ScopedSettings scope(grouped);
+  std::vector<HostBuffer> rows;
+  for (size_t g = 0; g < devs.size(); ++g) {
+    rows.push_back(HostBuffer(DType::int32, {1, 37}));
+    for (int64_t i = 0; i < 37; ++i) rows.back().set(i, input_value(static_cast<int64_t>(g), i));
+  }
+  Tensor r = Tensor::from_shards(rows, devs, 0).sum({0});
+  BOOST_TEST(r.algorithms() == std::vector<std::string>{"hierarchical"});
+  std::vector<FusedItem> items = r.schedule().fused_items;  // the leaders' allreduce: one MPI item
+  BOOST_TEST_REQUIRE(items.size() == 1u);
+  BOOST_TEST(items[0].algorithm == "mpi");
+  BOOST_TEST(items[0].collective == "allreduce");
+  testing::ResultCheck check =
+      testing::check_values(r.local_host_shards(), devs, testing::reduction_expected(rows, ReduceOp::sum),
+                            {"allreduce", "hierarchical", "int32", ""});
+  BOOST_TEST(check.ok(), check.message());
+  BOOST_TEST(sum_over_ranks(wrong + check.wrong()) == 0);
+}
+
+// The cluster posts each communicator's collectives in the order they were called, whatever order their data
+// becomes ready in (MPI matches collectives by their order): rank 0's first allreduce waits 50 ms for its data
+// while its second is ready at once, and every rank's two results are still their own sums. An error of an
+// event a collective waited for fails that collective's event on its rank, yet the collective is posted, so
+// the next one still matches.
+BOOST_AUTO_TEST_CASE(collectives_post_in_call_order_whatever_order_their_data_is_ready) {
+  Cluster* c = cluster();
+  BOOST_TEST_REQUIRE(c != nullptr);
+  const RankInfo& me = rank_info();
+  std::vector<int> all;
+  for (int r = 0; r < me.ranks; ++r) all.push_back(r);
+  c->prepare_collectives({all});
+  Device& dev = device("CPU:0");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const int sum = me.ranks * (me.ranks + 1) / 2;
+  for (bool fail : {false, true}) {
+    std::vector<float> a_in(64, static_cast<float>(me.rank + 1)), a_out(64), b_in(64, 10.0f * (me.rank + 1)), b_out(64);
+    Cluster::CollectiveCall a{
+        Collective::allreduce, ReduceOp::sum, DType::float32, all, a_in.data(), a_out.data(), 64, 0};
+    Cluster::CollectiveCall b = a;
+    b.input = b_in.data();
+    b.output = b_out.data();
+    Event gate;
+    Event ea =
+        c->collective(dev, a, me.rank == 0 ? std::vector<Event>{gate} : std::vector<Event>{});  // the others': ready
+    Event eb = c->collective(dev, b, {});
+    if (me.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gate.set_done(fail ? std::make_exception_ptr(DeviceError("the planted upstream error")) : nullptr);
+    if (fail && me.rank == 0)
+      BOOST_CHECK_THROW(wait_across_ranks(ea, deadline), DeviceError);
+    else
+      BOOST_TEST(wait_across_ranks(ea, deadline));
+    BOOST_TEST(wait_across_ranks(eb, deadline));
+    if (!fail) BOOST_TEST(std::count(a_out.begin(), a_out.end(), static_cast<float>(sum)) == 64);
+    BOOST_TEST(std::count(b_out.begin(), b_out.end(), 10.0f * sum) == 64, fail);
   }
 }
 
