@@ -72,6 +72,10 @@ class Cluster {
   // their events); whether any moved. Non-blocking. The thread that waits for a run calls it
   // (wait_across_ranks), so a message that arrives is seen at once, not at a progress thread's next poll.
   virtual bool progress() { return false; }
+  // A thread that drove this rank's transfers (a run's wait) gave up before they completed (a timeout, a stop,
+  // an item's error): the transport's own thread tests them from now on, every millisecond, until none is left.
+  // (While a run is waited for, its waiting thread alone tests them: no other thread takes a core from it.)
+  virtual void unattended() {}
   // A call of agree or allgather that ends early (a timeout; a stop request, core/interrupt.hpp, which
   // ends the wait within a millisecond with Interrupted) leaves its requests pending: they are parked
   // with their buffers, which a late rank's message may still fill, until they complete. How many
@@ -89,9 +93,10 @@ Cluster* cluster();
 
 // Waits until e (work of a run across ranks) completes or `deadline` passes; whether it completed (its
 // error rethrown, as Event::wait_for does). The waiting thread drives the transfers (Cluster::progress):
-// it spins testing them while they move (and for 200 us after), then tests every 50 us, so an
-// oversubscribed host is not busy-polled for long. A stop request (core/interrupt.hpp) ends the wait
-// with Interrupted (the run's memory stays with its items until they end).
+// it spins (yielding) testing them while they move and for 2 ms after (an MPI collective moves
+// nothing visible until it completes, and sleeping between tests stalls its rounds: 4 MiB over 2 ranks took 1.6x
+// longer with 200 us), then tests every 50 us, so an oversubscribed host is not busy-polled for long. A stop request
+// (core/interrupt.hpp) ends the wait with Interrupted (the run's memory stays with its items until they end).
 bool wait_across_ranks(const Event& e, std::chrono::steady_clock::time_point deadline);
 
 // Drives this rank's transfers from the calling thread until every event of `after` completed or

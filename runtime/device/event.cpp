@@ -71,8 +71,9 @@ bool Event::wait_for(std::chrono::milliseconds timeout) const {
               std::chrono::milliseconds(1);  // what is left (rounded up): the backend completes the event
   }
   std::unique_lock<std::mutex> lock(s_->mu);  // done already: no clock read (the condition's wait_for reads one)
+  // not done: a poll (timeout 0, the waits across ranks' loop) returns at once, with no timed wait (a system call)
   if (!s_->done.load() &&
-      !s_->cv.wait_for(lock, std::max(timeout, std::chrono::milliseconds(0)), [&] { return s_->done.load(); }))
+      (timeout <= std::chrono::milliseconds(0) || !s_->cv.wait_for(lock, timeout, [&] { return s_->done.load(); })))
     return false;
   if (s_->error) std::rethrow_exception(s_->error);
   return true;

@@ -68,7 +68,7 @@ Event Cluster::collective(Device& on, const CollectiveCall& call, std::vector<Ev
 void register_builtin_backends_once();  // registry.cpp: the generated registrations (the factory among them)
 
 bool wait_across_ranks(const Event& e, std::chrono::steady_clock::time_point deadline) {
-  constexpr auto kSpin = std::chrono::microseconds(200), kBackoff = std::chrono::microseconds(50);
+  constexpr auto kSpin = std::chrono::microseconds(2000), kBackoff = std::chrono::microseconds(50);
   using Clock = std::chrono::steady_clock;
   Cluster* c = cluster();
   auto spin_until = Clock::now() + kSpin;

@@ -38,7 +38,6 @@ std::vector<std::string> names_of(const DeviceSpec& d) {
 // preparing kernels
 
 namespace {
-
 // The rank that runs a device's work: its own for a RemoteDevice, else this one.
 int rank_of(const Device& d) { return d.remote_rank() >= 0 ? d.remote_rank() : rank_info().rank; }
 
@@ -232,11 +231,12 @@ class Program::RunMemory {
     slots.temps.clear();
   }
 
-  // Ending early (a timeout, an item's error) while items may still run: this run's memory is not
-  // freed under them but by the last of them to complete (never, if one never does), on a device
-  // thread; devices are never destroyed, and exit waits for these items first (drain_devices_at_exit).
+  // Ending early (a timeout, an item's error) while items may still run: this run's memory is freed by the last of
+  // them to complete (never, if one never does), on a device thread; devices are never destroyed, exit waits for
+  // these items first (drain_devices_at_exit); across ranks the transport's thread tests its transfers now.
   void release_when_done(const Events& events, const std::vector<std::shared_ptr<DeviceStorage>>& outputs) {
     drain_devices_at_exit();
+    if (Cluster* c = run ? cluster() : nullptr) c->unattended();
     auto left = std::make_shared<Leftovers>();
     left->temps = std::move(slots.temps);
     slots.temps.clear();

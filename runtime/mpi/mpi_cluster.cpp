@@ -295,6 +295,7 @@ class MpiCluster final : public Cluster {
   }
 
   bool progress() override { return transfers_->progress(); }
+  void unattended() override { transfers_->unattended(); }
 
   size_t parked() override {
     parked_done();

@@ -252,7 +252,7 @@ void Transfers::post(std::shared_ptr<Transfer> t) {
     cv_.notify_one();
     return;
   }
-  {
+  {  // the thread that waits for the run tests it (unattended: else the progress thread)
     std::lock_guard<std::mutex> lock(direct_mu_);
     if (t->call) {
       post_in_order(std::move(t), done);
@@ -263,7 +263,13 @@ void Transfers::post(std::shared_ptr<Transfer> t) {
     }
   }
   complete(done);
-  { std::lock_guard<std::mutex> lock(mu_); }  // the thread either sees direct_ or gets this notify
+}
+
+void Transfers::unattended() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unattended_ = true;
+  }
   cv_.notify_one();
 }
 
@@ -373,14 +379,22 @@ void Transfers::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      auto nothing = [&] {
+      auto in_place = [&] {
         std::lock_guard<std::mutex> d(direct_mu_);
-        return staged.empty() && ready_.empty() && direct_.empty();
+        return !direct_.empty();
       };
-      if (nothing()) cv_.wait(lock, [&] { return stop_ || !ready_.empty() || !nothing(); });
+      if (unattended_ && !in_place()) unattended_ = false;  // all done
+      if (staged.empty() && ready_.empty() && !unattended_)
+        cv_.wait(lock, [&] { return stop_ || !ready_.empty() || unattended_; });
       if (stop_) break;
       for (auto& t : ready_) staged.push_back(std::move(t));
       ready_.clear();
+    }
+    if (staged.empty()) {  // unattended transfers in place alone: tested every kBackstop
+      progress();
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, kBackstop, [&] { return stop_ || !ready_.empty(); });
+      continue;
     }
     bool progressed = advance_all(staged, done);
     complete(done);

@@ -3,8 +3,10 @@
 // the program's own buffers, no staging) by the thread that makes its data ready: the submitting thread
 // when its events have completed already, else the thread that completes the last of them (a device
 // queue's). Posted transfers are tested (MPI_Test) by whichever thread calls progress(): the thread
-// that waits for the run (Program::wait spins on it, then backs off) and the progress thread, which
-// backs off to 50 us sleeps when nothing moves, so an oversubscribed host is never busy-polled for long.
+// that waits for the run (Program::wait spins on it, then backs off); the progress thread tests them only
+// once that thread gave up (unattended: a timeout, a stop), every kBackstop, so that on an oversubscribed
+// host (ranks x threads > cores) it never takes a core from the threads that move the data, nor wakes up
+// once per run (a wake-up cost 2x1 ranks 4x their time at 1 KiB).
 // Device memory (GPUs: Debian's Open MPI has no ROCm or CUDA support) is staged through the device's
 // persistent pinned buffers (Device::allocate_staging) by the progress thread alone, chunk by chunk, two
 // chunks in flight, so staging one chunk overlaps the transfer of the one before (reference: NCCL's proxy
@@ -14,6 +16,7 @@
 // their communicator (MPI matches collectives by their order on it), and tested with them.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -50,6 +53,8 @@ class Transfers {
   // Tests the transfers posted in place and completes those done (their events, outside any lock); whether
   // any moved. Thread-safe and non-blocking: returns at once while another thread is testing them.
   bool progress();
+  // As Cluster::unattended: the thread tests the transfers posted in place every kBackstop until none is left.
+  void unattended();
 
   struct Transfer;  // transfers.cpp
 
@@ -60,7 +65,8 @@ class Transfers {
   // once those before it were; under direct_mu_. Those posted go to direct_, those completed to done.
   void post_in_order(std::shared_ptr<Transfer> t, std::vector<std::shared_ptr<Transfer>>& done);
   void loop();
-  bool advance(Transfer& t);  // true when it made progress; throws DeviceError
+  static constexpr std::chrono::milliseconds kBackstop{1};  // the progress thread's test of in-place transfers
+  bool advance(Transfer& t);                                // true when it made progress; throws DeviceError
   // Advances each of `list` and moves those finished (or failed) to `done`; whether any moved.
   bool advance_all(std::vector<std::shared_ptr<Transfer>>& list, std::vector<std::shared_ptr<Transfer>>& done);
   void complete(std::vector<std::shared_ptr<Transfer>>& done);  // their events, with no lock held
@@ -72,7 +78,8 @@ class Transfers {
   std::vector<std::shared_ptr<Transfer>> ready_;  // staged, whose events completed: for the thread to post
   size_t pending_ = 0;
   bool stop_ = false;
-  std::mutex direct_mu_;                           // direct_ and the MPI state of its transfers
+  bool unattended_ = false;  // the thread tests the transfers posted in place (until none is left)
+  std::mutex direct_mu_;     // direct_ and the MPI state of its transfers
   std::vector<std::shared_ptr<Transfer>> direct_;  // posted in place: any thread tests them
   struct Order {  // a communicator's collectives: numbered when called, posted in that order
     uint64_t called = 0, posted = 0;

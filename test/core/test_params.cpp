@@ -91,6 +91,7 @@ BOOST_AUTO_TEST_CASE(every_tunable_is_listed_once_with_its_variable) {
       {"allreduce.cast", "ALLREDUCE_CAST"},
       {"allreduce.tuning", "RINGRT_TUNING"},
       {"allreduce.algorithm", "RINGRT_ALLREDUCE_ALGORITHM"},
+      {"allreduce.mpi_bytes", "RINGRT_MPI_BYTES"},
       {"allreduce.deterministic", "RINGRT_DETERMINISTIC"},
       {"allreduce.wire", "RINGRT_ALLREDUCE_WIRE"},
       {"debug", "DEBUG"},

@@ -454,6 +454,32 @@ BOOST_AUTO_TEST_CASE(collectives_post_in_call_order_whatever_order_their_data_is
   }
 }
 
+// A wait that gives up (a timeout, a stop) leaves its transfers to the transport's own thread (Cluster::unattended,
+// which a run's early end calls): rank 0 stops waiting for an allreduce after 20 ms, the others call theirs 200 ms
+// later, and rank 0's completes, with its sum, while no thread of rank 0 tests it.
+BOOST_AUTO_TEST_CASE(a_collective_left_unattended_completes_on_the_transport_thread) {
+  Cluster* c = cluster();
+  BOOST_TEST_REQUIRE(c != nullptr);
+  const RankInfo& me = rank_info();
+  std::vector<int> all;
+  for (int r = 0; r < me.ranks; ++r) all.push_back(r);
+  c->prepare_collectives({all});
+  std::vector<int32_t> in(1000, me.rank + 1), out(1000);
+  Cluster::CollectiveCall call{Collective::allreduce, ReduceOp::sum, DType::int32, all, in.data(), out.data(), 1000, 0};
+  if (me.rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Event e = c->collective(device("CPU:0"), call, {});
+  auto now = std::chrono::steady_clock::now();
+  if (me.rank == 0) {
+    BOOST_TEST(!wait_across_ranks(e, now + std::chrono::milliseconds(20)));
+    c->unattended();
+    for (int i = 0; i < 1000 && !e.done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    BOOST_TEST(e.done());
+  } else {
+    BOOST_TEST(wait_across_ranks(e, now + std::chrono::seconds(30)));
+  }
+  BOOST_TEST(std::count(out.begin(), out.end(), me.ranks * (me.ranks + 1) / 2) == 1000);
+}
+
 // Ranks at different calls (one sums a value, the others run a program) meet a ConfigError naming
 // the call on every rank, not each other's messages. Last: the ranks' counts of runs differ afterwards.
 BOOST_AUTO_TEST_CASE(ranks_at_different_calls_get_an_error_on_every_rank) {

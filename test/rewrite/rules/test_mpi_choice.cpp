@@ -1,0 +1,112 @@
+// The choice of MPI's own collectives (Algorithm::mpi, rewrite/rules/choice.cpp mpi_serves and
+// collective_algorithm) and its lowering: across ranks of one device each it is one COLLECTIVE item whose
+// algorithm is mpi; where MPI's cannot serve the ring runs. Pure rewriting: the device names carry the ranks
+// ("rank1/CPU:0"), no MPI runs here (test/mpi/test_ranks.cpp runs it under mpirun).
+#include <boost/test/unit_test.hpp>
+#include <string>
+#include <vector>
+
+#include "core/params.hpp"
+#include "rewrite/collective.hpp"
+#include "rewrite/lower/lower.hpp"
+#include "rewrite/rules/multi.hpp"
+
+BOOST_AUTO_TEST_SUITE(test_mpi_choice)
+
+using namespace ringrt;
+
+namespace {
+
+// One device on each of `ranks` ranks, or `per_rank` on each.
+DeviceTuple ranked(int ranks, int per_rank = 1, const std::string& kind = "CPU") {
+  DeviceTuple out;
+  for (int r = 0; r < ranks; ++r)
+    for (int d = 0; d < per_rank; ++d) out.push_back("rank" + std::to_string(r) + "/" + kind + ":" + std::to_string(d));
+  return out;
+}
+
+// The algorithm of every COLLECTIVE node the lowering of an allreduce of numel float32 over devs makes.
+std::vector<std::string> collective_items(const DeviceTuple& devs, int64_t numel, const AllreduceSettings& s) {
+  DeviceSpec tuple(devs);
+  UOp buf = new_buffer(tuple, numel, DType::float32);
+  Lowered low = lower_multi({buf.allreduce(Ops::ADD, tuple)}, s);
+  std::vector<std::string> out;
+  for (const UOp& u : low.roots[0].graph().toposort(low.roots))
+    if (u.op() == Ops::COLLECTIVE) out.emplace_back(fused_name(collective_arg(u).algorithm));
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(mpi_serves_ranks_of_one_cpu_device_each) {
+  auto serves = [](Collective c, const DeviceTuple& devs, DType dtype) {
+    return mpi_serves(CollectiveSize::of(c, devs, 1000, dtype));
+  };
+  for (Collective c : kFusedCollectives) {
+    BOOST_TEST(serves(c, ranked(2), DType::float32), c);
+    BOOST_TEST(serves(c, ranked(4), DType::int64), c);
+    BOOST_TEST(!serves(c, ranked(2, 2), DType::float32), c);          // two devices of a rank
+    BOOST_TEST(!serves(c, ranked(2, 1, "HIP"), DType::float32), c);   // GPU memory
+    BOOST_TEST(!serves(c, {"CPU:0", "CPU:1"}, DType::float32), c);    // one process
+    BOOST_TEST(!serves(c, {"rank0/CPU:0"}, DType::float32), c);       // one rank
+  }
+  // MPI reduces no 16-bit float or FP8; it moves them
+  for (DType d : {DType::float16, DType::bfloat16, DType::fp8e4m3}) {
+    BOOST_TEST(!serves(Collective::allreduce, ranked(2), d));
+    BOOST_TEST(!serves(Collective::reduce_scatter, ranked(2), d));
+    BOOST_TEST(serves(Collective::allgather, ranked(2), d));
+    BOOST_TEST(serves(Collective::broadcast, ranked(2), d));
+  }
+  BOOST_TEST(!serves(Collective::alltoall, ranked(2), DType::float32));
+  BOOST_TEST(!serves(Collective::reduce, ranked(2), DType::float32));
+}
+
+// Automatic across ranks: mpi up to allreduce.mpi_bytes per device (the default's edge: 8 MiB of float32), the
+// rule above it; a level set, a forced algorithm or mpi_bytes 0 keep the rule or the forced one.
+BOOST_AUTO_TEST_CASE(automatic_across_ranks_is_mpi_up_to_mpi_bytes) {
+  AllreduceSettings s;
+  BOOST_TEST_REQUIRE(s.mpi_bytes == int64_t{8} << 20);
+  auto algo = [](int64_t numel, const AllreduceSettings& settings, int per_rank = 1) {
+    return collective_algorithm(CollectiveSize::of(Collective::allreduce, ranked(4, per_rank), numel, DType::float32),
+                                settings);
+  };
+  BOOST_TEST((algo(1, s) == Algorithm::mpi));
+  BOOST_TEST((algo(s.mpi_bytes / 4, s) == Algorithm::mpi));
+  BOOST_TEST((algo(s.mpi_bytes / 4 + 1, s) == Algorithm::ring));  // the rule: > ring_threshold on 4 devices
+  BOOST_TEST((algo(1000, s, 2) == Algorithm::naive));             // two devices of a rank: the rule
+  AllreduceSettings never = s;
+  never.mpi_bytes = 0;
+  BOOST_TEST((algo(1000, never) == Algorithm::naive));
+  AllreduceSettings level = s;
+  level.ring = 2;
+  BOOST_TEST((algo(1000, level) == Algorithm::ring));
+  AllreduceSettings forced = s;
+  forced.algorithm = "all2all";
+  BOOST_TEST((algo(1000, forced) == Algorithm::all2all));
+  forced.algorithm = "mpi";
+  BOOST_TEST((algo(s.mpi_bytes, forced) == Algorithm::mpi));  // forced: at any size
+  // deterministic mode folds in tuple order, which MPI's collectives do not: the ring's direct form
+  AllreduceSettings det = forced;
+  det.deterministic = true;
+  BOOST_TEST((form_under_settings(Algorithm::mpi, Collective::allreduce, det) == Algorithm::ring));
+}
+
+// The lowering: one COLLECTIVE item of algorithm mpi across ranks of one device each; a forced mpi where MPI's
+// cannot serve (one process, GPUs, two devices of a rank) lowers as the ring, with no COLLECTIVE item; over groups
+// of two devices per rank, the leader form's allreduce across the leaders is MPI's.
+BOOST_AUTO_TEST_CASE(the_lowering_makes_one_mpi_item) {
+  AllreduceSettings s;
+  BOOST_TEST((collective_items(ranked(3), 1000, s) == std::vector<std::string>{"mpi"}));
+  AllreduceSettings forced = s;
+  forced.algorithm = "mpi";
+  BOOST_TEST(collective_items({"CPU:0", "CPU:1", "CPU:2"}, 1000, forced).empty());
+  BOOST_TEST(collective_items(ranked(2, 1, "HIP"), 1000, forced).empty());
+  BOOST_TEST(collective_items(ranked(2, 2), 1000, forced).empty());
+  AllreduceSettings grouped = s;
+  for (const std::string& d : ranked(2, 2)) grouped.groups[d] = d[4] - '0';  // rank<R>/...: each rank a group
+  BOOST_TEST((collective_items(ranked(2, 2), 1000, grouped) == std::vector<std::string>{"mpi"}));
+  grouped.hierarchical = "reduce_scatter";  // each share across the groups: two MPI allreduces
+  BOOST_TEST((collective_items(ranked(2, 2), 1000, grouped) == std::vector<std::string>{"mpi", "mpi"}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
