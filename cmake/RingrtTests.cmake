@@ -293,7 +293,7 @@ test $rc -eq 0 && printf '%s\\n' \"$out\" | grep -q '^# #wrong in all: 0 OK$'" b
   endfunction()
   ringrt_mpi_cli(mpi.cli_run run
     "${PROJECT_SOURCE_DIR}/configs/default.yaml" --set devices.count=2 --set "experiment.counts=[37,4099,300001]"
-    --set experiment.warmup=1 --set experiment.iters=2)  # naive and ring, by the automatic choice
+    --set experiment.warmup=1 --set experiment.iters=2)  # the automatic choice: hierarchical over the ranks (hosts)
   # allreduce.wire bfloat16 across ranks: chunks cross as bfloat16 (MPI transfers too), #wrong against the wire's bound
   ringrt_mpi_cli(mpi.cli_run_wire run
     "${PROJECT_SOURCE_DIR}/configs/default.yaml" --set devices.count=2 --set "experiment.counts=[37,4099,300001]"
@@ -327,7 +327,10 @@ printf '%s\\n' \"$out\" | grep -q '^# 4 rows: 4 ok, ' && grep -q '\"devices\": 4
     bash "${MPIEXEC_EXECUTABLE}" $<TARGET_FILE:ringrt_cli> "${PROJECT_SOURCE_DIR}/examples/user-tests/regress" "${_regress}")
   add_test(NAME mpi.faults COMMAND bash "${PROJECT_SOURCE_DIR}/test/mpi/faults.sh" $<TARGET_FILE:ringrt_cli>
     "${PROJECT_SOURCE_DIR}/configs")
-  set(_mpi_cli mpi.cli_run mpi.cli_run_wire mpi.cli_per_rank_groups mpi.cli_job_devices mpi.cli_fsdp)
+  # `ringrt tune` under mpirun: choices across the ranks (mpi among them) that `ringrt run` then follows
+  add_test(NAME mpi.cli_tune COMMAND bash "${PROJECT_SOURCE_DIR}/test/mpi/tune.sh" "${MPIEXEC_EXECUTABLE}"
+    $<TARGET_FILE:ringrt_cli> "${PROJECT_SOURCE_DIR}/configs/default.yaml")
+  set(_mpi_cli mpi.cli_run mpi.cli_run_wire mpi.cli_per_rank_groups mpi.cli_job_devices mpi.cli_fsdp mpi.cli_tune)
   set_tests_properties(mpi.cli_regress PROPERTIES LABELS mpi TIMEOUT 600 RUN_SERIAL ON
     ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")
   set_tests_properties(mpi.cli_trace PROPERTIES LABELS mpi TIMEOUT 600 ENVIRONMENT "${RINGRT_MPI_TEST_ENVIRONMENT}")

@@ -34,14 +34,14 @@ std::vector<std::string_view> tuned_words() {
 }
 std::vector<std::string_view> algorithm_words() {
   std::vector<std::string_view> out;
-  for (Algorithm a : kAllreduceAlgorithms) out.push_back(algorithm_name(a));
+  for (Algorithm a : kForcedAlgorithms) out.push_back(algorithm_name(a));
   return out;
 }
 
 // A choice's collective, kind, device count, dtype and settings, the collective by name (the file's order).
 auto group_of(const TunedChoice& c) {
   return std::tuple(collective_name(c.collective), std::string_view(c.kind), c.devices, c.dtype, c.wire,
-                    c.deterministic);
+                    c.deterministic, c.ranks);
 }
 
 // The reader of one tuning file: every error names the file, line, column and key.
@@ -105,8 +105,8 @@ struct Reader {
 
   TunedChoice choice(const YAML::Node& c, const std::string& at) const {
     only_keys(c, at,
-              {"collective", "kind", "devices", "dtype", "wire", "deterministic", "bytes", "min_bytes", "max_bytes",
-               "algorithm", "us"});
+              {"collective", "kind", "devices", "dtype", "wire", "deterministic", "ranks", "bytes", "min_bytes",
+               "max_bytes", "algorithm", "us"});
     TunedChoice out;
     out.collective =
         *parse_collective(word(need(c, c["collective"], at + ".collective"), at + ".collective", tuned_words()));
@@ -126,6 +126,7 @@ struct Reader {
       out.wire = parse_wire_format(word(w, at + ".wire", {"native", "bfloat16", "fp8_e4m3", "fp8_e5m2"}));
     if (const YAML::Node d = c["deterministic"])
       out.deterministic = word(d, at + ".deterministic", {"true", "false"}) == "true";
+    if (const YAML::Node r = c["ranks"]) out.ranks = integer(r, at + ".ranks", 2, 1 << 20);
     out.bytes = integer(need(c, c["bytes"], at + ".bytes"), at + ".bytes", 1, INT64_MAX);
     out.min_bytes = integer(need(c, c["min_bytes"], at + ".min_bytes"), at + ".min_bytes", 0, INT64_MAX);
     out.max_bytes = integer(need(c, c["max_bytes"], at + ".max_bytes"), at + ".max_bytes", 1, INT64_MAX);
@@ -138,6 +139,12 @@ struct Reader {
       fail(algo, at + ".algorithm",
            fmt::format("{} has ring and all2all (its direct form), not {}", collective_name(out.collective),
                        algorithm_name(out.algorithm)));
+    if ((out.algorithm == Algorithm::mpi) != (out.ranks > 0) &&
+        (out.algorithm == Algorithm::mpi || is_fused(out.algorithm)))
+      fail(algo, at + ".algorithm",
+           out.ranks > 0 ? fmt::format("across ranks the choices are naive, ring, all2all and mpi, not {}",
+                                       algorithm_name(out.algorithm))
+                         : "mpi is a choice across ranks only (the key ranks)");
     if (const YAML::Node us = c["us"]) {
       if (!us.IsMap()) fail(us, at + ".us", "expected a map of algorithm: microseconds");
       for (const auto& kv : us) {
@@ -204,10 +211,10 @@ Tuning load_tuning(const std::string& setting, const std::string& path) {
 }  // namespace
 
 const TunedChoice* TuningTable::find(Collective collective, std::string_view kind, int64_t devices, DType dtype,
-                                     int64_t bytes, WireFormat wire, bool deterministic) const {
+                                     int64_t bytes, WireFormat wire, bool deterministic, int64_t ranks) const {
   for (const TunedChoice& c : choices)
     if (c.collective == collective && c.kind == kind && c.devices == devices && c.dtype == dtype && c.wire == wire &&
-        c.deterministic == deterministic && bytes >= c.min_bytes && bytes < c.max_bytes)
+        c.deterministic == deterministic && c.ranks == ranks && bytes >= c.min_bytes && bytes < c.max_bytes)
       return &c;
   return nullptr;
 }
@@ -271,6 +278,7 @@ std::string tuning_yaml(const TuningTable& t) {
     std::string settings;  // written only where not the default, so a native file reads as before
     if (c.wire != WireFormat::native) settings += fmt::format("wire: {}, ", wire_format_name(c.wire));
     if (c.deterministic) settings += "deterministic: true, ";
+    if (c.ranks > 0) settings += fmt::format("ranks: {}, ", c.ranks);
     out += fmt::format(
         "  - {{collective: {}, kind: {}, devices: {}, dtype: {}, {}bytes: {}, min_bytes: {}, max_bytes: {}, "
         "algorithm: {}, us: {{{}}}}}\n",

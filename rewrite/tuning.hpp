@@ -14,12 +14,14 @@
 //     - {collective: allreduce, kind: CPU, devices: 4, dtype: float32, bytes: 262144,
 //        min_bytes: 131072, max_bytes: 2097152, algorithm: all2all, us: {naive: 120.5, ring: 140.2, all2all: 80.1}}
 //     - {collective: allreduce, kind: CPU, devices: 4, dtype: float32, wire: fp8_e4m3, deterministic: true, ...}
+//     - {collective: allreduce, kind: CPU, devices: 4, dtype: float32, ranks: 4, ..., algorithm: mpi, ...}
 // A choice applies to its collective, device kind, device count, dtype, allreduce.wire and
 // allreduce.deterministic (the optional keys wire, default native, and deterministic, default false: the
 // forms measured differ with them) for bytes per device (as rccl-tests counts them) in [min_bytes,
-// max_bytes): the band around its measured size, cut at the geometric middle between neighbouring measured
-// sizes, the first band open below and the last above. `ringrt tune` under a wire or deterministic mode
-// writes that setting's choices and keeps the file's choices for the others.
+// max_bytes), in one process or (the optional key ranks, measured by `ringrt tune` under mpirun) across that many
+// MPI ranks, where the choice may be mpi: the band around its measured size, cut at the geometric middle between
+// neighbouring measured sizes, the first band open below and the last above. `ringrt tune` under a wire or
+// deterministic mode writes that setting's choices and keeps the file's choices for the others.
 //
 // Which file: the allreduce setting `allreduce.tuning` (RINGRT_TUNING): auto (tuning.yaml in
 // user_cache_dir(), used when present), off, or a path. A file is read once per process per setting,
@@ -64,6 +66,9 @@ struct TunedChoice {
   std::map<Algorithm, double, AlgorithmNameLess> us;
   WireFormat wire = WireFormat::native;  // allreduce.wire it was measured under
   bool deterministic = false;            // allreduce.deterministic it was measured under
+  // 0: the devices of one process; R >= 2: across R MPI ranks (`ringrt tune` under mpirun), where the choices
+  // are naive, ring, all2all and mpi (MPI's own collective), and every rank's time is the slowest rank's
+  int64_t ranks = 0;
   bool operator==(const TunedChoice&) const = default;
 };
 
@@ -74,8 +79,9 @@ struct TuningTable {
   std::vector<TunedChoice> choices;
   // The choice for a collective of `bytes` per device on `devices` devices of `kind` under the wire and
   // deterministic settings, or null.
+  // ranks: 0 in one process, else the ranks the devices span.
   const TunedChoice* find(Collective collective, std::string_view kind, int64_t devices, DType dtype, int64_t bytes,
-                          WireFormat wire = WireFormat::native, bool deterministic = false) const;
+                          WireFormat wire = WireFormat::native, bool deterministic = false, int64_t ranks = 0) const;
 };
 
 // "0.1.0+<commit>[-dirty.<hash>]": the project's version, the commit and any uncommitted change of the

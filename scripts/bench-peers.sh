@@ -25,7 +25,8 @@
 #   docs/compressed-wire.md);
 # - ringrt gpt2-ddp-step: one DDP step of GPT-2 small (17 buckets, 475 MiB per device, 4 devices);
 # - over-mpi-RxD: ringrt's automatic choice across R MPI ranks of D cpu devices each (2 x 1, 4 x 1, 2 x 2),
-#   at 1 KiB (a call's fixed cost) and the sizes above, against MPI_Allreduce on as many ranks;
+#   tuned first by `mpirun ringrt tune` (naive, ring, all2all and MPI's own, mpi), at 1 KiB (a call's fixed
+#   cost) and the sizes above, against MPI_Allreduce on as many ranks;
 # - ringrt-<lever>-off: the automatic choice with one optimisation switched off (see README,
 #   "Performance switches"), to show what it buys.
 # Every figure is the best of BLOCKS timed blocks after warm-up; every result is checked (a wrong
@@ -83,9 +84,17 @@ for n in "${ndevs[@]}"; do
 done
 
 # ringrt across MPI ranks (system over-mpi-RxD: R ranks x D cpu devices, every rank a host of its own),
-# beside MPI_Allreduce on the same ranks above (2 x 2 against 4 ranks); 1 KiB: the fixed cost of a call
+# beside MPI_Allreduce on the same ranks above (2 x 2 against 4 ranks); 1 KiB: the fixed cost of a call.
+# The automatic choice as a user gets it across ranks: `mpirun ringrt tune` first, per layout (naive, ring,
+# all2all and MPI's own collective, mpi, measured across the ranks), into the same tuning file.
 # (stdin from /dev/null: mpirun would read the loop's list)
+mpi_counts=$(for s in 1024 "${sizes[@]}"; do echo $((s / 4)); done | paste -sd, -)
 while read -r ranks per; do
+  echo "# ringrt tune over MPI, $ranks ranks x $per devices" >&2
+  RINGRT_RANKS_PER_HOST=1 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl vader,self \
+    -x RINGRT_RANKS_PER_HOST -np "$ranks" "$build/ringrt" tune --out "$out/tuning.yaml" --collectives allreduce \
+    --set "devices.count=$per" --set "experiment.counts=[$mpi_counts]" --set experiment.warmup=3 \
+    --set experiment.iters=5 </dev/null >>"$out/tune.txt"
   echo "# ringrt over MPI, $ranks ranks x $per devices" >&2
   RINGRT_RANKS_PER_HOST=1 mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl vader,self \
     -x RINGRT_RANKS_PER_HOST -x RINGRT_TUNING -np "$ranks" \

@@ -82,16 +82,18 @@ CollectiveSize CollectiveSize::of(Collective collective, const DeviceTuple& devi
 
 Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings& s) {
   int64_t bytes = c.numel * itemsize(c.dtype);
-  // across ranks: MPI's own collective up to allreduce.mpi_bytes where it serves, else the rule (tuned and
-  // modelled choices are measured in one process, whose transfers are not MPI's)
-  if (c.ranks > 1 && automatic_levels(s) && !forced_algorithm(s) && bytes <= s.mpi_bytes && mpi_serves(c))
-    return Algorithm::mpi;
-  if (!automatic_levels(s) || c.ranks > 1) return collective_algorithm(c.ndev, c.numel, s);
-  // the choice measured under this wire and deterministic setting (their forms differ: rewrite/tuning.hpp)
+  if (!automatic_levels(s)) return collective_algorithm(c.ndev, c.numel, s);
+  // the choice measured under this wire and deterministic setting (their forms differ: rewrite/tuning.hpp), in one
+  // process or across as many ranks (`ringrt tune` under mpirun)
+  int64_t ranks = c.ranks > 1 ? c.ranks : 0;
   if (std::shared_ptr<const TuningTable> t = tuning_for(s.tuning).table)
     if (const TunedChoice* tuned =
-            t->find(c.collective, c.kind, c.ndev, c.dtype, bytes, parse_wire_format(s.wire), s.deterministic))
+            t->find(c.collective, c.kind, c.ndev, c.dtype, bytes, parse_wire_format(s.wire), s.deterministic, ranks))
       return tuned->algorithm;
+  // across ranks, untuned: MPI's own collective up to allreduce.mpi_bytes where it serves, else the rule (the cost
+  // model's figures are of one process's transfers, not MPI's)
+  if (ranks > 0)
+    return bytes <= s.mpi_bytes && mpi_serves(c) ? Algorithm::mpi : collective_algorithm(c.ndev, c.numel, s);
   // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
   // allreduce.tuning is off (tinygrad's rule, as before the model)
   if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1)

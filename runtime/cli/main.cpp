@@ -366,12 +366,14 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
   std::string path = tune_output(cfg, out);
   if (!config.empty() && same_file(path, config))
     throw IOError(fmt::format("{}: the tuning file would replace the config file", path));
-  TuningWriter writer(path);
+  const RankInfo& me = rank_info();
+  std::unique_ptr<TuningWriter> writer = tune_writer(path);  // under mpirun: null but on each host's first rank
   std::printf(
-      "# ringrt tune %s: %s over 2..%zu %s devices, %s%s, %zu point%s, %d round%s of %d + %d iterations per "
+      "# ringrt tune %s: %s over %s%zu %s devices, %s%s, %zu point%s, %d round%s of %d + %d iterations per "
       "algorithm (after the first: as many as fill 20 ms)%s\n",
       config.empty() ? (sets.empty() ? "(built-in defaults)" : "(built-in defaults and --set)") : cfg.file.c_str(),
-      fmt::format("{}", fmt::join(options.collectives, ", ")).c_str(), cfg.devices.size(), cfg.backend.c_str(),
+      fmt::format("{}", fmt::join(options.collectives, ", ")).c_str(),
+      me.ranks > 1 ? fmt::format("the {} ranks' ", me.ranks).c_str() : "2..", cfg.devices.size(), cfg.backend.c_str(),
       std::string(dtype_name(cfg.dtype)).c_str(),
       (std::string(cfg.settings.wire == "native" ? "" : ", allreduce.wire " + cfg.settings.wire) +
        (cfg.settings.deterministic ? ", deterministic" : ""))
@@ -381,7 +383,7 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
   std::printf("%s\n", tune_table_header().c_str());
   std::fflush(stdout);
   ProgressBar bar;
-  options.progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
+  options.progress = [&](int64_t done, int64_t total) { me.rank == 0 ? bar.update(done, total) : void(); };
   options.stop = [] { return interrupt_signal() != 0; };
   options.point = [&](const TunedChoice& c, Algorithm rule) {
     bar.clear();
@@ -397,8 +399,7 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
     return 128 + interrupt_signal();
   }
   bar.clear();
-  keep_other_settings(table, path);
-  writer.commit(table);
+  if (writer) writer->commit(table);
   std::printf(
       "# wrote %s: %zu choices; `ringrt run` and the C++ API follow it while allreduce.tuning names it "
       "(auto: the cache folder's) and allreduce.ring, all2all and ring_threshold are at their defaults\n",

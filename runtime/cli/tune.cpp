@@ -31,19 +31,24 @@ namespace {
 // The algorithms a collective can be forced to under settings s, and the settings that force each: a form that
 // runs as another under s (rewrite/rules/multi.hpp form_under_settings) is left out: timing one program twice
 // would let noise choose a name that never runs.
-std::vector<Algorithm> algorithms_of(Collective collective, const AllreduceSettings& s) {
-  if (collective != Collective::allreduce)
-    return {kRingOrDirect.begin(), kRingOrDirect.end()};  // ring or the direct form (naive is the direct form there)
+// Across ranks (size: the point's devices spanning several): naive, ring and all2all, no fused form (one process's),
+// and mpi where MPI's collective serves the point (rewrite/rules/multi.hpp mpi_serves).
+std::vector<Algorithm> algorithms_of(Collective collective, const AllreduceSettings& s, const CollectiveSize& size) {
   std::vector<Algorithm> out;
-  for (Algorithm a : kAllreduceAlgorithms)
-    if (form_under_settings(a, collective, s) == a) out.push_back(a);
+  if (collective != Collective::allreduce)
+    out.assign(kRingOrDirect.begin(), kRingOrDirect.end());  // ring or the direct form (naive is the direct form there)
+  else
+    for (Algorithm a : kAllreduceAlgorithms)
+      if (form_under_settings(a, collective, s) == a && (size.ranks <= 1 || !is_fused(a))) out.push_back(a);
+  if (size.ranks > 1 && mpi_serves(size) && form_under_settings(Algorithm::mpi, collective, s) == Algorithm::mpi)
+    out.push_back(Algorithm::mpi);
   return out;
 }
 AllreduceSettings forced(AllreduceSettings s, Algorithm algorithm) {
   s.ring = algorithm == Algorithm::ring ? 2 : 0;
   s.all2all = algorithm == Algorithm::all2all ? 2 : 0;
-  // the fused forms (rewrite/collective.hpp) through allreduce.algorithm
-  s.algorithm = is_fused(algorithm) ? std::string(algorithm_name(algorithm)) : "auto";
+  // the fused forms (rewrite/collective.hpp) and MPI's own through allreduce.algorithm
+  s.algorithm = is_fused(algorithm) || algorithm == Algorithm::mpi ? std::string(algorithm_name(algorithm)) : "auto";
   s.groups.clear();  // flat collectives: the tuned choice is the flat one's
   return s;
 }
@@ -86,7 +91,8 @@ struct Point {
                                       algorithm_name(algorithm), collective_name(point.collective),
                                       point.devices.size(), row.count, row.wrong));
     if (options.progress) options.progress(++done, total);
-    return row.time_us;
+    // across ranks the slowest rank's: every rank then runs as many iterations and chooses alike
+    return rank_info().ranks > 1 ? max_over_ranks(row.time_us) : row.time_us;
   }
 
   TunedChoice measure(Collective collective, int64_t k, int64_t count) {
@@ -112,11 +118,13 @@ struct Point {
                   {},
                   parse_wire_format(cfg.settings.wire),
                   cfg.settings.deterministic};
-    c.kind = CollectiveSize::of(collective, point.devices, count, cfg.dtype).kind;
+    CollectiveSize size = CollectiveSize::of(collective, point.devices, count, cfg.dtype);
+    c.kind = size.kind;
+    c.ranks = size.ranks > 1 ? size.ranks : 0;
     std::map<Algorithm, int> iters;                   // per algorithm: after its first round, enough to fill kBlockUs
     std::map<Algorithm, std::vector<double>> rounds;  // per algorithm: each round's time
     for (int round = 0; round < options.rounds; ++round)
-      for (Algorithm algo : algorithms_of(collective, cfg.settings)) {
+      for (Algorithm algo : algorithms_of(collective, cfg.settings, size)) {
         ExperimentConfig run = point;
         if (auto it = iters.find(algo); it != iters.end()) run.iters = it->second;
         double mean = run_once(run, algo);
@@ -163,9 +171,9 @@ const std::vector<std::string>& tunable_collectives() {
 }
 
 std::string tune_table_header() {
-  return fmt::format("# {:>14} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>15} {:>10} {:>8}", "collective",
-                     "devices", "bytes", "naive(us)", "ring(us)", "all2all(us)", "oneshot(us)", "twoshot(us)",
-                     "ring_fused(us)", "choice", "rule");
+  return fmt::format("# {:>14} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>15} {:>10} {:>10} {:>8}",
+                     "collective", "devices", "bytes", "naive(us)", "ring(us)", "all2all(us)", "oneshot(us)",
+                     "twoshot(us)", "ring_fused(us)", "mpi(us)", "choice", "rule");
 }
 
 std::string tune_table_line(const TunedChoice& c, Algorithm rule) {
@@ -175,10 +183,10 @@ std::string tune_table_line(const TunedChoice& c, Algorithm rule) {
   };
   // the other collectives' rule is ring or their direct form, all2all
   Algorithm shown = c.collective == Collective::allreduce || rule == Algorithm::ring ? rule : Algorithm::all2all;
-  return fmt::format("  {:>14} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>15} {:>10} {:>8}",
+  return fmt::format("  {:>14} {:>7} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>15} {:>10} {:>10} {:>8}",
                      collective_name(c.collective), c.devices, c.bytes, us(Algorithm::naive), us(Algorithm::ring),
                      us(Algorithm::all2all), us(Algorithm::oneshot), us(Algorithm::twoshot), us(Algorithm::ring_fused),
-                     algorithm_name(c.algorithm), algorithm_name(shown));
+                     us(Algorithm::mpi), algorithm_name(c.algorithm), algorithm_name(shown));
 }
 
 std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOptions& options) {
@@ -193,13 +201,14 @@ std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOption
   if (cfg.devices.size() < 2)
     throw ConfigError(
         fmt::format("ringrt tune: {} device(s) in {}; a choice needs at least 2", cfg.devices.size(), cfg.file));
-  if (rank_info().ranks > 1)
-    throw ConfigError("ringrt tune measures the devices of one process; run it without mpirun");
   if (options.rounds < 1) throw ConfigError("ringrt tune: at least one round");
   std::vector<TunePoint> out;
   std::set<std::tuple<Collective, int64_t, int64_t>> seen;  // a size given twice is measured once
+  // across ranks the whole job's devices (a prefix would leave ranks out of the collective)
+  std::vector<int64_t> counts = rank_info().ranks > 1 ? std::vector<int64_t>{static_cast<int64_t>(cfg.devices.size())}
+                                                      : device_counts(static_cast<int64_t>(cfg.devices.size()));
   for (Collective collective : collectives)
-    for (int64_t k : device_counts(static_cast<int64_t>(cfg.devices.size())))
+    for (int64_t k : counts)
       for (int64_t count : cfg.sweep_counts()) {
         // a chunk per device
         bool chunked = collective == Collective::reduce_scatter || collective == Collective::allgather;
@@ -218,8 +227,11 @@ std::vector<TunePoint> tune_points(const ExperimentConfig& cfg, const TuneOption
 TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
   std::vector<TunePoint> points = tune_points(cfg, options);
   int64_t runs = 0, done = 0;
-  for (const TunePoint& p : points)
-    runs += static_cast<int64_t>(algorithms_of(p.collective, cfg.settings).size()) * options.rounds;
+  for (const TunePoint& p : points) {
+    std::vector<std::string> devs(cfg.devices.begin(), cfg.devices.begin() + p.devices);
+    CollectiveSize size = CollectiveSize::of(p.collective, devs, p.count, cfg.dtype);
+    runs += static_cast<int64_t>(algorithms_of(p.collective, cfg.settings, size).size()) * options.rounds;
+  }
   Point point{cfg, options, done, runs};
   TuningTable table{ringrt_version(), machine_identity(), utc_now(), {}};
   for (const TunePoint& p : points) {
@@ -235,8 +247,8 @@ void keep_other_settings(TuningTable& table, const std::string& path) {
   if (!std::filesystem::exists(path)) return;
   std::shared_ptr<const TuningTable> old = tuning_for(path).table;  // null when it is ignored (warned)
   if (!old || old->version != table.version || old->machine != table.machine) return;
-  auto setting = [](const TunedChoice& c) { return std::pair(c.wire, c.deterministic); };
-  std::set<std::pair<WireFormat, bool>> measured;
+  auto setting = [](const TunedChoice& c) { return std::tuple(c.wire, c.deterministic, c.ranks); };
+  std::set<std::tuple<WireFormat, bool, int64_t>> measured;
   for (const TunedChoice& c : table.choices) measured.insert(setting(c));
   for (const TunedChoice& c : old->choices)
     if (!measured.contains(setting(c))) table.choices.push_back(c);
@@ -286,7 +298,14 @@ TuningWriter::~TuningWriter() {
   if (!tmp_.empty()) ::unlink(tmp_.c_str());
 }
 
-void TuningWriter::commit(const TuningTable& table) {
+std::unique_ptr<TuningWriter> tune_writer(const std::string& path) {
+  const RankInfo& me = rank_info();
+  auto first_of_host = std::find(me.host_of_rank.begin(), me.host_of_rank.end(), me.host) - me.host_of_rank.begin();
+  return me.ranks <= 1 || first_of_host == me.rank ? std::make_unique<TuningWriter>(path) : nullptr;
+}
+
+void TuningWriter::commit(TuningTable table) {
+  keep_other_settings(table, path_);
   int err = write_bytes(fd_, tuning_yaml(table));
   if (err == 0 && ::fchmod(fd_, 0644) != 0) err = errno;  // mkstemp makes it 0600; others may read a tuning
   if (err == 0 && ::fsync(fd_) != 0) err = errno;

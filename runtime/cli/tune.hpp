@@ -21,6 +21,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,11 @@ std::string tune_output(const ExperimentConfig& cfg, const std::string& out);
 // beside path, created exclusively), committed after (written, fsync'ed, renamed over path: a reader
 // sees the old file or the new one, whole; a link at path is replaced, never followed). Destroyed
 // without commit (a stop, an error), it removes the temporary file and leaves path as it was.
+class TuningWriter;
+// The writer of the tuning file at path on this rank: in one process, always; under mpirun (the choices across
+// the job's ranks) on the first rank of each host, null on the others (every rank measured the same slowest-rank
+// times, so every host's file is the same).
+std::unique_ptr<TuningWriter> tune_writer(const std::string& path);
 class TuningWriter {
  public:
   // Throws IOError naming path when it exists as anything but a regular file or a link (a folder, a
@@ -113,8 +119,9 @@ class TuningWriter {
   ~TuningWriter();
   TuningWriter(const TuningWriter&) = delete;
   TuningWriter& operator=(const TuningWriter&) = delete;
-  // Throws IOError naming the path and the system's reason.
-  void commit(const TuningTable& table);
+  // Writes table with the file's choices for other settings kept (keep_other_settings). Throws IOError naming the
+  // path and the system's reason.
+  void commit(TuningTable table);
   const std::string& path() const { return path_; }
 
  private:

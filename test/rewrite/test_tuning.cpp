@@ -140,6 +140,37 @@ BOOST_AUTO_TEST_CASE(bad_files_name_line_and_key) {
   BOOST_TEST(error_of(two).find("overlaps choices[0]") != std::string::npos);
 }
 
+// Choices across ranks (`ringrt tune` under mpirun): the key ranks round-trips, its bands are its own (the same
+// collective, kind and device count in one process is another choice), mpi only with it and no fused form with it.
+BOOST_AUTO_TEST_CASE(choices_across_ranks) {
+  TunedChoice across = choice(Collective::allreduce, "CPU", 4, 4096, Algorithm::mpi);
+  across.ranks = 4;
+  across.us[Algorithm::mpi] = 0.5;
+  TuningTable t = table_of({across, choice(Collective::allreduce, "CPU", 4, 4096, Algorithm::naive)});
+  std::string text = tuning_yaml(t);
+  BOOST_TEST(text.find("ranks: 4, bytes: 4096") != std::string::npos, text);
+  TuningTable back = parse_tuning(text, "t.yaml");
+  BOOST_TEST((back.choices == t.choices));
+  BOOST_TEST((back.find(Collective::allreduce, "CPU", 4, DType::float32, 4096)->algorithm == Algorithm::naive));
+  BOOST_TEST(
+      (back.find(Collective::allreduce, "CPU", 4, DType::float32, 4096, WireFormat::native, false, 4)->algorithm ==
+       Algorithm::mpi));
+  BOOST_TEST(back.find(Collective::allreduce, "CPU", 4, DType::float32, 4096, WireFormat::native, false, 2) == nullptr);
+  auto error_of = [&](const std::string& from, const std::string& to) {
+    std::string s = text;
+    s.replace(s.find(from), from.size(), to);
+    try {
+      parse_tuning(s, "t.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  BOOST_TEST(error_of("ranks: 4, ", "").find("across ranks only") != std::string::npos);
+  BOOST_TEST(error_of("algorithm: mpi", "algorithm: twoshot").find("not twoshot") != std::string::npos);
+  BOOST_TEST(error_of("ranks: 4", "ranks: 1").find(".ranks': expected an integer in [2,") != std::string::npos);
+}
+
 // Files refused: another version or machine, a link or another's writable file in the cache folder; each
 // leaves tinygrad's rule and says why.
 BOOST_AUTO_TEST_CASE(files_from_elsewhere_are_ignored) {

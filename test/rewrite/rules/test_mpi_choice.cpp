@@ -2,7 +2,11 @@
 // collective_algorithm) and its lowering: across ranks of one device each it is one COLLECTIVE item whose
 // algorithm is mpi; where MPI's cannot serve the ring runs. Pure rewriting: the device names carry the ranks
 // ("rank1/CPU:0"), no MPI runs here (test/mpi/test_ranks.cpp runs it under mpirun).
+#include <unistd.h>
+
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -10,10 +14,12 @@
 #include "rewrite/collective.hpp"
 #include "rewrite/lower/lower.hpp"
 #include "rewrite/rules/multi.hpp"
+#include "rewrite/tuning.hpp"
 
 BOOST_AUTO_TEST_SUITE(test_mpi_choice)
 
 using namespace ringrt;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -45,10 +51,10 @@ BOOST_AUTO_TEST_CASE(mpi_serves_ranks_of_one_cpu_device_each) {
   for (Collective c : kFusedCollectives) {
     BOOST_TEST(serves(c, ranked(2), DType::float32), c);
     BOOST_TEST(serves(c, ranked(4), DType::int64), c);
-    BOOST_TEST(!serves(c, ranked(2, 2), DType::float32), c);          // two devices of a rank
-    BOOST_TEST(!serves(c, ranked(2, 1, "HIP"), DType::float32), c);   // GPU memory
-    BOOST_TEST(!serves(c, {"CPU:0", "CPU:1"}, DType::float32), c);    // one process
-    BOOST_TEST(!serves(c, {"rank0/CPU:0"}, DType::float32), c);       // one rank
+    BOOST_TEST(!serves(c, ranked(2, 2), DType::float32), c);         // two devices of a rank
+    BOOST_TEST(!serves(c, ranked(2, 1, "HIP"), DType::float32), c);  // GPU memory
+    BOOST_TEST(!serves(c, {"CPU:0", "CPU:1"}, DType::float32), c);   // one process
+    BOOST_TEST(!serves(c, {"rank0/CPU:0"}, DType::float32), c);      // one rank
   }
   // MPI reduces no 16-bit float or FP8; it moves them
   for (DType d : {DType::float16, DType::bfloat16, DType::fp8e4m3}) {
@@ -89,6 +95,30 @@ BOOST_AUTO_TEST_CASE(automatic_across_ranks_is_mpi_up_to_mpi_bytes) {
   AllreduceSettings det = forced;
   det.deterministic = true;
   BOOST_TEST((form_under_settings(Algorithm::mpi, Collective::allreduce, det) == Algorithm::ring));
+}
+
+// A tuning file's choice across as many ranks (`ringrt tune` under mpirun) wins over allreduce.mpi_bytes; an
+// in-process choice for the same device count does not apply across ranks, nor one for another rank count.
+BOOST_AUTO_TEST_CASE(a_tuned_choice_across_ranks_wins) {
+  TunedChoice across{Collective::allreduce, "CPU", 4, DType::float32, 4096, 0, 0, Algorithm::all2all, {}};
+  across.ranks = 4;
+  TunedChoice local{Collective::allreduce, "CPU", 4, DType::float32, 4096, 0, 0, Algorithm::ring, {}};
+  TuningTable t{ringrt_version(), machine_identity(), "now", {across, local}};
+  set_bands(t.choices);
+  fs::path dir = fs::temp_directory_path() / ("ringrt-mpi-choice-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string path = (dir / "t.yaml").string();
+  std::ofstream(path) << tuning_yaml(t);
+  AllreduceSettings s;
+  s.tuning = path;
+  auto algo = [&](int ranks, int per_rank) {
+    return collective_algorithm(
+        CollectiveSize::of(Collective::allreduce, ranked(ranks, per_rank), 1024, DType::float32), s);
+  };
+  BOOST_TEST((algo(4, 1) == Algorithm::all2all));  // tuned across 4 ranks
+  BOOST_TEST((algo(2, 2) == Algorithm::naive));    // 4 devices over 2 ranks: untuned, the rule (mpi cannot serve)
+  BOOST_TEST((algo(2, 1) == Algorithm::mpi));      // 2 ranks: untuned, mpi up to mpi_bytes
+  fs::remove_all(dir);
 }
 
 // The lowering: one COLLECTIVE item of algorithm mpi across ranks of one device each; a forced mpi where MPI's
