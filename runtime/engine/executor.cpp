@@ -525,8 +525,8 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
     }
   }
   bool traced = trace_timing();  // a Trace records: the backends stamp times; recorded once all is done
-  bool asynchronous = asynchronous_ && !traced && options.owner && current_runtime_params().async;
-  if (asynchronous && current_runtime_params().graphs)  // recorded once, launched with one call (graph_run.cpp)
+  bool asynchronous = asynchronous_ && !traced && options.owner && runtime_params().async;
+  if (asynchronous && runtime_params().graphs)  // recorded once, launched with one call (graph_run.cpp)
     if (std::shared_ptr<const PendingWork> work = run_graph(outs, inputs, options)) return work;
   std::unique_ptr<RunMemory> memory = bind(outs, inputs);
   memory->run = run;

@@ -211,7 +211,7 @@ Event Transfers::collective(Device& on, MPI_Comm comm, const Cluster::Collective
 // when they all have: the common case on the cpu backend, whose small kernels run inline); the first
 // error among them completes t with it instead.
 Event Transfers::start(std::shared_ptr<Transfer> t, std::vector<Event> after) {
-  const RuntimeParams& params = current_runtime_params();
+  const RuntimeParams& params = runtime_params();  // this thread's copy: no environment read per transfer
   t->staged = !t->call && (!t->dev->host_addressable() || params.mpi_stage_host);
   // the same chunks on both sides whatever each stages (MPI matches message by message), so that a
   // rank with GPUs and one with cpu devices agree; the ranks agreed on the chunk size with the plan

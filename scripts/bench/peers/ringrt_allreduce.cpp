@@ -19,9 +19,8 @@
 //
 // Usage: ringrt_peers SYSTEM NDEV WARMUP BLOCKS ALGOS SIZE...
 //   SYSTEM: the label of the CSV's system column; ALGOS: comma list of naive, ring, all2all, oneshot, twoshot,
-//   ring_fused, auto, deterministic, wire_bfloat16, wire_fp8_e4m3, wire_fp8_e5m2, in-place; sizes in bytes per
-//   device. Iterations per block adapt to
-//   the size (a block lasts >= ~20 ms).
+//   ring_fused, mpi (across ranks), auto, deterministic, wire_bfloat16, wire_fp8_e4m3, wire_fp8_e5m2, in-place; sizes
+//   in bytes per device. Iterations per block adapt to the size (a block lasts >= ~20 ms).
 // Output: CSV rows "<system>,<algo>,<ndev>,<bytes>,<time_s>,<algbw>,<busbw>" (auto: "auto:<chosen>",
 // deterministic: "deterministic:<chosen>", wire_W: "wire_W:<chosen>", in-place: "in-place:<chosen>");
 // exit status 1 when any result is wrong, 2 on bad arguments.
@@ -51,7 +50,7 @@ AllreduceSettings settings_for(const std::string& algo) {
   if (algo == "naive") s.ring = 0, s.all2all = 0;
   if (algo == "ring") s.ring = 2, s.all2all = 0;
   if (algo == "all2all") s.all2all = 2;
-  if (algo == "oneshot" || algo == "twoshot" || algo == "ring_fused")
+  if (algo == "oneshot" || algo == "twoshot" || algo == "ring_fused" || algo == "mpi")
     s.algorithm = algo;                                    // fused (rewrite/collective.hpp)
   if (algo == "deterministic") s.deterministic = true;     // the automatic choice, deterministic
   if (algo.starts_with("wire_")) s.wire = algo.substr(5);  // the automatic choice over a wire
@@ -59,7 +58,7 @@ AllreduceSettings settings_for(const std::string& algo) {
 }
 
 bool known_algo(const std::string& a) {
-  for (const char* k : {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused", "auto", "in-place",
+  for (const char* k : {"naive", "ring", "all2all", "oneshot", "twoshot", "ring_fused", "mpi", "auto", "in-place",
                         "deterministic", "wire_bfloat16", "wire_fp8_e4m3", "wire_fp8_e5m2"})
     if (a == k) return true;
   return false;
@@ -192,7 +191,7 @@ int main(int argc, char** argv) {
   for (std::string a; std::getline(list, a, ',');) {
     if (!known_algo(a))
       return bad(
-          "ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, ring_fused, auto, deterministic, "
+          "ALGOS is a comma list of naive, ring, all2all, oneshot, twoshot, ring_fused, mpi, auto, deterministic, "
           "wire_bfloat16, wire_fp8_e4m3, wire_fp8_e5m2, in-place; got '" +
           a + "'");
     algos.push_back(a);
