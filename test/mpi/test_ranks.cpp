@@ -416,6 +416,16 @@ BOOST_AUTO_TEST_CASE(the_automatic_choice_takes_mpi_up_to_mpi_bytes) {
   BOOST_TEST(sum_over_ranks(wrong + check.wrong()) == 0);
 }
 
+namespace {
+// Every rank of the job in order, its communicator for MPI's collectives made (Cluster::prepare_collectives).
+std::vector<int> every_rank_prepared(Cluster& c) {
+  std::vector<int> all;
+  for (int r = 0; r < rank_info().ranks; ++r) all.push_back(r);
+  c.prepare_collectives({all});
+  return all;
+}
+}  // namespace
+
 // The cluster posts each communicator's collectives in the order they were called, whatever order their data
 // becomes ready in (MPI matches collectives by their order): rank 0's first allreduce waits 50 ms for its data
 // while its second is ready at once, and every rank's two results are still their own sums. An error of an
@@ -425,9 +435,7 @@ BOOST_AUTO_TEST_CASE(collectives_post_in_call_order_whatever_order_their_data_is
   Cluster* c = cluster();
   BOOST_TEST_REQUIRE(c != nullptr);
   const RankInfo& me = rank_info();
-  std::vector<int> all;
-  for (int r = 0; r < me.ranks; ++r) all.push_back(r);
-  c->prepare_collectives({all});
+  std::vector<int> all = every_rank_prepared(*c);
   Device& dev = device("CPU:0");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   const int sum = me.ranks * (me.ranks + 1) / 2;
@@ -461,9 +469,7 @@ BOOST_AUTO_TEST_CASE(a_collective_left_unattended_completes_on_the_transport_thr
   Cluster* c = cluster();
   BOOST_TEST_REQUIRE(c != nullptr);
   const RankInfo& me = rank_info();
-  std::vector<int> all;
-  for (int r = 0; r < me.ranks; ++r) all.push_back(r);
-  c->prepare_collectives({all});
+  std::vector<int> all = every_rank_prepared(*c);
   std::vector<int32_t> in(1000, me.rank + 1), out(1000);
   Cluster::CollectiveCall call{Collective::allreduce, ReduceOp::sum, DType::int32, all, in.data(), out.data(), 1000, 0};
   if (me.rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
