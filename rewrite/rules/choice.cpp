@@ -64,7 +64,10 @@ Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collec
     if ((collective != Collective::allreduce && collective != Collective::reduce_scatter &&
          collective != Collective::allgather) ||
         red.src(1).device() != buf.device() || (*fused == FusedAlgorithm::mpi ? !mpi_serves(c) : c.ranks > 1))
-      return unfused(*fused);
+      // mpi forced runs as the ring; chosen (allreduce.mpi_bytes, a tuned choice) for what it cannot serve, as
+      // tinygrad's rule says (a reduce onto one root: naive on two devices)
+      return *fused == FusedAlgorithm::mpi && !forced_algorithm(s) ? collective_algorithm(c.ndev, c.numel, s)
+                                                                   : unfused(*fused);
   return algo;
 }
 
@@ -91,9 +94,10 @@ Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings&
             t->find(c.collective, c.kind, c.ndev, c.dtype, bytes, parse_wire_format(s.wire), s.deterministic, ranks))
       return tuned->algorithm;
   // across ranks, untuned: MPI's own collective up to allreduce.mpi_bytes where it serves, else the rule (the cost
-  // model's figures are of one process's transfers, not MPI's)
+  // model's figures are of one process's transfers, not MPI's); allreduce.tuning off: the rule
   if (ranks > 0)
-    return bytes <= s.mpi_bytes && mpi_serves(c) ? Algorithm::mpi : collective_algorithm(c.ndev, c.numel, s);
+    return s.tuning != "off" && bytes <= s.mpi_bytes && mpi_serves(c) ? Algorithm::mpi
+                                                                      : collective_algorithm(c.ndev, c.numel, s);
   // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
   // allreduce.tuning is off (tinygrad's rule, as before the model)
   if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1)

@@ -401,9 +401,9 @@ int tune_command(const std::string& config, const std::vector<std::string>& sets
   bar.clear();
   if (writer) writer->commit(table);
   std::printf(
-      "# wrote %s: %zu choices; `ringrt run` and the C++ API follow it while allreduce.tuning names it "
+      "# wrote %s: %zu choices%s; `ringrt run` and the C++ API follow it while allreduce.tuning names it "
       "(auto: the cache folder's) and allreduce.ring, all2all and ring_threshold are at their defaults\n",
-      path.c_str(), table.choices.size());
+      path.c_str(), table.choices.size(), me.ranks > 1 ? fmt::format(" across {} ranks", me.ranks).c_str() : "");
   return 0;
 }
 

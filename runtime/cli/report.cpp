@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -153,6 +154,14 @@ std::string steps_text(const ExperimentConfig& cfg) {
 }  // namespace
 
 namespace {
+// Whether devices.groups make the hierarchical forms (rewrite/rules/allreduce.cpp hierarchical_form): several
+// groups, one of more than one device (a job of one device per rank on several hosts is flat).
+bool hierarchical_groups(const std::vector<int>& groups) {
+  std::map<int, int> size;
+  for (int g : groups) ++size[g];
+  return size.size() > 1 && std::any_of(size.begin(), size.end(), [](const auto& kv) { return kv.second > 1; });
+}
+
 // The automatic choice in deterministic mode (allreduce.deterministic; collective_algorithm): no tuning file, no
 // hierarchical form for a reducing collective, the cost model without ring and ring_fused, else tinygrad's rule.
 std::string deterministic_choice_line(const ExperimentConfig& cfg) {
@@ -160,7 +169,7 @@ std::string deterministic_choice_line(const ExperimentConfig& cfg) {
   std::string head =
       "algorithm choice: deterministic (allreduce.deterministic: each element folded in device order; "
       "no tuned choice for it";
-  bool grouped = std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1;
+  bool grouped = hierarchical_groups(cfg.groups);
   if (grouped) head += "; reducing collectives flat over the device groups";
   Collective kind = cfg.collective == Collective::reduce ? Collective::allreduce : cfg.collective;
   CollectiveSize c = CollectiveSize::of(kind, cfg.devices, 1, cfg.dtype);
@@ -181,7 +190,11 @@ std::string choice_line(const ExperimentConfig& cfg) {
   if (std::optional<Algorithm> forced = forced_algorithm(s))
     return fmt::format("algorithm choice: {}, forced (allreduce.algorithm {}{})", algorithm_name(*forced),
                        algorithm_name(*forced),
-                       is_fused(*forced) ? "; what it cannot fuse runs unfused, as `algorithms` says" : "");
+                       is_fused(*forced)           ? "; what it cannot fuse runs unfused, as `algorithms` says"
+                       : *forced == Algorithm::mpi ? "; where MPI's collective cannot serve (one process, several "
+                                                     "devices of a rank, 16-bit floats or FP8 reduced, a wire, "
+                                                     "deterministic, a reduce) the ring, as `algorithms` says"
+                                                   : "");
   if (!automatic_levels(s)) {  // the levels as collective_algorithm reads them; no tuning file
     std::string set = fmt::format("allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}", s.ring,
                                   s.all2all, s.ring_threshold);
@@ -206,17 +219,28 @@ std::string choice_line(const ExperimentConfig& cfg) {
                           x.dtype == c.dtype && x.wire == wire && x.deterministic == s.deterministic;
                  });
   if (s.deterministic) {
-    bool flat = std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() <= 1;
+    bool flat = !hierarchical_groups(cfg.groups);
     if (covered && flat && c.ranks <= 1) return "algorithm choice: deterministic, " + t.origin;
     return deterministic_choice_line(cfg);
   }
-  if (std::set<int>(cfg.groups.begin(), cfg.groups.end()).size() > 1)  // a tuning file, if any, is for flat ones
+  if (hierarchical_groups(cfg.groups))  // a tuning file, if any, is for flat ones
     return std::string("algorithm choice: hierarchical over device groups, tinygrad's rule inside") +
            (t.table ? " (the tuning file is for flat collectives)" : "");
   if (cfg.devices.empty()) return "algorithm choice: " + t.origin;
-  if (c.ranks > 1)
-    return std::string("algorithm choice: tinygrad's rule (across ranks") +
-           (t.table ? "; the tuning file measured one process)" : ")");
+  if (c.ranks >
+      1) {  // the file's choices across as many ranks, else MPI's own up to allreduce.mpi_bytes, else the rule
+    bool across = t.table && std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
+                    return x.ranks == c.ranks && x.collective == c.collective && x.kind == c.kind &&
+                           x.devices == c.ndev && x.dtype == c.dtype && x.wire == wire && !x.deterministic;
+                  });
+    std::string untuned =
+        s.tuning == "off" || s.mpi_bytes == 0 || !mpi_serves(c)
+            ? "tinygrad's rule"
+            : fmt::format("MPI's own (mpi) up to allreduce.mpi_bytes ({} B), else tinygrad's rule", s.mpi_bytes);
+    if (across) return fmt::format("algorithm choice: across {} ranks, {}; else {}", c.ranks, t.origin, untuned);
+    return fmt::format("algorithm choice: across {} ranks, {}{}", c.ranks, untuned,
+                       t.table ? fmt::format(" (the tuning file has no choice across {} ranks)", c.ranks) : "");
+  }
   if (covered) return "algorithm choice: " + t.origin;
   // no tuned choice: an allreduce takes the cost model of its devices' kind where it has figures
   // (collective_algorithm, rewrite/cost_model.hpp), unless allreduce.tuning is off

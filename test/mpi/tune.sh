@@ -7,7 +7,8 @@
 #    algo column), every value right.
 # 3. The in-process choices (no `ranks`) of the same file are kept by the tune across ranks, and are not used
 #    across ranks: a file of in-process choices alone leaves the run to its untuned choice (mpi up to
-#    allreduce.mpi_bytes).
+#    allreduce.mpi_bytes), and the header says so.
+# 4. allreduce.tuning off: tinygrad's rule across ranks, as in one process.
 # The Open MPI settings come from the environment (cmake/RingrtTests.cmake).
 set -uo pipefail
 mpiexec="$1"
@@ -45,9 +46,19 @@ printf '%s\n' "$out"
 [[ $rc -eq 0 ]] || fail "mpirun ringrt run with the file exited $rc"
 printf '%s\n' "$out" | grep -Eq "^ +1024 +256 +float32 +sum +$algo " || fail "the run did not take the file's $algo"
 printf '%s\n' "$out" | grep -q '^# #wrong in all: 0 OK$' || fail "wrong values"
+printf '%s\n' "$out" | grep -q "algorithm choice: across 2 ranks, $file (ringrt tune" ||
+  fail "the header does not name the file's choices across 2 ranks"
 
 grep -v 'ranks: 2,' "$file" >"$work/local.yaml"
 out=$("$mpiexec" -np 2 "$ringrt" run "$config" --set allreduce.tuning="$work/local.yaml" "${sizes[@]}" 2>&1)
 printf '%s\n' "$out" | grep -Eq "^ +1024 +256 +float32 +sum +mpi " ||
   fail "an in-process choice was used across ranks: $(printf '%s\n' "$out" | grep ' sum ')"
+printf '%s\n' "$out" | grep -q "(the tuning file has no choice across 2 ranks)" ||
+  fail "the header does not say the file has no choice across 2 ranks"
+
+# 4. allreduce.tuning off: tinygrad's rule across ranks too (naive on 2 devices), and the header says so
+out=$("$mpiexec" -np 2 "$ringrt" run "$config" --set allreduce.tuning=off "${sizes[@]}" 2>&1)
+printf '%s\n' "$out" | grep -Eq "^ +1024 +256 +float32 +sum +naive " || fail "tuning off did not give the rule"
+printf '%s\n' "$out" | grep -q "algorithm choice: across 2 ranks, tinygrad's rule$" ||
+  fail "the header under tuning off: $(printf '%s\n' "$out" | grep 'algorithm choice')"
 exit $status

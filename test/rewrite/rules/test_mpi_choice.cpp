@@ -83,6 +83,9 @@ BOOST_AUTO_TEST_CASE(automatic_across_ranks_is_mpi_up_to_mpi_bytes) {
   AllreduceSettings never = s;
   never.mpi_bytes = 0;
   BOOST_TEST((algo(1000, never) == Algorithm::naive));
+  AllreduceSettings off = s;
+  off.tuning = "off";  // tinygrad's rule, across ranks as in one process
+  BOOST_TEST((algo(1000, off) == Algorithm::naive));
   AllreduceSettings level = s;
   level.ring = 2;
   BOOST_TEST((algo(1000, level) == Algorithm::ring));
@@ -137,6 +140,18 @@ BOOST_AUTO_TEST_CASE(the_lowering_makes_one_mpi_item) {
   BOOST_TEST((collective_items(ranked(2, 2), 1000, grouped) == std::vector<std::string>{"mpi"}));
   grouped.hierarchical = "reduce_scatter";  // each share across the groups: two MPI allreduces
   BOOST_TEST((collective_items(ranked(2, 2), 1000, grouped) == std::vector<std::string>{"mpi", "mpi"}));
+  // a reduce onto one root, which MPI's collective does not serve: chosen automatically, tinygrad's rule (naive on
+  // two devices); forced, the ring
+  DeviceSpec tuple(ranked(2));
+  UOp buf = new_buffer(tuple, 256, DType::float32);
+  for (const char* algorithm : {"auto", "mpi"}) {
+    AllreduceSettings r = s;
+    r.algorithm = algorithm;
+    Lowered low = lower_multi({buf.allreduce(Ops::ADD, DeviceSpec("rank1/CPU:0"))}, r);
+    BOOST_TEST(algorithm_names(low.algorithms) ==
+                   std::vector<std::string>{std::string(algorithm) == "auto" ? "naive" : "ring"},
+               algorithm);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
