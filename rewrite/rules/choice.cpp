@@ -2,6 +2,7 @@
 // tuned (rewrite/tuning.hpp), modelled (rewrite/cost_model.hpp), MPI's own across ranks or tinygrad's rule, and the
 // forms a setting turns it into (deterministic mode, a wire, a destination a fused kernel cannot serve). The lowering
 // that runs the choice: allreduce.cpp.
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -24,12 +25,16 @@ Algorithm unfused(FusedAlgorithm f) {
 }
 }  // namespace
 
-bool mpi_serves(const CollectiveSize& c) {
+bool mpi_serves(const CollectiveSize& c, Ops op) {
   bool reduces = c.collective != Collective::allgather && c.collective != Collective::broadcast;
-  // MPI has no 16-bit float or FP8 type to reduce (Open MPI 4.1); it moves any bytes
-  bool reducible =
-      c.dtype != DType::float16 && c.dtype != DType::bfloat16 && c.dtype != DType::fp8e4m3 && c.dtype != DType::fp8e5m2;
-  return c.ranks > 1 && c.ranks == c.ndev && c.kind == "CPU" && fused_collective(c.collective) &&
+  // MPI has no 16-bit float or FP8 type to reduce (Open MPI 4.1); it moves any bytes. Its MPI_MAX and MPI_MIN
+  // compare with < and >, so a NaN is dropped where the interpreter's max keeps it: floats reduce by max and
+  // min elsewhere
+  bool reducible = c.dtype != DType::float16 && c.dtype != DType::bfloat16 && c.dtype != DType::fp8e4m3 &&
+                   c.dtype != DType::fp8e5m2 && !(is_float(c.dtype) && (op == Ops::MAX || op == Ops::MIN));
+  // MPI counts in int: a buffer of up to INT_MAX bytes (the collectives that move bytes count bytes)
+  bool counted = c.numel * itemsize(c.dtype) <= std::numeric_limits<int>::max();
+  return c.ranks > 1 && c.ranks == c.ndev && c.kind == "CPU" && fused_collective(c.collective) && counted &&
          (reducible || !reduces);
 }
 
@@ -63,7 +68,8 @@ Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collec
   if (std::optional<FusedAlgorithm> fused = fused_algorithm(algo))
     if ((collective != Collective::allreduce && collective != Collective::reduce_scatter &&
          collective != Collective::allgather) ||
-        red.src(1).device() != buf.device() || (*fused == FusedAlgorithm::mpi ? !mpi_serves(c) : c.ranks > 1))
+        red.src(1).device() != buf.device() ||
+        (*fused == FusedAlgorithm::mpi ? !mpi_serves(c, static_cast<Ops>(red.arg_int())) : c.ranks > 1))
       // mpi forced runs as the ring; chosen (allreduce.mpi_bytes, a tuned choice) for what it cannot serve, as
       // tinygrad's rule says (a reduce onto one root: naive on two devices)
       return *fused == FusedAlgorithm::mpi && !forced_algorithm(s) ? collective_algorithm(c.ndev, c.numel, s)
@@ -76,7 +82,7 @@ CollectiveSize CollectiveSize::of(Collective collective, const DeviceTuple& devi
   std::set<int> ranks;
   for (const std::string& d : devices)
     if (std::optional<RankedDeviceName> r = split_rank(d)) {
-      ranks.insert(r->rank);
+      if (r->rank >= 0) ranks.insert(r->rank);  // a name without a rank (-1): one process
       out.kind = std::string(r->local.substr(0, r->local.find(':')));
     }
   out.ranks = static_cast<int64_t>(ranks.size());
@@ -100,7 +106,9 @@ Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings&
                                                                       : collective_algorithm(c.ndev, c.numel, s);
   // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
   // allreduce.tuning is off (tinygrad's rule, as before the model)
-  if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1)
+  // in one process only (names without a rank): under mpirun every rank measures figures of its own, and the
+  // ranks must plan alike (an allreduce inside one rank of a job is tinygrad's rule)
+  if (c.collective == Collective::allreduce && s.tuning != "off" && c.ndev > 1 && c.ranks == 0)
     // the figures' peer access is the hardware's: the runtime.peer_* switches are not read (off, the
     // model would send the cpu to the fused forms, which read peers' memory whatever the switches say)
     if (std::optional<CostFigures> f = cost_model_for(c.kind).figures)

@@ -60,7 +60,7 @@ struct CollectiveSize {
   std::string kind;
   int64_t ndev = 0, numel = 0;
   DType dtype = DType::float32;
-  int64_t ranks = 0;  // the ranks the devices' names span (rank<R>/KIND:i); 0 or 1: one process
+  int64_t ranks = 0;  // the ranks the devices' names span (rank<R>/KIND:i): 0 in one process (no rank in the names)
   // From a device tuple's names ("CPU:0", "rank1/HIP:2").
   static CollectiveSize of(Collective collective, const DeviceTuple& devices, int64_t numel, DType dtype);
 };
@@ -73,10 +73,11 @@ struct CollectiveSize {
 Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings& settings);
 // Whether MPI's own collective (Algorithm::mpi) can serve c: across ranks with one device of the tuple on each
 // (MPI reduces one buffer per rank), in host memory (cpu devices: Debian's Open MPI reads no GPU memory), an
-// allreduce, reduce_scatter, allgather or broadcast, and for the reducing ones a dtype MPI reduces (not the
-// 16-bit floats or FP8). Across ranks and automatic (allreduce.algorithm auto, the levels at their defaults),
-// collective_algorithm takes it up to allreduce.mpi_bytes per device.
-bool mpi_serves(const CollectiveSize& c);
+// allreduce, reduce_scatter, allgather or broadcast of at most INT_MAX bytes per device, and for the reducing ones
+// a dtype MPI reduces by op (not the 16-bit floats or FP8; no float max or min, whose NaNs MPI drops). Across
+// ranks and automatic (allreduce.algorithm auto, the levels at their defaults), collective_algorithm takes it up
+// to allreduce.mpi_bytes per device (op unknown there: allreduce_algorithm then checks it with its op).
+bool mpi_serves(const CollectiveSize& c, Ops op = Ops::ADD);
 
 // The collectives other than allreduce, as the lowered multi-device graph expresses them (collectives.cpp):
 // - reduce_scatter: an ALLREDUCE onto its own tuple whose every reader takes its own device's chunk (a

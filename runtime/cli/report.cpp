@@ -173,7 +173,7 @@ std::string deterministic_choice_line(const ExperimentConfig& cfg) {
   if (grouped) head += "; reducing collectives flat over the device groups";
   Collective kind = cfg.collective == Collective::reduce ? Collective::allreduce : cfg.collective;
   CollectiveSize c = CollectiveSize::of(kind, cfg.devices, 1, cfg.dtype);
-  if (!cfg.devices.empty() && c.ranks <= 1 && kind == Collective::allreduce && s.tuning != "off" && c.ndev > 1)
+  if (!cfg.devices.empty() && c.ranks == 0 && kind == Collective::allreduce && s.tuning != "off" && c.ndev > 1)
     if (CostModel m = cost_model_for(c.kind); m.figures)
       return fmt::format("{}): cost model without ring and ring_fused, {} figures {}", head, c.kind, m.origin);
   return head + "): tinygrad's rule";

@@ -20,6 +20,7 @@
 #include "core/algorithm.hpp"
 #include "core/errors.hpp"
 #include "core/files.hpp"
+#include "rewrite/ops.hpp"
 #include "rewrite/rules/multi.hpp"
 #include "rewrite/tuning.hpp"
 #include "runtime/api/devices.hpp"
@@ -33,14 +34,16 @@ namespace {
 // would let noise choose a name that never runs.
 // Across ranks (size: the point's devices spanning several): naive, ring and all2all, no fused form (one process's),
 // and mpi where MPI's collective serves the point (rewrite/rules/multi.hpp mpi_serves).
-std::vector<Algorithm> algorithms_of(Collective collective, const AllreduceSettings& s, const CollectiveSize& size) {
+std::vector<Algorithm> algorithms_of(Collective collective, const AllreduceSettings& s, const CollectiveSize& size,
+                                     ReduceOp op) {
   std::vector<Algorithm> out;
   if (collective != Collective::allreduce)
     out.assign(kRingOrDirect.begin(), kRingOrDirect.end());  // ring or the direct form (naive is the direct form there)
   else
     for (Algorithm a : kAllreduceAlgorithms)
       if (form_under_settings(a, collective, s) == a && (size.ranks <= 1 || !is_fused(a))) out.push_back(a);
-  if (size.ranks > 1 && mpi_serves(size) && form_under_settings(Algorithm::mpi, collective, s) == Algorithm::mpi)
+  if (size.ranks > 1 && mpi_serves(size, ir_op(op)) &&
+      form_under_settings(Algorithm::mpi, collective, s) == Algorithm::mpi)
     out.push_back(Algorithm::mpi);
   return out;
 }
@@ -124,7 +127,7 @@ struct Point {
     std::map<Algorithm, int> iters;                   // per algorithm: after its first round, enough to fill kBlockUs
     std::map<Algorithm, std::vector<double>> rounds;  // per algorithm: each round's time
     for (int round = 0; round < options.rounds; ++round)
-      for (Algorithm algo : algorithms_of(collective, cfg.settings, size)) {
+      for (Algorithm algo : algorithms_of(collective, cfg.settings, size, cfg.op)) {
         ExperimentConfig run = point;
         if (auto it = iters.find(algo); it != iters.end()) run.iters = it->second;
         double mean = run_once(run, algo);
@@ -230,7 +233,7 @@ TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
   for (const TunePoint& p : points) {
     std::vector<std::string> devs(cfg.devices.begin(), cfg.devices.begin() + p.devices);
     CollectiveSize size = CollectiveSize::of(p.collective, devs, p.count, cfg.dtype);
-    runs += static_cast<int64_t>(algorithms_of(p.collective, cfg.settings, size).size()) * options.rounds;
+    runs += static_cast<int64_t>(algorithms_of(p.collective, cfg.settings, size, cfg.op).size()) * options.rounds;
   }
   Point point{cfg, options, done, runs};
   TuningTable table{ringrt_version(), machine_identity(), utc_now(), {}};

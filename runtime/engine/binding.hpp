@@ -138,6 +138,9 @@ struct Program::BindingPlan {
 // A fused collective item's combine kernels (one per length its devices' combine steps cover, in place
 // or not, storing into its peers or not: the binding decides) and its barrier (collective_run.cpp).
 std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item);
+// A timeout's words for a collective item of run `run` across ranks: ": MPI's collective across ranks 0, 1 in
+// multi-rank run 7" (its tuple's ranks); "" for one on this rank's devices alone.
+std::string mpi_collective_part(const ScheduleItem& item, uint64_t run);
 
 // "item 3 (kernel float32 (4,))", "item 5 (copy CPU:0 -> CPU:1)": an item in errors (executor.cpp).
 std::string describe_item(const ScheduleItem& item, size_t i);

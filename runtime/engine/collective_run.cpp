@@ -1,8 +1,10 @@
 // A program's fused collective items (rewrite/collective.hpp; docs/fused-collectives.md): their combine
 // kernels and barrier, prepared once, and each call's launches, one per device (Device::launch_collective).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
 
 #include "codegen/item_kernel.hpp"
 #include "core/errors.hpp"
@@ -45,6 +47,14 @@ std::shared_ptr<PreparedCollective> prepare_collective(const ScheduleItem& item)
       }
     }
   return c;
+}
+
+std::string mpi_collective_part(const ScheduleItem& item, uint64_t run) {
+  std::set<int> ranks;
+  for (const std::string& d : item.device.tuple() ? item.device.names() : DeviceTuple{item.device.name()})
+    if (std::optional<RankedDeviceName> r = split_rank(d)) ranks.insert(r->rank);
+  if (ranks.size() < 2) return "";
+  return fmt::format(": MPI's collective across ranks {} in multi-rank run {}", fmt::join(ranks, ", "), run);
 }
 
 std::mutex& collective_submit_mutex() {

@@ -32,17 +32,16 @@ std::vector<std::string> names_of(const DeviceSpec& d) {
   if (d.single()) return {d.name()};
   throw InternalError("memory for a value without a device");
 }
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // preparing kernels
 
-namespace {
 // The rank that runs a device's work: its own for a RemoteDevice, else this one.
 int rank_of(const Device& d) { return d.remote_rank() >= 0 ? d.remote_rank() : rank_info().rank; }
 
 // A copy between ranks, as this rank sees it: ": a receive from rank 1 in multi-rank run 7", or "".
 std::string cross_rank_part(const ScheduleItem& item, uint64_t run) {
+  if (item.kind == ScheduleItem::Kind::collective) return run == 0 ? "" : mpi_collective_part(item, run);
   if (item.kind != ScheduleItem::Kind::copy || run == 0) return "";
   int src = rank_of(device(item.ast.src(0).device().name())), dst = rank_of(device(item.device.name()));
   int me = rank_info().rank;

@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(forcing_wins_over_the_model) {
   CacheDir cache;
   register_fake(kCpu);
   auto algo = [](int64_t numel, AllreduceSettings s) {
-    CollectiveSize c{Collective::allreduce, "FAKE", 4, numel, DType::float32, 1};
+    CollectiveSize c{Collective::allreduce, "FAKE", 4, numel, DType::float32, 0};
     return collective_algorithm(c, s);
   };
   AllreduceSettings s;
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(forcing_wins_over_the_model) {
   tuned.tuning = files.write("t.yaml", tuning_yaml(t));
   BOOST_TEST((algo(16384, tuned) == Algorithm::ring));
   // other collectives keep tinygrad's rule; so does a collective across ranks
-  CollectiveSize rs{Collective::reduce_scatter, "FAKE", 4, 16384, DType::float32, 1};
+  CollectiveSize rs{Collective::reduce_scatter, "FAKE", 4, 16384, DType::float32, 0};
   BOOST_TEST((collective_algorithm(rs, s) == Algorithm::naive));
   CollectiveSize ranks{Collective::allreduce, "FAKE", 4, 16384, DType::float32, 2};
   BOOST_TEST((collective_algorithm(ranks, s) == Algorithm::naive));

@@ -64,6 +64,22 @@ BOOST_AUTO_TEST_CASE(mpi_serves_ranks_of_one_cpu_device_each) {
     BOOST_TEST(serves(Collective::broadcast, ranked(2), d));
   }
   BOOST_TEST(!serves(Collective::alltoall, ranked(2), DType::float32));
+  // MPI_MAX and MPI_MIN drop a NaN the interpreter's max keeps: no float max or min; integers' are exact
+  auto by = [](Ops op, DType d) {
+    return mpi_serves(CollectiveSize::of(Collective::allreduce, ranked(2), 1000, d), op);
+  };
+  BOOST_TEST(!by(Ops::MAX, DType::float32));
+  BOOST_TEST(!by(Ops::MIN, DType::float64));
+  BOOST_TEST(by(Ops::MAX, DType::int32));
+  BOOST_TEST(by(Ops::MUL, DType::float32));
+  // MPI counts in int: at most INT_MAX bytes per device
+  BOOST_TEST(mpi_serves(CollectiveSize::of(Collective::broadcast, ranked(2), int64_t{1} << 28, DType::float32)));
+  BOOST_TEST(!mpi_serves(CollectiveSize::of(Collective::broadcast, ranked(2), int64_t{1} << 29, DType::float32)));
+  // an allreduce inside one rank of a job: tinygrad's rule, never the cost model of this rank's own figures
+  AllreduceSettings s;
+  BOOST_TEST((collective_algorithm(
+                  CollectiveSize::of(Collective::allreduce, {"rank0/CPU:0", "rank0/CPU:1"}, 65536, DType::float32),
+                  s) == Algorithm::naive));
   BOOST_TEST(!serves(Collective::reduce, ranked(2), DType::float32));
 }
 
