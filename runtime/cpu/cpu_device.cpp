@@ -116,6 +116,7 @@ class CpuDevice : public Device {
       if (!blocks.empty()) {
         void* p = blocks.back();
         blocks.pop_back();
+        cached_ -= rounded;
         memory_.allocated(bytes, rounded);
         return p;
       }
@@ -140,7 +141,9 @@ class CpuDevice : public Device {
     size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
     std::lock_guard<std::mutex> lock(alloc_mu_);
     free_[rounded].push_back(ptr);
+    cached_ += rounded;
     memory_.freed(bytes, rounded);
+    trim(rounded);
   }
 
   MemoryStats memory_stats() const override { return memory_.stats(); }
@@ -515,7 +518,31 @@ class CpuDevice : public Device {
   std::deque<Task> queue_;
   bool busy_ = false;  // a task runs (on the queue thread or inline); guarded by mu_
   bool stop_ = false;
-  std::map<size_t, std::vector<void*>> free_;
+  std::map<size_t, std::vector<void*>> free_;  // freed blocks by size (alloc_mu_), cached_ bytes in all
+
+  // The freed blocks kept for reuse are at most the device's peak use (its working set: a step's buffers come
+  // back whole every step) or kMinCache, whichever is more: a run of ever new sizes (a sweep, shapes that change)
+  // would otherwise keep every size's blocks forever. Beyond, blocks of the largest sizes other than `keep`'s
+  // go back to the system first. Under alloc_mu_.
+  static constexpr size_t kMinCache = size_t{64} << 20;
+  size_t cached_ = 0;
+  void trim(size_t keep) {
+    size_t cap = std::max(static_cast<size_t>(std::max<int64_t>(memory_.stats().peak, 0)), kMinCache);
+    while (cached_ > cap) {
+      auto victim = free_.end();
+      for (auto it = free_.rbegin(); it != free_.rend(); ++it)
+        if (!it->second.empty() && (it->first != keep || victim == free_.end())) {
+          victim = std::prev(it.base());
+          if (it->first != keep) break;
+        }
+      if (victim == free_.end()) return;
+      std::free(victim->second.back());
+      victim->second.pop_back();
+      cached_ -= victim->first;
+      memory_.released(victim->first);
+      if (victim->second.empty()) free_.erase(victim);
+    }
+  }
   MemoryCounter memory_;  // in use, peak and cached bytes (memory_stats)
   std::thread worker_;    // the queue thread, started by the first queued task; guarded by mu_
 };

@@ -200,6 +200,27 @@ BOOST_AUTO_TEST_CASE(cpu_memory_is_reused) {
   d.free(b, 1000);
 }
 
+// The freed blocks a cpu device keeps are bounded by its peak use or 64 MiB, whichever is more: 200 sizes of
+// about 1 MiB, each allocated and freed in turn (a sweep), leave at most that cached (200 MiB unbounded), and the
+// size freed last is reused still.
+BOOST_AUTO_TEST_CASE(cpu_cached_blocks_are_bounded) {
+  Device& d = device("CPU:0");
+  d.reset_peak_memory();
+  size_t last = 0;
+  void* freed_last = nullptr;
+  for (size_t i = 0; i < 200; ++i) {
+    last = (size_t{1} << 20) + 64 * i;
+    freed_last = d.allocate(last);
+    d.free(freed_last, last);
+  }
+  MemoryStats s = d.memory_stats();
+  BOOST_TEST(s.cached <= std::max<int64_t>(s.peak, int64_t{64} << 20));
+  BOOST_TEST(s.cached >= static_cast<int64_t>(last));
+  void* again = d.allocate(last);
+  BOOST_TEST(again == freed_last);
+  d.free(again, last);
+}
+
 namespace {
 // Whether the kernel holds the advice MADV_HUGEPAGE for the mapping that contains p: the "hg" flag of its
 // VmFlags line in /proc/self/smaps. nullopt when smaps cannot be read or has no such mapping.
