@@ -126,7 +126,11 @@ struct Reader {
       out.wire = parse_wire_format(word(w, at + ".wire", {"native", "bfloat16", "fp8_e4m3", "fp8_e5m2"}));
     if (const YAML::Node d = c["deterministic"])
       out.deterministic = word(d, at + ".deterministic", {"true", "false"}) == "true";
-    if (const YAML::Node r = c["ranks"]) out.ranks = integer(r, at + ".ranks", 2, 1 << 20);
+    if (const YAML::Node r = c["ranks"]) {  // each rank holds one device at least
+      out.ranks = integer(r, at + ".ranks", 2, 1 << 20);
+      if (out.ranks > out.devices)
+        fail(r, at + ".ranks", fmt::format("{} ranks of {} devices", out.ranks, out.devices));
+    }
     out.bytes = integer(need(c, c["bytes"], at + ".bytes"), at + ".bytes", 1, INT64_MAX);
     out.min_bytes = integer(need(c, c["min_bytes"], at + ".min_bytes"), at + ".min_bytes", 0, INT64_MAX);
     out.max_bytes = integer(need(c, c["max_bytes"], at + ".max_bytes"), at + ".max_bytes", 1, INT64_MAX);

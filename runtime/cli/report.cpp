@@ -190,11 +190,12 @@ std::string choice_line(const ExperimentConfig& cfg) {
   if (std::optional<Algorithm> forced = forced_algorithm(s))
     return fmt::format("algorithm choice: {}, forced (allreduce.algorithm {}{})", algorithm_name(*forced),
                        algorithm_name(*forced),
-                       is_fused(*forced)           ? "; what it cannot fuse runs unfused, as `algorithms` says"
-                       : *forced == Algorithm::mpi ? "; where MPI's collective cannot serve (one process, several "
-                                                     "devices of a rank, 16-bit floats or FP8 reduced, a wire, "
-                                                     "deterministic, a reduce) the ring, as `algorithms` says"
-                                                   : "");
+                       is_fused(*forced) ? "; what it cannot fuse runs unfused, as `algorithms` says"
+                       : *forced == Algorithm::mpi
+                           ? "; where MPI's collective cannot serve (one process, several "
+                             "devices of a rank, 16-bit floats or FP8 reduced, a wire, "
+                             "deterministic, a reduce) the ring (an alltoall: its direct form), as `algorithms` says"
+                           : "");
   if (!automatic_levels(s)) {  // the levels as collective_algorithm reads them; no tuning file
     std::string set = fmt::format("allreduce.ring {}, allreduce.all2all {}, allreduce.ring_threshold {}", s.ring,
                                   s.all2all, s.ring_threshold);

@@ -169,6 +169,7 @@ BOOST_AUTO_TEST_CASE(choices_across_ranks) {
   BOOST_TEST(error_of("ranks: 4, ", "").find("across ranks only") != std::string::npos);
   BOOST_TEST(error_of("algorithm: mpi", "algorithm: twoshot").find("not twoshot") != std::string::npos);
   BOOST_TEST(error_of("ranks: 4", "ranks: 1").find(".ranks': expected an integer in [2,") != std::string::npos);
+  BOOST_TEST(error_of("ranks: 4", "ranks: 5").find("5 ranks of 4 devices") != std::string::npos);
 }
 
 // Files refused: another version or machine, a link or another's writable file in the cache folder; each
