@@ -217,7 +217,8 @@ std::string choice_line(const ExperimentConfig& cfg) {
   WireFormat wire = parse_wire_format(s.wire);
   bool covered = t.table && std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
                    return x.collective == c.collective && x.kind == c.kind && x.devices == c.ndev &&
-                          x.dtype == c.dtype && x.wire == wire && x.deterministic == s.deterministic;
+                          x.dtype == c.dtype && x.wire == wire && x.deterministic == s.deterministic &&
+                          x.ranks == (c.ranks > 1 ? c.ranks : 0);  // in one process, or across as many ranks
                  });
   if (s.deterministic) {
     bool flat = !hierarchical_groups(cfg.groups);
@@ -228,17 +229,13 @@ std::string choice_line(const ExperimentConfig& cfg) {
     return std::string("algorithm choice: hierarchical over device groups, tinygrad's rule inside") +
            (t.table ? " (the tuning file is for flat collectives)" : "");
   if (cfg.devices.empty()) return "algorithm choice: " + t.origin;
-  if (c.ranks >
-      1) {  // the file's choices across as many ranks, else MPI's own up to allreduce.mpi_bytes, else the rule
-    bool across = t.table && std::any_of(t.table->choices.begin(), t.table->choices.end(), [&](const TunedChoice& x) {
-                    return x.ranks == c.ranks && x.collective == c.collective && x.kind == c.kind &&
-                           x.devices == c.ndev && x.dtype == c.dtype && x.wire == wire && !x.deterministic;
-                  });
+  // across ranks: the file's choices across as many ranks, else MPI's own up to allreduce.mpi_bytes, else the rule
+  if (c.ranks > 1) {
     std::string untuned =
         s.tuning == "off" || s.mpi_bytes == 0 || !mpi_serves(c)
             ? "tinygrad's rule"
             : fmt::format("MPI's own (mpi) up to allreduce.mpi_bytes ({} B), else tinygrad's rule", s.mpi_bytes);
-    if (across) return fmt::format("algorithm choice: across {} ranks, {}; else {}", c.ranks, t.origin, untuned);
+    if (covered) return fmt::format("algorithm choice: across {} ranks, {}; else {}", c.ranks, t.origin, untuned);
     return fmt::format("algorithm choice: across {} ranks, {}{}", c.ranks, untuned,
                        t.table ? fmt::format(" (the tuning file has no choice across {} ranks)", c.ranks) : "");
   }

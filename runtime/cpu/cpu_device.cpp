@@ -527,6 +527,7 @@ class CpuDevice : public Device {
   static constexpr size_t kMinCache = size_t{64} << 20;
   size_t cached_ = 0;
   void trim(size_t keep) {
+    if (cached_ <= kMinCache) return;  // the common case: no statistics read on every free
     size_t cap = std::max(static_cast<size_t>(std::max<int64_t>(memory_.stats().peak, 0)), kMinCache);
     while (cached_ > cap) {
       auto victim = free_.end();
