@@ -118,6 +118,12 @@ const std::map<Ops, AluForm>& alu_forms() {
 std::string alu(Ops op, DType out, const std::vector<std::pair<std::string, DType>>& args, const Dialect& dl,
                 bool quiet = true) {
   DType operand = args.back().second;  // the interpreter picks float or int semantics from it
+  if (op == Ops::WHERE && out == operand && args[1].second == operand &&
+      (operand == DType::float16 || operand == DType::bfloat16)) {  // on the bits (rt_hsel, rt_bfsel)
+    const auto& [c, cd] = args[0];
+    return fmt::format("{}((unsigned)({} != 0), {}, {})", operand == DType::float16 ? "rt_hsel" : "rt_bfsel",
+                       is_float(cd) ? decode(c, cd, kind_of(cd)) : c, args[1].first, args[2].first);
+  }
   Kind k = kind_of(operand), rk = k;
   bool transcendental = op == Ops::EXP2 || op == Ops::LOG2 || op == Ops::SIN;
   std::vector<std::string> a(3);
@@ -131,6 +137,8 @@ std::string alu(Ops op, DType out, const std::vector<std::pair<std::string, DTyp
   }
   auto it = alu_forms().find(op);
   const char* form = it == alu_forms().end() ? nullptr : k == Kind::I64 ? it->second.in : it->second.fl;
+  if (op == Ops::WHERE && k == Kind::F32 && operand != DType::float32)  // decoded arms: no branch (rt_self)
+    form = "rt_self((unsigned){0}, {1}, {2})";
   if (!form) throw InternalError(fmt::format("render: {} of {} has no semantics", op_name(op), dtype_name(operand)));
   const char* fn = op == Ops::EXP2   ? dl.exp2
                    : op == Ops::LOG2 ? dl.log2

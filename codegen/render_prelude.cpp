@@ -14,6 +14,21 @@ RT_FN unsigned rt_sel(unsigned c, unsigned a, unsigned b) {  // c (0 or 1) ? a :
   unsigned m = 0u - c;
   return (a & m) | (b & ~m);
 }
+// c ? a : b for floats whose both arms are computed anyway (a select of decoded float16, bfloat16 or fp8
+// values): a ternary over arms with float arithmetic (rt_h2f's product) kept a branch per element, and the
+// naive allreduce's float16 kernel, which selects each peer's element, ran ~200x slower than float32.
+RT_FN float rt_self(unsigned c, float a, float b) { return rt_bitsf(rt_sel(c, rt_fbits(a), rt_fbits(b))); }
+// c ? a : b of two float16 (rt_hsel) or bfloat16 (rt_bfsel) values into the same type, on their bits: what
+// decoding, selecting and encoding again gives (rt_f2h(rt_h2f(x)) is x but for a NaN, which becomes the
+// canonical quiet one of its sign; rt_f2bf(rt_bf2f(x)) quiets a NaN), without the conversions.
+RT_FN unsigned short rt_hsel(unsigned c, unsigned short a, unsigned short b) {
+  unsigned h = rt_sel(c, a, b);
+  return (unsigned short)rt_sel((unsigned)((h & 0x7fffu) > 0x7c00u), (h & 0x8000u) | 0x7e00u, h);
+}
+RT_FN unsigned short rt_bfsel(unsigned c, unsigned short a, unsigned short b) {
+  unsigned h = rt_sel(c, a, b);
+  return (unsigned short)rt_sel((unsigned)((h & 0x7fffu) > 0x7f80u), h | 0x40u, h);
+}
 // The conversions below select with rt_sel, make every float product they may select, and shift by
 // constants only: g++ vectorizes loops over them (with ternaries it kept branches, since a float op under
 // a condition may trap, and float16 kernels ran ~15x slower than float32). They give the bits the earlier
