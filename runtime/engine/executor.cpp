@@ -19,7 +19,7 @@
 #include "rewrite/plan/memory_plan.hpp"
 #include "runtime/device/cluster.hpp"
 #include "runtime/engine/binding.hpp"
-#include "runtime/engine/trace_sink.hpp"
+#include "runtime/engine/run_memory.hpp"
 
 namespace ringrt {
 
@@ -27,12 +27,6 @@ namespace ringrt {
 // storage
 
 namespace {
-std::vector<std::string> names_of(const DeviceSpec& d) {
-  if (d.tuple()) return d.names();
-  if (d.single()) return {d.name()};
-  throw InternalError("memory for a value without a device");
-}
-
 // ---------------------------------------------------------------------------------------------
 // preparing kernels
 
@@ -181,79 +175,6 @@ void Program::choose_peer_writes() {
 
 // ---------------------------------------------------------------------------------------------
 // bind: the memory of one run
-
-namespace {
-// The memory of a run that ended early while items may still use it; freed with the last reference.
-struct Leftovers {
-  std::vector<Block> temps;
-  std::vector<std::shared_ptr<DeviceStorage>> held;
-  std::vector<std::shared_ptr<DeviceStorage>> outputs;
-  ~Leftovers() {
-    for (const Block& b : temps) b.device->free(b.ptr, b.bytes);
-  }
-};
-}  // namespace
-
-// The memory one run binds: its slots (the caller's output blocks, the input storages, held for the
-// run, and fresh blocks for intermediates and scratch slots, freed by release()) and the binding plan
-// that says which of them each item reads and writes. Not thread-safe: one run, one thread.
-class Program::RunMemory {
- public:
-  RunMemory(std::shared_ptr<const BindingPlan> plan, RunSlots slots) : plan(std::move(plan)), slots(std::move(slots)) {
-    size_t n = 0;
-    for (const auto& t : this->plan->temps) n += t.devices.size();
-    this->slots.temps.reserve(n);
-    try {
-      for (const auto& t : this->plan->temps)
-        for (Device* dev : t.devices)
-          this->slots.temps.push_back({dev, allocate_after_in_flight(*dev, t.bytes), t.bytes});
-    } catch (...) {  // out of device memory: what was allocated goes back
-      release();
-      throw;
-    }
-  }
-
-  bool elided(size_t i) const { return plan->elided[i] != 0; }
-  // Whether kernel item i's launch writes its peer copies too (runtime.peer_writes, binding.cpp).
-  bool peer_writer(size_t i) const {
-    const auto& launches = plan->launches[i];
-    return !launches.empty() && launches[0].peer;
-  }
-  uint64_t run = 0;  // this process's count of runs across ranks, this one's (1, 2, ...); 0: one rank
-  std::chrono::steady_clock::time_point deadline;  // the watchdog's, for submit (settled kernels) and wait
-  std::shared_ptr<const BindingPlan> plan;
-  RunSlots slots;
-
-  // Every item finished: frees the run's fresh blocks.
-  void release() {
-    for (const Block& b : slots.temps) b.device->free(b.ptr, b.bytes);
-    slots.temps.clear();
-  }
-
-  // Ending early (a timeout, an item's error) while items may still run: this run's memory is freed by the last of
-  // them to complete (never, if one never does), on a device thread; devices are never destroyed, exit waits for
-  // these items first (drain_devices_at_exit); across ranks the transport's thread tests its transfers now.
-  void release_when_done(const Events& events, const std::vector<std::shared_ptr<DeviceStorage>>& outputs) {
-    drain_devices_at_exit();
-    if (Cluster* c = run ? cluster() : nullptr) c->unattended();
-    auto left = std::make_shared<Leftovers>();
-    left->temps = std::move(slots.temps);
-    slots.temps.clear();
-    left->held = std::move(slots.held);
-    left->outputs = outputs;
-    for (const auto& evs : events)
-      for (const Event& e : evs) e.on_done([left] {});
-  }
-  // An asynchronous run's: its memory goes once `work` (the run's tails) has completed.
-  void release_when_done(const PendingWork& work) {
-    drain_devices_at_exit();
-    auto left = std::make_shared<Leftovers>();
-    left->temps = std::move(slots.temps);
-    slots.temps.clear();
-    left->held = std::move(slots.held);
-    work.when_done([left]() mutable { left.reset(); });
-  }
-};
 
 namespace {
 std::atomic<size_t> g_bindings_built{0};
@@ -549,51 +470,6 @@ std::shared_ptr<const PendingWork> Program::run(const std::vector<std::vector<Bl
   wait(events, *memory, options);
   if (traced) record_trace(events, *memory);
   return nullptr;
-}
-
-// ---------------------------------------------------------------------------------------------
-// the trace of a finished run
-
-void Program::record_trace(const Events& events, const RunMemory& memory) const {
-  std::vector<TracedWork> work;
-  for (size_t i = 0; i < plan_.items.size(); ++i) {
-    const ScheduleItem& item = plan_.items[i];
-    if (memory.elided(i) || events[i].empty()) continue;  // a peer read or write, or nothing ran here
-    TraceEvent base;
-    base.item = i;
-    base.deps = item.deps;
-    if (item.kind == ScheduleItem::Kind::copy) {
-      base.kind = TraceEvent::Kind::copy;
-      base.name = "copy";
-      base.src = item.ast.src(0).device().name();
-      base.dst = item.device.name();
-      base.bytes = prod(item.ast.shape()) * itemsize(item.ast.dtype());
-      Device &from = device(base.src), &to = device(base.dst);
-      if (base.bytes == 0) continue;                            // submit_copy passed its wait list on
-      base.queue = from.remote_rank() >= 0 ? base.dst + " mpi"  // a receive from another rank
-                   : to.remote_rank() >= 0 ? base.src + " mpi"  // a send
-                                           : base.dst;
-      work.push_back({std::move(base), events[i].at(0).times()});
-      continue;
-    }
-    const codegen::Kernel& k = kernels_[i]->kernel;
-    bool peer = memory.peer_writer(i);  // it wrote its peer copies too: their bytes count
-    base.name = peer ? kernels_[i]->peer_compiled->kernel().name : k.name;
-    base.bytes = k.numel * itemsize(k.dtype) * (peer ? 1 + static_cast<int64_t>(kernels_[i]->peer_copies.size()) : 1);
-    if (const auto& c = kernels_[i]->collective) {  // a fused collective: its launch on each device
-      base.name = fmt::format("{}_{}", fused_collective_name(c->arg.collective), fused_name(c->arg.algorithm));
-      base.bytes = c->numel * itemsize(c->dtype);
-    }
-    std::vector<std::string> local;  // submit_kernel's launches, in order: this rank's devices
-    for (const auto& name : names_of(item.device))
-      if (device(name).remote_rank() < 0) local.push_back(name);
-    bool mpi = kernels_[i]->collective && !kernels_[i]->collective->ranks.empty();  // MPI's: queued in MPI
-    for (size_t d = 0; d < events[i].size() && d < local.size(); ++d) {
-      work.push_back({base, events[i][d].times()});
-      work.back().event.queue = mpi ? local[d] + " mpi" : local[d];
-    }
-  }
-  record_trace_run(std::move(work));
 }
 
 }  // namespace ringrt
