@@ -132,7 +132,7 @@ class Program {
   struct PreparedKernel;
   struct BindingPlan;                              // the binding of a run's items, planned once (binding.hpp)
   class Binding;                                   // works a BindingPlan out (binding.cpp)
-  class RunMemory;                                 // the memory of one run (executor.cpp)
+  class RunMemory;                                 // the memory of one run (run_memory.hpp)
   using Events = std::vector<std::vector<Event>>;  // per item, the events of its work on the devices
   struct GraphRun;                                 // the program's run recorded as a graph (graph_run.cpp)
   // The binding plan of a run's facts (the last one when they match), with the run's fixed slots.
