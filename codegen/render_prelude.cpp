@@ -105,10 +105,26 @@ RT_FN long long rt_idiv(long long a, long long b) {
 RT_FN long long rt_imod(long long a, long long b) { return (b == 0 || b == -1) ? 0LL : a % b; }
 RT_FN long long rt_imax(long long a, long long b) { return a < b ? b : a; }
 RT_FN long long rt_imin(long long a, long long b) { return b < a ? b : a; }
-RT_FN float rt_max(float a, float b) { return (a != a || a > b) ? a : b; }
-RT_FN float rt_min(float a, float b) { return (a != a || a < b) ? a : b; }
-RT_FN double rt_max(double a, double b) { return (a != a || a > b) ? a : b; }
-RT_FN double rt_min(double a, double b) { return (a != a || a < b) ? a : b; }
+// A NaN first operand wins; else the larger (smaller), b when they compare equal. Written as two selects over
+// values, so that g++ vectorizes a loop of them: as one select on `a != a || a > b` it kept a branch per element
+// where the operands were decoded float16 (a float16 max reduction ran 15x slower than its sum), and on
+// `(a != a) | (a > b)` it did so for float32 too.
+RT_FN float rt_max(float a, float b) {
+  float m = a > b ? a : b;
+  return a != a ? a : m;
+}
+RT_FN float rt_min(float a, float b) {
+  float m = a < b ? a : b;
+  return a != a ? a : m;
+}
+RT_FN double rt_max(double a, double b) {
+  double m = a > b ? a : b;
+  return a != a ? a : m;
+}
+RT_FN double rt_min(double a, double b) {
+  double m = a < b ? a : b;
+  return a != a ? a : m;
+}
 RT_FN long long rt_floordiv(long long a, long long d) { return a / d - ((a % d != 0 && a < 0) ? 1 : 0); }
 RT_FN long long rt_floormod(long long a, long long d) { return a - rt_floordiv(a, d) * d; }
 )";
