@@ -137,8 +137,11 @@ std::string alu(Ops op, DType out, const std::vector<std::pair<std::string, DTyp
   }
   auto it = alu_forms().find(op);
   const char* form = it == alu_forms().end() ? nullptr : k == Kind::I64 ? it->second.in : it->second.fl;
-  if (op == Ops::WHERE && k == Kind::F32 && operand != DType::float32)  // decoded arms: no branch (rt_self)
-    form = "rt_self((unsigned){0}, {1}, {2})";
+  if (k == Kind::F32 && operand != DType::float32) {  // decoded operands: no branch (render_prelude.cpp)
+    if (op == Ops::WHERE) form = "rt_self((unsigned){0}, {1}, {2})";
+    if (op == Ops::MAX) form = "rt_maxd({0}, {1})";
+    if (op == Ops::MIN) form = "rt_mind({0}, {1})";
+  }
   if (!form) throw InternalError(fmt::format("render: {} of {} has no semantics", op_name(op), dtype_name(operand)));
   const char* fn = op == Ops::EXP2   ? dl.exp2
                    : op == Ops::LOG2 ? dl.log2

@@ -105,24 +105,20 @@ RT_FN long long rt_idiv(long long a, long long b) {
 RT_FN long long rt_imod(long long a, long long b) { return (b == 0 || b == -1) ? 0LL : a % b; }
 RT_FN long long rt_imax(long long a, long long b) { return a < b ? b : a; }
 RT_FN long long rt_imin(long long a, long long b) { return b < a ? b : a; }
-// A NaN first operand wins; else the larger (smaller), b when they compare equal. Written as two selects over
-// values, so that g++ vectorizes a loop of them: as one select on `a != a || a > b` it kept a branch per element
-// where the operands were decoded float16 (a float16 max reduction ran 15x slower than its sum), and on
-// `(a != a) | (a > b)` it did so for float32 too.
-RT_FN float rt_max(float a, float b) {
+RT_FN float rt_max(float a, float b) { return (a != a || a > b) ? a : b; }  // a NaN first operand wins
+RT_FN float rt_min(float a, float b) { return (a != a || a < b) ? a : b; }
+RT_FN double rt_max(double a, double b) { return (a != a || a > b) ? a : b; }
+RT_FN double rt_min(double a, double b) { return (a != a || a < b) ? a : b; }
+// The same of decoded float16, bfloat16 or fp8 values, as two selects over values: g++ vectorizes loops of
+// rt_max over float32 values (the naive allreduce's selects and quiets around it included) but kept a branch per
+// element where its operands were decoded (a float16 max reduction ran 15x slower than its sum), and the other
+// way round for these.
+RT_FN float rt_maxd(float a, float b) {
   float m = a > b ? a : b;
   return a != a ? a : m;
 }
-RT_FN float rt_min(float a, float b) {
+RT_FN float rt_mind(float a, float b) {
   float m = a < b ? a : b;
-  return a != a ? a : m;
-}
-RT_FN double rt_max(double a, double b) {
-  double m = a > b ? a : b;
-  return a != a ? a : m;
-}
-RT_FN double rt_min(double a, double b) {
-  double m = a < b ? a : b;
   return a != a ? a : m;
 }
 RT_FN long long rt_floordiv(long long a, long long d) { return a / d - ((a % d != 0 && a < 0) ? 1 : 0); }

@@ -196,8 +196,9 @@ BOOST_AUTO_TEST_CASE(float16_and_bfloat16_bit_patterns) {
 
 // WHERE of two 16-bit floats into the same type selects their bits (render_prelude.cpp rt_hsel, rt_bfsel: a NaN
 // canonical or quieted as decoding and encoding again would); of 8-bit floats it selects the decoded values
-// (rt_self). Every pair of patterns, with the interpreter's bits: stored, bitcast, and added after.
-BOOST_AUTO_TEST_CASE(where_of_16_and_8_bit_floats) {
+// (rt_self); MAX and MIN of decoded values are rt_maxd and rt_mind (a NaN first operand wins). Every pair of
+// patterns, with the interpreter's bits: stored, bitcast, and added after.
+BOOST_AUTO_TEST_CASE(where_max_and_min_of_16_and_8_bit_floats) {
   Inputs in;
   for (DType t : {DType::float16, DType::bfloat16}) {
     UOp x = in.buffer(bits16(t)).reshape({256, 256}), y = x.permute({1, 0});
@@ -206,12 +207,16 @@ BOOST_AUTO_TEST_CASE(where_of_16_and_8_bit_floats) {
     in.add(odd.bitcast(DType::int16), fmt::format("{} WHERE, bitcast", dtype_name(t)));
     in.add(sel + odd, fmt::format("{} WHERE, added", dtype_name(t)));
     in.add(sel.cast(DType::float32), fmt::format("{} WHERE -> float32", dtype_name(t)));
+    in.add(x.alu(Ops::MAX, {y}).bitcast(DType::int16), fmt::format("{} MAX, bitcast", dtype_name(t)));
+    in.add(x.alu(Ops::MIN, {y}).bitcast(DType::int16), fmt::format("{} MIN, bitcast", dtype_name(t)));
   }
   HostBuffer codes(DType::uint8, {256});
   for (int64_t i = 0; i < 256; ++i) codes.set_int(i, i);
   for (DType t : {DType::fp8e4m3, DType::fp8e5m2}) {
     UOp c = in.buffer(codes).bitcast(t), r = c.flip({1});
     in.add(c.alu(Ops::CMPLT, {r}).where(c, r).bitcast(DType::uint8), fmt::format("{} WHERE, bitcast", dtype_name(t)));
+    in.add(c.alu(Ops::MAX, {r}).bitcast(DType::uint8), fmt::format("{} MAX, bitcast", dtype_name(t)));
+    in.add(c.alu(Ops::MIN, {r}).bitcast(DType::uint8), fmt::format("{} MIN, bitcast", dtype_name(t)));
   }
   in.check();
 }
