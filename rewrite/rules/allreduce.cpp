@@ -348,9 +348,17 @@ UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& r
 }
 
 UOp copy_source(const UOp& buf) {
-  UOp under = buf;
-  while (under.op() == Ops::RESHAPE) under = under.src(0);
-  return under.op() == Ops::BUFFER && allreduce_in_place() ? buf : buf.contiguous();
+  auto base = [](UOp u) {
+    while (u.op() == Ops::RESHAPE) u = u.src(0);
+    return u;
+  };
+  UOp under = base(buf);
+  // a stack of one buffer's device values (a hierarchical form's group: leader_allreduce) reads in place too
+  bool stacked = under.op() == Ops::MSTACK && std::all_of(under.src().begin(), under.src().end(), [&](const UOp& s) {
+                   UOp m = base(s);
+                   return m.op() == Ops::MSELECT && base(m.src(0)).op() == Ops::BUFFER;
+                 });
+  return (under.op() == Ops::BUFFER || stacked) && allreduce_in_place() ? buf : buf.contiguous();
 }
 
 namespace {

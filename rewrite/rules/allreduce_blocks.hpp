@@ -95,7 +95,8 @@ UOp allgather_into_result(const Allreduce& a, const std::vector<ReducedChunk>& r
                           const std::optional<UOp>& into = std::nullopt);
 // The non-empty chunk values side by side (flat), each element selected from its chunk, shaped a.shape.
 UOp reassemble(const Allreduce& a, const std::vector<UOp>& parts);
-// buf made contiguous before it is copied, unless it is a buffer already (in place: allreduce_in_place).
+// buf made contiguous before it is copied, unless it is a buffer already or a stack of one buffer's device values
+// (in place: allreduce_in_place).
 UOp copy_source(const UOp& buf);
 
 // Group id and the indices of its devices in the tuple.
