@@ -38,6 +38,13 @@ bool mpi_serves(const CollectiveSize& c, Ops op) {
          (reducible || !reduces);
 }
 
+bool mpi_by_default(const CollectiveSize& c, const AllreduceSettings& s) {
+  bool reduces = c.collective != Collective::allgather && c.collective != Collective::broadcast;
+  // deterministic and a wire give a reducing collective other forms (form_under_settings: mpi runs as the ring)
+  bool reformed = reduces && (s.deterministic || s.wire != "native");
+  return s.tuning != "off" && s.mpi_bytes > 0 && mpi_serves(c) && !reformed;
+}
+
 Algorithm form_under_settings(Algorithm algo, Collective collective, const AllreduceSettings& s) {
   bool reduces = collective != Collective::allgather && collective != Collective::alltoall;
   bool det = s.deterministic && reduces, wired = s.wire != "native" && reduces;
@@ -102,8 +109,7 @@ Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings&
   // across ranks, untuned: MPI's own collective up to allreduce.mpi_bytes where it serves, else the rule (the cost
   // model's figures are of one process's transfers, not MPI's); allreduce.tuning off: the rule
   if (ranks > 0)
-    return s.tuning != "off" && bytes <= s.mpi_bytes && mpi_serves(c) ? Algorithm::mpi
-                                                                      : collective_algorithm(c.ndev, c.numel, s);
+    return bytes <= s.mpi_bytes && mpi_by_default(c, s) ? Algorithm::mpi : collective_algorithm(c.ndev, c.numel, s);
   // no tuned choice: the cost model of the devices' kind (rewrite/cost_model.hpp) for an allreduce, unless
   // allreduce.tuning is off (tinygrad's rule, as before the model)
   // in one process only (names without a rank): under mpirun every rank measures figures of its own, and the

@@ -78,6 +78,11 @@ Algorithm collective_algorithm(const CollectiveSize& c, const AllreduceSettings&
 // ranks and automatic (allreduce.algorithm auto, the levels at their defaults), collective_algorithm takes it up
 // to allreduce.mpi_bytes per device (op unknown there: allreduce_algorithm then checks it with its op).
 bool mpi_serves(const CollectiveSize& c, Ops op = Ops::ADD);
+// Whether the automatic choice across ranks, where no tuned choice applies, takes MPI's own collective for c up to
+// allreduce.mpi_bytes: allreduce.tuning is not off, mpi_bytes is not 0, MPI serves c (mpi_serves), and neither
+// allreduce.deterministic nor a wire gives a reducing collective other forms (mpi would run as the ring there, where
+// tinygrad's rule takes naive on two devices). The run header states the same (runtime/cli/report.cpp).
+bool mpi_by_default(const CollectiveSize& c, const AllreduceSettings& s);
 
 // The collectives other than allreduce, as the lowered multi-device graph expresses them (collectives.cpp):
 // - reduce_scatter: an ALLREDUCE onto its own tuple whose every reader takes its own device's chunk (a

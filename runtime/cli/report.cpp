@@ -232,7 +232,7 @@ std::string choice_line(const ExperimentConfig& cfg) {
   // across ranks: the file's choices across as many ranks, else MPI's own up to allreduce.mpi_bytes, else the rule
   if (c.ranks > 1) {
     std::string untuned =
-        s.tuning == "off" || s.mpi_bytes == 0 || !mpi_serves(c)
+        !mpi_by_default(c, s)
             ? "tinygrad's rule"
             : fmt::format("MPI's own (mpi) up to allreduce.mpi_bytes ({} B), else tinygrad's rule", s.mpi_bytes);
     if (covered) return fmt::format("algorithm choice: across {} ranks, {}; else {}", c.ranks, t.origin, untuned);

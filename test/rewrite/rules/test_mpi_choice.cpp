@@ -114,6 +114,19 @@ BOOST_AUTO_TEST_CASE(automatic_across_ranks_is_mpi_up_to_mpi_bytes) {
   AllreduceSettings det = forced;
   det.deterministic = true;
   BOOST_TEST((form_under_settings(Algorithm::mpi, Collective::allreduce, det) == Algorithm::ring));
+  // automatic, deterministic or over a wire: the rule (naive here), not mpi that would run as the ring; an allgather
+  // moves bytes alike under both, and keeps mpi
+  auto through = [&](const AllreduceSettings& settings, Collective collective = Collective::allreduce) {
+    CollectiveSize c = CollectiveSize::of(collective, ranked(4), 1000, DType::float32);
+    return form_under_settings(collective_algorithm(c, settings), collective, settings);
+  };
+  AllreduceSettings auto_det = s, wired = s;
+  auto_det.deterministic = true;
+  wired.wire = "bfloat16";
+  BOOST_TEST((through(auto_det) == Algorithm::naive));
+  BOOST_TEST((through(wired) == Algorithm::naive));
+  BOOST_TEST((through(wired, Collective::allgather) == Algorithm::mpi));
+  BOOST_TEST(!mpi_by_default(CollectiveSize::of(Collective::allreduce, ranked(4), 1000, DType::float32), wired));
 }
 
 // A tuning file's choice across as many ranks (`ringrt tune` under mpirun) wins over allreduce.mpi_bytes; an
