@@ -248,7 +248,10 @@ TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
 
 void keep_other_settings(TuningTable& table, const std::string& path) {
   if (!std::filesystem::exists(path)) return;
-  std::shared_ptr<const TuningTable> old = tuning_for(path).table;  // null when it is ignored (warned)
+  // the cache folder's file is ringrt's own and is read as a run reads it (no link followed, a private folder);
+  // a path the user named is read as named
+  std::string named = path == tuning_path("auto") ? "auto" : path;
+  std::shared_ptr<const TuningTable> old = tuning_for(named).table;  // null when it is ignored (warned)
   if (!old || old->version != table.version || old->machine != table.machine) return;
   auto setting = [](const TunedChoice& c) { return std::tuple(c.wire, c.deterministic, c.ranks); };
   std::set<std::tuple<WireFormat, bool, int64_t>> measured;

@@ -6,6 +6,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -119,6 +120,31 @@ BOOST_AUTO_TEST_CASE(wire_and_deterministic_are_part_of_the_key) {
   BOOST_TEST(other.find("has no choice for allreduce on 2 CPU devices in float32 over allreduce.wire bfloat16") !=
                  std::string::npos,
              other);
+}
+
+// The cache folder's tuning file is ringrt's own: a tune that keeps its other settings' choices reads it as a run
+// does, so a link planted in its place is refused (a warning), nothing is taken from its target, and the tune's
+// file replaces the link; the target is left as it was.
+BOOST_AUTO_TEST_CASE(a_tune_reads_no_planted_link_in_the_cache_folder) {
+  TempDir dir, cache;
+  ::chmod(cache.path().c_str(), 0700);
+  std::string elsewhere = (dir.path() / "elsewhere.yaml").string(), own = (cache.path() / "tuning.yaml").string();
+  std::vector<std::string> args{"tune",          "configs/default.yaml",
+                                "--collectives", "allreduce",
+                                "--rounds",      "1",
+                                "--set",         "experiment.sizes={min: 4KiB, max: 4KiB, factor: 2}"};
+  CliResult first = run_cli(with(with(args, {"--out", elsewhere, "--set", "allreduce.wire=fp8_e4m3"}), kSmall));
+  BOOST_TEST_REQUIRE(first.status == 0, first.err);
+  std::string target = read_file(elsewhere);
+  std::filesystem::create_symlink(elsewhere, own);
+  CliResult t = run_cli(with(args, kSmall), {"RINGRT_CACHE_DIR=" + cache.path().string()});
+  BOOST_TEST_REQUIRE(t.status == 0, t.err);
+  BOOST_TEST(t.err.find("is a symbolic link") != std::string::npos, t.err);
+  BOOST_TEST(!std::filesystem::is_symlink(own));
+  TuningTable table = parse_tuning(read_file(own), own);
+  BOOST_TEST_REQUIRE(table.choices.size() == 1u);  // the native choice alone: the link's fp8 one not taken
+  BOOST_TEST((table.choices[0].wire == WireFormat::native));
+  BOOST_TEST(read_file(elsewhere) == target);
 }
 
 // A file from another machine: a warning, the cost model (naive for 2 devices), the header saying why.
