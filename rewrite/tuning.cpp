@@ -187,10 +187,11 @@ Tuning load_tuning(const std::string& setting, const std::string& path) {
   if (own && ::lstat(path.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR))  // no file: not a fault
     return {nullptr, fmt::format("none: tinygrad's rule (no file {})", path)};
   auto ignored = [&](const std::string& why) {
-    warn_once("tuning " + path,
-              fmt::format(
-                  "the tuning file {} is ignored: {}; the cost model chooses an allreduce, tinygrad's rule the others",
-                  path, why));
+    warn_once(
+        "tuning " + path,
+        fmt::format("the tuning file {} is ignored: {}; the automatic choice goes on without it (the run header's "
+                    "'algorithm choice:' line says what chooses)",
+                    path, why));
     return Tuning{nullptr, fmt::format("ignored: tinygrad's rule ({}: {})", path, why)};
   };
   if (std::string dir = std::filesystem::path(path).parent_path().string(); own)
@@ -240,6 +241,9 @@ TuningTable parse_tuning(std::string_view yaml, const std::string& name) {
     throw ConfigError(fmt::format("{}:{}:{}: YAML syntax error: {}", name, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   const YAML::Node root = loaded;
+  if (!root.IsMap())  // empty, or not ringrt's file at all: say so, not "key '': ..."
+    throw ConfigError(fmt::format("{}: {}, not a tuning file (a map of format, ringrt, machine, made and choices)",
+                                  name, root.IsNull() ? "empty" : "not a map"));
   r.only_keys(root, "", {"format", "ringrt", "machine", "made", "choices"});
   const YAML::Node format = r.need(root, root["format"], "format");
   if (r.text(format, "format") != kTuningFormat)

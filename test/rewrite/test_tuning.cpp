@@ -138,6 +138,9 @@ BOOST_AUTO_TEST_CASE(bad_files_name_line_and_key) {
                                           choice(Collective::allreduce, "CPU", 4, 1 << 20, Algorithm::ring)}));
   two.replace(two.find("min_bytes: 65536"), 16, "min_bytes: 100");
   BOOST_TEST(error_of(two).find("overlaps choices[0]") != std::string::npos);
+  // not a tuning file at all: said so, with the file's name
+  BOOST_TEST(error_of("").find("t.yaml: empty, not a tuning file") == 0);
+  BOOST_TEST(error_of("root:x:0:0:root:/root:/bin/bash\n").find("t.yaml: not a map, not a tuning file") == 0);
 }
 
 // Choices across ranks (`ringrt tune` under mpirun): the key ranks round-trips, its bands are its own (the same
