@@ -380,8 +380,9 @@ class MpiCluster final : public Cluster {
     }
     if (!missing.empty())
       fail(ex, mpi::Waited::timed_out,
-           fmt::format("{}: rank(s) {} did not arrive within {} ms (died, stopped, or running another "
-                       "program: every rank must make the same calls in the same order)",
+           fmt::format("{}: rank(s) {} did not arrive within {} ms (died, stopped, still busy before it (a watchdog "
+                       "shorter than the work between two calls: runtime.watchdog_s), or running another program: "
+                       "every rank must make the same calls in the same order)",
                        what, fmt::join(missing, ", "), timeout.count()),
            what);
     for (size_t s = static_cast<size_t>(n); s < ex->requests.size(); ++s)
