@@ -51,6 +51,12 @@ enum class Algorithm : uint8_t {
 // What a collective computes, as rccl-tests and NCCL name them (runtime/api/tensor.hpp).
 enum class Collective : uint8_t { allreduce, reduce_scatter, allgather, alltoall, broadcast, reduce };
 
+// Whether a collective combines values by a reduce op (allreduce, reduce_scatter, reduce): the ones
+// allreduce.deterministic and allreduce.wire change and MPI must have a type to reduce for; the others move values.
+constexpr bool combines(Collective c) {
+  return c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::reduce;
+}
+
 // Every algorithm and every collective, in enumerator order.
 inline constexpr std::array<Algorithm, 9> kAlgorithms{
     Algorithm::naive,      Algorithm::ring,         Algorithm::all2all,         Algorithm::oneshot, Algorithm::twoshot,

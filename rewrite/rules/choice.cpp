@@ -26,7 +26,7 @@ Algorithm unfused(FusedAlgorithm f) {
 }  // namespace
 
 bool mpi_serves(const CollectiveSize& c, Ops op) {
-  bool reduces = c.collective != Collective::allgather && c.collective != Collective::broadcast;
+  bool reduces = combines(c.collective);
   // MPI has no 16-bit float or FP8 type to reduce (Open MPI 4.1); it moves any bytes. Its MPI_MAX and MPI_MIN
   // compare with < and >, so a NaN is dropped where the interpreter's max keeps it: floats reduce by max and
   // min elsewhere
@@ -39,14 +39,14 @@ bool mpi_serves(const CollectiveSize& c, Ops op) {
 }
 
 bool mpi_by_default(const CollectiveSize& c, const AllreduceSettings& s) {
-  bool reduces = c.collective != Collective::allgather && c.collective != Collective::broadcast;
+  bool reduces = combines(c.collective);
   // deterministic and a wire give a reducing collective other forms (form_under_settings: mpi runs as the ring)
   bool reformed = reduces && (s.deterministic || s.wire != "native");
   return s.tuning != "off" && s.mpi_bytes > 0 && mpi_serves(c) && !reformed;
 }
 
 Algorithm form_under_settings(Algorithm algo, Collective collective, const AllreduceSettings& s) {
-  bool reduces = collective != Collective::allgather && collective != Collective::alltoall;
+  bool reduces = combines(collective);
   bool det = s.deterministic && reduces, wired = s.wire != "native" && reduces;
   // deterministic: ring_fused folds as twoshot does
   if (det && algo == Algorithm::ring_fused) algo = Algorithm::twoshot;
@@ -64,7 +64,7 @@ Algorithm allreduce_algorithm(const UOp& red, const AllreduceSettings& s, Collec
   const UOp& buf = red.src(0);
   // deterministic (allreduce.deterministic): a reducing collective is flat over the whole tuple, whose order
   // (rank-major across ranks) is the fold's; the allgather keeps its forms
-  bool det = s.deterministic && collective != Collective::allgather && collective != Collective::alltoall;
+  bool det = s.deterministic && combines(collective);
   if (buf.device().tuple() && !det)
     if (auto form = hierarchical_form(buf.device().names(), s)) return *form;
   CollectiveSize c = CollectiveSize::of(collective, buf.device().names(), prod(buf.shape()), buf.dtype());

@@ -220,7 +220,7 @@ std::string choice_line(const ExperimentConfig& cfg) {
                           x.dtype == c.dtype && x.wire == wire && x.deterministic == s.deterministic &&
                           x.ranks == (c.ranks > 1 ? c.ranks : 0);  // in one process, or across as many ranks
                  });
-  if (s.deterministic) {
+  if (s.deterministic && combines(cfg.collective)) {  // the others move values: deterministic changes nothing
     bool flat = !hierarchical_groups(cfg.groups);
     if (covered && flat && c.ranks <= 1) return "algorithm choice: deterministic, " + t.origin;
     return deterministic_choice_line(cfg);
@@ -231,8 +231,9 @@ std::string choice_line(const ExperimentConfig& cfg) {
   if (cfg.devices.empty()) return "algorithm choice: " + t.origin;
   // across ranks: the file's choices across as many ranks, else MPI's own up to allreduce.mpi_bytes, else the rule
   if (c.ranks > 1) {
+    // a reduce onto one root takes the allreduce's tuned choice but never MPI's own (no fused form of it)
     std::string untuned =
-        !mpi_by_default(c, s)
+        !mpi_by_default(CollectiveSize::of(cfg.collective, cfg.devices, 1, cfg.dtype), s)
             ? "tinygrad's rule"
             : fmt::format("MPI's own (mpi) up to allreduce.mpi_bytes ({} B), else tinygrad's rule", s.mpi_bytes);
     if (covered) return fmt::format("algorithm choice: across {} ranks, {}; else {}", c.ranks, t.origin, untuned);

@@ -247,7 +247,8 @@ TuningTable tune(const ExperimentConfig& cfg, const TuneOptions& options) {
 }
 
 void keep_other_settings(TuningTable& table, const std::string& path) {
-  if (!std::filesystem::exists(path)) return;
+  std::error_code ec;  // the path itself, a link included (a loop or a dangling link is read below, and refused)
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return;
   // the cache folder's file is ringrt's own and is read as a run reads it (no link followed, a private folder);
   // a path the user named is read as named
   std::string named = path == tuning_path("auto") ? "auto" : path;

@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(wire_and_deterministic_are_part_of_the_key) {
 
 // The cache folder's tuning file is ringrt's own: a tune that keeps its other settings' choices reads it as a run
 // does, so a link planted in its place is refused (a warning), nothing is taken from its target, and the tune's
-// file replaces the link; the target is left as it was.
+// file replaces the link; the target is left as it was. A link loop likewise.
 BOOST_AUTO_TEST_CASE(a_tune_reads_no_planted_link_in_the_cache_folder) {
   TempDir dir, cache;
   ::chmod(cache.path().c_str(), 0700);
@@ -145,6 +145,12 @@ BOOST_AUTO_TEST_CASE(a_tune_reads_no_planted_link_in_the_cache_folder) {
   BOOST_TEST_REQUIRE(table.choices.size() == 1u);  // the native choice alone: the link's fp8 one not taken
   BOOST_TEST((table.choices[0].wire == WireFormat::native));
   BOOST_TEST(read_file(elsewhere) == target);
+  // a link to itself (a loop) is refused alike, not an error after minutes of measuring
+  std::filesystem::remove(own);
+  std::filesystem::create_symlink("tuning.yaml", own);
+  CliResult loop = run_cli(with(args, kSmall), {"RINGRT_CACHE_DIR=" + cache.path().string()});
+  BOOST_TEST(loop.status == 0, loop.err);
+  BOOST_TEST(!std::filesystem::is_symlink(own));
 }
 
 // A file from another machine: a warning, the cost model (naive for 2 devices), the header saying why.

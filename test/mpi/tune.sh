@@ -9,6 +9,8 @@
 #    across ranks: a file of in-process choices alone leaves the run to its untuned choice (mpi up to
 #    allreduce.mpi_bytes), and the header says so.
 # 4. allreduce.tuning off: tinygrad's rule across ranks, as in one process.
+# 5. Untuned, the header's choice and the algo column agree: a reduction under a wire or deterministic mode, and
+#    a reduce, take tinygrad's rule (naive); an allgather under deterministic mode takes mpi (it moves values).
 # The Open MPI settings come from the environment (cmake/RingrtTests.cmake).
 set -uo pipefail
 mpiexec="$1"
@@ -61,4 +63,22 @@ out=$("$mpiexec" -np 2 "$ringrt" run "$config" --set allreduce.tuning=off "${siz
 printf '%s\n' "$out" | grep -Eq "^ +1024 +256 +float32 +sum +naive " || fail "tuning off did not give the rule"
 printf '%s\n' "$out" | grep -q "algorithm choice: across 2 ranks, tinygrad's rule$" ||
   fail "the header under tuning off: $(printf '%s\n' "$out" | grep 'algorithm choice')"
+# 5. the header names what runs (untuned: allreduce.tuning off would give the rule to all; a file-less cache instead)
+export RINGRT_CACHE_DIR="$work/cache"
+mkdir -m 700 "$RINGRT_CACHE_DIR"
+while read -r sets want line; do
+  # shellcheck disable=SC2086
+  # (stdin from /dev/null: mpirun would read the rows)
+  out=$("$mpiexec" -np 2 -x RINGRT_CACHE_DIR "$ringrt" run "$config" "${sizes[@]}" ${sets//|/ } 2>&1 </dev/null)
+  op=$(printf '%s\n' "$out" | grep -Eo '^ +1024 +256 +float32 +[a-z]+ +[a-z0-9_]+ ' | awk '{print $5}')
+  echo "${sets//|/ }: $op; $(printf '%s\n' "$out" | grep 'algorithm choice')"
+  [[ "$op" == "$want" ]] || fail "$sets ran '$op', expected $want"
+  printf '%s\n' "$out" | grep -q "algorithm choice: .*$line" ||
+    fail "$sets: the header says $(printf '%s\n' "$out" | grep 'algorithm choice')"
+done <<'ROWS'
+--set=allreduce.wire=bfloat16 naive across 2 ranks, tinygrad's rule$
+--set=allreduce.deterministic=true naive tinygrad's rule$
+--set=experiment.collective=reduce naive across 2 ranks, tinygrad's rule$
+--set=experiment.collective=allgather|--set=allreduce.deterministic=true mpi MPI's own (mpi) up to
+ROWS
 exit $status
