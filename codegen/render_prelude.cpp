@@ -14,9 +14,10 @@ RT_FN unsigned rt_sel(unsigned c, unsigned a, unsigned b) {  // c (0 or 1) ? a :
   unsigned m = 0u - c;
   return (a & m) | (b & ~m);
 }
-// c ? a : b for floats whose both arms are computed anyway (a select of decoded float16, bfloat16 or fp8
-// values): a ternary over arms with float arithmetic (rt_h2f's product) kept a branch per element, and the
-// naive allreduce's float16 kernel, which selects each peer's element, ran ~200x slower than float32.
+// c ? a : b for floats whose both arms are computed anyway (decoded values: fp8, or 16-bit floats selected into
+// another type; into their own type rt_hsel and rt_bfsel below select the bits): a ternary over arms with float
+// arithmetic (rt_h2f's product) kept a branch per element, and the naive allreduce's float16 kernel, which selects
+// each peer's element, ran ~200x slower than float32.
 RT_FN float rt_self(unsigned c, float a, float b) { return rt_bitsf(rt_sel(c, rt_fbits(a), rt_fbits(b))); }
 // c ? a : b of two float16 (rt_hsel) or bfloat16 (rt_bfsel) values into the same type, on their bits: what
 // decoding, selecting and encoding again gives (rt_f2h(rt_h2f(x)) is x but for a NaN, which becomes the
